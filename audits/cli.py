@@ -1,0 +1,64 @@
+"""The ``speedaudit`` command line.
+
+Each sub-command lives in its own module under :mod:`audits.commands` and
+exposes ``register(commands, audit_commands)``, which adds its parsers to the
+top-level sub-parsers and (for audits) to those of ``speedaudit audit``. A
+parser stores its handler as ``func``; handlers return an exit status.
+Errors meant for the user (bad corpus, bad option) are printed without a
+traceback and exit with status 1 (2 for usage errors, as argparse does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import audits.commands
+from audits.corpus import CorpusError
+
+__all__ = ["build_parser", "main", "UserError"]
+
+
+class UserError(Exception):
+    """An error in the user's input: printed as-is, exit status 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="speedaudit",
+        description=(
+            "Audit the measurement chain behind runtime-based rewards for code: is the sandbox's timing "
+            "repeatable, can stored reference timings be calibrated onto today's service, do the tests "
+            "separate fast from slow programs, which aggregation is stable, and is the reward learnable."
+        ),
+        epilog="Run 'speedaudit COMMAND --help' for the options of one command.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    audit = commands.add_parser("audit", help="run one audit on a corpus and print its findings",
+                                description="Run one audit on a timing corpus and print its findings.")
+    audit_commands = audit.add_subparsers(dest="audit", metavar="AUDIT")
+    audit_commands.required = True
+    for info in sorted(pkgutil.iter_modules(audits.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"audits.commands.{info.name}")
+        module.register(commands, audit_commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (CorpusError, UserError) as exc:
+        print(f"speedaudit: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("speedaudit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages that the sandbox tests need (bubblewrap for the bwrap sandbox,
+# hyperfine for the runner benchmark, g++ for C++ solutions). Installs only what is
+# missing, and only when it can (root + apt-get); otherwise says what to install.
+set -euo pipefail
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "speedaudit: please install these Debian packages for the sandbox tests: ${missing[*]}" >&2
+  exit 1
+fi

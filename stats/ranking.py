@@ -1,0 +1,371 @@
+"""Percentile engine: reference pools, per-test percentiles, and q, c, g.
+
+Definitions (DESIGN.md, "Definitions"):
+
+* The **reference pool** of test t holds one duration per correct reference
+  solution: the median of its ``ok`` repeats on t (one environment, one campaign).
+* The **per-test percentile** of a duration d against a pool of n_t durations is
+  the tie-averaged rank
+
+      r_t(d) = 100 * (#{pool < d} + 0.5 * #{pool == d}) / n_t
+
+  (0 = faster than every reference, 100 = slower than all). A non-``ok``
+  execution gets 100. A solution scored against its own pool is left out of it
+  (leave-self-out); when that empties the pool, r_t is undefined (NaN).
+* **q** = mean over the problem's optimization tests of r_t / 100.
+* **c** = every correctness and optimization test ``ok`` (a timeout counts as a
+  failure unless ``timeout_fails_c=False``).
+* **g** = q <= tau/100 and no optimization test failed hard (any non-``ok``).
+
+Everything is vectorised over all problems and tests: one sort of the pool and
+two ``searchsorted`` calls, no Python loop per problem or row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from stats._groups import group_codes, grouped_median
+
+__all__ = [
+    "STATUSES",
+    "select_runs",
+    "solution_cells",
+    "reference_pools",
+    "test_percentiles",
+    "percentile_table",
+    "problem_scores",
+]
+
+STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")
+
+
+def select_runs(
+    corpus: pd.DataFrame,
+    *,
+    environment: str | None = None,
+    campaign: str | None = None,
+    roles: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Rows of one environment and campaign (and optionally some roles).
+
+    ``None`` keeps every value, but a pool must come from exactly one
+    (environment, campaign): :func:`reference_pools` checks that.
+    """
+    mask = np.ones(len(corpus), dtype=bool)
+    if environment is not None:
+        mask &= (corpus["environment"] == environment).to_numpy()
+    if campaign is not None:
+        mask &= (corpus["campaign"] == campaign).to_numpy()
+    if roles is not None:
+        mask &= corpus["role"].isin(list(roles)).to_numpy()
+    return corpus.loc[mask]
+
+
+def _require_single_run(frame: pd.DataFrame, what: str) -> None:
+    for column in ("environment", "campaign"):
+        if column in frame.columns:
+            values = pd.unique(frame[column].astype(object))
+            if len(values) > 1:
+                raise ValueError(
+                    f"{what}: the rows span several {column} values {sorted(map(str, values))[:5]}; "
+                    f"a reference pool comes from one environment and one campaign. "
+                    f"Filter first, e.g. stats.ranking.select_runs(corpus, {column}=...)."
+                )
+
+
+def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", "test", "solution")) -> pd.DataFrame:
+    """Collapse repeats: one row per ``by`` cell.
+
+    ``duration_s`` is the median of the cell's ``ok`` repeats (NaN when none is
+    ok); ``status`` is ``ok`` when at least half of the repeats are ok, else
+    the most frequent non-ok status; ``n_ok`` / ``n_runs`` count repeats. Other
+    descriptive columns (role, correct, test_kind) are taken from the first row.
+    """
+    by = list(by)
+    codes, n_groups = group_codes(executions, by)
+    status = executions["status"].astype(object).to_numpy()
+    is_ok = status == "ok"
+    durations = executions["duration_s"].to_numpy(dtype=float)
+    ok_rows = np.flatnonzero(is_ok & np.isfinite(durations))
+    median = grouped_median(codes[ok_rows], durations[ok_rows], n_groups)
+    n_runs = np.bincount(codes, minlength=n_groups)
+    n_ok = np.bincount(codes[ok_rows], minlength=n_groups)
+
+    first = np.full(n_groups, -1, dtype=np.int64)
+    rev = np.arange(len(codes) - 1, -1, -1)
+    first[codes[rev]] = rev
+    out = executions.iloc[first].reset_index(drop=True)
+    keep = [c for c in by + ["role", "correct", "test_kind"] if c in out.columns]
+    out = out[keep].copy()
+    out["duration_s"] = median
+    out["n_runs"] = n_runs
+    out["n_ok"] = n_ok
+
+    # Cell status: ok by majority; otherwise the commonest failure (ties: the
+    # first in STATUSES order), counted with one bincount over (cell, status).
+    status_code = pd.Categorical(status, categories=STATUSES).codes.astype(np.int64)
+    if (status_code < 0).any():
+        bad = sorted(set(status[status_code < 0]))
+        raise ValueError(f"unknown status values {bad[:5]}; expected one of {list(STATUSES)}")
+    k = len(STATUSES)
+    tally = np.bincount(codes * k + status_code, minlength=n_groups * k).reshape(n_groups, k)
+    tally[:, 0] = -1  # ok is decided by the majority rule, not here
+    commonest_failure = np.asarray(STATUSES, dtype=object)[tally.argmax(axis=1)]
+    cell_status = np.where(2 * n_ok >= n_runs, "ok", commonest_failure)
+    out["status"] = pd.Categorical(cell_status, categories=STATUSES)
+    return out
+
+
+def reference_pools(corpus: pd.DataFrame) -> pd.DataFrame:
+    """Reference pool of every (problem, test).
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        Executions of one environment and one campaign (see :func:`select_runs`).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``problem, test, solution, duration_s``: one row per correct
+        reference solution with at least one ``ok`` repeat on the test, its
+        duration the median of those repeats.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "a", "b"],
+    ...     "duration_s": [1.0, 3.0, 5.0], "status": "ok", "role": "reference",
+    ...     "correct": True, "repeat": [0, 1, 0]})
+    >>> reference_pools(runs)["duration_s"].tolist()
+    [2.0, 5.0]
+    """
+    _require_single_run(corpus, "reference_pools")
+    mask = (corpus["status"] == "ok").to_numpy() & np.isfinite(corpus["duration_s"].to_numpy(dtype=float))
+    if "role" in corpus.columns:
+        mask &= (corpus["role"] == "reference").to_numpy()
+    if "correct" in corpus.columns:
+        mask &= corpus["correct"].to_numpy(dtype=bool)
+    refs = corpus.loc[mask, ["problem", "test", "solution", "duration_s", "status"]]
+    cells = solution_cells(refs)
+    return cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
+
+
+def _joint_codes(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes of ``columns`` that agree between two frames."""
+    parts = []
+    for name in columns:
+        left, right = a[name], b[name]
+        same_categories = (
+            isinstance(left.dtype, pd.CategoricalDtype)
+            and isinstance(right.dtype, pd.CategoricalDtype)
+            and left.cat.categories.equals(right.cat.categories)
+        )
+        if same_categories:
+            parts.append(pd.concat([left, right], ignore_index=True))
+        else:
+            parts.append(pd.concat([left.astype(str), right.astype(str)], ignore_index=True))
+    joined = pd.concat(parts, axis=1, keys=list(columns))
+    codes, n = group_codes(joined, list(columns))
+    return codes[: len(a)], codes[len(a):], n
+
+
+def test_percentiles(
+    executions: pd.DataFrame,
+    pools: pd.DataFrame,
+    *,
+    leave_self_out: bool = True,
+) -> np.ndarray:
+    """Per-test percentile of every execution against its test's pool.
+
+    r = 100 * (#{pool < d} + 0.5 * #{pool == d}) / n, with the execution's own
+    solution removed from the pool when ``leave_self_out``; non-``ok`` (or
+    missing-duration) executions get 100; an empty pool gives NaN.
+
+    Parameters
+    ----------
+    executions : DataFrame
+        Columns ``problem, test, solution, duration_s, status``.
+    pools : DataFrame
+        Output of :func:`reference_pools`.
+    leave_self_out : bool, default True
+
+    Returns
+    -------
+    ndarray of float, aligned with ``executions``' rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pools = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "b", "c"],
+    ...                       "duration_s": [1.0, 2.0, 2.0]})
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["x", "a"],
+    ...                      "duration_s": [2.0, 1.0], "status": "ok"})
+    >>> test_percentiles(runs, pools).tolist()  # x: (1 + 0.5*2)/3; a vs {2, 2}: 0
+    [66.66666666666667, 0.0]
+    """
+    n_exec = len(executions)
+    result = np.full(n_exec, 100.0)
+    if n_exec == 0:
+        return result
+    durations = executions["duration_s"].to_numpy(dtype=float)
+    ok = (executions["status"] == "ok").to_numpy() & np.isfinite(durations)
+
+    exec_test, pool_test, n_tests = _joint_codes(executions, pools, ["problem", "test"])
+    pool_d = pools["duration_s"].to_numpy(dtype=float)
+    # Exact integer keys: (test group, rank of the value among all values seen).
+    values = np.concatenate([pool_d, np.where(ok, durations, 0.0)])
+    uniq, inverse = np.unique(values, return_inverse=True)
+    pool_v, exec_v = inverse[: len(pool_d)], inverse[len(pool_d):]
+    radix = np.int64(len(uniq) + 1)
+    pool_key = np.sort(pool_test * radix + pool_v)
+    exec_key = exec_test * radix + exec_v
+
+    pool_size = np.bincount(pool_test, minlength=n_tests)
+    block_start = np.concatenate(([0], np.cumsum(pool_size)[:-1]))
+    less = np.searchsorted(pool_key, exec_key, side="left") - block_start[exec_test]
+    less_equal = np.searchsorted(pool_key, exec_key, side="right") - block_start[exec_test]
+    equal = less_equal - less
+    n = pool_size[exec_test].astype(float)
+    less = less.astype(float)
+    equal = equal.astype(float)
+
+    if leave_self_out and len(pools):
+        exec_cell, pool_cell, n_cells = _joint_codes(executions, pools, ["problem", "test", "solution"])
+        self_value = np.full(n_cells, np.nan)
+        self_value[pool_cell] = pool_d
+        own = self_value[exec_cell]
+        has_self = np.isfinite(own)
+        d = durations
+        less -= has_self & (own < d)
+        equal -= has_self & (own == d)
+        n -= has_self
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = 100.0 * (less + 0.5 * equal) / n
+    pct[n <= 0] = np.nan
+    result[ok] = pct[ok]
+    return result
+
+
+def percentile_table(
+    corpus: pd.DataFrame,
+    *,
+    per_repeat: bool = False,
+    leave_self_out: bool = True,
+    pools: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per-test percentiles of every solution in one environment and campaign.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        Executions of one environment and campaign.
+    per_repeat : bool, default False
+        ``False``: one row per (problem, test, solution), its duration the
+        median of ``ok`` repeats (see :func:`solution_cells`). ``True``: one row
+        per execution, each repeat ranked against the fixed pool (rank drift).
+    pools : DataFrame, optional
+        A pool to rank against (e.g. a stored campaign's); default: built from
+        ``corpus``.
+
+    Returns
+    -------
+    DataFrame with the key columns, ``duration_s``, ``status``, ``role``,
+    ``correct``, ``test_kind`` and ``percentile``.
+    """
+    _require_single_run(corpus, "percentile_table")
+    if pools is None:
+        pools = reference_pools(corpus)
+    if per_repeat:
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct", "test_kind")
+                if c in corpus.columns]
+        frame = corpus[cols].reset_index(drop=True)
+    else:
+        frame = solution_cells(corpus)
+    frame = frame.copy()
+    frame["percentile"] = test_percentiles(frame, pools, leave_self_out=leave_self_out)
+    return frame
+
+
+def problem_scores(
+    percentiles: pd.DataFrame,
+    *,
+    tau: float | None = None,
+    timeout_fails_c: bool = True,
+    by: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Problem-level q, c and g of every solution (default aggregator ``mean_pct``).
+
+    q = mean over optimization tests of r_t/100 (NaN tests ignored);
+    c = all correctness and optimization tests ok;
+    g = (q <= tau/100) and no optimization test non-ok.
+
+    Parameters
+    ----------
+    percentiles : DataFrame
+        Output of :func:`percentile_table`.
+    tau : float, optional
+        Speed threshold in percentile points (0-100). Without it, ``g`` is not
+        computed.
+    timeout_fails_c : bool, default True
+        Whether a timeout makes c = 0 (the environment's choice).
+    by : sequence of str, optional
+        Score units; default (problem, solution) plus ``repeat`` when present.
+
+    Returns
+    -------
+    DataFrame
+        One row per unit with ``q``, ``c``, ``g`` (when tau is given),
+        ``n_opt_tests``, ``n_tests`` and the solution's ``role``/``correct``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pct = pd.DataFrame({"problem": "p", "solution": "s", "test": ["a", "b", "c"],
+    ...     "status": ["ok", "ok", "ok"], "percentile": [10.0, 30.0, 100.0],
+    ...     "test_kind": ["optimization", "optimization", "correctness"]})
+    >>> problem_scores(pct, tau=30)[["q", "c", "g"]].to_dict("records")
+    [{'q': 0.2, 'c': True, 'g': True}]
+    """
+    if by is None:
+        by = ["problem", "solution"] + (["repeat"] if "repeat" in percentiles.columns else [])
+    by = list(by)
+    codes, n_groups = group_codes(percentiles, by)
+    kind = (
+        percentiles["test_kind"].astype(object).to_numpy()
+        if "test_kind" in percentiles.columns
+        else np.full(len(percentiles), "optimization", dtype=object)
+    )
+    is_opt = kind == "optimization"
+    status = percentiles["status"].astype(object).to_numpy()
+    ok = status == "ok"
+    fails_c = ~ok if timeout_fails_c else ~(ok | (status == "timeout"))
+    pct = percentiles["percentile"].to_numpy(dtype=float)
+
+    use = is_opt & np.isfinite(pct)
+    sums = np.bincount(codes[use], weights=pct[use] / 100.0, minlength=n_groups)
+    counts = np.bincount(codes[use], minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    c = np.bincount(codes, weights=fails_c.astype(float), minlength=n_groups) == 0
+    hard_fail = np.bincount(codes, weights=(is_opt & ~ok).astype(float), minlength=n_groups) > 0
+
+    first = np.full(n_groups, -1, dtype=np.int64)
+    rev = np.arange(len(codes) - 1, -1, -1)
+    first[codes[rev]] = rev
+    keep = [col for col in by + ["role", "correct"] if col in percentiles.columns]
+    out = percentiles.iloc[first][keep].reset_index(drop=True)
+    out["q"] = q
+    out["c"] = c
+    if tau is not None:
+        if not 0 <= tau <= 100:
+            raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
+        out["g"] = (q <= tau / 100.0) & ~hard_fail
+    out["n_opt_tests"] = np.bincount(codes[is_opt], minlength=n_groups)
+    out["n_tests"] = np.bincount(codes, minlength=n_groups)
+    return out
