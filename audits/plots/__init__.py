@@ -1,0 +1,1 @@
+"""Figures: one function per figure, each returning a matplotlib Figure (never shown)."""
