@@ -121,7 +121,7 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         if name.endswith((".csv", ".csv.gz", ".tsv")):
             return pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",", low_memory=False)
         if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz")):
-            return pd.read_json(path, lines=True)
+            return pd.read_json(path, lines=True, precise_float=True)
     except CorpusError:
         raise
     except Exception as exc:  # the reader's own message is the useful part
@@ -199,7 +199,8 @@ def normalize(
         if column not in raw.columns:
             continue
         values = raw[column]
-        if values.dtype == bool or not (pd.api.types.is_numeric_dtype(values) or values.dtype == object):
+        if values.dtype == bool or not (pd.api.types.is_numeric_dtype(values) or values.dtype == object
+                                       or pd.api.types.is_string_dtype(values)):
             _fail(source, column, f"expected numbers, found dtype {values.dtype}", "store plain numbers")
         numeric = pd.to_numeric(values, errors="coerce")
         not_numeric = (numeric.isna() & values.notna()).to_numpy()

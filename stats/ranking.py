@@ -252,6 +252,9 @@ def test_percentiles(
     return result
 
 
+test_percentiles.__test__ = False  # not a pytest test, despite its name
+
+
 def percentile_table(
     corpus: pd.DataFrame,
     *,
@@ -348,10 +351,11 @@ def problem_scores(
     pct = percentiles["percentile"].to_numpy(dtype=float)
 
     use = is_opt & np.isfinite(pct)
-    sums = np.bincount(codes[use], weights=pct[use] / 100.0, minlength=n_groups)
+    sums = np.bincount(codes[use], weights=pct[use], minlength=n_groups)
     counts = np.bincount(codes[use], minlength=n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
-        q = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        mean_pct = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    q = mean_pct / 100.0
     c = np.bincount(codes, weights=fails_c.astype(float), minlength=n_groups) == 0
     hard_fail = np.bincount(codes, weights=(is_opt & ~ok).astype(float), minlength=n_groups) > 0
 
@@ -365,7 +369,9 @@ def problem_scores(
     if tau is not None:
         if not 0 <= tau <= 100:
             raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
-        out["g"] = (q <= tau / 100.0) & ~hard_fail
+        # Compared in percentile points with a 1e-9 slack: percentiles are multiples of
+        # 50/n, so a mean that equals tau exactly must not fail on rounding.
+        out["g"] = (mean_pct <= tau + 1e-9) & ~hard_fail
     out["n_opt_tests"] = np.bincount(codes[is_opt], minlength=n_groups)
     out["n_tests"] = np.bincount(codes, minlength=n_groups)
     return out
