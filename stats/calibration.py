@@ -1,0 +1,1158 @@
+"""Calibration between two environments or two campaigns (DESIGN.md, "Calibration").
+
+A source x and a target y are paired per (problem, test, solution) on the
+median of ``ok`` repeats; a family f is fitted so that y ~ f(x):
+
+=================  ==========================  ================================
+family             model                       fitted as
+=================  ==========================  ================================
+``multiplicative`` y = slope * x               OLS without intercept
+``affine``         y = slope * x + intercept   OLS
+``power``          y = a * x ** b              OLS of log y on log x
+``poly2``          y = c0 + c1 x + c2 x^2      OLS
+``poly3``          y = c0 + ... + c3 x^3       OLS
+``deming``         y = slope * x + intercept   Deming regression (errors in x and y)
+=================  ==========================  ================================
+
+Validity is leave-one-problem-out (LOPO): each problem's pairs are predicted
+by the fit on all other problems, and all out-of-fold predictions are pooled:
+
+    R^2_LOPO = 1 - sum_i (y_i - yhat_i)^2 / sum_i (y_i - mean(y))^2
+
+with the mean over *all* pairs (never the mean of per-fold R^2), plus the
+out-of-fold error on the log-ratio scale, sqrt(mean (log yhat_i - log y_i)^2).
+For the least-squares families this is closed form: with basis phi(x) and
+per-problem sufficient statistics A_p = sum phi phi^T, b_p = sum phi t, the fold
+without problem p solves (A - A_p) beta = (b - b_p); all folds are one stacked
+``np.linalg.solve``. Deming uses the per-problem first and second moments the
+same way. Parameter CIs bootstrap problems with multinomial weights on the same
+per-problem statistics (no refit loop).
+
+The robust option (``robust="huber"``: :class:`sklearn.linear_model.HuberRegressor`;
+``robust="theilsen"``: :func:`scipy.stats.theilslopes`) has no sufficient
+statistics: it is fitted on at most ``max_points`` pairs (a seeded sample),
+validated by K-fold over problems (K = min(10, problems), reported in the
+``cv`` field) and bootstrapped with a refit loop.
+
+Everything here is pure: tidy frames and arrays in, frames and frozen
+dataclasses out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+import pandas as pd
+
+from stats._groups import group_codes
+from stats.bootstrap import Interval
+from stats.ranking import problem_scores, reference_pools, solution_cells, test_percentiles
+
+__all__ = [
+    "FAMILIES",
+    "OLS_FAMILIES",
+    "ROBUST_METHODS",
+    "Pairing",
+    "Fit",
+    "LopoResult",
+    "BlandAltman",
+    "PercentileAgreement",
+    "resolve_key",
+    "pair_medians",
+    "fit_family",
+    "lopo_predictions",
+    "lopo_r2",
+    "bootstrap_params",
+    "bland_altman",
+    "percentile_agreement",
+    "campaign_drift",
+    "ptau_sensitivity",
+]
+
+OLS_FAMILIES = ("multiplicative", "affine", "power", "poly2", "poly3")
+FAMILIES = OLS_FAMILIES + ("deming",)
+ROBUST_METHODS = ("huber", "theilsen")
+_PARAM_NAMES = {
+    "multiplicative": ("slope",),
+    "affine": ("intercept_s", "slope"),
+    "power": ("a", "b"),
+    "poly2": ("c0", "c1", "c2"),
+    "poly3": ("c0", "c1", "c2", "c3"),
+    "deming": ("intercept_s", "slope"),
+}
+_KEYS = ("environment", "campaign")
+
+
+# ----------------------------------------------------------------------------- pairing
+
+def resolve_key(corpus: pd.DataFrame, *, source: str, target: str, key: str = "auto") -> str:
+    """Which column (``environment`` or ``campaign``) holds the names ``source`` and ``target``.
+
+    ``key="auto"`` picks the one column in which both names occur and raises
+    ``ValueError`` (listing the available values) when none or both do.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"environment": ["quiet", "quiet"], "campaign": ["c0", "c1"]})
+    >>> resolve_key(frame, source="c0", target="c1")
+    'campaign'
+    """
+    if key not in ("auto",) + _KEYS:
+        raise ValueError(f"key must be 'auto', 'environment' or 'campaign', got {key!r}")
+    if source == target:
+        raise ValueError(f"source and target are both {source!r}: name two different environments or campaigns")
+    available = {c: sorted(map(str, pd.unique(corpus[c].astype(object)))) for c in _KEYS if c in corpus.columns}
+    listing = "; ".join(f"{c}s: {', '.join(v[:20])}" for c, v in available.items())
+    if key != "auto":
+        if key not in available:
+            raise ValueError(f"the corpus has no {key!r} column")
+        missing = [n for n in (source, target) if n not in available[key]]
+        if missing:
+            raise ValueError(f"{key} {missing[0]!r} is not in the corpus ({listing})")
+        return key
+    holds = [c for c, values in available.items() if source in values and target in values]
+    if len(holds) == 1:
+        return holds[0]
+    if len(holds) > 1:
+        raise ValueError(f"{source!r} and {target!r} are names of both an environment and a campaign; "
+                         f"say which with key='environment' or key='campaign' ({listing})")
+    missing = [n for n in (source, target) if not any(n in v for v in available.values())]
+    if missing:
+        raise ValueError(f"{missing[0]!r} is neither an environment nor a campaign of the corpus ({listing})")
+    raise ValueError(f"{source!r} and {target!r} are not both environments or both campaigns; "
+                     f"calibration pairs two values of one column ({listing})")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Paired medians of a source and a target, and the cells that could not be paired.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        One row per pair: the cell key (``problem, test, solution`` plus the
+        ``within`` column when pairs are matched inside it), ``role``,
+        ``correct``, ``test_kind``, ``x`` (source median, s), ``y`` (target
+        median, s), ``n_ok_x``, ``n_ok_y``.
+    lost : DataFrame
+        ``reason, n_cells``: cells seen on either side but not paired.
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    lost: pd.DataFrame = field(repr=False)
+    source: str = ""
+    target: str = ""
+    key: str = "campaign"
+    within: str | None = None
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.frame)
+
+    @property
+    def n_lost(self) -> int:
+        return int(self.lost["n_cells"].sum()) if len(self.lost) else 0
+
+    @property
+    def n_problems(self) -> int:
+        return int(self.frame["problem"].nunique()) if len(self.frame) else 0
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "target": self.target, "key": self.key, "within": self.within,
+                "n_pairs": self.n_pairs, "n_problems": self.n_problems, "n_lost": self.n_lost,
+                "lost": {r: int(n) for r, n in zip(self.lost["reason"], self.lost["n_cells"])}}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame
+
+    def summary(self) -> str:
+        lost = ", ".join(f"{r} {n:,}" for r, n in zip(self.lost["reason"], self.lost["n_cells"]) if n) or "none"
+        return (f"{self.key} {self.source} -> {self.target}: {self.n_pairs:,} pairs over {self.n_problems:,} "
+                f"problems; lost: {lost}")
+
+
+_LOST_REASONS = ("role_excluded", "only_in_source", "only_in_target", "no_ok_repeat_source",
+                 "no_ok_repeat_target", "non_positive_duration")
+
+
+def pair_medians(
+    corpus: pd.DataFrame,
+    *,
+    source: str,
+    target: str,
+    key: str = "auto",
+    roles: Sequence[str] = ("reference", "candidate"),
+) -> Pairing:
+    """Pair the median ``ok`` duration of every (problem, test, solution) across two runs.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A timing corpus (several environments / campaigns).
+    source, target : str
+        Names of two environments or two campaigns (the column is found by
+        :func:`resolve_key`).
+    key : {"auto", "environment", "campaign"}
+    roles : sequence of str
+        Roles whose cells are paired; ``floor`` rows (the empty program) are
+        excluded by default and counted as ``role_excluded``.
+
+    Returns
+    -------
+    Pairing
+        When the other column (e.g. campaign, when pairing environments) has
+        the same several values on both sides, pairs are matched within each of
+        them (``within``); when each side has one value it is ignored.
+
+    Notes
+    -----
+    A cell is lost for the first of: its role is excluded; it exists on one
+    side only; it has no ``ok`` repeat on the source / target side; a median
+    is <= 0 (logs are undefined).
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"campaign": ["c0", "c0", "c1", "c1"], "environment": "e",
+    ...     "problem": "p", "test": "t", "solution": "s", "repeat": [0, 1, 0, 1],
+    ...     "duration_s": [1.0, 3.0, 4.0, 6.0], "status": "ok", "role": "reference"})
+    >>> pair_medians(runs, source="c0", target="c1").frame[["x", "y"]].values.tolist()
+    [[2.0, 5.0]]
+    """
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    other = "campaign" if key == "environment" else "environment"
+    column = corpus[key].astype(object) if not isinstance(corpus[key].dtype, pd.CategoricalDtype) else corpus[key]
+    is_src = (column == source).to_numpy().copy()
+    is_tgt = (column == target).to_numpy().copy()
+    within = None
+    if other in corpus.columns:
+        src_vals = set(map(str, pd.unique(corpus.loc[is_src, other].astype(object))))
+        tgt_vals = set(map(str, pd.unique(corpus.loc[is_tgt, other].astype(object))))
+        if len(src_vals) > 1 or len(tgt_vals) > 1:
+            if src_vals != tgt_vals:
+                raise ValueError(
+                    f"{key} {source!r} spans {other}s {sorted(src_vals)} and {target!r} spans {sorted(tgt_vals)}; "
+                    f"pairs are matched within one {other}: select rows of one {other} first")
+            within = other
+    cell_key = ["problem", "test", "solution"] + ([within] if within else [])
+    n_role_excluded = 0
+    if "role" in corpus.columns:
+        role_ok = corpus["role"].isin(list(roles)).to_numpy()
+        excluded = corpus.loc[(is_src | is_tgt) & ~role_ok]
+        if len(excluded):
+            n_role_excluded = group_codes(excluded, cell_key + [key])[1]
+        is_src &= role_ok
+        is_tgt &= role_ok
+    cols = [c for c in cell_key + ["repeat", "duration_s", "status", "role", "correct", "test_kind"]
+            if c in corpus.columns]
+    src = solution_cells(corpus.loc[is_src, cols], by=cell_key)
+    tgt = solution_cells(corpus.loc[is_tgt, cols], by=cell_key)
+
+    both = pd.concat([src[cell_key], tgt[cell_key]], ignore_index=True)
+    codes, n_codes = group_codes(both, cell_key)
+    src_code, tgt_code = codes[: len(src)], codes[len(src):]
+    tgt_row = np.full(n_codes, -1, dtype=np.int64)
+    tgt_row[tgt_code] = np.arange(len(tgt))
+    src_row = np.full(n_codes, -1, dtype=np.int64)
+    src_row[src_code] = np.arange(len(src))
+    match = tgt_row[src_code]
+    in_both = match >= 0
+    only_src = int((~in_both).sum())
+    only_tgt = int((src_row[tgt_code] < 0).sum())
+
+    x = src["duration_s"].to_numpy(dtype=float)[in_both]
+    y = tgt["duration_s"].to_numpy(dtype=float)[match[in_both]]
+    no_x = ~np.isfinite(x)
+    no_y = np.isfinite(x) & ~np.isfinite(y)
+    non_pos = np.isfinite(x) & np.isfinite(y) & ((x <= 0) | (y <= 0))
+    good = ~(no_x | no_y | non_pos)
+
+    frame = src.loc[in_both].reset_index(drop=True).loc[good]
+    frame = frame.drop(columns=[c for c in ("duration_s", "status", "n_runs", "n_ok") if c in frame.columns])
+    frame["x"] = x[good]
+    frame["y"] = y[good]
+    frame["n_ok_x"] = src["n_ok"].to_numpy()[in_both][good]
+    frame["n_ok_y"] = tgt["n_ok"].to_numpy()[match[in_both]][good]
+    frame = frame.reset_index(drop=True)
+    counts = [n_role_excluded, only_src, only_tgt, int(no_x.sum()), int(no_y.sum()), int(non_pos.sum())]
+    lost = pd.DataFrame({"reason": list(_LOST_REASONS), "n_cells": counts})
+    return Pairing(frame=frame, lost=lost, source=source, target=target, key=key, within=within)
+
+
+# ----------------------------------------------------------------------------- families
+
+@dataclass(frozen=True)
+class _Basis:
+    """Standardised basis of a least-squares family: u = (v - center) / scale, v = x or log x."""
+
+    family: str
+    center: float
+    scale: float
+
+    @property
+    def degree(self) -> int:
+        return {"multiplicative": 1, "affine": 1, "power": 1, "poly2": 2, "poly3": 3}[self.family]
+
+    @property
+    def log(self) -> bool:
+        return self.family == "power"
+
+    def design(self, x: np.ndarray) -> np.ndarray:
+        v = np.log(x) if self.log else x
+        if self.family == "multiplicative":
+            return (v / self.scale)[:, None]
+        u = (v - self.center) / self.scale
+        return np.vander(u, self.degree + 1, increasing=True)
+
+    def target(self, y: np.ndarray) -> np.ndarray:
+        return np.log(y) if self.log else y
+
+    def to_natural(self) -> np.ndarray:
+        """Matrix M with natural coefficients = M @ beta (coefficients of powers of v)."""
+        if self.family == "multiplicative":
+            return np.array([[1.0 / self.scale]])
+        k = self.degree + 1
+        alpha, gamma = -self.center / self.scale, 1.0 / self.scale
+        m = np.zeros((k, k))
+        for j in range(k):
+            for i in range(j + 1):
+                m[i, j] = comb(j, i) * alpha ** (j - i) * gamma ** i
+        return m
+
+
+def _make_basis(family: str, x: np.ndarray) -> _Basis:
+    v = np.log(x) if family == "power" else x
+    if family == "multiplicative":
+        scale = float(np.sqrt(np.mean(v * v))) or 1.0
+        return _Basis(family, 0.0, scale)
+    center = float(np.mean(v))
+    scale = float(np.std(v)) or 1.0
+    return _Basis(family, center, scale)
+
+
+def _check_xy(x, y, groups=None):
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-d arrays of one length, got shapes {x.shape} and {y.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("x and y must be finite (pair_medians drops cells without ok repeats)")
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != x.shape:
+            raise ValueError(f"groups must align with x: shapes {groups.shape} and {x.shape}")
+    return x, y, groups
+
+
+def _check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown calibration family {family!r}; choose one of {', '.join(FAMILIES)}")
+
+
+def _natural_params(family: str, natural: np.ndarray) -> np.ndarray:
+    """Natural coefficient vector(s) -> reported parameters (same order as _PARAM_NAMES)."""
+    natural = np.asarray(natural, dtype=float)
+    if family == "power":  # [log a, b] -> [a, b]
+        out = natural.copy()
+        out[..., 0] = np.exp(natural[..., 0])
+        return out
+    return natural
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted calibration map y = f(x).
+
+    Attributes
+    ----------
+    family : str
+    params : dict
+        Natural parameters: ``slope`` / ``intercept_s`` (seconds) for the
+        linear families, ``a`` / ``b`` for power, ``c0..c3`` (c_i multiplies
+        x**i, x in seconds) for the polynomials.
+    method : str
+        ``ols``, ``deming``, ``huber`` or ``theilsen``.
+    n : int
+        Pairs used.
+    """
+
+    family: str
+    params: dict
+    method: str = "ols"
+    n: int = 0
+    variance_ratio: float | None = None
+
+    def predict(self, x) -> np.ndarray:
+        """f(x) on the target scale (seconds)."""
+        x = np.asarray(x, dtype=float)
+        p = self.params
+        if self.family == "multiplicative":
+            return p["slope"] * x
+        if self.family in ("affine", "deming"):
+            return p["slope"] * x + p["intercept_s"]
+        if self.family == "power":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return p["a"] * np.power(x, p["b"])
+        coefs = [p[f"c{i}"] for i in range(4) if f"c{i}" in p]
+        return np.polynomial.polynomial.polyval(x, coefs)
+
+    def formula(self) -> str:
+        p = self.params
+        if self.family == "multiplicative":
+            return f"y = {p['slope']:.4g} x"
+        if self.family in ("affine", "deming"):
+            return f"y = {p['slope']:.4g} x {'+' if p['intercept_s'] >= 0 else '-'} {abs(p['intercept_s']):.4g} s"
+        if self.family == "power":
+            return f"y = {p['a']:.4g} x^{p['b']:.4g}"
+        return "y = " + " + ".join(f"{p[f'c{i}']:.4g} x^{i}" for i in range(4) if f"c{i}" in p)
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "method": self.method, "params": dict(self.params), "n": self.n,
+                "formula": self.formula(), "variance_ratio": self.variance_ratio}
+
+
+def _deming_from_moments(n, sx, sy, sxx, syy, sxy, delta):
+    """Deming slope and intercept from (possibly stacked) raw moments.
+
+    slope = (Syy - d Sxx + sqrt((Syy - d Sxx)^2 + 4 d Sxy^2)) / (2 Sxy), with
+    centred sums S and d = var(error in y) / var(error in x).
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx, my = sx / n, sy / n
+        cxx = sxx - sx * mx
+        cyy = syy - sy * my
+        cxy = sxy - sx * my
+        diff = cyy - delta * cxx
+        slope = (diff + np.sqrt(diff * diff + 4.0 * delta * cxy * cxy)) / (2.0 * cxy)
+        intercept = my - slope * mx
+    return intercept, slope
+
+
+def _deming_moments(x, y, codes, n_groups, cx, cy):
+    """Per-group [n, sx, sy, sxx, syy, sxy] of the centred values (shape (G, 6))."""
+    xc, yc = x - cx, y - cy
+    cols = [np.ones_like(xc), xc, yc, xc * xc, yc * yc, xc * yc]
+    return np.stack([np.bincount(codes, weights=c, minlength=n_groups) for c in cols], axis=1)
+
+
+def _deming_params(mom, delta, cx, cy):
+    """Natural [intercept, slope] from centred moments (..., 6)."""
+    b0c, slope = _deming_from_moments(*(mom[..., i] for i in range(6)), delta)
+    intercept = b0c + cy - slope * cx
+    return np.stack([intercept, slope], axis=-1)
+
+
+def fit_family(
+    x,
+    y,
+    family: str,
+    *,
+    robust: str | None = None,
+    variance_ratio: float = 1.0,
+    max_points: int = 5000,
+    seed: int | None = 0,
+) -> Fit:
+    """Fit one calibration family y ~ f(x).
+
+    Parameters
+    ----------
+    x, y : array of float
+        Paired source and target durations in seconds (> 0 for ``power``).
+    family : {"multiplicative", "affine", "power", "poly2", "poly3", "deming"}
+    robust : {None, "huber", "theilsen"}
+        Robust alternative to least squares. ``huber``: sklearn's
+        ``HuberRegressor(epsilon=1.35, alpha=0)`` on the family's basis;
+        ``theilsen``: scipy's ``theilslopes`` (affine and power; multiplicative
+        uses the median of y/x). Fitted on a seeded sample of at most
+        ``max_points`` pairs. Not used with ``deming``.
+    variance_ratio : float, default 1
+        Deming's d = var(error of y) / var(error of x); 1 is orthogonal
+        regression, d -> infinity tends to OLS of y on x.
+
+    Returns
+    -------
+    Fit
+
+    Examples
+    --------
+    >>> x = np.array([0.1, 0.2, 0.4, 0.8])
+    >>> fit_family(x, 0.63 * x + 0.053, "affine").params  # doctest: +ELLIPSIS
+    {'intercept_s': 0.053..., 'slope': 0.63...}
+    """
+    _check_family(family)
+    x, y, _ = _check_xy(x, y)
+    if len(x) < 2:
+        raise ValueError(f"fitting {family} needs at least 2 pairs, got {len(x)}")
+    if family == "power" and ((x <= 0).any() or (y <= 0).any()):
+        raise ValueError("the power family is fitted on logs: durations must be > 0")
+    if family == "deming":
+        if robust:
+            raise ValueError("robust fitting is not available for deming (it already models errors in x)")
+        if not variance_ratio > 0:
+            raise ValueError(f"variance_ratio must be > 0, got {variance_ratio}")
+        cx, cy = float(np.mean(x)), float(np.mean(y))
+        mom = _deming_moments(x, y, np.zeros(len(x), dtype=np.int64), 1, cx, cy)[0]
+        natural = _deming_params(mom, variance_ratio, cx, cy)
+        return Fit(family, dict(zip(_PARAM_NAMES[family], map(float, natural))), "deming", len(x),
+                   float(variance_ratio))
+    basis = _make_basis(family, x)
+    if robust is None:
+        beta, *_ = np.linalg.lstsq(basis.design(x), basis.target(y), rcond=None)
+        natural = basis.to_natural() @ beta
+        method = "ols"
+    else:
+        rng = np.random.default_rng(seed)
+        natural = _robust_natural(x, y, basis, robust, rng, max_points)
+        method = robust
+    params = _natural_params(family, natural)
+    return Fit(family, dict(zip(_PARAM_NAMES[family], map(float, params))), method, len(x))
+
+
+def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> np.ndarray:
+    if method not in ROBUST_METHODS:
+        raise ValueError(f"robust must be None or one of {ROBUST_METHODS}, got {method!r}")
+    if len(x) > max_points:
+        pick = rng.choice(len(x), size=max_points, replace=False)
+        x, y = x[pick], y[pick]
+    design, t = basis.design(x), basis.target(y)
+    if method == "huber":
+        from sklearn.linear_model import HuberRegressor
+
+        if basis.family == "multiplicative":
+            model = HuberRegressor(epsilon=1.35, alpha=0.0, fit_intercept=False, max_iter=1000).fit(design, t)
+            beta = model.coef_
+        else:
+            model = HuberRegressor(epsilon=1.35, alpha=0.0, max_iter=1000).fit(design[:, 1:], t)
+            beta = np.concatenate(([model.intercept_], model.coef_))
+        return basis.to_natural() @ beta
+    from scipy.stats import theilslopes
+
+    if basis.family == "multiplicative":
+        return np.array([np.median(y / x)])
+    if basis.degree != 1:
+        raise ValueError("theilsen fits a straight line: use it with affine, power or multiplicative")
+    v = np.log(x) if basis.log else x
+    slope, intercept, *_ = theilslopes(t, v)
+    return np.array([intercept, slope])
+
+
+# ----------------------------------------------------------------------------- LOPO
+
+def _group_index(groups) -> tuple[np.ndarray, int]:
+    codes, uniques = pd.factorize(np.asarray(groups), sort=False)
+    return codes.astype(np.int64), len(uniques)
+
+
+def _grouped_normal(design: np.ndarray, t: np.ndarray, codes: np.ndarray, n_groups: int):
+    """Per-group normal equations: A (G, k, k) and b (G, k)."""
+    k = design.shape[1]
+    a = np.empty((n_groups, k, k))
+    for i in range(k):
+        for j in range(i, k):
+            a[:, i, j] = a[:, j, i] = np.bincount(codes, weights=design[:, i] * design[:, j], minlength=n_groups)
+    b = np.stack([np.bincount(codes, weights=design[:, i] * t, minlength=n_groups) for i in range(k)], axis=1)
+    return a, b
+
+
+def _solve_stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve a stack of small normal equations; singular ones by pseudo-inverse (min-norm)."""
+    try:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.einsum("gij,gj->gi", np.linalg.pinv(a), b)
+
+
+def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) -> np.ndarray:
+    """Leave-one-group-out predictions of y (closed form from grouped sufficient statistics).
+
+    Each pair's prediction comes from the fit on all *other* groups (problems).
+    For the least-squares families the fold without group g solves
+    (A - A_g) beta_g = (b - b_g) with A_g = sum_{i in g} phi_i phi_i^T and
+    b_g = sum_{i in g} phi_i t_i; all folds in one stacked solve. Power is
+    fitted on logs and returned as exp(prediction). Deming subtracts the
+    group's moments. Equal to sklearn's ``cross_val_predict(..., cv=LeaveOneGroupOut())``.
+
+    Returns
+    -------
+    ndarray of float aligned with ``x`` (NaN where a fold cannot be fitted,
+    e.g. only one group).
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 3.0, 4.0]); y = 2 * x + 1
+    >>> lopo_predictions(x, y, ["a", "a", "b", "b"], "affine").round(6).tolist()
+    [3.0, 5.0, 7.0, 9.0]
+    """
+    _check_family(family)
+    x, y, groups = _check_xy(x, y, groups)
+    codes, n_groups = _group_index(groups)
+    if n_groups < 2:
+        return np.full(len(x), np.nan)
+    if family == "deming":
+        cx, cy = float(np.mean(x)), float(np.mean(y))
+        mom = _deming_moments(x, y, codes, n_groups, cx, cy)
+        fold = mom.sum(axis=0) - mom
+        natural = _deming_params(fold, variance_ratio, cx, cy)[codes]
+        return natural[:, 0] + natural[:, 1] * x
+    if family == "power" and ((x <= 0).any() or (y <= 0).any()):
+        raise ValueError("the power family is fitted on logs: durations must be > 0")
+    basis = _make_basis(family, x)
+    design, t = basis.design(x), basis.target(y)
+    a, b = _grouped_normal(design, t, codes, n_groups)
+    beta = _solve_stack(a.sum(axis=0) - a, b.sum(axis=0) - b)
+    pred = np.einsum("ik,ik->i", design, beta[codes])
+    return np.exp(pred) if basis.log else pred
+
+
+def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_points, seed, n_folds=10):
+    basis = _make_basis(family, x)
+    rng = np.random.default_rng(seed)
+    fold_of_group = rng.permutation(n_groups) % min(n_folds, n_groups)
+    fold = fold_of_group[codes]
+    pred = np.full(len(x), np.nan)
+    for f in range(min(n_folds, n_groups)):
+        test = fold == f
+        natural = _robust_natural(x[~test], y[~test], basis, method, rng, max_points)
+        params = _natural_params(family, natural)
+        pred[test] = Fit(family, dict(zip(_PARAM_NAMES[family], params))).predict(x[test])
+    return pred
+
+
+@dataclass(frozen=True)
+class LopoResult:
+    """Pooled out-of-fold validity of one family.
+
+    ``r2`` = 1 - SSE/SST (SST about the global mean of y); ``log_rmse`` =
+    sqrt(mean (log yhat - log y)^2) over pairs with yhat > 0 (``n_nonpositive``
+    counts the others); ``log_bias`` = mean (log yhat - log y). CIs bootstrap
+    problems over the fixed out-of-fold predictions.
+    """
+
+    family: str
+    r2: Interval
+    log_rmse: Interval
+    log_bias: float
+    n: int
+    n_groups: int
+    n_nonpositive: int
+    cv: str = "lopo"
+    predictions: np.ndarray = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "cv": self.cv, "r2": self.r2.to_dict(), "log_rmse": self.log_rmse.to_dict(),
+                "log_bias": self.log_bias, "n": self.n, "n_groups": self.n_groups,
+                "n_nonpositive": self.n_nonpositive}
+
+
+def _multinomial_counts(n_groups: int, n_boot: int, seed) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_boot).astype(float)
+
+
+def _interval(estimate, draws, level, n) -> Interval:
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
+    if len(draws) == 0 or n < 2:
+        return Interval(float(estimate), np.nan, np.nan, int(n), level)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return Interval(float(estimate), float(low), float(high), int(n), level)
+
+
+def lopo_r2(
+    x,
+    y,
+    groups,
+    family: str,
+    *,
+    robust: str | None = None,
+    variance_ratio: float = 1.0,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+    max_points: int = 5000,
+) -> LopoResult:
+    """Pooled leave-one-problem-out R^2 and log-ratio error of one family.
+
+    R^2 = 1 - sum (y - yhat)^2 / sum (y - mean(y))^2 over all out-of-fold
+    predictions together (never the mean of per-fold R^2). With ``robust``
+    the folds are K = min(10, groups) groups of problems (``cv`` says so).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0); x = rng.uniform(0.01, 1, 200)
+    >>> y = 0.63 * x + 0.053 + rng.normal(0, 0.001, 200)
+    >>> lopo_r2(x, y, np.arange(200) // 10, "affine", n_boot=50).r2.estimate > 0.99
+    True
+    """
+    _check_family(family)
+    x, y, groups = _check_xy(x, y, groups)
+    codes, n_groups = _group_index(groups)
+    if robust is not None and family != "deming":
+        pred = _kfold_robust_predictions(x, y, codes, n_groups, family, robust, max_points=max_points, seed=seed)
+        cv = f"{min(10, n_groups)}-fold over problems"
+    else:
+        pred = lopo_predictions(x, y, groups, family, variance_ratio=variance_ratio)
+        cv = "lopo"
+    ok = np.isfinite(pred)
+    positive = ok & (pred > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_err = np.where(positive, np.log(np.where(positive, pred, 1.0)) - np.log(y), 0.0)
+    sq = np.where(ok, (y - pred) ** 2, 0.0)
+    per = np.stack([
+        np.bincount(codes, weights=sq, minlength=n_groups),
+        np.bincount(codes, weights=y * ok, minlength=n_groups),
+        np.bincount(codes, weights=y * y * ok, minlength=n_groups),
+        np.bincount(codes, weights=ok.astype(float), minlength=n_groups),
+        np.bincount(codes, weights=log_err ** 2, minlength=n_groups),
+        np.bincount(codes, weights=positive.astype(float), minlength=n_groups),
+    ], axis=1)
+
+    def stats(tot):
+        sse, sy, syy, n, sle, npos = (tot[..., i] for i in range(6))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r2 = 1.0 - sse / (syy - sy * sy / n)
+            rmse = np.sqrt(sle / npos)
+        return r2, rmse
+
+    r2, rmse = stats(per.sum(axis=0))
+    if n_boot and n_groups > 1:
+        draws = _multinomial_counts(n_groups, n_boot, seed) @ per
+        r2_draws, rmse_draws = stats(draws)
+    else:
+        r2_draws = rmse_draws = np.array([])
+    log_bias = float(log_err[positive].mean()) if positive.any() else np.nan
+    return LopoResult(family=family, r2=_interval(r2, r2_draws, level, n_groups),
+                      log_rmse=_interval(rmse, rmse_draws, level, n_groups), log_bias=log_bias, n=int(ok.sum()),
+                      n_groups=n_groups, n_nonpositive=int((ok & ~positive).sum()), cv=cv, predictions=pred)
+
+
+# ----------------------------------------------------------------------------- bootstrap of parameters
+
+def bootstrap_params(
+    x,
+    y,
+    groups,
+    family: str,
+    *,
+    robust: str | None = None,
+    variance_ratio: float = 1.0,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+    max_points: int = 5000,
+) -> pd.DataFrame:
+    """Percentile-bootstrap CIs of a family's parameters, resampling problems.
+
+    Least squares and Deming reuse per-problem sufficient statistics: a
+    resample with multinomial counts w has A* = sum_p w_p A_p, b* = sum_p w_p b_p,
+    solved for all resamples at once. Robust fits refit per resample
+    (at most ``min(n_boot, 200)`` resamples, on <= ``max_points`` pairs each).
+
+    Returns
+    -------
+    DataFrame
+        ``param, estimate, ci_low, ci_high, n_problems, level``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1); x = rng.uniform(0.01, 1, 300)
+    >>> y = 0.63 * x + 0.053 + rng.normal(0, 0.002, 300)
+    >>> ci = bootstrap_params(x, y, np.arange(300) // 10, "affine", n_boot=200).set_index("param")
+    >>> bool(ci.loc["slope", "ci_low"] < 0.63 < ci.loc["slope", "ci_high"])
+    True
+    """
+    _check_family(family)
+    x, y, groups = _check_xy(x, y, groups)
+    codes, n_groups = _group_index(groups)
+    fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, max_points=max_points, seed=seed)
+    names = _PARAM_NAMES[family]
+    estimate = np.array([fit.params[n] for n in names])
+    if n_groups < 2 or not n_boot:
+        draws = np.full((0, len(names)), np.nan)
+    elif family == "deming":
+        cx, cy = float(np.mean(x)), float(np.mean(y))
+        mom = _deming_moments(x, y, codes, n_groups, cx, cy)
+        draws = _deming_params(_multinomial_counts(n_groups, n_boot, seed) @ mom, variance_ratio, cx, cy)
+    elif robust is None:
+        basis = _make_basis(family, x)
+        a, b = _grouped_normal(basis.design(x), basis.target(y), codes, n_groups)
+        w = _multinomial_counts(n_groups, n_boot, seed)
+        beta = _solve_stack(np.tensordot(w, a, axes=1), w @ b)
+        draws = _natural_params(family, beta @ basis.to_natural().T)
+    else:
+        rng = np.random.default_rng(seed)
+        basis = _make_basis(family, x)
+        order = np.argsort(codes, kind="stable")
+        sizes = np.bincount(codes, minlength=n_groups)
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        draws = []
+        for _ in range(min(n_boot, 200)):  # refit loop over resamples (no sufficient statistics exist)
+            pick = rng.integers(0, n_groups, n_groups)
+            rows = order[np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in pick])]
+            draws.append(_natural_params(family, _robust_natural(x[rows], y[rows], basis, robust, rng, max_points)))
+        draws = np.array(draws)
+    rows = []
+    for i, name in enumerate(names):
+        ci = _interval(estimate[i], draws[:, i] if len(draws) else [], level, n_groups)
+        rows.append({"param": name, "estimate": ci.estimate, "ci_low": ci.low, "ci_high": ci.high,
+                     "n_problems": n_groups, "level": level})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- Bland-Altman
+
+@dataclass(frozen=True)
+class BlandAltman:
+    """Bland-Altman agreement on the log scale.
+
+    With d_i = log y_i - log x_i: ``bias`` = mean d, limits of agreement
+    ``lower/upper`` = bias -+ z * sd(d) (ddof=1, z = 1.96 for 95 %),
+    ``proportional`` = slope of d on the pair mean m_i = (log x_i + log y_i)/2
+    (0 when the ratio does not depend on the duration). exp(bias) is the
+    typical ratio y/x. CIs bootstrap problems.
+    """
+
+    bias: Interval
+    lower: Interval
+    upper: Interval
+    sd: float
+    proportional: Interval
+    n: int
+    n_problems: int
+
+    def to_dict(self) -> dict:
+        return {"bias": self.bias.to_dict(), "lower": self.lower.to_dict(), "upper": self.upper.to_dict(),
+                "sd": self.sd, "ratio": float(np.exp(self.bias.estimate)),
+                "ratio_limits": [float(np.exp(self.lower.estimate)), float(np.exp(self.upper.estimate))],
+                "proportional": self.proportional.to_dict(), "n": self.n, "n_problems": self.n_problems}
+
+    def summary(self) -> str:
+        return (f"log-ratio bias {self.bias} (ratio {np.exp(self.bias.estimate):.3f}), limits of agreement "
+                f"[{self.lower.estimate:.3f}, {self.upper.estimate:.3f}] (ratio x{np.exp(self.lower.estimate):.3f}"
+                f" .. x{np.exp(self.upper.estimate):.3f}), n={self.n}")
+
+
+def bland_altman(x, y, groups, *, level: float = 0.95, limits_z: float = 1.96, n_boot: int = 1000,
+                 seed: int | None = 0) -> BlandAltman:
+    """Bland-Altman bias and limits of agreement of log y against log x, with CIs over problems.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 2.0, 4.0, 8.0]); ba = bland_altman(x, 2 * x, [0, 0, 1, 1], n_boot=20)
+    >>> round(ba.bias.estimate, 6), round(ba.sd, 6)
+    (0.693147, 0.0)
+    """
+    x, y, groups = _check_xy(x, y, groups)
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("Bland-Altman on the log scale needs durations > 0")
+    codes, n_groups = _group_index(groups)
+    d = np.log(y) - np.log(x)
+    m = 0.5 * (np.log(y) + np.log(x))
+    m0 = m.mean()
+    mc = m - m0
+    per = np.stack([np.bincount(codes, weights=v, minlength=n_groups)
+                    for v in (np.ones_like(d), d, d * d, mc, mc * mc, mc * d)], axis=1)
+
+    def stats(tot):
+        n, sd_, sdd, sm, smm, smd = (tot[..., i] for i in range(6))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            bias = sd_ / n
+            sd = np.sqrt(np.maximum(sdd - sd_ * bias, 0.0) / (n - 1))
+            slope = (smd - sm * sd_ / n) / (smm - sm * sm / n)
+        return bias, bias - limits_z * sd, bias + limits_z * sd, slope, sd
+
+    est = stats(per.sum(axis=0))
+    draws = stats(_multinomial_counts(n_groups, n_boot, seed) @ per) if n_boot and n_groups > 1 else [[]] * 5
+    bias, lower, upper, slope = (_interval(est[i], draws[i], level, n_groups) for i in range(4))
+    return BlandAltman(bias=bias, lower=lower, upper=upper, sd=float(est[4]), proportional=slope, n=len(d),
+                       n_problems=n_groups)
+
+
+# ----------------------------------------------------------------------------- percentile agreement
+
+def _runs(corpus, key, name, other, other_value):
+    mask = (corpus[key] == name).to_numpy()
+    if other_value is not None:
+        mask &= (corpus[other] == other_value).to_numpy()
+    return corpus.loc[mask]
+
+
+def _other_values(corpus, key, source, target):
+    other = "campaign" if key == "environment" else "environment"
+    if other not in corpus.columns:
+        return other, [None]
+    src = set(map(str, pd.unique(corpus.loc[(corpus[key] == source).to_numpy(), other].astype(object))))
+    tgt = set(map(str, pd.unique(corpus.loc[(corpus[key] == target).to_numpy(), other].astype(object))))
+    if len(src) == 1 and len(tgt) == 1:
+        return other, [None]
+    common = sorted(src & tgt)
+    if not common:
+        raise ValueError(f"{source!r} and {target!r} share no {other}: select rows of one {other} first")
+    return other, common
+
+
+def _mapped_pool(pool: pd.DataFrame, mapping: Callable | None) -> pd.DataFrame:
+    if mapping is None:
+        return pool
+    out = pool.copy()
+    f = mapping.predict if hasattr(mapping, "predict") else mapping
+    out["duration_s"] = np.asarray(f(out["duration_s"].to_numpy(dtype=float)), dtype=float)
+    return out
+
+
+@dataclass(frozen=True)
+class PercentileAgreement:
+    """Rank agreement of per-problem scores against a stored pool vs the fresh pool.
+
+    ``frame`` has one row per re-run reference (problem, solution) with
+    ``q_fresh`` (fresh durations vs fresh pool), ``q_raw`` (fresh durations vs
+    the stored pool) and ``q_calibrated`` (vs the stored pool mapped onto the
+    fresh scale). ``spearman_raw`` / ``spearman_calibrated`` are Spearman rho
+    of q_raw / q_calibrated with q_fresh over all units, ``gain`` their
+    difference; CIs resample problems (paired).
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    spearman_raw: Interval
+    spearman_calibrated: Interval | None
+    gain: Interval | None
+    n_units: int
+    n_problems: int
+
+    def to_dict(self) -> dict:
+        return {"spearman_raw": self.spearman_raw.to_dict(),
+                "spearman_calibrated": None if self.spearman_calibrated is None else self.spearman_calibrated.to_dict(),
+                "gain": None if self.gain is None else self.gain.to_dict(),
+                "n_units": self.n_units, "n_problems": self.n_problems}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame
+
+
+def _spearman_boot(a, b, c, codes, n_groups, n_boot, seed):
+    """Spearman rho(a, c) and rho(b, c) on resamples of groups (paired)."""
+    from scipy.stats import rankdata
+
+    def rho(u, v):
+        ru, rv = rankdata(u), rankdata(v)
+        ru -= ru.mean()
+        rv -= rv.mean()
+        denom = np.sqrt((ru * ru).sum() * (rv * rv).sum())
+        return float((ru * rv).sum() / denom) if denom > 0 else np.nan
+
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    rng = np.random.default_rng(seed)
+    out = np.full((n_boot, 2), np.nan)
+    for i in range(n_boot):  # loop over resamples; ranks must be recomputed on each
+        pick = rng.integers(0, n_groups, n_groups)
+        lens = sizes[pick]
+        offsets = np.repeat(starts[pick] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+        rows = order[np.arange(lens.sum()) + offsets]
+        out[i, 0] = rho(a[rows], c[rows])
+        if b is not None:
+            out[i, 1] = rho(b[rows], c[rows])
+    return rho(a, c), (rho(b, c) if b is not None else np.nan), out
+
+
+def percentile_agreement(
+    corpus: pd.DataFrame,
+    *,
+    source: str,
+    target: str,
+    key: str = "auto",
+    mapping: Callable | Fit | None = None,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> PercentileAgreement:
+    """Do stored (source) pools rank fresh (target) runs like the fresh pool does?
+
+    For every correct reference solution re-run in ``target``, its fresh
+    durations (cell medians) are scored three ways, each leave-self-out:
+    q_fresh against the target pool, q_raw against the source pool, and
+    q_calibrated against the source pool with every duration d replaced by
+    ``mapping(d)`` (the source -> target calibration). Spearman rho of q_raw
+    and q_calibrated with q_fresh is computed over all (problem, solution)
+    units; its CI resamples problems (at most ``n_boot`` refits of the ranks).
+
+    Examples
+    --------
+    >>> from audits.synthetic import synthesize  # doctest: +SKIP
+    >>> corpus = synthesize(campaigns=(("c0", 1, 0), ("c1", 0.63, 0.053))).corpus  # doctest: +SKIP
+    >>> percentile_agreement(corpus, source="c0", target="c1", mapping=lambda d: 0.63 * d + 0.053)  # doctest: +SKIP
+    """
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    other, values = _other_values(corpus, key, source, target)
+    frames = []
+    for value in values:  # one iteration per shared environment/campaign (a handful), not per problem
+        src = _runs(corpus, key, source, other, value)
+        tgt = _runs(corpus, key, target, other, value)
+        src_pool = reference_pools(src)
+        tgt_pool = reference_pools(tgt)
+        refs = tgt.loc[(tgt["role"] == "reference").to_numpy() & tgt["correct"].to_numpy(dtype=bool)]
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                            "test_kind") if c in refs.columns]
+        cells = solution_cells(refs[cols])
+        scored = {}
+        for name, pool in (("fresh", tgt_pool), ("raw", src_pool), ("calibrated", _mapped_pool(src_pool, mapping))):
+            if name == "calibrated" and mapping is None:
+                continue
+            pct = cells.assign(percentile=test_percentiles(cells, pool, leave_self_out=True))
+            scored[name] = problem_scores(pct, by=["problem", "solution"])
+        frame = scored["fresh"][["problem", "solution"]].astype(str)
+        for name, scores in scored.items():
+            frame[f"q_{name}"] = scores["q"].to_numpy()
+        if value is not None:
+            frame[other] = value
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    cols = [c for c in ("q_fresh", "q_raw", "q_calibrated") if c in frame.columns]
+    frame = frame.loc[np.isfinite(frame[cols].to_numpy(dtype=float)).all(axis=1)].reset_index(drop=True)
+    if len(frame) < 3:
+        raise ValueError(f"percentile agreement needs >= 3 re-run reference solutions with scores on both sides, "
+                         f"found {len(frame)}")
+    codes, n_groups = _group_index(frame["problem"].to_numpy())
+    b = frame["q_calibrated"].to_numpy() if mapping is not None else None
+    r_raw, r_cal, draws = _spearman_boot(frame["q_raw"].to_numpy(), b, frame["q_fresh"].to_numpy(), codes,
+                                         n_groups, n_boot if n_groups > 1 else 0, seed)
+    raw = _interval(r_raw, draws[:, 0], level, n_groups)
+    cal = gain = None
+    if mapping is not None:
+        cal = _interval(r_cal, draws[:, 1], level, n_groups)
+        gain = _interval(r_cal - r_raw, draws[:, 1] - draws[:, 0], level, n_groups)
+    return PercentileAgreement(frame=frame, spearman_raw=raw, spearman_calibrated=cal, gain=gain,
+                               n_units=len(frame), n_problems=n_groups)
+
+
+# ----------------------------------------------------------------------------- drift
+
+def campaign_drift(
+    corpus: pd.DataFrame,
+    *,
+    anchor: str,
+    campaigns: Sequence[str] | None = None,
+    family: str = "affine",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Per-campaign calibration against an anchor campaign, with drift flagged.
+
+    Every campaign c != anchor (in ``campaigns`` order, default sorted) is
+    paired with the anchor inside each environment and ``family`` is fitted
+    (y = campaign c, x = anchor). A parameter is ``drifted`` when its
+    no-drift value (slope 1, intercept 0, power b 1 / a 1) lies outside its
+    bootstrap CI, and ``changed`` when the previous campaign's estimate lies
+    outside this campaign's CI.
+
+    Returns
+    -------
+    DataFrame
+        ``environment, campaign, param, estimate, ci_low, ci_high, identity,
+        drifted, changed, n_pairs, n_problems``.
+    """
+    if family not in ("multiplicative", "affine", "power", "deming"):
+        raise ValueError("drift is tracked with a two-parameter family: multiplicative, affine, power or deming")
+    all_campaigns = sorted(map(str, pd.unique(corpus["campaign"].astype(object))))
+    if anchor not in all_campaigns:
+        raise ValueError(f"anchor campaign {anchor!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
+    campaigns = [c for c in (campaigns or all_campaigns) if c != anchor]
+    unknown = [c for c in campaigns if c not in all_campaigns]
+    if unknown:
+        raise ValueError(f"campaign {unknown[0]!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
+    identity = {"slope": 1.0, "intercept_s": 0.0, "a": 1.0, "b": 1.0}
+    rows = []
+    environments = sorted(map(str, pd.unique(corpus["environment"].astype(object))))
+    for env in environments:  # loops over environments x campaigns (a handful each)
+        sub = corpus.loc[(corpus["environment"] == env).to_numpy()]
+        present = set(map(str, pd.unique(sub["campaign"].astype(object))))
+        if anchor not in present:
+            continue
+        previous = None
+        for camp in campaigns:
+            if camp not in present:
+                continue
+            pairing = pair_medians(sub, source=anchor, target=camp, key="campaign")
+            if pairing.n_pairs < 3:
+                continue
+            f = pairing.frame
+            ci = bootstrap_params(f["x"].to_numpy(), f["y"].to_numpy(), f["problem"].astype(str).to_numpy(), family,
+                                  n_boot=n_boot, level=level, seed=seed)
+            for rec in ci.to_dict("records"):
+                ident = identity[rec["param"]]
+                prev = None if previous is None else previous.get(rec["param"])
+                rows.append({
+                    "environment": env, "campaign": camp, "param": rec["param"], "estimate": rec["estimate"],
+                    "ci_low": rec["ci_low"], "ci_high": rec["ci_high"], "identity": ident,
+                    "drifted": bool(not rec["ci_low"] <= ident <= rec["ci_high"]),
+                    "changed": bool(prev is not None and not rec["ci_low"] <= prev <= rec["ci_high"]),
+                    "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems})
+            previous = dict(zip(ci["param"], ci["estimate"]))
+    columns = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "changed",
+               "n_pairs", "n_problems"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# ----------------------------------------------------------------------------- sensitivity
+
+def ptau_sensitivity(
+    corpus: pd.DataFrame,
+    *,
+    source: str,
+    target: str,
+    slope: float,
+    intercepts: Sequence[float],
+    key: str = "auto",
+    taus: Sequence[float] = (10.0, 30.0),
+    roles: Sequence[str] = ("candidate",),
+    timeout_fails_c: bool = True,
+) -> pd.DataFrame:
+    """p_tau pass rate of fresh candidates ranked against a calibrated stored pool, per intercept.
+
+    The stored (source) pool is mapped with d -> slope * d + intercept for each
+    intercept (e.g. the affine intercept's CI ends and estimate); the fresh
+    (target) cells of solutions with ``roles`` are scored against it and the
+    pass rate = share of (problem, solution) with c = 1 and q <= tau/100.
+
+    Returns
+    -------
+    DataFrame
+        ``tau, intercept_s, pass_rate, n_solutions`` (one row per tau x intercept).
+
+    Examples
+    --------
+    >>> # rows = ptau_sensitivity(corpus, source="c0", target="c1", slope=0.63,
+    >>> #                         intercepts=[0.045, 0.053, 0.061])
+    """
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    for tau in taus:
+        if not 0 <= tau <= 100:
+            raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
+    other, values = _other_values(corpus, key, source, target)
+    rows = []
+    for value in values:  # a handful of shared environments/campaigns
+        src = _runs(corpus, key, source, other, value)
+        tgt = _runs(corpus, key, target, other, value)
+        pool = reference_pools(src)
+        scored = tgt.loc[tgt["role"].isin(list(roles)).to_numpy()]
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                            "test_kind") if c in scored.columns]
+        cells = solution_cells(scored[cols])
+        for intercept in intercepts:
+            mapped = _mapped_pool(pool, lambda d, b=intercept: slope * d + b)
+            pct = cells.assign(percentile=test_percentiles(cells, mapped, leave_self_out=True))
+            scores = problem_scores(pct, by=["problem", "solution"], timeout_fails_c=timeout_fails_c)
+            for tau in taus:
+                passed = scores["c"].to_numpy(dtype=bool) & (scores["q"].to_numpy() <= tau / 100.0)
+                rows.append({"group": value, "tau": float(tau), "intercept_s": float(intercept),
+                             "n_pass": int(passed.sum()), "n_solutions": len(scores)})
+    table = pd.DataFrame(rows, columns=["group", "tau", "intercept_s", "n_pass", "n_solutions"])
+    table = table.groupby(["tau", "intercept_s"], as_index=False, sort=True)[["n_pass", "n_solutions"]].sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["pass_rate"] = table["n_pass"] / table["n_solutions"]
+    return table[["tau", "intercept_s", "pass_rate", "n_pass", "n_solutions"]]
