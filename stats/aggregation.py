@@ -1,0 +1,868 @@
+"""Aggregators: per-test results of one solution on one problem -> one score.
+
+An *aggregator* maps the optimization-test results of one unit (a solution on
+a problem, optionally one repeat) to a single number. Every built-in returns a
+score where **lower = faster** (win rate is flipped to a loss rate). The
+default, ``mean_pct``, is the q of DESIGN.md (x100).
+
+Notation for one unit with optimization tests t = 1..T:
+
+* r_t : per-test percentile (0-100, tie-averaged, leave-self-out) from
+  :func:`stats.ranking.test_percentiles`; a non-``ok`` execution has r_t = 100.
+  Tests with an undefined percentile (empty pool) are left out.
+* d_t : the duration; for a non-``ok`` execution the *penalised* duration
+  max(d_t, timeout_s, 2 * slowest reference on t), i.e. always slower than
+  every reference.
+* m_t, MAD_t, P_t : median, median absolute deviation and the durations of
+  the reference pool of t (:func:`stats.ranking.reference_pools`; these pool
+  statistics include the scored solution itself - with >= 5 references the
+  effect is small, and the comparison ranks scores leave-self-out anyway).
+* f : the sandbox floor (median duration of the ``floor`` rows, or given).
+
+Built-ins (``list_aggregators()`` prints them):
+
+=============== =================================================================
+name            score (lower = faster)
+=============== =================================================================
+mean_pct        mean_t r_t                                   (default, = 100 q)
+median_pct      median_t r_t
+trim10_pct      mean of r_t after cutting int(0.10 T) lowest and highest
+trim25_pct      same with int(0.25 T)                (= scipy.stats.trim_mean)
+winsor20_pct    mean of r_t winsorised at 20 % each side (= mstats.winsorize)
+clip_pct        mean_t clip(r_t, 10, 90)
+worst_pct       max_t r_t
+heaviest_pct    r_t of the test with the largest m_t
+heavy_half_pct  mean r_t over the ceil(T/2) tests with the largest m_t
+weighted_pct    sum_t m_t r_t / sum_t m_t
+total_pct       percentile of sum_t d_t among references' totals
+geo_ratio       exp(mean_t log(d_t / m_t))
+log_ratio       mean_t log2(d_t / m_t)
+mean_ratio      mean_t d_t / m_t
+robust_z        mean_t (d_t - m_t) / max(1.4826 MAD_t, 0.01 m_t)
+loss_rate       100 (1 - W), W = share of references beaten on most tests
+slope           OLS slope of log d_t on log m_t across tests
+floor_pct       mean r_t over tests with m_t >= 2 f (all tests if none)
+=============== =================================================================
+
+``geo_ratio`` and ``log_ratio`` are monotone transforms of each other, so
+they rank the units of a problem identically (their comparison rows agree);
+both are kept because rewards threshold raw scores on different scales.
+``mean_ratio`` is the arithmetic counterpart that weighs outlier tests more.
+
+Everything is vectorised over all units: grouped sums are ``np.bincount``,
+grouped order statistics one ``np.lexsort`` plus block offsets, ranks against
+pools one sort plus ``searchsorted``. ``loss_rate`` compares every unit with
+every reference of its problem on every test (O(rows x references)); it runs in
+bounded-memory chunks of whole units.
+
+Custom aggregators
+------------------
+``register_aggregator(name, func, description=..., formula=...)`` with
+``func(ctx: AggregationContext) -> ndarray`` of ``ctx.n_groups`` scores
+(lower = faster, NaN when undefined). ``ctx`` exposes the optimization-test
+rows (``ctx.cells``), ``ctx.codes`` (unit of every row), ``ctx.n_groups`` and
+per-row arrays ``percentile``, ``ok``, ``duration``, ``penalized_duration``,
+``ref_median``, ``ref_mad``, ``ref_min``, ``ref_max``, ``ref_n``, plus the
+helpers ``ctx.mean(values, mask=None, weights=None)`` and
+``ctx.sorted_within_units(key, mask=None)``. Example::
+
+    register_aggregator("p90_pct", lambda ctx: ctx.quantile(ctx.percentile, 0.9),
+                        description="90th percentile of r_t", formula="quantile_0.9(r_t)")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from stats._groups import first_rows, group_codes, grouped_median
+from stats.ranking import _joint_codes, test_percentiles
+
+__all__ = [
+    "Aggregator",
+    "AggregationContext",
+    "AGGREGATORS",
+    "DEFAULT_AGGREGATOR",
+    "register_aggregator",
+    "get_aggregator",
+    "list_aggregators",
+    "aggregate",
+    "aggregation_context",
+    "reference_percentile",
+    "tie_rank",
+    "floor_from_rows",
+]
+
+DEFAULT_AGGREGATOR = "mean_pct"
+FAIL_FACTOR = 2.0          # a failed test counts as >= 2x the slowest reference
+MAD_TO_SD = 1.4826         # MAD -> sd of a normal
+MIN_RELATIVE_SCALE = 0.01  # robust z: scale >= 1 % of the reference median
+FLOOR_FACTOR = 2.0         # floor_pct keeps tests with m_t >= 2 f
+CLIP_RANGE = (10.0, 90.0)
+_PAIR_CHUNK = 4_000_000    # loss_rate: (row, reference) pairs per chunk
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    """A named aggregator.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+        One line.
+    formula : str
+        The definition in plain notation (see the module docstring).
+    func : callable
+        ``func(ctx: AggregationContext) -> ndarray`` of ``ctx.n_groups`` scores,
+        lower = faster.
+    builtin : bool
+    """
+
+    name: str
+    description: str
+    formula: str
+    func: Callable[["AggregationContext"], np.ndarray]
+    builtin: bool = False
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description, "formula": self.formula,
+                "builtin": self.builtin}
+
+
+# ----------------------------------------------------------------------------
+# Ranking helper (shared with the comparison)
+# ----------------------------------------------------------------------------
+
+def tie_rank(x_group: np.ndarray, x_value: np.ndarray, p_group: np.ndarray, p_value: np.ndarray,
+             n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts of pool values below / equal to each x within its group.
+
+    Returns ``(less, equal, n)``: #{pool_g < x}, #{pool_g == x} and the pool
+    size of x's group g. Non-finite pool values (NaN) are dropped; +inf is an
+    ordinary (largest) value. One ``np.unique`` to exact integer value ranks,
+    one sort and two ``searchsorted`` calls: no loop over groups.
+    """
+    x_group = np.asarray(x_group, dtype=np.int64)
+    p_group = np.asarray(p_group, dtype=np.int64)
+    x_value = np.asarray(x_value, dtype=float)
+    p_value = np.asarray(p_value, dtype=float)
+    keep = ~np.isnan(p_value)
+    p_group, p_value = p_group[keep], p_value[keep]
+    x_clean = np.where(np.isnan(x_value), 0.0, x_value)
+    uniq, inverse = np.unique(np.concatenate([p_value, x_clean]), return_inverse=True)
+    radix = np.int64(len(uniq) + 1)
+    p_key = np.sort(p_group * radix + inverse[: len(p_value)])
+    x_key = x_group * radix + inverse[len(p_value):]
+    start = np.searchsorted(p_key, x_group * radix, side="left")
+    less = np.searchsorted(p_key, x_key, side="left") - start
+    equal = np.searchsorted(p_key, x_key, side="right") - start - less
+    n = np.bincount(p_group, minlength=n_groups)[x_group]
+    return less.astype(float), equal.astype(float), n.astype(float)
+
+
+def _percentile_from_counts(less, equal, n, x_value):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = 100.0 * (less + 0.5 * equal) / n
+    pct[(n <= 0) | np.isnan(x_value)] = np.nan
+    return pct
+
+
+def _self_out_percentile(x_group, x_sol, x_value, p_group, p_sol, p_value, n_groups, n_sol_groups):
+    """Tie-averaged percentile of x among its group's pool, without the pool
+    entries of x's own solution (``*_sol`` = joint (group, solution) codes;
+    negative x_sol = no own entries to remove)."""
+    less, equal, n = tie_rank(x_group, x_value, p_group, p_value, n_groups)
+    has = x_sol >= 0
+    if has.any():
+        l2, e2, n2 = tie_rank(x_sol[has], x_value[has], p_sol, p_value, n_sol_groups)
+        less[has] -= l2
+        equal[has] -= e2
+        n[has] -= n2
+    return _percentile_from_counts(less, equal, n, x_value)
+
+
+# ----------------------------------------------------------------------------
+# Context
+# ----------------------------------------------------------------------------
+
+class AggregationContext:
+    """Everything an aggregator needs, computed lazily and cached.
+
+    Build it with :func:`aggregation_context`. Rows are the optimization-test
+    rows of the input (``ctx.cells``, index reset); ``ctx.codes[i]`` is the unit
+    (0..n_groups-1) of row i. Per-row arrays are computed on first use.
+    """
+
+    def __init__(self, cells: pd.DataFrame, pools: pd.DataFrame, codes: np.ndarray, n_groups: int,
+                 *, floor_s: float = 0.0, timeout_s: float | None = None):
+        self.cells = cells
+        self.pools = pools
+        self.codes = codes
+        self.n_groups = n_groups
+        self.floor_s = float(floor_s)
+        self.timeout_s = timeout_s
+
+    # -- row arrays ---------------------------------------------------------
+    @cached_property
+    def duration(self) -> np.ndarray:
+        return self.cells["duration_s"].to_numpy(dtype=float)
+
+    @cached_property
+    def ok(self) -> np.ndarray:
+        return (self.cells["status"].astype(object) == "ok").to_numpy() & np.isfinite(self.duration)
+
+    @cached_property
+    def percentile(self) -> np.ndarray:
+        if "percentile" in self.cells.columns:
+            return self.cells["percentile"].to_numpy(dtype=float)
+        return test_percentiles(self.cells, self.pools)
+
+    @cached_property
+    def _tests(self) -> tuple[np.ndarray, np.ndarray, int]:
+        if len(self.pools) == 0:
+            return np.zeros(len(self.cells), np.int64), np.zeros(0, np.int64), 1
+        return _joint_codes(self.cells, self.pools, ["problem", "test"])
+
+    @cached_property
+    def _pool_stats(self) -> dict[str, np.ndarray]:
+        _, pool_test, n_tests = self._tests
+        d = self.pools["duration_s"].to_numpy(dtype=float)
+        good = np.isfinite(d)
+        pool_test, d = pool_test[good], d[good]
+        n = np.bincount(pool_test, minlength=n_tests)
+        median = grouped_median(pool_test, d, n_tests)
+        mad = grouped_median(pool_test, np.abs(d - median[pool_test]), n_tests)
+        lo = np.full(n_tests, np.inf)
+        hi = np.full(n_tests, -np.inf)
+        _grouped_extreme(lo, pool_test, d, np.minimum)
+        _grouped_extreme(hi, pool_test, d, np.maximum)
+        lo[n == 0] = np.nan
+        hi[n == 0] = np.nan
+        return {"n": n, "median": median, "mad": mad, "min": lo, "max": hi}
+
+    def _row(self, key: str) -> np.ndarray:
+        return self._pool_stats[key][self._tests[0]]
+
+    @cached_property
+    def ref_n(self) -> np.ndarray:
+        return self._row("n")
+
+    @cached_property
+    def ref_median(self) -> np.ndarray:
+        return self._row("median")
+
+    @cached_property
+    def ref_mad(self) -> np.ndarray:
+        return self._row("mad")
+
+    @cached_property
+    def ref_min(self) -> np.ndarray:
+        return self._row("min")
+
+    @cached_property
+    def ref_max(self) -> np.ndarray:
+        return self._row("max")
+
+    @cached_property
+    def penalized_duration(self) -> np.ndarray:
+        """d_t for ok rows; max(d_t, timeout_s, 2 x slowest reference) otherwise (NaN without a pool)."""
+        d = np.where(np.isfinite(self.duration), self.duration, 0.0)
+        fail = np.maximum(d, FAIL_FACTOR * self.ref_max)
+        if "timeout_s" in self.cells.columns:
+            limit = self.cells["timeout_s"].to_numpy(dtype=float)
+            fail = np.where(np.isfinite(limit), np.maximum(fail, limit), fail)
+        out = np.where(self.ok, self.duration, fail)
+        out[self.ref_n == 0] = np.nan
+        return out
+
+    @cached_property
+    def unit_first_row(self) -> np.ndarray:
+        return first_rows(self.codes, self.n_groups)
+
+    # -- helpers ------------------------------------------------------------
+    def mean(self, values: np.ndarray, mask: np.ndarray | None = None,
+             weights: np.ndarray | None = None) -> np.ndarray:
+        """Per-unit (weighted) mean of ``values`` over rows in ``mask`` with finite values."""
+        use = np.isfinite(values)
+        if mask is not None:
+            use &= mask
+        w = np.ones(use.sum()) if weights is None else np.asarray(weights, dtype=float)[use]
+        num = np.bincount(self.codes[use], weights=w * values[use], minlength=self.n_groups)
+        den = np.bincount(self.codes[use], weights=w, minlength=self.n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    def sorted_within_units(self, key: np.ndarray, mask: np.ndarray | None = None):
+        """Rows sorted by (unit, key), with each row's rank inside its unit.
+
+        Returns ``rows`` (row indices in sorted order, only rows in ``mask``
+        with finite ``key``), ``rank`` (0-based position within the unit),
+        ``count`` (rows per unit, length n_groups) and ``start`` (offset of each
+        unit's block in ``rows``). Ties keep the input order (stable).
+        """
+        use = np.isfinite(key)
+        if mask is not None:
+            use &= mask
+        idx = np.flatnonzero(use)
+        order = np.lexsort((key[idx], self.codes[idx]))
+        rows = idx[order]
+        codes = self.codes[rows]
+        count = np.bincount(codes, minlength=self.n_groups)
+        start = np.concatenate(([0], np.cumsum(count)[:-1]))
+        rank = np.arange(len(rows)) - start[codes]
+        return rows, rank, count, start
+
+    def quantile(self, values: np.ndarray, q: float, mask: np.ndarray | None = None) -> np.ndarray:
+        """Per-unit quantile (linear interpolation, numpy's default) of ``values``."""
+        rows, _, count, start = self.sorted_within_units(values, mask)
+        out = np.full(self.n_groups, np.nan)
+        has = count > 0
+        pos = q * (count[has] - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, count[has] - 1)
+        v = values[rows]
+        frac = pos - lo
+        out[has] = v[start[has] + lo] * (1 - frac) + v[start[has] + hi] * frac
+        return out
+
+    def valid_percentile(self) -> np.ndarray:
+        return np.isfinite(self.percentile)
+
+
+def _grouped_extreme(out: np.ndarray, codes: np.ndarray, values: np.ndarray, ufunc) -> None:
+    """out[g] = ufunc-reduce of values in group g (sort once, reduceat)."""
+    if len(values) == 0:
+        return
+    order = np.argsort(codes, kind="stable")
+    c, v = codes[order], values[order]
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    out[c[starts]] = ufunc(out[c[starts]], ufunc.reduceat(v, starts))
+
+
+# ----------------------------------------------------------------------------
+# The built-in aggregators
+# ----------------------------------------------------------------------------
+
+def _mean_pct(ctx: AggregationContext) -> np.ndarray:
+    """mean_t r_t (non-ok -> 100)."""
+    return ctx.mean(ctx.percentile)
+
+
+def _median_pct(ctx: AggregationContext) -> np.ndarray:
+    """median_t r_t (mean of the two middle values for even T)."""
+    return ctx.quantile(ctx.percentile, 0.5)
+
+
+def _trimmed(prop: float) -> Callable[[AggregationContext], np.ndarray]:
+    def trimmed(ctx: AggregationContext) -> np.ndarray:
+        rows, rank, count, _ = ctx.sorted_within_units(ctx.percentile)
+        codes = ctx.codes[rows]
+        cut = np.floor(prop * count + 1e-9).astype(np.int64)  # = int(prop * T), as scipy
+        keep = (rank >= cut[codes]) & (rank < count[codes] - cut[codes])
+        mask = np.zeros(len(ctx.codes), dtype=bool)
+        mask[rows[keep]] = True
+        return ctx.mean(ctx.percentile, mask)
+    trimmed.__doc__ = f"Mean of r_t after cutting int({prop} T) values at each end (scipy.stats.trim_mean)."
+    return trimmed
+
+
+def _winsorized(limit: float) -> Callable[[AggregationContext], np.ndarray]:
+    def winsorized(ctx: AggregationContext) -> np.ndarray:
+        rows, rank, count, start = ctx.sorted_within_units(ctx.percentile)
+        codes = ctx.codes[rows]
+        low = np.floor(limit * count + 1e-9).astype(np.int64)
+        high = count - np.floor(limit * count + 1e-9).astype(np.int64) - 1
+        clipped_rank = np.clip(rank, low[codes], np.maximum(high[codes], low[codes]))
+        sorted_values = ctx.percentile[rows]
+        values = sorted_values[start[codes] + clipped_rank]
+        sums = np.bincount(codes, weights=values, minlength=ctx.n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, sums / np.maximum(count, 1), np.nan)
+    winsorized.__doc__ = (f"Mean of r_t winsorised at {limit:.0%} each side: the int({limit} T) lowest values "
+                          "become the next one up, likewise at the top (scipy.stats.mstats.winsorize).")
+    return winsorized
+
+
+def _clip_pct(ctx: AggregationContext) -> np.ndarray:
+    """mean_t clip(r_t, 10, 90): a single test cannot move the score by more than 80/T."""
+    return ctx.mean(np.clip(ctx.percentile, *CLIP_RANGE))
+
+
+def _worst_pct(ctx: AggregationContext) -> np.ndarray:
+    """max_t r_t."""
+    return ctx.quantile(ctx.percentile, 1.0)
+
+
+def _heaviest_pct(ctx: AggregationContext) -> np.ndarray:
+    """r_t of the test with the largest reference median m_t (first such row on ties)."""
+    valid = ctx.valid_percentile() & np.isfinite(ctx.ref_median)
+    rows, rank, count, start = ctx.sorted_within_units(-ctx.ref_median, valid)
+    out = np.full(ctx.n_groups, np.nan)
+    has = count > 0
+    out[has] = ctx.percentile[rows[start[has]]]
+    return out
+
+
+def _heavy_half_pct(ctx: AggregationContext) -> np.ndarray:
+    """Mean r_t over the ceil(T/2) tests with the largest m_t."""
+    valid = ctx.valid_percentile() & np.isfinite(ctx.ref_median)
+    rows, rank, count, _ = ctx.sorted_within_units(-ctx.ref_median, valid)
+    keep = rank < (count[ctx.codes[rows]] + 1) // 2
+    mask = np.zeros(len(ctx.codes), dtype=bool)
+    mask[rows[keep]] = True
+    return ctx.mean(ctx.percentile, mask)
+
+
+def _weighted_pct(ctx: AggregationContext) -> np.ndarray:
+    """sum_t m_t r_t / sum_t m_t: tests weigh by their reference median duration."""
+    valid = np.isfinite(ctx.ref_median)
+    return ctx.mean(ctx.percentile, valid, weights=np.where(valid, ctx.ref_median, 0.0))
+
+
+def _total_pct(ctx: AggregationContext) -> np.ndarray:
+    """Tie-averaged percentile of D = sum_t d_t (penalised) among the totals of the
+    references that have a pool duration on every test of the problem that the
+    units' rows cover (leave-self-out by solution)."""
+    d = ctx.penalized_duration
+    use = np.isfinite(d)
+    totals = np.bincount(ctx.codes[use], weights=d[use], minlength=ctx.n_groups)
+    n_used = np.bincount(ctx.codes[use], minlength=ctx.n_groups)
+    totals = np.where(n_used > 0, totals, np.nan)
+    t = _reference_totals(ctx)
+    return _self_out_percentile(t["unit_problem"], t["unit_ps"], totals, t["ref_problem"], t["ref_ps"],
+                                t["ref_total"], t["n_problems"], t["n_ps"])
+
+
+def _geo_ratio(ctx: AggregationContext) -> np.ndarray:
+    """exp(mean_t log(d_t / m_t)), d_t penalised for non-ok tests."""
+    return np.exp(ctx.mean(np.log(ctx.penalized_duration / ctx.ref_median)))
+
+
+def _log_ratio(ctx: AggregationContext) -> np.ndarray:
+    """mean_t log2(d_t / m_t): 0 = as fast as the typical reference, -1 = twice as fast."""
+    return ctx.mean(np.log2(ctx.penalized_duration / ctx.ref_median))
+
+
+def _mean_ratio(ctx: AggregationContext) -> np.ndarray:
+    """mean_t d_t / m_t (arithmetic: one slow test weighs in linearly)."""
+    return ctx.mean(ctx.penalized_duration / ctx.ref_median)
+
+
+def _robust_z(ctx: AggregationContext) -> np.ndarray:
+    """mean_t (d_t - m_t) / s_t, s_t = max(1.4826 MAD_t, 0.01 m_t)."""
+    scale = np.maximum(MAD_TO_SD * ctx.ref_mad, MIN_RELATIVE_SCALE * ctx.ref_median)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (ctx.penalized_duration - ctx.ref_median) / scale
+    return ctx.mean(z)
+
+
+def _slope(ctx: AggregationContext) -> np.ndarray:
+    """OLS slope b of log d_t = a + b log m_t across the unit's tests (NaN when the
+    m_t do not vary): how the solution's time grows with the references' workload."""
+    x = np.log(ctx.ref_median)
+    y = np.log(ctx.penalized_duration)
+    use = np.isfinite(x) & np.isfinite(y)
+    c, x, y = ctx.codes[use], x[use], y[use]
+    n = np.bincount(c, minlength=ctx.n_groups).astype(float)
+    sx = np.bincount(c, weights=x, minlength=ctx.n_groups)
+    sy = np.bincount(c, weights=y, minlength=ctx.n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx, my = sx / n, sy / n
+        xc = x - mx[c]
+        sxx = np.bincount(c, weights=xc * xc, minlength=ctx.n_groups)
+        sxy = np.bincount(c, weights=xc * (y - my[c]), minlength=ctx.n_groups)
+        slope = sxy / sxx
+    slope[~(sxx > 1e-12)] = np.nan
+    return slope
+
+
+def _floor_pct(ctx: AggregationContext) -> np.ndarray:
+    """mean r_t over tests with m_t >= 2 f; a unit with no such test falls back to mean_pct."""
+    keep = ctx.ref_median >= FLOOR_FACTOR * ctx.floor_s
+    above = ctx.mean(ctx.percentile, keep)
+    return np.where(np.isfinite(above), above, ctx.mean(ctx.percentile))
+
+
+def _loss_rate(ctx: AggregationContext) -> np.ndarray:
+    """100 (1 - W). Against reference j the unit wins when it is faster on more than half
+    of the tests both have (a test tie counts 1/2; a tie overall counts 1/2); W = mean over
+    references (not itself) of those wins. Non-ok tests are losses (penalised duration)."""
+    return 100.0 * (1.0 - _win_rate(ctx))
+
+
+# -- helpers for the problem-level aggregators ---------------------------------
+
+def _problem_solution_codes(ctx: AggregationContext, unit_keys: pd.DataFrame, pool: pd.DataFrame):
+    """Joint codes of problem and of (problem, solution) for unit_keys rows and pool rows.
+
+    Without a ``solution`` column in the cells, the units get (problem, solution)
+    code -1 (nothing to leave out)."""
+    u_prob, p_prob, n_prob = _joint_codes(unit_keys, pool, ["problem"])
+    if "solution" in unit_keys.columns:
+        u_ps, p_ps, n_ps = _joint_codes(unit_keys, pool, ["problem", "solution"])
+    else:
+        p_ps, n_ps = group_codes(pool, ["problem", "solution"])
+        u_ps = np.full(len(unit_keys), -1, dtype=np.int64)
+    return u_prob, p_prob, n_prob, u_ps, p_ps, n_ps
+
+
+def _reference_totals(ctx: AggregationContext) -> dict:
+    """Total pool duration of every complete reference and the matching unit codes."""
+    row_test, pool_test, n_tests = ctx._tests
+    covered = np.zeros(n_tests, dtype=bool)
+    covered[row_test[np.isfinite(ctx.penalized_duration)]] = True
+    d = ctx.pools["duration_s"].to_numpy(dtype=float)
+    use = covered[pool_test] & np.isfinite(d) if len(d) else np.zeros(0, dtype=bool)
+    sub = ctx.pools.loc[use]
+    sub_test, sub_d = pool_test[use], d[use]
+    unit_keys = ctx.cells.iloc[ctx.unit_first_row]
+    u_prob, s_prob, n_prob, u_ps, s_ps, n_ps = _problem_solution_codes(ctx, unit_keys, sub)
+    test_problem = np.full(n_tests, -1, dtype=np.int64)
+    test_problem[sub_test] = s_prob
+    tests_in_problem = np.bincount(test_problem[test_problem >= 0], minlength=n_prob)
+    total = np.bincount(s_ps, weights=sub_d, minlength=n_ps)
+    count = np.bincount(s_ps, minlength=n_ps)
+    ps_problem = np.full(n_ps, -1, dtype=np.int64)
+    ps_problem[s_ps] = s_prob
+    complete = (count > 0) & (count == tests_in_problem[np.maximum(ps_problem, 0)])
+    ref = np.flatnonzero(complete)
+    return {"unit_problem": u_prob, "unit_ps": u_ps, "n_problems": n_prob, "n_ps": n_ps,
+            "ref_total": total[ref], "ref_problem": ps_problem[ref], "ref_ps": ref}
+
+
+def _win_rate(ctx: AggregationContext) -> np.ndarray:
+    """Share W of the references (not itself) that each unit beats on most tests, in
+    bounded-memory chunks of whole units (a loop over chunks, not problems)."""
+    d = ctx.penalized_duration
+    row_test, pool_test, n_tests = ctx._tests
+    out = np.full(ctx.n_groups, np.nan)
+    pool_d = ctx.pools["duration_s"].to_numpy(dtype=float)
+    p_idx = np.flatnonzero(np.isfinite(pool_d))
+    if len(p_idx) == 0:
+        return out
+    p_idx = p_idx[np.argsort(pool_test[p_idx], kind="stable")]
+    p_test, p_dur = pool_test[p_idx], pool_d[p_idx]
+    block_n = np.bincount(p_test, minlength=n_tests)
+    block_start = np.concatenate(([0], np.cumsum(block_n)[:-1]))
+    p_sub = ctx.pools.iloc[p_idx]
+    _, p_prob, _, row_ps, p_ps, n_ps = _problem_solution_codes(ctx, ctx.cells, p_sub)
+    # Local slot of each reference within its problem (0..refs-1), for compact pair keys.
+    present = np.unique(p_ps)
+    ps_problem = np.zeros(n_ps, dtype=np.int64)
+    ps_problem[p_ps] = p_prob
+    prob_of = ps_problem[present]
+    order = np.lexsort((present, prob_of))
+    per_problem = np.bincount(prob_of)
+    starts = np.concatenate(([0], np.cumsum(per_problem)[:-1]))
+    slot = np.zeros(n_ps, dtype=np.int64)
+    slot[present[order]] = np.arange(len(present)) - starts[prob_of[order]]
+    n_slots = int(per_problem.max())
+    p_slot = slot[p_ps]
+
+    rows = np.flatnonzero(np.isfinite(d) & (block_n[row_test] > 0))
+    rows = rows[np.argsort(ctx.codes[rows], kind="stable")]
+    if len(rows) == 0:
+        return out
+    unit = ctx.codes[rows]
+    pairs = block_n[row_test[rows]]
+    cum = np.cumsum(pairs)
+    unit_begin = np.flatnonzero(np.r_[True, unit[1:] != unit[:-1]])
+    unit_stop = np.r_[unit_begin[1:], len(rows)]          # exclusive row end of each unit
+    cum_at_stop = cum[unit_stop - 1]
+    a = 0
+    while a < len(unit_begin):
+        base = cum[unit_begin[a] - 1] if unit_begin[a] else 0
+        b = max(int(np.searchsorted(cum_at_stop, base + _PAIR_CHUNK, side="right")), a + 1)
+        lo, hi = unit_begin[a], unit_stop[b - 1]
+        r = rows[lo:hi]
+        counts = pairs[lo:hi]
+        owner = np.repeat(np.arange(len(r)), counts)
+        offset = np.arange(len(owner)) - np.repeat(np.cumsum(counts) - counts, counts)
+        pos = block_start[row_test[r]][owner] + offset
+        mine = d[r][owner]
+        theirs = p_dur[pos]
+        win = (mine < theirs) + 0.5 * (mine == theirs)
+        unit_local = np.repeat(np.arange(b - a), unit_stop[a:b] - unit_begin[a:b])
+        key = unit_local[owner] * n_slots + p_slot[pos]
+        other = p_ps[pos] != row_ps[r][owner]
+        size = (b - a) * n_slots
+        w = np.bincount(key[other], weights=win[other], minlength=size)
+        n = np.bincount(key[other], minlength=size)
+        has = n > 0
+        frac = np.where(has, w / np.maximum(n, 1), 0.0)
+        beat = ((frac > 0.5) + 0.5 * (frac == 0.5)) * has
+        n_refs = has.reshape(b - a, n_slots).sum(axis=1)
+        beaten = beat.reshape(b - a, n_slots).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[unit[unit_begin[a:b]]] = np.where(n_refs > 0, beaten / np.maximum(n_refs, 1), np.nan)
+        a = b
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Registry
+# ----------------------------------------------------------------------------
+
+_BUILTINS: list[tuple[str, Callable, str, str]] = [
+    ("mean_pct", _mean_pct, "mean of the per-test percentiles (the default; = 100 q)", "mean_t r_t"),
+    ("median_pct", _median_pct, "median of the per-test percentiles", "median_t r_t"),
+    ("trim10_pct", _trimmed(0.10), "10 % trimmed mean of the per-test percentiles",
+     "mean of sorted r_t[k:T-k], k = int(0.10 T)"),
+    ("trim25_pct", _trimmed(0.25), "25 % trimmed mean of the per-test percentiles",
+     "mean of sorted r_t[k:T-k], k = int(0.25 T)"),
+    ("winsor20_pct", _winsorized(0.20), "mean of the per-test percentiles winsorised at 20 % each side",
+     "mean_t r_t with the k lowest/highest set to r_(k)/r_(T-k-1), k = int(0.20 T)"),
+    ("clip_pct", _clip_pct, "mean of the per-test percentiles clipped to [10, 90]", "mean_t clip(r_t, 10, 90)"),
+    ("worst_pct", _worst_pct, "percentile on the worst test", "max_t r_t"),
+    ("heaviest_pct", _heaviest_pct, "percentile on the heaviest test only (largest reference median)",
+     "r_t*, t* = argmax_t m_t"),
+    ("heavy_half_pct", _heavy_half_pct, "mean percentile over the heaviest half of the tests",
+     "mean of r_t over the ceil(T/2) tests with the largest m_t"),
+    ("weighted_pct", _weighted_pct, "reference-duration-weighted mean of the per-test percentiles",
+     "sum_t m_t r_t / sum_t m_t"),
+    ("total_pct", _total_pct, "total duration ranked against the references' totals",
+     "100 (#{R_j < D} + 0.5 #{R_j = D}) / n, D = sum_t d_t, R_j = sum_t P_jt"),
+    ("geo_ratio", _geo_ratio, "geometric mean of the ratio to the reference median",
+     "exp(mean_t log(d_t / m_t))"),
+    ("log_ratio", _log_ratio, "mean log2-ratio to the reference median", "mean_t log2(d_t / m_t)"),
+    ("mean_ratio", _mean_ratio, "arithmetic mean of the ratio to the reference median", "mean_t d_t / m_t"),
+    ("robust_z", _robust_z, "mean robust z-score against the reference durations (median / MAD)",
+     "mean_t (d_t - m_t) / max(1.4826 MAD_t, 0.01 m_t)"),
+    ("loss_rate", _loss_rate, "pairwise loss rate against the references (100 - win rate), majority of tests",
+     "100 (1 - mean_j [#{t: d_t < P_jt} + 0.5 #{=} > T_j/2] (ties 1/2))"),
+    ("slope", _slope, "scaling slope: OLS slope of log duration on log reference median across tests",
+     "b in log d_t = a + b log m_t"),
+    ("floor_pct", _floor_pct, "mean percentile over tests whose reference median is >= 2x the sandbox floor",
+     "mean of r_t over {t: m_t >= 2 f} (all tests if none)"),
+]
+
+_REGISTRY: dict[str, Aggregator] = {
+    name: Aggregator(name, description, formula, func, builtin=True)
+    for name, func, description, formula in _BUILTINS
+}
+AGGREGATORS: Mapping[str, Aggregator] = MappingProxyType(_REGISTRY)
+
+
+def register_aggregator(name: str, func: Callable[[AggregationContext], np.ndarray], *, description: str,
+                        formula: str, overwrite: bool = False) -> Aggregator:
+    """Add an aggregator to :data:`AGGREGATORS`.
+
+    Parameters
+    ----------
+    name : str
+        Identifier (letters, digits, ``_``, ``-``).
+    func : callable
+        ``func(ctx: AggregationContext) -> ndarray`` of ``ctx.n_groups`` scores, lower = faster.
+    description, formula : str
+        One line each; shown by :func:`list_aggregators` and in reports.
+    overwrite : bool, default False
+        Replace an existing custom aggregator of that name (built-ins are never replaced).
+
+    Examples
+    --------
+    >>> agg = register_aggregator("p75_pct", lambda ctx: ctx.quantile(ctx.percentile, 0.75),
+    ...     description="75th percentile of r_t", formula="quantile_0.75 r_t", overwrite=True)
+    >>> agg.name in AGGREGATORS
+    True
+    """
+    if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+        raise ValueError(f"aggregator name must be a non-empty identifier (letters, digits, _ or -), got {name!r}")
+    if not callable(func):
+        raise TypeError(f"aggregator {name!r}: func must be callable(ctx) -> array, got {type(func).__name__}")
+    if not description or not formula:
+        raise ValueError(f"aggregator {name!r}: give a one-line description and its formula")
+    existing = _REGISTRY.get(name)
+    if existing is not None and (existing.builtin or not overwrite):
+        why = "is a built-in" if existing.builtin else "already exists (pass overwrite=True to replace it)"
+        raise ValueError(f"aggregator {name!r} {why}")
+    agg = Aggregator(name, description, formula, func, builtin=False)
+    _REGISTRY[name] = agg
+    return agg
+
+
+def get_aggregator(name: str) -> Aggregator:
+    """The aggregator called ``name``; a ValueError lists the known names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown aggregator {name!r}; known: {', '.join(_REGISTRY)}") from None
+
+
+def list_aggregators() -> pd.DataFrame:
+    """Table of the registered aggregators: name, description, formula, builtin."""
+    return pd.DataFrame([a.to_dict() for a in _REGISTRY.values()],
+                        columns=["name", "description", "formula", "builtin"])
+
+
+# ----------------------------------------------------------------------------
+# Entry points
+# ----------------------------------------------------------------------------
+
+def floor_from_rows(frame: pd.DataFrame) -> float | None:
+    """Sandbox floor: median duration of the ``ok`` rows with role ``floor`` (None when there are none)."""
+    if "role" not in frame.columns:
+        return None
+    mask = (frame["role"].astype(object) == "floor").to_numpy()
+    if "status" in frame.columns:
+        mask &= (frame["status"].astype(object) == "ok").to_numpy()
+    d = frame["duration_s"].to_numpy(dtype=float)[mask]
+    d = d[np.isfinite(d)]
+    return float(np.median(d)) if len(d) else None
+
+
+def _default_by(cells: pd.DataFrame) -> list[str]:
+    return ["problem", "solution"] + (["repeat"] if "repeat" in cells.columns else [])
+
+
+def aggregation_context(cells: pd.DataFrame, pools: pd.DataFrame, *, by: Sequence[str] | None = None,
+                        floor_s: float | None = None) -> tuple[AggregationContext, pd.DataFrame]:
+    """Build the shared context for ``cells`` (several aggregators can reuse it).
+
+    Returns the context and the unit table (by-columns, role/correct when
+    present, ``n_tests`` = optimization tests of the unit).
+    """
+    if not isinstance(cells, pd.DataFrame) or not isinstance(pools, pd.DataFrame):
+        raise TypeError("cells and pools must be DataFrames (see stats.ranking.percentile_table / reference_pools)")
+    by = _default_by(cells) if by is None else list(by)
+    missing = [c for c in set(by) | {"problem", "test", "duration_s", "status"} if c not in cells.columns]
+    if missing:
+        raise ValueError(f"aggregate: cells lack column(s) {sorted(missing)}; expected the output of "
+                         "stats.ranking.percentile_table (problem, test, solution, duration_s, status, percentile)")
+    if "problem" not in by:
+        raise ValueError(f"aggregate: by={by} must include 'problem' (a score is always within one problem)")
+    pool_missing = [c for c in ("problem", "test", "solution", "duration_s") if c not in pools.columns]
+    if pool_missing:
+        raise ValueError(f"aggregate: pools lack column(s) {pool_missing}; pass stats.ranking.reference_pools(...)")
+    if floor_s is None:
+        floor_s = floor_from_rows(cells) or 0.0
+    if not (np.isfinite(floor_s) and floor_s >= 0):
+        raise ValueError(f"floor_s must be a finite duration >= 0 seconds, got {floor_s}")
+    keep = np.ones(len(cells), dtype=bool)
+    if "role" in cells.columns:
+        keep &= (cells["role"].astype(object) != "floor").to_numpy()
+    if "test_kind" in cells.columns:
+        keep &= (cells["test_kind"].astype(object) == "optimization").to_numpy()
+    opt = cells.loc[keep].reset_index(drop=True)
+    codes, n_groups = group_codes(opt, by)
+    first = first_rows(codes, n_groups)
+    cols = list(dict.fromkeys(by + [c for c in ("role", "correct") if c in opt.columns]))
+    units = opt.iloc[first][cols].reset_index(drop=True)
+    units["n_tests"] = np.bincount(codes, minlength=n_groups)
+    ctx = AggregationContext(opt, pools, codes, n_groups, floor_s=floor_s)
+    return ctx, units
+
+
+def aggregate(cells: pd.DataFrame, pools: pd.DataFrame, *, name: str = DEFAULT_AGGREGATOR,
+              by: Sequence[str] | None = None, floor_s: float | None = None) -> pd.DataFrame:
+    """Score every unit with one aggregator (lower = faster).
+
+    Parameters
+    ----------
+    cells : DataFrame
+        Per-test rows as from ``stats.ranking.percentile_table(..., per_repeat=True|False)``:
+        problem, test, solution[, repeat], duration_s, status, test_kind, percentile
+        (computed from ``pools`` when absent). Only optimization tests are used;
+        ``floor`` rows are dropped (and give the floor when ``floor_s`` is None).
+    pools : DataFrame
+        ``stats.ranking.reference_pools(...)`` of the same environment and campaign.
+    name : str, default "mean_pct"
+        A key of :data:`AGGREGATORS`.
+    by : sequence of str, optional
+        Units; default problem, solution (+ repeat when present). Must include problem.
+    floor_s : float, optional
+        Sandbox floor in seconds for ``floor_pct``; default from the ``floor`` rows, else 0.
+
+    Returns
+    -------
+    DataFrame
+        by-columns, ``role``/``correct`` when present, ``n_tests`` and ``score``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pools = pd.DataFrame({"problem": "p", "test": ["a", "a", "b", "b"], "solution": ["r1", "r2"] * 2,
+    ...                       "duration_s": [1.0, 3.0, 10.0, 30.0]})
+    >>> cells = pd.DataFrame({"problem": "p", "test": ["a", "b"], "solution": "x",
+    ...                       "duration_s": [2.0, 40.0], "status": "ok", "percentile": [50.0, 100.0]})
+    >>> aggregate(cells, pools)["score"].tolist()            # (50 + 100) / 2
+    [75.0]
+    >>> aggregate(cells, pools, name="heaviest_pct")["score"].tolist()  # test b: m = 20 > 2
+    [100.0]
+    """
+    agg = get_aggregator(name)
+    ctx, units = aggregation_context(cells, pools, by=by, floor_s=floor_s)
+    units["score"] = _run(agg, ctx)
+    return units
+
+
+def _run(agg: Aggregator, ctx: AggregationContext) -> np.ndarray:
+    if ctx.n_groups == 0:
+        return np.zeros(0)
+    scores = np.asarray(agg.func(ctx), dtype=float)
+    if scores.shape != (ctx.n_groups,):
+        raise ValueError(f"aggregator {agg.name!r} returned shape {scores.shape}, expected ({ctx.n_groups},)")
+    return scores
+
+
+def reference_percentile(scores: pd.DataFrame, *, score: str = "score", by: Sequence[str] = ("problem",),
+                         reference_mask: np.ndarray | None = None, pool: pd.DataFrame | None = None,
+                         solution: str | None = "solution") -> np.ndarray:
+    """Every score as a within-problem percentile among the references' scores (0-100).
+
+    r = 100 (#{pool < s} + 0.5 #{pool = s}) / n over the pool of the row's
+    ``by`` group, with the pool entries of the row's own solution left out
+    (leave-self-out); lower score = faster = lower percentile. NaN scores and
+    empty pools give NaN; NaN pool entries are ignored.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        Output of :func:`aggregate`.
+    by : sequence of str, default ("problem",)
+    reference_mask : bool array, optional
+        Which rows of the pool source are references; default role == "reference"
+        and correct (when those columns exist), else every row.
+    pool : DataFrame, optional
+        Scores to rank against (e.g. references scored on repeat-collapsed
+        durations); default: ``scores`` itself. ``reference_mask`` applies to it.
+    solution : str or None, default "solution"
+        Column that identifies "self"; None disables leave-self-out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"problem": "p", "solution": ["a", "b", "c", "x"], "score": [1.0, 2.0, 3.0, 2.0],
+    ...                   "role": ["reference"] * 3 + ["candidate"]})
+    >>> reference_percentile(s).tolist()   # a vs {2, 3}; b vs {1, 3}; c vs {1, 2}; x vs {1, 2, 3}
+    [0.0, 50.0, 100.0, 50.0]
+    """
+    source = scores if pool is None else pool
+    for frame, what in ((scores, "scores"), (source, "pool")):
+        missing = [c for c in list(by) + [score] if c not in frame.columns]
+        if missing:
+            raise ValueError(f"reference_percentile: {what} lack column(s) {missing}")
+    if reference_mask is None:
+        reference_mask = np.ones(len(source), dtype=bool)
+        if "role" in source.columns:
+            reference_mask &= (source["role"].astype(object) == "reference").to_numpy()
+        if "correct" in source.columns:
+            reference_mask &= source["correct"].to_numpy(dtype=bool)
+    reference_mask = np.asarray(reference_mask, dtype=bool)
+    if reference_mask.shape != (len(source),):
+        raise ValueError(f"reference_mask has shape {reference_mask.shape}, expected ({len(source)},)")
+    ref = source.loc[reference_mask]
+    by = list(by)
+    x_group, p_group, n_groups = _joint_codes(scores, ref, by)
+    x_value = scores[score].to_numpy(dtype=float)
+    p_value = ref[score].to_numpy(dtype=float)
+    if solution is not None and solution in scores.columns and solution in ref.columns:
+        x_sol, p_sol, n_sol = _joint_codes(scores, ref, by + [solution])
+    else:
+        x_sol, p_sol, n_sol = np.full(len(scores), -1, np.int64), np.zeros(len(ref), np.int64), 1
+    return _self_out_percentile(x_group, x_sol, x_value, p_group, p_sol, p_value, n_groups, n_sol)
