@@ -30,7 +30,7 @@ n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 '''
 
-SETUP = '''import warnings
+IMPORTS = '''import warnings
 
 import pandas as pd
 from IPython.display import display
@@ -39,8 +39,9 @@ from audits import narrative
 from audits.report import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.precision", 4)
-corpus = load_corpora(corpora)
+pd.set_option("display.precision", 4)'''
+
+LOAD = '''corpus = load_corpora(corpora)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)'''
 
@@ -64,7 +65,8 @@ the value, the threshold it was held to, and what to do. The other reports hold 
 the details behind each verdict.
 """),
     code(COMMON_PARAMETERS, "parameters"),
-    code(SETUP),
+    code(IMPORTS),
+    code(LOAD),
 ]
 
 
