@@ -87,6 +87,46 @@ def _fail(source: str, column: str | None, problem: str, fix: str,
     raise CorpusError(f"{where}: {problem}{rows}\n  -> {fix}")
 
 
+def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and string labels of a column, without building 10^7 Python strings.
+
+    Categorical columns are used as they are; others are factorised once. Labels
+    that coincide after conversion to ``str`` are merged. Missing values get
+    code -1, or the ``default`` label when one is given.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = values.cat.codes.to_numpy(dtype=np.int64)
+        labels = np.asarray(values.cat.categories.astype(str), dtype=object)
+    else:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        codes = codes.astype(np.int64, copy=False)
+        labels = np.asarray([str(u) for u in uniques], dtype=object)
+    if not pd.Index(labels).is_unique:  # e.g. 1 and "1": merge them
+        labels, inverse = np.unique(labels, return_inverse=True)
+        labels = labels.astype(object)
+        codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
+    if default is not None and (codes < 0).any():
+        if default in labels:
+            codes = np.where(codes < 0, int(np.flatnonzero(labels == default)[0]), codes)
+        else:
+            labels = np.append(labels, default).astype(object)
+            codes = np.where(codes < 0, len(labels) - 1, codes)
+    return codes, labels
+
+
+def _enumerated(values: pd.Series, allowed: tuple[str, ...], source: str, column: str, fix: str,
+                raw: pd.DataFrame, default: str | None = None) -> pd.Categorical:
+    """A column restricted to ``allowed`` labels, as a Categorical over exactly those."""
+    codes, labels = _codes_and_labels(values, default)
+    position = np.array([allowed.index(lab) if lab in allowed else -1 for lab in labels], dtype=np.int64)
+    mapped = np.where(codes >= 0, position[np.maximum(codes, 0)] if len(position) else -1, -1)
+    bad = mapped < 0
+    if bad.any():
+        unknown = sorted({str(labels[c]) if c >= 0 else "<missing>" for c in np.unique(codes[bad])})[:5]
+        _fail(source, column, f"unknown {column} values {unknown}", fix, raw, bad)
+    return pd.Categorical.from_codes(mapped, categories=list(allowed))
+
+
 def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
     """Parse ``"task_id=problem,runtime=duration_s"`` into ``{source: target}``."""
     if text is None:
@@ -181,19 +221,15 @@ def normalize(
     raw = frame.reset_index(drop=True)
 
     for column in ("problem", "test", "solution"):
-        values = raw[column]
-        bad = values.isna().to_numpy() | (values.astype(str).str.strip() == "").to_numpy()
+        codes, labels = _codes_and_labels(raw[column])
+        blank = np.array([not lab.strip() for lab in labels], dtype=bool)
+        bad = (codes < 0) | (blank[np.maximum(codes, 0)] if len(blank) else True)
         if bad.any():
             _fail(source, column, "empty or missing ids", "every row needs a problem, test and solution id", raw, bad)
-        out[column] = values.astype(str)
+        out[column] = pd.Categorical.from_codes(codes, categories=list(labels))
 
-    status = raw["status"]
-    known = status.isin(STATUSES).to_numpy()
-    if not known.all():
-        unknown = sorted(set(map(str, status[~known].unique())))[:5]
-        _fail(source, "status", f"unknown status values {unknown}",
-              f"use one of {', '.join(STATUSES)} (map your labels before loading)", raw, ~known)
-    out["status"] = pd.Categorical(status.astype(str), categories=STATUSES)
+    out["status"] = _enumerated(raw["status"], STATUSES, source, "status",
+                                f"use one of {', '.join(STATUSES)} (map your labels before loading)", raw)
 
     for column in DURATION_COLUMNS + tuple(c for c in NUMERIC_EXTRAS if c not in DURATION_COLUMNS):
         if column not in raw.columns:
@@ -235,21 +271,14 @@ def normalize(
                       raw, bad)
             out[column] = numeric.astype(np.int64)
             continue
-        values = values.where(values.notna(), default).astype(str)
         if column == "role":
-            bad = ~values.isin(ROLES).to_numpy()
-            if bad.any():
-                _fail(source, column, f"unknown roles {sorted(set(values[bad]))[:5]}", f"use one of {', '.join(ROLES)}",
-                      raw, bad)
-            out[column] = pd.Categorical(values, categories=ROLES)
+            out[column] = _enumerated(values, ROLES, source, column, f"use one of {', '.join(ROLES)}", raw, default)
         elif column == "test_kind":
-            bad = ~values.isin(TEST_KINDS).to_numpy()
-            if bad.any():
-                _fail(source, column, f"unknown test kinds {sorted(set(values[bad]))[:5]}",
-                      f"use one of {', '.join(TEST_KINDS)}", raw, bad)
-            out[column] = pd.Categorical(values, categories=TEST_KINDS)
+            out[column] = _enumerated(values, TEST_KINDS, source, column, f"use one of {', '.join(TEST_KINDS)}",
+                                      raw, default)
         else:
-            out[column] = values
+            codes, labels = _codes_and_labels(values, default)
+            out[column] = pd.Categorical.from_codes(codes, categories=list(labels))
 
     if "correct" in raw.columns:
         out["correct"] = _parse_bool(raw["correct"], source, raw)
@@ -267,8 +296,6 @@ def normalize(
         if column not in known_columns and column not in out.columns:
             out[column] = raw[column]
 
-    for column in CATEGORICAL:
-        out[column] = out[column].astype("category")
 
     key = list(KEY)
     key_code, n_keys = group_codes(out, key)

@@ -118,9 +118,9 @@ BAD_TABLES = {
     "blank_solution_id": (lambda f: f.assign(solution=["a", " ", "a", "b"]), "solution", "empty or missing ids"),
     "negative_repeat": (lambda f: f.assign(repeat=[0, -1, 0, 0]), "repeat", "whole numbers"),
     "fractional_repeat": (lambda f: f.assign(repeat=[0, 1.5, 0, 0]), "repeat", "whole numbers"),
-    "unknown_role": (lambda f: f.assign(role=["reference", "human", "reference", "reference"]), "role", "unknown roles"),
+    "unknown_role": (lambda f: f.assign(role=["reference", "human", "reference", "reference"]), "role", "unknown role values"),
     "unknown_test_kind": (lambda f: f.assign(test_kind=["optimization", "perf", "optimization", "optimization"]),
-                          "test_kind", "unknown test kinds"),
+                          "test_kind", "unknown test_kind values"),
     "correct_not_boolean": (lambda f: f.assign(correct=["yes", "maybe", "no", "no"]), "correct", "not booleans"),
     "no_rows": (lambda f: f.iloc[:0], None, "no rows"),
 }
