@@ -1,0 +1,706 @@
+"""Sandboxes: run one program on one input under limits, and measure it.
+
+A sandbox runs ``argv`` with its standard input read from a file, in a fresh
+scratch directory, under resource limits, and returns an :class:`Execution`:
+status, wall seconds, CPU seconds, peak resident memory, exit code or signal,
+where its (capped) standard output went and the tail of its standard error.
+
+Backends (``make_sandbox(spec)``):
+
+``local`` (:class:`LocalSandbox`)
+    A child process in a new session (its own process group) with a scrubbed
+    environment, rlimits (address space, CPU, file size, process count, no core
+    dumps), running under an unprivileged uid when we are root (RLIMIT_NPROC is
+    not enforced for root), killed as a whole group at the wall-clock limit.
+``bwrap`` (:class:`BwrapSandbox`)
+    The same, inside bubblewrap: read-only root, private ``/tmp``, only the
+    scratch directory writable, no network (``--unshare-all``: own user, pid,
+    net, ipc, uts and cgroup namespaces), dies with its parent.
+``cmd:TEMPLATE`` (:class:`CommandSandbox`)
+    Any other sandbox command, e.g. ``cmd:prlimit --as={memory_bytes} -- {argv}``.
+    Placeholders: ``{argv}`` (a token that expands to the program's argv),
+    ``{argv_str}`` (the argv shell-quoted into one string), ``{workdir}``
+    (the scratch directory), ``{stdin}``, ``{wall_s}``, ``{cpu_s}``,
+    ``{memory_bytes}``, ``{memory_mb}``, ``{nproc}``, ``{file_bytes}``, ``{uid}``.
+    The command runs as the calling user with the wall-clock kill and output
+    cap of this module; the external sandbox is responsible for the rest.
+
+Timing: wall seconds are the monotonic clock read just before the spawn and
+just after the reap (``os.wait4``); CPU seconds (user + system) and peak RSS
+come from the rusage that ``wait4`` returns, which includes every descendant
+that was waited for. The sandbox's own start-up cost is part of the wall time
+by design: campaigns time it separately as the *floor* (DESIGN.md).
+
+Status rules (``wrong_answer`` is set by the caller after the output check):
+
+* ``timeout``: killed at the wall-clock limit, or by the CPU limit (SIGXCPU,
+  or SIGKILL once the CPU time reached the limit).
+* ``memory_limit``: the program failed (non-zero exit or a signal) and either
+  its standard error names an allocation failure (``MemoryError``,
+  ``std::bad_alloc``, ``Cannot allocate memory``, ``out of memory``), or it
+  was killed by SIGKILL that the runner did not send while its peak RSS was at
+  least 90 % of the memory limit (a cgroup / OOM kill).
+* ``runtime_error``: any other failure: non-zero exit, a signal (segfault,
+  abort, SIGXFSZ from the file-size limit, killing its own process group),
+  more output than the output cap (the runner kills it: "output limit"),
+  or a program that could not be started.
+* ``ok``: exit status 0.
+
+Example
+-------
+>>> from audits.sandbox import LocalSandbox, Limits
+>>> box = LocalSandbox()                                         # doctest: +SKIP
+>>> ex = box.run(["/usr/bin/python3", "-c", "print(input())"],   # doctest: +SKIP
+...              stdin_path="in.txt", workdir="/tmp/job1", limits=Limits(wall_s=2))
+>>> ex.status, round(ex.wall_s, 3)                               # doctest: +SKIP
+('ok', 0.021)
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import os
+import resource
+import selectors
+import shlex
+import shutil
+import signal as _signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Limits",
+    "Execution",
+    "SandboxError",
+    "Sandbox",
+    "LocalSandbox",
+    "BwrapSandbox",
+    "CommandSandbox",
+    "make_sandbox",
+    "parse_size",
+    "scratch_root",
+    "stage_program",
+    "RUN_STATUSES",
+]
+
+RUN_STATUSES = ("ok", "timeout", "runtime_error", "memory_limit")
+_MEMORY_MARKERS = ("memoryerror", "std::bad_alloc", "cannot allocate memory", "out of memory")
+_SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+_READ = 1 << 16
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself cannot be used (missing tool, bad directory, bad template)."""
+
+
+def parse_size(text: str | int) -> int:
+    """Parse a byte size such as ``"1G"``, ``"256M"``, ``"64k"`` or ``"1048576"``.
+
+    Suffixes are binary (K = 1024). ``parse_size("1G") == 1 << 30``.
+    """
+    if isinstance(text, int):
+        return text
+    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    raw = str(text).strip().upper().removesuffix("IB").removesuffix("B") if str(text).strip() else ""
+    number = raw.rstrip("KMGT")
+    suffix = raw[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a size: {text!r} (write e.g. 1G, 256M, 64K or a number of bytes)") from None
+    if suffix not in units or value < 0 or not math.isfinite(value):
+        raise ValueError(f"not a size: {text!r} (write e.g. 1G, 256M, 64K or a number of bytes)")
+    return int(value * units[suffix])
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one execution.
+
+    Parameters
+    ----------
+    wall_s : float
+        Wall-clock limit; at it the whole process group is killed (status ``timeout``).
+    memory_bytes : int or None
+        Address-space limit (RLIMIT_AS), default 1 GiB. None = unlimited.
+    cpu_s : float or None
+        CPU-time limit (RLIMIT_CPU, soft = ceil(cpu_s), hard = soft + 1). None = none
+        (the wall-clock limit still applies).
+    file_bytes : int
+        Largest file the program may write (RLIMIT_FSIZE), default 64 MiB.
+    nproc : int
+        Processes/threads its uid may have (RLIMIT_NPROC), default 64.
+    output_bytes : int
+        Standard output kept; a program that writes more is killed ("output limit",
+        ``runtime_error``) and ``stdout_truncated`` is set. Default 64 MiB.
+    stderr_bytes : int
+        Tail of standard error kept in ``Execution.stderr_tail`` (default 4096).
+    """
+
+    wall_s: float = 10.0
+    memory_bytes: int | None = 1 << 30
+    cpu_s: float | None = None
+    file_bytes: int = 64 << 20
+    nproc: int = 64
+    output_bytes: int = 64 << 20
+    stderr_bytes: int = 4096
+
+    def __post_init__(self):
+        if not (isinstance(self.wall_s, (int, float)) and math.isfinite(self.wall_s) and self.wall_s > 0):
+            raise ValueError(f"Limits.wall_s must be a positive number of seconds, got {self.wall_s!r}")
+        if self.memory_bytes is not None and self.memory_bytes < (16 << 20):
+            raise ValueError(f"Limits.memory_bytes must be at least 16 MiB (an interpreter needs that "
+                             f"to start), got {self.memory_bytes!r}")
+        if self.cpu_s is not None and not self.cpu_s > 0:
+            raise ValueError(f"Limits.cpu_s must be positive or None, got {self.cpu_s!r}")
+        for name in ("file_bytes", "nproc", "output_bytes", "stderr_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def rlimits(self) -> list[tuple[int, tuple[int, int]]]:
+        """The (resource, (soft, hard)) pairs applied in the child."""
+        pairs = [
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_FSIZE, (self.file_bytes, self.file_bytes)),
+            (resource.RLIMIT_NPROC, (self.nproc, self.nproc)),
+        ]
+        if self.memory_bytes is not None:
+            pairs.append((resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes)))
+        if self.cpu_s is not None:
+            soft = max(1, math.ceil(self.cpu_s))
+            pairs.append((resource.RLIMIT_CPU, (soft, soft + 1)))
+        return pairs
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What one run of one program did.
+
+    ``status`` is one of ok | timeout | runtime_error | memory_limit (the caller
+    may turn ``ok`` into ``wrong_answer`` with :meth:`with_status`). ``reason`` says
+    why in words ("exit 1", "killed by SIGSEGV", "wall limit 1 s", ...).
+    """
+
+    status: str
+    wall_s: float
+    cpu_s: float
+    max_rss_kb: int
+    exit_code: int | None
+    signal: int | None
+    stdout_path: Path | None
+    stdout_bytes: int
+    stdout_truncated: bool
+    stderr_tail: str
+    reason: str
+    sandbox: str = "local"
+
+    def with_status(self, status: str, reason: str) -> "Execution":
+        return dataclasses.replace(self, status=status, reason=reason)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["stdout_path"] = None if self.stdout_path is None else str(self.stdout_path)
+        return out
+
+
+def scratch_root(prefix: str = "speedaudit-") -> Path:
+    """A fresh directory under the system temp dir that unprivileged uids can traverse (0711)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, 0o711)
+    return path
+
+
+def stage_program(argv: list[str] | tuple[str, ...], stage_dir: str | os.PathLike, *,
+                  keep: tuple[str, ...] = ("/usr/", "/bin/", "/lib", "/opt/", "/etc/")) -> list[str]:
+    """Copy the files a program's argv names into a world-readable directory.
+
+    The sandboxed uid cannot read files under a private directory (e.g. root's home
+    or a 0700 temp dir). Every argv element that is an existing regular file outside
+    the system directories in ``keep`` is copied to ``stage_dir/<k>/<name>`` with
+    mode 0755 (0644 if not executable), and the argv is rewritten to point there.
+    """
+    stage_dir = Path(stage_dir)
+    out = []
+    for k, item in enumerate(argv):
+        path = Path(item)
+        if path.is_absolute() and path.is_file() and not str(path).startswith(keep):
+            target_dir = stage_dir / str(k)
+            target_dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(stage_dir, 0o755)
+            os.chmod(target_dir, 0o755)
+            target = target_dir / path.name
+            shutil.copy2(path, target)
+            executable = os.stat(path).st_mode & stat.S_IXUSR
+            os.chmod(target, 0o755 if executable else 0o644)
+            out.append(str(target))
+        else:
+            out.append(str(item))
+    return out
+
+
+class _UidPool:
+    """Unprivileged uids for the runs of this process, handed out in rotation.
+
+    RLIMIT_NPROC counts every process of a uid, including killed children that are
+    still zombies waiting for init to reap them (that took ~1.6 s on our machines).
+    So concurrent runs each get their own uid, and a uid is reused only after at
+    least ``MIN_POOL - 1`` other runs. The uids are ``100000 + (pid % 1000) * 64 + k``,
+    k < 64 (the pid term keeps several worker processes on one machine apart); they
+    need no /etc/passwd entry.
+    """
+
+    MIN_POOL = 8
+    MAX_POOL = 64
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._free: collections.deque[int] = collections.deque()
+        self._minted = 0
+
+    def _uid(self, k: int) -> int:
+        return 100000 + (os.getpid() % 1000) * self.MAX_POOL + k
+
+    def acquire(self) -> int:
+        with self._lock:
+            if self._minted < self.MIN_POOL or (not self._free and self._minted < self.MAX_POOL):
+                self._minted += 1
+                return self._uid(self._minted - 1)
+            if self._free:
+                return self._free.popleft()
+            return self._uid(0)  # more than MAX_POOL concurrent runs: share
+
+    def release(self, uid: int) -> None:
+        with self._lock:
+            self._free.append(uid)
+
+    def issued(self) -> list[int]:
+        return [self._uid(k) for k in range(self._minted)]
+
+
+_UIDS = _UidPool()
+_traversable_ok: set[str] = set()
+
+
+def _check_traversable(path: Path, uid: int) -> None:
+    """Raise SandboxError when an unprivileged uid cannot reach ``path``."""
+    key = str(path)
+    if key in _traversable_ok:
+        return
+    for parent in [path, *path.parents]:
+        st = os.stat(parent)
+        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
+            raise SandboxError(
+                f"{path}: the sandbox runs programs as uid {uid}, which cannot enter {parent} "
+                f"(mode {stat.filemode(st.st_mode)})\n  -> put the work directory under a world-traversable "
+                f"directory, e.g. audits.sandbox.scratch_root() (campaigns do this for you)")
+    _traversable_ok.add(key)
+
+
+def _decode_status(code: int | None, sig: int | None) -> str:
+    if sig is not None:
+        try:
+            return f"killed by {_signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exit {code}"
+
+
+class Sandbox:
+    """Base class: spawn, watch, kill and measure. Subclasses choose the command and the uid."""
+
+    name = "base"
+    #: switch to an unprivileged uid and apply rlimits in the child
+    confine = True
+
+    def __init__(self, *, uid: int | str | None = "auto"):
+        if uid == "auto":
+            uid = "auto" if os.geteuid() == 0 else None
+        elif uid is not None and not (isinstance(uid, int) and uid > 0):
+            raise SandboxError(f"uid must be 'auto', None or a positive integer, got {uid!r}")
+        self.uid = uid
+
+    # -- what subclasses override -------------------------------------------------
+    def spec(self) -> str:
+        """The text that rebuilds this sandbox with :func:`make_sandbox` (e.g. on a Dask worker)."""
+        return self.name
+
+    def command(self, argv: list[str], *, scratch: Path, stdin_path: Path, limits: Limits,
+                uid: int | None) -> list[str]:
+        return list(argv)
+
+    def environment(self, scratch: Path) -> dict[str, str]:
+        return {"PATH": _SAFE_PATH, "HOME": str(scratch), "TMPDIR": str(scratch), "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def check(self) -> None:
+        """Raise :class:`SandboxError` when this sandbox cannot run here."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec()!r}, uid={self.uid!r})"
+
+    # -- the runner ------------------------------------------------------------------
+    def run(self, argv, *, stdin_path, workdir, limits: Limits = Limits()) -> Execution:
+        """Run ``argv`` with standard input from ``stdin_path``.
+
+        ``workdir`` is a directory for this execution (created if missing, removed by
+        the caller): the program runs in ``workdir/scratch`` (fresh, owned by the
+        sandbox uid) and its standard output is kept in ``workdir/stdout`` (root-owned,
+        at most ``limits.output_bytes``).
+        """
+        if not argv:
+            raise SandboxError("empty argv: nothing to run")
+        if not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
+        argv = [str(a) for a in argv]
+        stdin_path = Path(stdin_path)
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        uid = None
+        if self.confine and self.uid is not None:
+            uid = _UIDS.acquire() if self.uid == "auto" else int(self.uid)
+        try:
+            return self._run(argv, stdin_path, workdir, limits, uid)
+        finally:
+            if uid is not None and self.uid == "auto":
+                _UIDS.release(uid)
+
+    def _run(self, argv, stdin_path: Path, workdir: Path, limits: Limits, uid: int | None) -> Execution:
+        scratch = workdir / "scratch"
+        scratch.mkdir(exist_ok=False)
+        stdout_path = workdir / "stdout"
+        if uid is not None:
+            os.chmod(workdir, 0o711)
+            os.chown(scratch, uid, uid)
+            os.chmod(scratch, 0o700)
+            _check_traversable(workdir, uid)
+        cmd = self.command(argv, scratch=scratch, stdin_path=stdin_path, limits=limits, uid=uid)
+        rlimits = limits.rlimits() if self.confine else []
+
+        def preexec():  # runs in the child between fork and exec: only setrlimit calls
+            for which, pair in rlimits:
+                resource.setrlimit(which, pair)
+
+        extra = {}
+        if uid is not None:
+            extra = dict(user=uid, group=uid, extra_groups=[])
+        with open(stdin_path, "rb") as stdin, open(stdout_path, "wb") as out:
+            os.chmod(stdout_path, 0o600)
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        cwd=scratch, env=self.environment(scratch), start_new_session=True,
+                                        preexec_fn=preexec if rlimits else None, close_fds=True, **extra)
+            except OSError as exc:
+                return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
+                                 False, "", f"could not start {cmd[0]}: {exc}", self.name)
+            return self._watch(proc, t0, out, stdout_path, limits)
+
+    def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits) -> Execution:
+        deadline = t0 + limits.wall_s
+        pidfd = os.pidfd_open(proc.pid)
+        sel = selectors.DefaultSelector()
+        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        sel.register(out_fd, selectors.EVENT_READ, "out")
+        sel.register(err_fd, selectors.EVENT_READ, "err")
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+        written = 0
+        truncated = False
+        err_tail = bytearray()
+        killed = None  # "wall" | "output" when the runner killed it
+
+        def kill_group():
+            try:
+                os.killpg(proc.pid, _signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        def consume(fd) -> bool:
+            nonlocal written, truncated, err_tail
+            try:
+                chunk = os.read(fd, _READ)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                sel.unregister(fd)
+                return False
+            if fd == out_fd:
+                room = limits.output_bytes - written
+                if len(chunk) > room:
+                    truncated = True
+                    chunk = chunk[:max(room, 0)]
+                if chunk:
+                    out.write(chunk)
+                    written += len(chunk)
+            else:
+                err_tail += chunk
+                if len(err_tail) > 2 * limits.stderr_bytes:
+                    del err_tail[:-limits.stderr_bytes]
+            return True
+
+        try:
+            exited = False
+            while not exited and killed is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    killed = "wall"
+                    kill_group()
+                    break
+                for key, _ in sel.select(remaining):
+                    if key.data == "exit":
+                        exited = True
+                    else:
+                        consume(key.fd)
+                        if truncated:
+                            killed = "output"
+                            kill_group()
+                            break
+            _, wstatus, usage = os.wait4(proc.pid, 0)
+            t1 = time.monotonic()
+            proc.returncode = os.waitstatus_to_exitcode(wstatus)
+            # Stray descendants (same process group) must not outlive the run.
+            kill_group()
+            drain_until = time.monotonic() + 1.0
+            while len(sel.get_map()) > 1 and time.monotonic() < drain_until:
+                for key, _ in sel.select(max(0.0, drain_until - time.monotonic())):
+                    if key.data != "exit" and not truncated:
+                        consume(key.fd)
+                    elif key.data != "exit":
+                        sel.unregister(key.fd)
+                if truncated:
+                    break
+        finally:
+            sel.close()
+            os.close(pidfd)
+            proc.stdout.close()
+            proc.stderr.close()
+
+        code = sig = None
+        if os.WIFSIGNALED(wstatus):
+            sig = os.WTERMSIG(wstatus)
+        else:
+            code = os.WEXITSTATUS(wstatus)
+        code, sig = self._translate_exit(code, sig)
+        cpu = usage.ru_utime + usage.ru_stime
+        rss = int(usage.ru_maxrss)
+        tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
+        status, reason = _classify(code, sig, killed, cpu, rss, tail, limits)
+        failure = self._sandbox_failure(code, sig, tail)
+        if failure and killed is None:
+            status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
+        return Execution(status, t1 - t0, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
+                         self.name)
+
+    def _translate_exit(self, code, sig):
+        return code, sig
+
+    def _sandbox_failure(self, code, sig, stderr_tail: str) -> str | None:
+        return None
+
+    def sweep(self) -> None:
+        """Kill every process left under the uids this process handed out (e.g. a
+        descendant that left its process group with ``setsid``). Campaigns call it at the end."""
+        if os.geteuid() != 0:
+            return
+        for uid in _UIDS.issued():
+            _kill_uid(uid)
+
+
+def _kill_uid(uid: int) -> None:
+    """kill(-1, SIGKILL) as ``uid``: signals every process of that uid (and nothing else)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, _signal.SIGKILL)
+        except BaseException:
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits) -> tuple[str, str]:
+    how = _decode_status(code, sig)
+    if killed == "wall":
+        return "timeout", f"wall limit {limits.wall_s:g} s"
+    if killed == "output":
+        return "runtime_error", f"output limit: wrote more than {limits.output_bytes} bytes"
+    if code == 0 and sig is None:
+        return "ok", how
+    if limits.cpu_s is not None and (sig == _signal.SIGXCPU or
+                                     (sig == _signal.SIGKILL and cpu >= math.ceil(limits.cpu_s))):
+        return "timeout", f"CPU limit {limits.cpu_s:g} s ({how})"
+    lowered = stderr_tail.lower()
+    marker = next((m for m in _MEMORY_MARKERS if m in lowered), None)
+    if marker:
+        return "memory_limit", f"allocation failed ({marker}; {how})"
+    if (sig == _signal.SIGKILL and limits.memory_bytes is not None
+            and rss_kb * 1024 >= 0.9 * limits.memory_bytes):
+        return "memory_limit", f"killed at {rss_kb} KiB peak RSS ({how})"
+    if sig == _signal.SIGXFSZ:
+        return "runtime_error", f"file size limit {limits.file_bytes} bytes ({how})"
+    return "runtime_error", how
+
+
+class LocalSandbox(Sandbox):
+    """A local child process with rlimits, an unprivileged uid and a scrubbed environment.
+
+    Contained: CPU, memory, file size, process count, wall time, output size, its
+    process group, and (as uid nobody) files that only root may write. *Not*
+    contained: the network, reading world-readable files, writing into
+    world-writable directories such as ``/tmp``, and a descendant that leaves the
+    process group with ``setsid`` (use ``bwrap`` for those).
+    """
+
+    name = "local"
+
+
+class BwrapSandbox(Sandbox):
+    """The local sandbox inside bubblewrap (read-only root, private /tmp, no network, own pid namespace).
+
+    bwrap itself runs as the unprivileged uid (unprivileged user namespaces), so
+    the rlimits including RLIMIT_NPROC apply inside.
+    """
+
+    name = "bwrap"
+
+    def __init__(self, *, uid: int | str | None = "auto", bwrap: str | None = None):
+        super().__init__(uid=uid)
+        self.bwrap = bwrap or shutil.which("bwrap")
+        self._checked = False
+
+    def check(self) -> None:
+        if self._checked:
+            return
+        if not self.bwrap:
+            raise SandboxError("the bwrap sandbox needs bubblewrap, which is not installed\n"
+                               "  -> install it (Debian/Ubuntu: apt-get install bubblewrap; or run "
+                               "scripts/system-deps.sh), or use --sandbox local")
+        root = scratch_root("speedaudit-bwrap-check-")
+        try:
+            empty = root / "stdin"
+            empty.write_bytes(b"")
+            ex = self.run(["/bin/true"], stdin_path=empty, workdir=root / "w", limits=Limits(wall_s=10))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if ex.status != "ok":
+            raise SandboxError(f"bwrap cannot start a sandbox here ({ex.reason}): {ex.stderr_tail.strip()}\n"
+                               "  -> bwrap needs unprivileged user namespaces "
+                               "(sysctl kernel.unprivileged_userns_clone=1); or use --sandbox local")
+        self._checked = True
+
+    def command(self, argv, *, scratch, stdin_path, limits, uid):
+        if not self.bwrap:
+            raise SandboxError("bwrap is not installed\n  -> apt-get install bubblewrap, or use --sandbox local")
+        cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+               "--bind", str(scratch), str(scratch)]
+        for item in argv:  # program files hidden by the private /tmp are bound read-only
+            if item.startswith("/tmp/") and os.path.exists(item):
+                cmd += ["--ro-bind", item, item]
+        cmd += ["--chdir", str(scratch), "--unshare-all", "--die-with-parent", "--as-pid-1", "--", *argv]
+        return cmd
+
+    def environment(self, scratch):
+        env = super().environment(scratch)
+        env["TMPDIR"] = "/tmp"
+        return env
+
+    def _sandbox_failure(self, code, sig, stderr_tail):
+        text = stderr_tail.strip()
+        if code == 1 and text.startswith("bwrap:"):
+            return text.splitlines()[0]
+        return None
+
+    def _translate_exit(self, code, sig):
+        # bwrap's pid-1 reports a child killed by signal N as exit 128 + N.
+        if sig is None and code is not None and 128 < code <= 128 + 64:
+            return None, code - 128
+        return code, sig
+
+
+class CommandSandbox(Sandbox):
+    """Any sandbox command, from a template such as ``"prlimit --as={memory_bytes} -- {argv}"``.
+
+    The template is split like a shell command line; the token ``{argv}`` expands
+    to the program's arguments, other placeholders are substituted in place (see the
+    module docstring). It runs as the calling user without rlimits of its own.
+    """
+
+    name = "cmd"
+    confine = False
+    PLACEHOLDERS = ("argv", "argv_str", "workdir", "stdin", "wall_s", "cpu_s", "memory_bytes", "memory_mb",
+                    "nproc", "file_bytes", "uid")
+
+    def __init__(self, template: str, *, uid: int | str | None = None):
+        super().__init__(uid=uid)
+        template = template.removeprefix("cmd:").strip()
+        if not template:
+            raise SandboxError("cmd: sandbox needs a command template, e.g. 'cmd:prlimit --as={memory_bytes} -- {argv}'")
+        try:
+            self.tokens = shlex.split(template)
+        except ValueError as exc:
+            raise SandboxError(f"cmd:{template}: cannot split the template ({exc})") from exc
+        if not any("{argv}" in t or "{argv_str}" in t for t in self.tokens):
+            raise SandboxError(f"cmd:{template}: the template never mentions the program\n"
+                               "  -> put {argv} (expands to the program's arguments) or {argv_str} in it")
+        for token in self.tokens:
+            try:
+                token.format(**{k: "" for k in self.PLACEHOLDERS})
+            except (KeyError, IndexError, ValueError) as exc:
+                raise SandboxError(f"cmd:{template}: unknown placeholder in {token!r} ({exc})\n"
+                                   f"  -> use {{{'}, {'.join(self.PLACEHOLDERS)}}}") from None
+        self.template = template
+
+    def spec(self) -> str:
+        return f"cmd:{self.template}"
+
+    def check(self) -> None:
+        if "{" not in self.tokens[0] and not shutil.which(self.tokens[0]):
+            raise SandboxError(f"cmd:{self.template}: '{self.tokens[0]}' is not an executable on PATH")
+
+    def command(self, argv, *, scratch, stdin_path, limits, uid):
+        values = dict(argv_str=shlex.join(argv), workdir=str(scratch), stdin=str(stdin_path),
+                      wall_s=f"{limits.wall_s:g}", cpu_s="" if limits.cpu_s is None else f"{limits.cpu_s:g}",
+                      memory_bytes="" if limits.memory_bytes is None else str(limits.memory_bytes),
+                      memory_mb="" if limits.memory_bytes is None else str(limits.memory_bytes >> 20),
+                      nproc=str(limits.nproc), file_bytes=str(limits.file_bytes),
+                      uid="" if uid is None else str(uid))
+        cmd = []
+        for token in self.tokens:
+            if token == "{argv}":
+                cmd.extend(argv)
+            else:
+                cmd.append(token.format(argv=shlex.join(argv), **values))
+        return cmd
+
+    def environment(self, scratch):
+        env = super().environment(scratch)
+        env["PATH"] = os.environ.get("PATH", _SAFE_PATH)
+        return env
+
+
+def make_sandbox(spec: str, *, uid: int | str | None = "auto") -> Sandbox:
+    """Build a sandbox from ``"local"``, ``"bwrap"`` or ``"cmd:TEMPLATE"``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SandboxError("--sandbox: give local, bwrap or cmd:TEMPLATE")
+    spec = spec.strip()
+    if spec == "local":
+        return LocalSandbox(uid=uid)
+    if spec == "bwrap":
+        return BwrapSandbox(uid=uid)
+    if spec.startswith("cmd:"):
+        return CommandSandbox(spec)
+    raise SandboxError(f"--sandbox {spec!r}: unknown sandbox\n  -> use local, bwrap or cmd:TEMPLATE "
+                       f"(e.g. 'cmd:prlimit --as={{memory_bytes}} -- {{argv}}')")
