@@ -65,6 +65,8 @@ COMPILE_TIMEOUT_S = 120.0
 EXTENSIONS: dict[str, str] = {".py": "python", ".py3": "python", ".cpp": "cpp", ".cc": "cpp"}
 LANGUAGES: tuple[str, ...] = ("python", "cpp")
 
+_HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".tcc")
+
 _FLOOR_SOURCES = {"python": ("floor.py", ""), "cpp": ("floor.cpp", "int main() { return 0; }\n")}
 
 
@@ -129,7 +131,7 @@ def _hash_tree(paths: list[Path], root: Path, extra: tuple[str, ...]) -> str:
     for item in extra:
         h.update(item.encode() + b"\0")
     for p in paths:
-        h.update(str(p.relative_to(root) if p != root else p.name).encode() + b"\0")
+        h.update(str(p.relative_to(root) if p.is_relative_to(root) and p != root else p.name).encode() + b"\0")
         h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:20]
 
@@ -153,14 +155,17 @@ def _resolve_tool(name: str, what: str) -> str:
 
 def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
               cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, include: Path | None = None,
-              label: str | None = None) -> tuple[Path, float]:
+              headers: list[Path] | None = None, label: str | None = None) -> tuple[Path, float]:
     """Compile C++ sources into one executable, cached by content hash.
 
     Returns ``(executable, seconds spent compiling)``; the seconds are 0 when the
     executable was already in ``build_dir``. Concurrent builds of the same
     program are safe: each compiles into a private temporary name and the result
     is moved into place atomically. ``include`` is added as ``-I`` so that local
-    headers (``validate.h``, ``testlib.h``) are found.
+    headers (``validate.h``, ``testlib.h``) are found. The cache key is the
+    content (not the location) of the sources and of ``headers`` (default: the
+    header files directly in ``include``), the compiler and the flags: the same
+    program copied elsewhere is found again, an edited header forces a rebuild.
 
     Raises
     ------
@@ -171,8 +176,13 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
         raise BuildError(f"{label or build_dir}: no C++ source file to compile")
     compiler = _resolve_tool(cxx, "C++ compiler")
     flags = tuple(cxxflags) + (("-I", str(include)) if include is not None else ())
-    root = include if include is not None else sources[0].parent
-    digest = _hash_tree(sorted(sources), root, (compiler, *flags))
+    sources = sorted(Path(s).resolve() for s in sources)
+    root = Path(include).resolve() if include is not None else sources[0].parent
+    if headers is None:  # by default, the headers beside the sources (a folder submission passes its own)
+        headers = [p for p in root.iterdir() if p.is_file() and p.suffix.lower() in _HEADER_SUFFIXES] \
+            if include is not None else []
+    headers = sorted(Path(h).resolve() for h in headers)
+    digest = _hash_tree([*sources, *headers], root, (compiler, *cxxflags))
     out_dir = _ensure_dir(Path(build_dir) / f"cpp-{digest}")
     exe = out_dir / "prog"
     if exe.is_file() and os.access(exe, os.X_OK):
@@ -301,11 +311,14 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
         entry = _copy_python(path, build_dir, interpreter)
         return Program("python", (interpreter, str(entry)), path)
     if path.is_dir():
-        sources = [p for p in _source_files(path) if EXTENSIONS.get(p.suffix.lower()) == "cpp"]
+        files = _source_files(path)
+        sources = [p for p in files if EXTENSIONS.get(p.suffix.lower()) == "cpp"]
+        headers = [p for p in files if p.suffix.lower() in _HEADER_SUFFIXES]
         include = path
     else:
-        sources, include = [path], path.parent
-    exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, label=str(path))
+        sources, include, headers = [path], path.parent, None
+    exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, headers=headers,
+                             label=str(path))
     return Program("cpp", (str(exe),), path, build_s=seconds)
 
 

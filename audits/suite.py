@@ -54,7 +54,7 @@ from pathlib import Path
 import yaml
 
 from audits.checker import OutputChecker, parse_validator_flags
-from audits.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, Program, build_cpp, language_of, prepare
+from audits.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, language_of, prepare
 
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
@@ -397,12 +397,7 @@ def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
         found = sorted({p.suffix or p.name for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()})
         raise _Skip(f"custom output validator {path} is neither Python nor C++ (found {', '.join(found) or 'no files'}); "
                     f"supported: {', '.join(EXTENSIONS)}")
-    try:
-        if language == "cpp" and path.is_dir():
-            # validators often ship headers (validate.h, testlib.h) beside the sources; compile the .cpp/.cc files
-            sources = sorted(p for p in path.rglob("*") if p.is_file() and EXTENSIONS.get(p.suffix.lower()) == "cpp")
-            exe, seconds = build_cpp(sources, build_dir, cxx=cxx, include=path, label=str(path))
-            return Program("cpp", (str(exe),), path, seconds)
+    try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
         return prepare(path, build_dir, python=python, cxx=cxx)
     except BuildError as exc:
         raise _Skip(f"custom output validator cannot be built: {exc}") from None
