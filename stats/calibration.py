@@ -406,7 +406,11 @@ class Fit:
             return f"y = {p['slope']:.4g} x {'+' if p['intercept_s'] >= 0 else '-'} {abs(p['intercept_s']):.4g} s"
         if self.family == "power":
             return f"y = {p['a']:.4g} x^{p['b']:.4g}"
-        return "y = " + " + ".join(f"{p[f'c{i}']:.4g} x^{i}" for i in range(4) if f"c{i}" in p)
+        terms = [(p[f"c{i}"], ("", " x", " x^2", " x^3")[i]) for i in range(4) if f"c{i}" in p]
+        text = f"y = {terms[0][0]:.4g}{terms[0][1]}"
+        for value, power in terms[1:]:
+            text += f" {'+' if value >= 0 else '-'} {abs(value):.4g}{power}"
+        return text
 
     def to_dict(self) -> dict:
         return {"family": self.family, "method": self.method, "params": dict(self.params), "n": self.n,

@@ -1,0 +1,526 @@
+"""Calibration audit: can timings of one environment or campaign be mapped onto another?
+
+Two uses (issue 6): (a) can a local sandbox stand in for a remote service
+(``source`` = local environment, ``target`` = service); (b) do stored reference
+timings still match today's service (``source`` = stored campaign, ``target``
+= fresh campaign), and if not, calibrate them (:func:`apply_calibration`,
+``speedaudit calibrate``).
+
+:func:`run_calibration_audit` pairs the two on cell medians, fits every family
+(:mod:`stats.calibration`), validates each by leave-one-problem-out, bootstraps
+parameters over problems, measures Bland-Altman agreement on the log scale,
+percentile (rank) agreement of a stored pool with a fresh one (raw and
+calibrated), drift across campaigns and the sensitivity of a p_tau pass rate to
+the intercept, then turns the numbers into findings against
+:data:`DEFAULT_THRESHOLDS` (all overridable).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from stats.bootstrap import Interval
+from stats.calibration import (
+    FAMILIES,
+    OLS_FAMILIES,
+    ROBUST_METHODS,
+    BlandAltman,
+    Fit,
+    Pairing,
+    bland_altman,
+    bootstrap_params,
+    campaign_drift,
+    fit_family,
+    lopo_r2,
+    pair_medians,
+    percentile_agreement,
+    ptau_sensitivity,
+    resolve_key,
+)
+
+__all__ = ["DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit", "apply_calibration",
+           "merge_thresholds"]
+
+#: Thresholds of the calibration findings. ``warn``/``fail`` as in :func:`audits.findings.judge`.
+DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
+    # best pooled LOPO R^2 over the families (lower is worse): below 0.9 the source cannot stand in
+    "lopo_r2": {"warn": 0.95, "fail": 0.90},
+    # log-ratio RMSE of the best family's out-of-fold predictions (0.1 ~ 10 % typical error)
+    "log_rmse": {"warn": 0.10, "fail": 0.25},
+    # share of cells seen on either side that could not be paired (floor rows excluded)
+    "pairs_lost_share": {"warn": 0.20, "fail": 0.50},
+    # |affine intercept| in ms, judged only when its CI excludes 0
+    "intercept_ms": {"warn": 5.0, "fail": 20.0},
+    # |affine slope - 1|, judged only when its CI excludes 1
+    "slope_change": {"warn": 0.05, "fail": 0.20},
+    # LOPO R^2 of affine minus multiplicative: a pure scale factor misses an offset
+    "multiplicative_gap": {"warn": 0.02, "fail": 0.10},
+    # Spearman rho of scores against the stored pool vs the fresh pool (lower is worse)
+    "spearman": {"warn": 0.90, "fail": 0.80},
+    # swing of the p_tau pass rate (percentage points) across the intercept's CI
+    "ptau_swing_pp": {"warn": 2.0, "fail": 5.0},
+    # campaigns whose fit against the anchor moved outside the previous campaign's CI
+    "drift_changes": {"warn": 1.0, "fail": 2.0},
+}
+
+
+def merge_thresholds(overrides: Mapping | None) -> dict[str, dict[str, float]]:
+    """Defaults updated with ``overrides``: ``{"lopo_r2": {"fail": 0.8}}`` or ``{"lopo_r2.fail": 0.8}``."""
+    merged = copy.deepcopy(DEFAULT_THRESHOLDS)
+    for name, value in (overrides or {}).items():
+        if "." in name:
+            metric, level = name.split(".", 1)
+            value = {level: value}
+        else:
+            metric = name
+        if metric not in merged:
+            raise ValueError(f"unknown calibration threshold {metric!r}; known: {', '.join(merged)}")
+        if not isinstance(value, Mapping) or not set(value) <= {"warn", "fail"}:
+            raise ValueError(f"threshold {metric!r} takes 'warn' and/or 'fail' numbers, got {value!r}")
+        merged[metric].update({k: float(v) for k, v in value.items()})
+    return merged
+
+
+@dataclass(frozen=True)
+class CalibrationAudit:
+    """Result of :func:`run_calibration_audit`.
+
+    Attributes
+    ----------
+    source, target, key : str
+        The two runs and the column (environment / campaign) that names them.
+    pairing : Pairing
+        Paired medians and the cells lost (with reasons).
+    fits : DataFrame
+        One row per family (and robust variant): ``family, method, cv, formula,
+        params`` (dict), ``param_ci`` (dict param -> [low, high]),
+        ``lopo_r2`` (+ ``_low``/``_high``), ``lopo_log_rmse`` (+ CI),
+        ``n_pairs, n_problems, n_nonpositive``.
+    params : DataFrame
+        Tidy parameter CIs: ``family, method, param, estimate, ci_low, ci_high``.
+    spearman_raw, spearman_calibrated, spearman_gain : Interval or None
+        Rank agreement of stored-pool scores with fresh-pool scores.
+    bland_altman, bland_altman_calibrated : BlandAltman
+        Log-scale agreement of raw target vs source, and of target vs the
+        calibration family's out-of-fold predictions.
+    drift, sensitivity : DataFrame
+        See :func:`stats.calibration.campaign_drift` / :func:`~stats.calibration.ptau_sensitivity`.
+    findings : tuple of Finding
+    """
+
+    source: str
+    target: str
+    key: str
+    pairing: Pairing = field(repr=False)
+    fits: pd.DataFrame = field(repr=False)
+    params: pd.DataFrame = field(repr=False)
+    fit_objects: dict = field(repr=False)
+    best_family: str | None
+    calibration_family: str
+    spearman_raw: Interval | None
+    spearman_calibrated: Interval | None
+    spearman_gain: Interval | None
+    agreement: pd.DataFrame = field(repr=False)
+    bland_altman: BlandAltman | None = field(repr=False)
+    bland_altman_calibrated: BlandAltman | None = field(repr=False)
+    drift: pd.DataFrame = field(repr=False)
+    sensitivity: pd.DataFrame = field(repr=False)
+    findings: tuple = ()
+    thresholds: dict = field(default_factory=dict, repr=False)
+    n_boot: int = 0
+
+    @property
+    def level(self) -> str:
+        return worst_level(self.findings)
+
+    def fit(self, family: str) -> Fit:
+        """The fitted map of one family (e.g. ``audit.fit("affine").predict(x)``)."""
+        return self.fit_objects[family]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The fits table (one row per family)."""
+        return self.fits
+
+    def to_dict(self) -> dict:
+        fits = {}
+        for row in self.fits.to_dict("records"):
+            fits[row["name"]] = {
+                "family": row["family"], "method": row["method"], "formula": row["formula"],
+                "params": row["params"], "param_ci": row["param_ci"], "cv": row["cv"],
+                "lopo_r2": row["lopo_r2"], "lopo_r2_ci": [row["lopo_r2_low"], row["lopo_r2_high"]],
+                "lopo_log_rmse": row["lopo_log_rmse"],
+                "lopo_log_rmse_ci": [row["lopo_log_rmse_low"], row["lopo_log_rmse_high"]],
+                "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"]}
+        return to_jsonable({
+            "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
+            "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits,
+            "best_family": self.best_family, "calibration_family": self.calibration_family,
+            "spearman_raw": self.spearman_raw, "spearman_calibrated": self.spearman_calibrated,
+            "spearman_gain": self.spearman_gain,
+            "bland_altman": {"raw": self.bland_altman, "calibrated": self.bland_altman_calibrated},
+            "drift": self.drift, "sensitivity": self.sensitivity,
+            "findings": list(self.findings), "thresholds": self.thresholds, "n_boot": self.n_boot,
+        })
+
+    def summary(self) -> str:
+        lines = [f"calibration {self.key} {self.source} -> {self.target}: {self.level.upper()}",
+                 self.pairing.summary(), "",
+                 f"{'fit':<16} {'LOPO R^2 [95% CI]':<28} {'log-ratio RMSE':<16} formula"]
+        for row in self.fits.to_dict("records"):
+            r2 = f"{row['lopo_r2']:.4f} [{row['lopo_r2_low']:.4f}, {row['lopo_r2_high']:.4f}]"
+            lines.append(f"{row['name']:<16} {r2:<28} {row['lopo_log_rmse']:<16.4f} {row['formula']}")
+        if self.spearman_raw is not None:
+            lines.append("")
+            lines.append(f"rank agreement with the fresh pool (Spearman): raw {self.spearman_raw}")
+            if self.spearman_calibrated is not None:
+                lines.append(f"  calibrated ({self.calibration_family}) {self.spearman_calibrated}; "
+                             f"gain {self.spearman_gain}")
+        if self.bland_altman is not None:
+            lines.append(f"Bland-Altman (raw): {self.bland_altman.summary()}")
+        if self.bland_altman_calibrated is not None:
+            lines.append(f"Bland-Altman (calibrated, out-of-fold): {self.bland_altman_calibrated.summary()}")
+        lines += ["", findings_table(self.findings)]
+        return "\n".join(lines)
+
+
+def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems) -> dict:
+    return {
+        "name": name, "family": family, "method": method, "cv": lopo.cv, "formula": fit.formula(),
+        "params": dict(fit.params),
+        "param_ci": {r["param"]: [r["ci_low"], r["ci_high"]] for r in ci.to_dict("records")},
+        "lopo_r2": lopo.r2.estimate, "lopo_r2_low": lopo.r2.low, "lopo_r2_high": lopo.r2.high,
+        "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
+        "lopo_log_rmse_high": lopo.log_rmse.high, "n_pairs": lopo.n, "n_problems": n_problems,
+        "n_nonpositive": lopo.n_nonpositive,
+    }
+
+
+def run_calibration_audit(
+    corpus: pd.DataFrame,
+    *,
+    source: str,
+    target: str,
+    key: str = "auto",
+    families: Sequence[str] = FAMILIES,
+    robust: bool | str = False,
+    calibration_family: str = "affine",
+    variance_ratio: float = 1.0,
+    taus: Sequence[float] = (10.0, 30.0),
+    n_boot: int = 1000,
+    n_boot_rank: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+    thresholds: Mapping | None = None,
+) -> CalibrationAudit:
+    """Audit whether ``source`` timings map onto ``target`` timings.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A timing corpus holding both runs.
+    source, target : str
+        Environment or campaign names (``key="auto"`` finds the column).
+        For stored vs fresh: source = stored campaign, target = fresh campaign.
+    families : sequence of str
+        Families to fit (default all: multiplicative, affine, power, poly2,
+        poly3, deming).
+    robust : bool or {"huber", "theilsen"}
+        Also fit a robust affine (``True`` means Huber); reported as
+        ``affine_huber`` / ``affine_theilsen``.
+    calibration_family : str, default "affine"
+        The map used for calibrated rank agreement, the calibrated
+        Bland-Altman and (its intercept) the p_tau sensitivity.
+    variance_ratio : float, default 1
+        Deming's var(error of target) / var(error of source).
+    taus : sequence of float
+        Speed thresholds (percentile points) for the p_tau sensitivity.
+    n_boot : int
+        Bootstrap resamples of problems for parameter, R^2 and Bland-Altman CIs.
+    n_boot_rank : int
+        Resamples for the Spearman CIs (each re-ranks all units).
+    thresholds : mapping, optional
+        Overrides of :data:`DEFAULT_THRESHOLDS`.
+
+    Returns
+    -------
+    CalibrationAudit
+
+    Examples
+    --------
+    >>> from audits.synthetic import synthesize
+    >>> corpus = synthesize(campaigns=(("c0", 1, 0), ("c1", 0.63, 0.053)), n_problems=8).corpus
+    >>> audit = run_calibration_audit(corpus, source="c0", target="c1", n_boot=100, n_boot_rank=20)
+    >>> round(audit.fit("affine").params["slope"], 2)
+    0.63
+    """
+    limits = merge_thresholds(thresholds)
+    families = list(families)
+    for family in families:
+        if family not in FAMILIES:
+            raise ValueError(f"unknown calibration family {family!r}; choose from {', '.join(FAMILIES)}")
+    if calibration_family not in FAMILIES:
+        raise ValueError(f"unknown calibration family {calibration_family!r}; choose from {', '.join(FAMILIES)}")
+    if robust is True:
+        robust = "huber"
+    if robust and robust not in ROBUST_METHODS:
+        raise ValueError(f"robust must be False, True or one of {ROBUST_METHODS}, got {robust!r}")
+    if n_boot < 0 or n_boot_rank < 0:
+        raise ValueError("n_boot and n_boot_rank must be >= 0")
+
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    pairing = pair_medians(corpus, source=source, target=target, key=key)
+    if pairing.n_problems < 2:
+        raise ValueError(f"calibration needs paired cells in at least 2 problems (leave-one-problem-out), "
+                         f"found {pairing.n_pairs} pairs in {pairing.n_problems} problems; "
+                         f"lost: {pairing.to_dict()['lost']}")
+    frame = pairing.frame
+    x = frame["x"].to_numpy(dtype=float)
+    y = frame["y"].to_numpy(dtype=float)
+    groups = frame["problem"].astype(str).to_numpy()
+
+    wanted = list(dict.fromkeys(families + [calibration_family, "affine"]))
+    variants = [(f, f, None) for f in wanted]
+    if robust:
+        variants.append((f"affine_{robust}", "affine", robust))
+    rows, params, fit_objects, lopos = [], [], {}, {}
+    for name, family, method in variants:
+        fit = fit_family(x, y, family, robust=method, variance_ratio=variance_ratio, seed=seed)
+        lopo = lopo_r2(x, y, groups, family, robust=method, variance_ratio=variance_ratio, n_boot=n_boot,
+                       level=level, seed=seed)
+        ci = bootstrap_params(x, y, groups, family, robust=method, variance_ratio=variance_ratio, n_boot=n_boot,
+                              level=level, seed=seed)
+        fit_objects[name], lopos[name] = fit, lopo
+        rows.append(_fit_row(name, family, fit.method, fit, lopo, ci, pairing.n_problems))
+        params.append(ci.assign(family=name, method=fit.method))
+    fits = pd.DataFrame(rows)
+    shown = fits["name"].isin(families + ([f"affine_{robust}"] if robust else []))
+    best_family = None
+    if shown.any() and fits.loc[shown, "lopo_r2"].notna().any():
+        best_family = str(fits.loc[fits.loc[shown, "lopo_r2"].astype(float).idxmax(), "name"])
+    params = pd.concat(params, ignore_index=True)[["family", "method", "param", "estimate", "ci_low", "ci_high",
+                                                   "n_problems", "level"]]
+
+    ba_raw = bland_altman(x, y, groups, level=level, n_boot=n_boot, seed=seed)
+    pred = lopos[calibration_family].predictions
+    usable = np.isfinite(pred) & (pred > 0)
+    ba_cal = (bland_altman(pred[usable], y[usable], groups[usable], level=level, n_boot=n_boot, seed=seed)
+              if usable.sum() > 2 else None)
+
+    mapping = fit_objects[calibration_family]
+    try:
+        agreement = percentile_agreement(corpus, source=source, target=target, key=key, mapping=mapping,
+                                         n_boot=n_boot_rank, level=level, seed=seed)
+        sp_raw, sp_cal, sp_gain, agree_frame = (agreement.spearman_raw, agreement.spearman_calibrated,
+                                                agreement.gain, agreement.frame)
+    except ValueError:  # too few re-run references with scores on both sides
+        sp_raw = sp_cal = sp_gain = None
+        agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
+
+    drift = pd.DataFrame()
+    campaigns = sorted(map(str, pd.unique(corpus["campaign"].astype(object))))
+    if len(campaigns) >= 2:
+        anchor = source if key == "campaign" else campaigns[0]
+        sub = corpus if key == "campaign" else corpus.loc[corpus["environment"].isin([source, target]).to_numpy()]
+        drift = campaign_drift(sub, anchor=anchor, n_boot=n_boot, level=level, seed=seed)
+
+    aff = params.loc[params["family"] == "affine"].set_index("param")
+    intercept_ci = (float(aff.loc["intercept_s", "ci_low"]), float(aff.loc["intercept_s", "estimate"]),
+                    float(aff.loc["intercept_s", "ci_high"]))
+    sensitivity = pd.DataFrame(columns=["tau", "intercept_s", "pass_rate", "n_pass", "n_solutions"])
+    has_candidates = (corpus["role"] == "candidate").to_numpy() & (corpus[key] == target).to_numpy()
+    if has_candidates.any() and np.isfinite(intercept_ci).all():
+        sensitivity = ptau_sensitivity(corpus, source=source, target=target, key=key,
+                                       slope=float(aff.loc["slope", "estimate"]), intercepts=intercept_ci,
+                                       taus=taus)
+
+    findings = _findings(source=source, target=target, key=key, pairing=pairing, fits=fits, aff=aff,
+                         best_family=best_family, calibration_family=calibration_family, sp_raw=sp_raw,
+                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits)
+    return CalibrationAudit(
+        source=source, target=target, key=key, pairing=pairing, fits=fits, params=params,
+        fit_objects=fit_objects, best_family=best_family, calibration_family=calibration_family,
+        spearman_raw=sp_raw, spearman_calibrated=sp_cal, spearman_gain=sp_gain, agreement=agree_frame,
+        bland_altman=ba_raw, bland_altman_calibrated=ba_cal, drift=drift, sensitivity=sensitivity,
+        findings=tuple(findings), thresholds=limits, n_boot=n_boot)
+
+
+def _thr(limits, name, higher_is_worse=True) -> str:
+    t = limits[name]
+    op = ">=" if higher_is_worse else "<="
+    return f"warn {op} {t['warn']:g}, fail {op} {t['fail']:g}"
+
+
+def _findings(*, source, target, key, pairing, fits, aff, best_family, calibration_family, sp_raw, sp_cal, drift,
+              sensitivity, limits) -> list[Finding]:
+    pair = f"{source} -> {target}"
+    out: list[Finding] = []
+
+    lost = pairing.lost.set_index("reason")["n_cells"]
+    n_lost = int(lost.drop("role_excluded", errors="ignore").sum())
+    share = n_lost / max(n_lost + pairing.n_pairs, 1)
+    top = lost.drop("role_excluded", errors="ignore").idxmax() if n_lost else "none"
+    level = judge(share, **limits["pairs_lost_share"])
+    out.append(Finding(level, "pairs_lost_share", share, _thr(limits, "pairs_lost_share"),
+                       f"{n_lost:,} of {n_lost + pairing.n_pairs:,} cells could not be paired (most: {top}); "
+                       + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
+                          "on both sides" if level != "pass" else "enough cells pair up"), pair))
+
+    if best_family is None:
+        out.append(Finding("fail", "best_lopo_r2", None, _thr(limits, "lopo_r2", False),
+                           "no family could be validated (too few problems)", pair))
+        return out
+    best = fits.set_index("name").loc[best_family]
+    r2 = float(best["lopo_r2"])
+    level = judge(r2, higher_is_worse=False, **limits["lopo_r2"])
+    if level == "fail":
+        msg = (f"no family reaches LOPO R^2 {limits['lopo_r2']['fail']:g} (best: {best_family}, "
+               f"{r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}]): {source} cannot stand in for "
+               f"{target}; time on {target} itself, or make {source} quieter and re-audit")
+    elif level == "warn":
+        msg = (f"best family {best_family} predicts held-out problems with R^2 {r2:.3f}: usable with care; "
+               f"check the Bland-Altman limits before trusting single timings")
+    else:
+        msg = f"{best_family} predicts held-out problems with R^2 {r2:.3f}: {source} can be calibrated onto {target}"
+    out.append(Finding(level, "best_lopo_r2", r2, _thr(limits, "lopo_r2", False), msg, pair))
+
+    rmse = float(best["lopo_log_rmse"])
+    level = judge(rmse, **limits["log_rmse"])
+    out.append(Finding(level, "best_lopo_log_rmse", rmse, _thr(limits, "log_rmse"),
+                       f"held-out predictions of {best_family} are off by a typical factor x{np.exp(rmse):.3f}"
+                       + ("; percentiles of programs closer than that are noise" if level != "pass" else ""), pair))
+    if r2 <= limits["lopo_r2"]["fail"]:
+        return out  # a map that does not validate says nothing about drift
+
+    fit_r2 = fits.set_index("name")["lopo_r2"]
+    if "multiplicative" in fit_r2.index and "affine" in fit_r2.index:
+        gap = float(fit_r2["affine"] - fit_r2["multiplicative"])
+        level = judge(gap, **limits["multiplicative_gap"])
+        out.append(Finding(level, "multiplicative_gap", gap, _thr(limits, "multiplicative_gap"),
+                           f"affine LOPO R^2 exceeds multiplicative-only by {gap:.3f}"
+                           + (": a pure speed factor misses an additive offset (start-up, queueing); calibrate with "
+                              "affine" if level != "pass" else ": a pure speed factor is enough"), pair))
+
+    b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
+    significant = not (b_lo <= 0.0 <= b_hi)
+    level = judge(abs(b) * 1000, **limits["intercept_ms"]) if significant else "pass"
+    out.append(Finding(level, "affine_intercept_ms", b * 1000, _thr(limits, "intercept_ms"),
+                       f"affine drift with intercept {b * 1000:.1f} ms [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}]"
+                       + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
+                          else (": no offset to correct" if not significant else ": offset too small to matter")),
+                       pair))
+    a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
+    significant = not (a_lo <= 1.0 <= a_hi)
+    level = judge(abs(a - 1), **limits["slope_change"]) if significant else "pass"
+    out.append(Finding(level, "affine_slope_change", a - 1, _thr(limits, "slope_change"),
+                       f"affine slope {a:.3f} [{a_lo:.3f}, {a_hi:.3f}]"
+                       + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
+                          if level != "pass" else ": no scale change to correct"), pair))
+
+    spear = limits["spearman"]
+    if sp_raw is not None:
+        level = judge(sp_raw.estimate, higher_is_worse=False, **spear)
+        cal = f"; calibrated with {calibration_family}: {sp_cal}" if sp_cal is not None else ""
+        out.append(Finding(level, "spearman_raw", sp_raw.estimate, _thr(limits, "spearman", False),
+                           f"scores against the stored pool rank re-run references like the fresh pool with "
+                           f"rho {sp_raw}{cal}"
+                           + (": do not rank fresh runs against the uncalibrated stored pool" if level != "pass"
+                              else ""), pair))
+    if sp_cal is not None:
+        level = judge(sp_cal.estimate, higher_is_worse=False, **spear)
+        out.append(Finding(level, "spearman_calibrated", sp_cal.estimate, _thr(limits, "spearman", False),
+                           f"after {calibration_family} calibration rho = {sp_cal}"
+                           + (": even calibrated, the stored pool ranks differently; re-collect the reference pool"
+                              if level != "pass" else ": the calibrated stored pool can rank fresh runs"), pair))
+
+    if len(sensitivity):
+        swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
+        tau = float(swing.idxmax())
+        pp = float(swing.max())
+        level = judge(pp, **limits["ptau_swing_pp"])
+        out.append(Finding(level, "ptau_swing_pp", pp, _thr(limits, "ptau_swing_pp"),
+                           f"the p_{tau:g} pass rate of {target}'s candidates moves {pp:.1f} pp while the intercept "
+                           f"moves within its CI [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}] ms"
+                           + (": pin the calibration down (more problems / repeats) or re-time the pool"
+                              if level != "pass" else ""), pair))
+
+    if len(drift) and drift["campaign"].nunique() >= 2:
+        changed = drift.loc[drift["changed"]]
+        n_changed = int(changed[["environment", "campaign"]].drop_duplicates().shape[0])
+        level = judge(n_changed, **limits["drift_changes"])
+        which = ", ".join(sorted(set(changed["campaign"].astype(str)))) or "none"
+        out.append(Finding(level, "drift_changes", n_changed, _thr(limits, "drift_changes"),
+                           f"campaigns whose affine map against the anchor left the previous campaign's CI: {which}"
+                           + ("; the service drifts between campaigns: calibrate each campaign separately"
+                              if level != "pass" else ""), pair))
+    return out
+
+
+def apply_calibration(
+    corpus: pd.DataFrame,
+    *,
+    source: str,
+    target: str,
+    family: str = "affine",
+    key: str = "auto",
+    robust: str | None = None,
+    variance_ratio: float = 1.0,
+    min_duration_s: float = 1e-6,
+    seed: int | None = 0,
+) -> tuple[pd.DataFrame, dict]:
+    """Map the source's durations onto the target scale.
+
+    The map y = f(x) is fitted on the paired medians (see
+    :func:`stats.calibration.fit_family`) and applied to every ``ok`` row of
+    the source (non-``ok`` rows keep their limit/duration). The original value
+    is kept in ``duration_raw_s`` (equal to ``duration_s`` on rows that were
+    not mapped) and ``calibrated`` marks mapped rows; predictions below
+    ``min_duration_s`` are clipped to it (counted in the mapping). Labels
+    (environment, campaign) are unchanged, so the calibrated source can serve
+    as the reference pool for the target's candidates.
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The calibrated corpus (the mapping also in ``DataFrame.attrs["calibration"]``)
+        and the mapping: source, target, key, family, method, params, formula,
+        LOPO R^2, pairs, rows mapped and clipped.
+    """
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    pairing = pair_medians(corpus, source=source, target=target, key=key)
+    if pairing.n_pairs < 2:
+        raise ValueError(f"no pairs to calibrate on: {pairing.summary()}")
+    f = pairing.frame
+    x, y = f["x"].to_numpy(dtype=float), f["y"].to_numpy(dtype=float)
+    fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, seed=seed)
+    lopo = (lopo_r2(x, y, f["problem"].astype(str).to_numpy(), family, robust=robust,
+                    variance_ratio=variance_ratio, n_boot=0, seed=seed) if pairing.n_problems >= 2 else None)
+    out = corpus.copy()
+    durations = out["duration_s"].to_numpy(dtype=float)
+    rows = (out[key] == source).to_numpy() & (out["status"] == "ok").to_numpy() & np.isfinite(durations)
+    mapped = fit.predict(durations[rows])
+    clipped = ~(mapped >= min_duration_s)
+    mapped = np.where(clipped, min_duration_s, mapped)
+    new = durations.copy()
+    new[rows] = mapped
+    out["duration_raw_s"] = durations
+    out["duration_s"] = new
+    out["calibrated"] = rows
+    mapping = {
+        "source": source, "target": target, "key": key, "family": family, "method": fit.method,
+        "params": dict(fit.params), "formula": fit.formula(), "variance_ratio": fit.variance_ratio,
+        "lopo_r2": None if lopo is None else lopo.r2.estimate,
+        "lopo_log_rmse": None if lopo is None else lopo.log_rmse.estimate,
+        "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems, "rows_mapped": int(rows.sum()),
+        "rows_clipped": int(clipped.sum()), "min_duration_s": min_duration_s,
+        "note": f"duration_s of ok rows with {key} == {source!r} mapped onto the {target!r} scale; "
+                f"originals in duration_raw_s",
+    }
+    mapping = to_jsonable(mapping)
+    out.attrs["calibration"] = mapping
+    return out, mapping
