@@ -1,0 +1,974 @@
+"""Reward environments, reward schemes and p_tau (DESIGN.md "Environment", "Rewards", "p_tau").
+
+An **environment** turns the executions of one program on one problem into
+three numbers (c, g, q):
+
+* a *pre-execution filter* decides which optimization tests are run at all
+  (drop tests whose reference median exceeds ``max_reference_s``, tests whose
+  input is larger than ``max_input_chars`` (column ``input_bytes``), then keep
+  the slowest ``keep_slowest_fraction`` of the remaining ones by reference
+  median); correctness tests are never filtered;
+* an *in-execution limit* turns every ``ok`` execution longer than the test's
+  limit L_t into a ``timeout`` at L_t (on optimization tests; ``apply_to: all``
+  limits correctness tests too, which otherwise run under the sandbox's own limit):
+
+  - ``uniform``:              L_t = seconds
+  - ``reference_percentile``: L_t = factor * P_p(pool_t)  (linear interpolation, as ``np.percentile``)
+  - ``ranked_worst``:         L_t = factor * max{pool_t(s) : s among the references ranked in the
+                              fastest ``fastest_percent`` % of their problem by q}
+                              (the ceil(p/100 * n) references with the smallest q, at least one);
+
+* a *post-execution ranking* scores the surviving tests: q = mean per-test
+  percentile / 100 for ``mean_pct`` (:func:`stats.ranking.problem_scores`), or
+  the within-problem reference percentile of another aggregator's score / 100;
+  c = every test ``ok`` (timeouts fail c unless ``limit.timeout_fails_c`` is
+  false); g = q <= tau/100 and no optimization test failed hard.
+
+The reference pool is never limited or filtered by the environment: it is the
+stored leaderboard that executions are ranked against.
+
+**Rewards** map (c, g, q) to [-1, 1] with c~ = 2c - 1 and g~ = 2g - 1 (see
+:func:`reward`). **p_tau** counts a sample as a success when c = 1 and
+q <= tau/100 and estimates pass@k without bias (:func:`pass_at_k`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from stats._groups import first_rows, group_codes, grouped_median
+from stats.bootstrap import bootstrap_ci
+from stats.ranking import STATUSES, problem_scores, reference_pools, solution_cells, test_percentiles
+
+__all__ = [
+    "LIMIT_KINDS",
+    "REWARD_SCHEMES",
+    "EnvironmentSpecError",
+    "PreFilter",
+    "Limit",
+    "PostRanking",
+    "RewardSpec",
+    "Environment",
+    "EnvironmentRun",
+    "available_aggregators",
+    "apply_environment",
+    "reward",
+    "environment_rewards",
+    "pass_at_k",
+    "p_tau_per_problem",
+    "p_tau",
+    "relative_gain",
+]
+
+LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
+REWARD_SCHEMES = (
+    "correctness",
+    "optimization",
+    "optimization_bucketed",
+    "additive",
+    "multitask",
+    "collapsed",
+    "two_gate",
+    "two_gate_graded",
+)
+
+
+class EnvironmentSpecError(ValueError):
+    """An invalid environment description; ``key`` is the dotted key that is wrong."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+        self.detail = message
+
+
+# --------------------------------------------------------------------------------------------
+# Environment specification
+# --------------------------------------------------------------------------------------------
+
+def _number(section: str, key: str, value, *, low=None, high=None, low_open=False, integer=False):
+    """Validate one numeric field, naming ``section.key`` and the allowed range."""
+    where = f"{section}.{key}"
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise EnvironmentSpecError(where, f"expected a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise EnvironmentSpecError(where, f"expected a finite number, got {value!r}")
+    bounds = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}]"
+    if low is not None and (value < low or (low_open and value == low)):
+        raise EnvironmentSpecError(where, f"{value:g} is out of range; allowed: {bounds}")
+    if high is not None and value > high:
+        raise EnvironmentSpecError(where, f"{value:g} is out of range; allowed: {bounds}")
+    return value
+
+
+def _mapping(section: str, data, allowed: Sequence[str]) -> dict:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise EnvironmentSpecError(section, f"expected a mapping with keys {list(allowed)}, got {data!r}")
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise EnvironmentSpecError(f"{section}.{unknown[0]}",
+                                   f"unknown key; allowed keys of '{section}': {', '.join(allowed)}")
+    return dict(data)
+
+
+@dataclass(frozen=True)
+class PreFilter:
+    """Pre-execution filter of optimization tests (all fields optional).
+
+    Attributes
+    ----------
+    max_reference_s : float, optional
+        Drop optimization tests whose reference median exceeds this (seconds).
+    max_input_chars : float, optional
+        Drop optimization tests whose ``input_bytes`` exceed this.
+    keep_slowest_fraction : float in (0, 1], optional
+        Then keep, per problem, the ceil(f * n) slowest remaining tests by reference median.
+    """
+
+    max_reference_s: float | None = None
+    max_input_chars: float | None = None
+    keep_slowest_fraction: float | None = None
+
+    KEYS = ("max_reference_s", "max_input_chars", "keep_slowest_fraction")
+
+    @classmethod
+    def from_dict(cls, data) -> "PreFilter":
+        data = _mapping("pre", data, cls.KEYS)
+        return cls(
+            max_reference_s=_number("pre", "max_reference_s", data.get("max_reference_s"), low=0, low_open=True),
+            max_input_chars=_number("pre", "max_input_chars", data.get("max_input_chars"), low=0),
+            keep_slowest_fraction=_number("pre", "keep_slowest_fraction", data.get("keep_slowest_fraction"),
+                                          low=0, high=1, low_open=True),
+        )
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, k) is not None for k in self.KEYS)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """In-execution limit (see the module docstring for L_t of each kind)."""
+
+    kind: str = "none"
+    seconds: float | None = None
+    percentile: float | None = None
+    fastest_percent: float | None = None
+    factor: float = 1.0
+    timeout_fails_c: bool = True
+    apply_to: str = "optimization"
+
+    KEYS = ("kind", "seconds", "percentile", "fastest_percent", "factor", "timeout_fails_c", "apply_to")
+    APPLY_TO = ("optimization", "all")
+    NEEDS = {"uniform": ("seconds",), "reference_percentile": ("percentile",), "ranked_worst": ("fastest_percent",),
+             "none": ()}
+
+    @classmethod
+    def from_dict(cls, data) -> "Limit":
+        data = _mapping("limit", data, cls.KEYS)
+        kind = data.get("kind", "uniform" if "seconds" in data else "none")
+        if kind not in LIMIT_KINDS:
+            raise EnvironmentSpecError("limit.kind", f"{kind!r} is not allowed; use one of {', '.join(LIMIT_KINDS)}")
+        for key in cls.NEEDS[kind]:
+            if data.get(key) is None:
+                raise EnvironmentSpecError(f"limit.{key}", f"required when limit.kind is {kind!r}")
+        for key in ("seconds", "percentile", "fastest_percent"):
+            if data.get(key) is not None and key not in cls.NEEDS[kind]:
+                raise EnvironmentSpecError(f"limit.{key}", f"not used by limit.kind {kind!r} (it needs "
+                                           f"{', '.join(cls.NEEDS[kind]) or 'no parameter'})")
+        fails = data.get("timeout_fails_c", True)
+        if not isinstance(fails, bool):
+            raise EnvironmentSpecError("limit.timeout_fails_c", f"expected true or false, got {fails!r}")
+        apply_to = data.get("apply_to", "optimization")
+        if apply_to not in cls.APPLY_TO:
+            raise EnvironmentSpecError("limit.apply_to", f"{apply_to!r} is not allowed; use one of "
+                                       f"{', '.join(cls.APPLY_TO)}")
+        return cls(
+            kind=kind,
+            apply_to=apply_to,
+            seconds=_number("limit", "seconds", data.get("seconds"), low=0, low_open=True),
+            percentile=_number("limit", "percentile", data.get("percentile"), low=0, high=100),
+            fastest_percent=_number("limit", "fastest_percent", data.get("fastest_percent"), low=0, high=100,
+                                    low_open=True),
+            factor=_number("limit", "factor", data.get("factor", 1.0), low=0, low_open=True),
+            timeout_fails_c=fails,
+        )
+
+
+def available_aggregators() -> tuple[str, ...]:
+    """Names accepted by ``post.aggregator``: ``stats.aggregation.AGGREGATORS`` when that module
+    exists, else only ``mean_pct`` (computed by :func:`stats.ranking.problem_scores`)."""
+    try:
+        from stats import aggregation  # imported lazily: a sibling module that may land later
+    except ImportError:
+        return ("mean_pct",)
+    names = tuple(getattr(aggregation, "AGGREGATORS", {"mean_pct": None}))
+    return names if "mean_pct" in names else ("mean_pct",) + names
+
+
+@dataclass(frozen=True)
+class PostRanking:
+    """Post-execution ranking: an aggregator and the speed threshold tau (percentile points)."""
+
+    aggregator: str = "mean_pct"
+    tau: float = 100.0
+
+    KEYS = ("aggregator", "tau")
+
+    @classmethod
+    def from_dict(cls, data) -> "PostRanking":
+        if data is None:
+            raise EnvironmentSpecError("post", "required: e.g. post: {aggregator: mean_pct, tau: 30}")
+        data = _mapping("post", data, cls.KEYS)
+        name = data.get("aggregator", "mean_pct")
+        allowed = available_aggregators()
+        if name not in allowed:
+            raise EnvironmentSpecError("post.aggregator", f"{name!r} is not allowed; use one of {', '.join(allowed)}")
+        tau = _number("post", "tau", data.get("tau", 100.0), low=0, high=100)
+        return cls(aggregator=name, tau=tau)
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """Reward scheme and its parameters (see :func:`reward`)."""
+
+    scheme: str = "collapsed"
+    lam: float = 0.5
+    p_correctness: float = 0.5
+    thresholds: tuple[float, ...] = ()
+    levels: tuple[float, ...] = ()
+    seed: int = 0
+
+    KEYS = ("scheme", "lambda", "p_correctness", "thresholds", "levels", "seed")
+
+    @classmethod
+    def from_dict(cls, data) -> "RewardSpec":
+        data = _mapping("reward", data, cls.KEYS)
+        scheme = data.get("scheme", "collapsed")
+        if scheme not in REWARD_SCHEMES:
+            raise EnvironmentSpecError("reward.scheme",
+                                       f"{scheme!r} is not allowed; use one of {', '.join(REWARD_SCHEMES)}")
+        thresholds = _number_list("reward.thresholds", data.get("thresholds", ()), low=0, high=100)
+        levels = _number_list("reward.levels", data.get("levels", ()), low=-1, high=1)
+        if scheme == "optimization_bucketed":
+            if not thresholds:
+                raise EnvironmentSpecError("reward.thresholds",
+                                           "required for optimization_bucketed, e.g. [10, 30, 50] (percentile points)")
+            if list(thresholds) != sorted(set(thresholds)):
+                raise EnvironmentSpecError("reward.thresholds", f"must be strictly increasing, got {list(thresholds)}")
+            if levels and len(levels) != len(thresholds) + 1:
+                raise EnvironmentSpecError("reward.levels", f"needs len(thresholds) + 1 = {len(thresholds) + 1} "
+                                           f"values, got {len(levels)}")
+        seed = data.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise EnvironmentSpecError("reward.seed", f"expected an integer, got {seed!r}")
+        return cls(
+            scheme=scheme,
+            lam=_number("reward", "lambda", data.get("lambda", 0.5), low=0, high=1),
+            p_correctness=_number("reward", "p_correctness", data.get("p_correctness", 0.5), low=0, high=1),
+            thresholds=thresholds, levels=levels, seed=int(seed),
+        )
+
+    def to_dict(self) -> dict:
+        out = {"scheme": self.scheme}
+        if self.scheme == "additive":
+            out["lambda"] = self.lam
+        if self.scheme == "multitask":
+            out["p_correctness"] = self.p_correctness
+            out["seed"] = self.seed
+        if self.scheme == "optimization_bucketed":
+            out["thresholds"] = list(self.thresholds)
+            if self.levels:
+                out["levels"] = list(self.levels)
+        return out
+
+
+def _number_list(where: str, values, *, low, high) -> tuple[float, ...]:
+    if values is None:
+        return ()
+    if not isinstance(values, (list, tuple)):
+        raise EnvironmentSpecError(where, f"expected a list of numbers, got {values!r}")
+    section, key = where.split(".")
+    return tuple(_number(section, f"{key}[{i}]", v, low=low, high=high) for i, v in enumerate(values))
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A reward environment as data: pre-filter, limit, post-ranking and reward scheme.
+
+    Build it with :meth:`from_dict` (the layout of an environment YAML/JSON file)::
+
+        name: top30
+        pre: {max_reference_s: 2.0, max_input_chars: 1000, keep_slowest_fraction: 0.5}
+        limit: {kind: reference_percentile, percentile: 90, factor: 2}
+        post: {aggregator: mean_pct, tau: 30}
+        reward: {scheme: collapsed}
+
+    Every section but ``post`` is optional.
+
+    Examples
+    --------
+    >>> env = Environment.from_dict({"name": "top30", "post": {"tau": 30}})
+    >>> env.post.tau, env.limit.kind, env.reward.scheme
+    (30.0, 'none', 'collapsed')
+    """
+
+    name: str
+    post: PostRanking
+    pre: PreFilter = field(default_factory=PreFilter)
+    limit: Limit = field(default_factory=Limit)
+    reward: RewardSpec = field(default_factory=RewardSpec)
+    description: str = ""
+
+    KEYS = ("name", "description", "pre", "limit", "post", "reward")
+
+    @classmethod
+    def from_dict(cls, data, *, name: str | None = None) -> "Environment":
+        """Validate a mapping; errors are :class:`EnvironmentSpecError` naming the dotted key."""
+        if not isinstance(data, Mapping):
+            raise EnvironmentSpecError("", f"an environment is a mapping with keys {', '.join(cls.KEYS)}; "
+                                       f"got {type(data).__name__}")
+        unknown = [k for k in data if k not in cls.KEYS]
+        if unknown:
+            raise EnvironmentSpecError(str(unknown[0]), f"unknown key; allowed top-level keys: {', '.join(cls.KEYS)}")
+        if "post" not in data:
+            raise EnvironmentSpecError("post", "required: e.g. post: {aggregator: mean_pct, tau: 30}")
+        env_name = data.get("name", name)
+        if not isinstance(env_name, str) or not env_name.strip():
+            raise EnvironmentSpecError("name", f"expected a non-empty string, got {env_name!r}")
+        description = data.get("description", "")
+        if not isinstance(description, str):
+            raise EnvironmentSpecError("description", f"expected a string, got {description!r}")
+        return cls(
+            name=env_name.strip(),
+            post=PostRanking.from_dict(data["post"]),
+            pre=PreFilter.from_dict(data.get("pre")),
+            limit=Limit.from_dict(data.get("limit")),
+            reward=RewardSpec.from_dict(data.get("reward")),
+            description=description,
+        )
+
+    def to_dict(self) -> dict:
+        """The canonical mapping (round-trips through :meth:`from_dict`)."""
+        out: dict = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        pre = {k: getattr(self.pre, k) for k in PreFilter.KEYS if getattr(self.pre, k) is not None}
+        if pre:
+            out["pre"] = pre
+        if self.limit.kind != "none":
+            limit = {"kind": self.limit.kind}
+            for key in Limit.NEEDS[self.limit.kind]:
+                limit[key] = getattr(self.limit, key)
+            if self.limit.kind != "uniform":
+                limit["factor"] = self.limit.factor
+            if not self.limit.timeout_fails_c:
+                limit["timeout_fails_c"] = False
+            if self.limit.apply_to != "optimization":
+                limit["apply_to"] = self.limit.apply_to
+            out["limit"] = limit
+        out["post"] = {"aggregator": self.post.aggregator, "tau": self.post.tau}
+        out["reward"] = self.reward.to_dict()
+        return out
+
+    def describe(self) -> str:
+        """One line for tables, e.g. ``pre max_ref<=2s | limit uniform 10s | mean_pct tau=30 | collapsed``."""
+        parts = []
+        if self.pre.max_reference_s is not None:
+            parts.append(f"max_ref<={self.pre.max_reference_s:g}s")
+        if self.pre.max_input_chars is not None:
+            parts.append(f"input<={self.pre.max_input_chars:g}")
+        if self.pre.keep_slowest_fraction is not None:
+            parts.append(f"slowest {self.pre.keep_slowest_fraction:g}")
+        lim = self.limit
+        if lim.kind == "uniform":
+            limit = f"uniform {lim.seconds:g}s"
+        elif lim.kind == "reference_percentile":
+            limit = f"{lim.factor:g}x ref p{lim.percentile:g}"
+        elif lim.kind == "ranked_worst":
+            limit = f"{lim.factor:g}x worst of fastest {lim.fastest_percent:g}%"
+        else:
+            limit = "no limit"
+        scheme = self.reward.scheme + (f"(lambda={self.reward.lam:g})" if self.reward.scheme == "additive" else "")
+        return " | ".join([("pre " + ", ".join(parts)) if parts else "no pre-filter", limit,
+                           f"{self.post.aggregator} tau={self.post.tau:g}", scheme])
+
+
+# --------------------------------------------------------------------------------------------
+# Applying an environment to executions
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EnvironmentRun:
+    """The outcome of :func:`apply_environment`.
+
+    Attributes
+    ----------
+    scores : DataFrame
+        One row per (problem, solution[, repeat]): ``role``, ``correct``, ``q``, ``c``, ``g``,
+        ``hard_fail``, ``n_opt_tests`` (tests scored after the filter).
+    tests : DataFrame
+        One row per (problem, test): ``test_kind``, ``reference_median_s``, ``pool_size``,
+        ``input_bytes``, ``kept`` and ``limit_s`` (NaN = no limit).
+    n_executions : int
+        Executions (or cells) scored after the pre-filter.
+    n_limited : int
+        Of those, how many the limit turned into timeouts.
+    """
+
+    scores: pd.DataFrame
+    tests: pd.DataFrame
+    n_executions: int
+    n_limited: int
+
+    @property
+    def limited_share(self) -> float:
+        return self.n_limited / self.n_executions if self.n_executions else float("nan")
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.scores
+
+
+def _row_lookup(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Row index into ``table`` of every row of ``frame`` (matched on ``keys``; -1 when absent).
+
+    Groups ``frame`` once with :func:`group_codes` and merges only one row per
+    group, so the cost is one pass over ``frame`` plus a small merge.
+    """
+    codes, n = group_codes(frame, keys)
+    firsts = frame.iloc[first_rows(codes, n)][keys].reset_index(drop=True)
+    left = pd.DataFrame({k: firsts[k].astype(object) for k in keys})
+    right = pd.DataFrame({k: table[k].astype(object).to_numpy() for k in keys})
+    right["_row"] = np.arange(len(table))
+    merged = left.merge(right.drop_duplicates(keys), on=keys, how="left")
+    idx = merged["_row"].fillna(-1).to_numpy(dtype=np.int64)
+    return idx[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+
+def _test_table(runs: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
+    codes, n = group_codes(runs, ["problem", "test"])
+    first = first_rows(codes, n)
+    tests = runs.iloc[first][["problem", "test"]].reset_index(drop=True)
+    kind = (runs["test_kind"].astype(object).to_numpy()[first] if "test_kind" in runs.columns
+            else np.full(n, "optimization", dtype=object))
+    tests["test_kind"] = kind
+    if "input_bytes" in runs.columns:
+        size = runs["input_bytes"].to_numpy(dtype=float)
+        finite = np.isfinite(size)
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, codes[finite], size[finite])
+        tests["input_bytes"] = np.where(np.isfinite(best), best, np.nan)
+    else:
+        tests["input_bytes"] = np.nan
+    pool_row = _row_lookup(pools, tests, ["problem", "test"]) if len(pools) else np.zeros(0, dtype=np.int64)
+    has = pool_row >= 0
+    tests["reference_median_s"] = grouped_median(pool_row[has], pools["duration_s"].to_numpy(float)[has], n)
+    tests["pool_size"] = np.bincount(pool_row[has], minlength=n)
+    return tests
+
+
+def _filter_tests(tests: pd.DataFrame, pre: PreFilter) -> np.ndarray:
+    """``kept`` flag per test row: correctness tests always; optimization tests by the filter."""
+    is_opt = tests["test_kind"].to_numpy() == "optimization"
+    median = tests["reference_median_s"].to_numpy(dtype=float)
+    keep = np.ones(len(tests), dtype=bool)
+    if pre.max_reference_s is not None:
+        # A test without a reference pool has no median: it cannot be judged, so it is kept.
+        keep &= ~(is_opt & (median > pre.max_reference_s))
+    if pre.max_input_chars is not None:
+        size = tests["input_bytes"].to_numpy(dtype=float)
+        if np.isnan(size[is_opt]).all() and is_opt.any():
+            raise ValueError("pre.max_input_chars needs the corpus column 'input_bytes' (input size of each "
+                             "test); it is missing or empty. Add it, or drop max_input_chars from the environment.")
+        keep &= ~(is_opt & (size > pre.max_input_chars))
+    if pre.keep_slowest_fraction is not None:
+        candidates = is_opt & keep
+        problem_code, n_problems = group_codes(tests, ["problem"])
+        n_cand = np.bincount(problem_code[candidates], minlength=n_problems)
+        n_keep = np.ceil(pre.keep_slowest_fraction * n_cand - 1e-9).astype(np.int64)
+        # Rank candidates within their problem from the slowest (NaN medians last).
+        idx = np.flatnonzero(candidates)
+        order = idx[np.lexsort((np.nan_to_num(-median[idx], nan=np.inf), problem_code[idx]))]
+        starts = np.concatenate(([0], np.cumsum(n_cand)[:-1]))
+        position = np.arange(len(order)) - starts[problem_code[order]]
+        slow_enough = np.zeros(len(tests), dtype=bool)
+        slow_enough[order] = position < n_keep[problem_code[order]]
+        keep &= ~is_opt | slow_enough
+    return keep
+
+
+def _pool_percentile(pool_test: np.ndarray, pool_d: np.ndarray, n_tests: int, p: float) -> np.ndarray:
+    """Per-test percentile of the pool, linear interpolation (``np.percentile``'s default)."""
+    out = np.full(n_tests, np.nan)
+    if len(pool_d) == 0:
+        return out
+    order = np.lexsort((pool_d, pool_test))
+    values = pool_d[order]
+    sizes = np.bincount(pool_test, minlength=n_tests)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    present = sizes > 0
+    h = (sizes[present] - 1) * p / 100.0
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, sizes[present] - 1)
+    base = starts[present]
+    out[present] = values[base + lo] + (h - lo) * (values[base + hi] - values[base + lo])
+    return out
+
+
+def _ranked_worst_limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.DataFrame, limit: Limit) -> np.ndarray:
+    """Slowest pool duration on each test among the references in the fastest p % by q (mean_pct)."""
+    cells = solution_cells(refs)
+    cells["percentile"] = test_percentiles(cells, pools)
+    ref_q = problem_scores(cells, by=["problem", "solution"])
+    ref_q = ref_q[np.isfinite(ref_q["q"].to_numpy(dtype=float))].reset_index(drop=True)
+    prob, n_prob = group_codes(ref_q, ["problem"])
+    q = ref_q["q"].to_numpy(dtype=float)
+    order = np.lexsort((q, prob))
+    sizes = np.bincount(prob, minlength=n_prob)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    n_keep = np.maximum(1, np.ceil(limit.fastest_percent / 100.0 * sizes - 1e-9)).astype(np.int64)
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order)) - starts[prob[order]]
+    fastest = ref_q.loc[position < n_keep[prob], ["problem", "solution"]]
+    in_fastest = _row_lookup(pools, fastest.reset_index(drop=True), ["problem", "solution"]) >= 0
+    pool_test = _row_lookup(pools, tests, ["problem", "test"])
+    use = in_fastest & (pool_test >= 0)
+    worst = np.full(len(tests), -np.inf)
+    np.maximum.at(worst, pool_test[use], pools["duration_s"].to_numpy(dtype=float)[use])
+    return np.where(np.isfinite(worst), worst, np.nan)
+
+
+def _limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.DataFrame, limit: Limit) -> np.ndarray:
+    n = len(tests)
+    if limit.kind == "none":
+        return np.full(n, np.nan)
+    if limit.kind == "uniform":
+        return np.full(n, limit.seconds)
+    if limit.kind == "reference_percentile":
+        pool_test = _row_lookup(pools, tests, ["problem", "test"])
+        has = pool_test >= 0
+        return limit.factor * _pool_percentile(pool_test[has], pools["duration_s"].to_numpy(float)[has], n,
+                                               limit.percentile)
+    return limit.factor * _ranked_worst_limits(refs, pools, tests, limit)
+
+
+def _scoped_limits(refs, pools, tests, limit: Limit) -> np.ndarray:
+    """:func:`_limits`, NaN (no limit) on correctness tests unless ``apply_to`` is ``all``."""
+    values = _limits(refs, pools, tests, limit)
+    if limit.apply_to == "optimization":
+        values = np.where(tests["test_kind"].to_numpy() == "optimization", values, np.nan)
+    return values
+
+
+def _aggregated_q(frame: pd.DataFrame, pools: pd.DataFrame, name: str, by: list[str],
+                  base: pd.DataFrame) -> np.ndarray:
+    """q of another aggregator: within-problem reference percentile of its score / 100, aligned to ``base``."""
+    from stats import aggregation  # lazy: see available_aggregators()
+
+    scores = aggregation.aggregate(frame, pools, name=name, by=by)
+    lookup = _row_lookup(base, scores.reset_index(drop=True), by)
+    role_ok = np.ones(len(scores), dtype=bool)
+    # Reference mask of the score rows: read role/correct from base through the inverse lookup.
+    back = _row_lookup(scores.reset_index(drop=True), base, by)
+    if "role" in base.columns:
+        role_ok &= np.where(back >= 0, base["role"].astype(object).to_numpy()[np.maximum(back, 0)] == "reference",
+                            False)
+    if "correct" in base.columns:
+        role_ok &= np.where(back >= 0, base["correct"].to_numpy(dtype=bool)[np.maximum(back, 0)], False)
+    groups = tuple(k for k in by if k != "solution")
+    pct = aggregation.reference_percentile(scores, score="score", by=groups, reference_mask=role_ok)
+    q = np.full(len(base), np.nan)
+    found = lookup >= 0
+    q[found] = np.asarray(pct, dtype=float)[lookup[found]] / 100.0
+    return q
+
+
+def apply_environment(
+    runs: pd.DataFrame,
+    env: Environment,
+    *,
+    per_repeat: bool = True,
+    roles: Sequence[str] = ("reference", "candidate"),
+) -> EnvironmentRun:
+    """Apply an environment's filter, limit and ranking: (c, g, q) per scored unit.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Executions of one environment and one campaign (corpus schema). The
+        reference pool is built from its correct ``reference`` rows (never
+        filtered or limited); ``floor`` rows are ignored.
+    env : Environment
+    per_repeat : bool, default True
+        ``True``: one score per (problem, solution, repeat), each repeat ranked
+        against the fixed pool (what a single rollout would see). ``False``:
+        repeats are collapsed first (median of ``ok`` repeats, majority status).
+    roles : sequence of str
+        Roles of the rows to score.
+
+    Returns
+    -------
+    EnvironmentRun
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "b", "c", "x"],
+    ...     "duration_s": [1.0, 2.0, 3.0, 2.5], "status": "ok", "correct": True,
+    ...     "role": ["reference"] * 3 + ["candidate"], "repeat": 0})
+    >>> env = Environment.from_dict({"name": "e", "limit": {"seconds": 2.2}, "post": {"tau": 50}})
+    >>> out = apply_environment(runs, env).scores
+    >>> out[["solution", "q", "c", "g"]].to_dict("records")[3]   # 2.5 s > 2.2 s: a timeout
+    {'solution': 'x', 'q': 1.0, 'c': False, 'g': False}
+    """
+    if not isinstance(env, Environment):
+        raise TypeError(f"env must be an Environment (see Environment.from_dict), got {type(env).__name__}")
+    missing = [c for c in ("problem", "test", "solution", "duration_s", "status") if c not in runs.columns]
+    if missing:
+        raise ValueError(f"apply_environment: the executions lack column(s) {missing}")
+    if "role" in runs.columns:
+        runs = runs.loc[(runs["role"] != "floor").to_numpy()]
+    pools = reference_pools(runs)
+    tests = _test_table(runs, pools)
+    tests["kept"] = _filter_tests(tests, env.pre)
+    refs_mask = np.ones(len(runs), dtype=bool)
+    if "role" in runs.columns:
+        refs_mask &= (runs["role"] == "reference").to_numpy()
+    if "correct" in runs.columns:
+        refs_mask &= runs["correct"].to_numpy(dtype=bool)
+    tests["limit_s"] = _scoped_limits(runs.loc[refs_mask], pools, tests, env.limit)
+
+    scored = runs
+    if "role" in runs.columns:
+        scored = runs.loc[runs["role"].isin(list(roles)).to_numpy()]
+    if per_repeat:
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                            "test_kind") if c in scored.columns]
+        frame = scored[cols].reset_index(drop=True)
+    else:
+        frame = solution_cells(scored)
+    full = frame
+    test_row = _row_lookup(frame, tests, ["problem", "test"])
+    keep = tests["kept"].to_numpy()[test_row]
+    frame = frame.loc[keep].reset_index(drop=True)
+    test_row = test_row[keep]
+
+    durations = frame["duration_s"].to_numpy(dtype=float).copy()
+    status = frame["status"].astype(object).to_numpy()
+    limit = tests["limit_s"].to_numpy(dtype=float)[test_row]
+    hit = (status == "ok") & (durations > limit)  # NaN limit: never hit
+    if hit.any():
+        status = status.copy()
+        status[hit] = "timeout"
+        durations[hit] = limit[hit]
+        frame["status"] = pd.Categorical(status, categories=STATUSES)
+        frame["duration_s"] = durations
+    frame["percentile"] = test_percentiles(frame, pools)
+
+    by = ["problem", "solution"] + (["repeat"] if per_repeat and "repeat" in frame.columns else [])
+    # Every unit keeps a row even when the filter removed all of its tests.
+    unit_codes, n_all = group_codes(full, by)
+    units = full.iloc[first_rows(unit_codes, n_all)][[c for c in by + ["role", "correct"] if c in full.columns]]
+    units = units.reset_index(drop=True)
+    scores = problem_scores(frame, tau=env.post.tau, timeout_fails_c=env.limit.timeout_fails_c, by=by)
+    codes, n_units = group_codes(frame, by)
+    kind = (frame["test_kind"].astype(object).to_numpy() if "test_kind" in frame.columns
+            else np.full(len(frame), "optimization", dtype=object))
+    hard = (kind == "optimization") & (frame["status"].astype(object).to_numpy() != "ok")
+    scores["hard_fail"] = np.bincount(codes, weights=hard.astype(float), minlength=n_units) > 0
+    if env.post.aggregator != "mean_pct":
+        q = _aggregated_q(frame, pools, env.post.aggregator, by, scores)
+        scores["q"] = q
+        scores["g"] = (q <= env.post.tau / 100.0) & ~scores["hard_fail"].to_numpy()
+    if len(scores) < len(units):
+        # Units with no test left: nothing failed (c True), nothing proved fast (q NaN, g False).
+        row = _row_lookup(units, scores, by) if len(scores) else np.full(len(units), -1)
+        found = row >= 0
+        filled = units.copy()
+        for column, empty in (("q", np.nan), ("c", True), ("g", False), ("hard_fail", False),
+                              ("n_opt_tests", 0), ("n_tests", 0)):
+            values = scores[column].to_numpy()[np.maximum(row, 0)] if len(scores) else np.zeros(len(units))
+            filled[column] = np.where(found, values, empty).astype(scores[column].dtype if len(scores) else float)
+        scores = filled
+    return EnvironmentRun(scores=scores, tests=tests, n_executions=len(frame), n_limited=int(hit.sum()))
+
+
+# --------------------------------------------------------------------------------------------
+# Rewards
+# --------------------------------------------------------------------------------------------
+
+def reward(
+    c,
+    g,
+    q=None,
+    *,
+    scheme: str = "collapsed",
+    lam: float = 0.5,
+    p_correctness: float = 0.5,
+    thresholds: Sequence[float] = (),
+    levels: Sequence[float] | None = None,
+    hard_fail=None,
+    seed: int | None = 0,
+) -> np.ndarray:
+    """Reward in [-1, 1] of every rollout from its (c, g, q).
+
+    With c~ = 2c - 1 and g~ = 2g - 1 (both in {-1, +1}):
+
+    ==========================  =====================================================
+    ``correctness``             R = c~
+    ``optimization``            R = g~ (correctness ignored)
+    ``optimization_bucketed``   R = levels[j], j = #{thresholds < 100 q}; a hard optimization
+                                failure (``hard_fail``) or an undefined q gives -1.
+                                Default levels: evenly spaced from +1 (fastest) to -1.
+                                Correctness ignored.
+    ``additive``                R = lam c~ + (1 - lam) g~
+    ``multitask``               R = c~ with probability ``p_correctness``, else g~ (seeded draw
+                                per rollout)
+    ``collapsed``               R = (1 + c~)(1 + g~)/2 - 1   (+1 iff c and g, else -1)
+    ``two_gate``                R = (1 + c~)(1 + g~)/4 - (1 - c~)/2   (wrong -1, correct slow 0,
+                                correct fast +1)
+    ``two_gate_graded``         R = -1 when c = 0, else 1 - q (q NaN, i.e. no optimization
+                                test scored, gives 0); tau plays no part
+    ==========================  =====================================================
+
+    Parameters
+    ----------
+    c, g : array of bool
+    q : array of float, optional
+        Needed by ``optimization_bucketed`` and ``two_gate_graded``.
+    thresholds : sequence of float
+        Percentile points (0-100), strictly increasing (``optimization_bucketed``).
+
+    Examples
+    --------
+    >>> reward([1, 1, 0, 0], [1, 0, 1, 0], scheme="two_gate").tolist()
+    [1.0, 0.0, -1.0, -1.0]
+    >>> reward([1, 1, 0], [1, 0, 1], scheme="additive", lam=0.25).tolist()
+    [1.0, -0.5, 0.5]
+    """
+    c = np.asarray(c, dtype=bool)
+    g = np.asarray(g, dtype=bool)
+    if c.shape != g.shape:
+        raise ValueError(f"c and g must have the same shape, got {c.shape} and {g.shape}")
+    ct = 2.0 * c - 1.0
+    gt = 2.0 * g - 1.0
+    if scheme == "correctness":
+        return ct
+    if scheme == "optimization":
+        return gt
+    if scheme == "additive":
+        if not 0 <= lam <= 1:
+            raise ValueError(f"lam must lie in [0, 1], got {lam}")
+        return lam * ct + (1 - lam) * gt
+    if scheme == "multitask":
+        if not 0 <= p_correctness <= 1:
+            raise ValueError(f"p_correctness must lie in [0, 1], got {p_correctness}")
+        draw = np.random.default_rng(seed).random(c.shape) < p_correctness
+        return np.where(draw, ct, gt)
+    if scheme == "collapsed":
+        return (1 + ct) * (1 + gt) / 2 - 1
+    if scheme == "two_gate":
+        return (1 + ct) * (1 + gt) / 4 - (1 - ct) / 2
+    if q is None:
+        raise ValueError(f"scheme {scheme!r} needs q")
+    q = np.asarray(q, dtype=float)
+    if q.shape != c.shape:
+        raise ValueError(f"q must have the shape of c, got {q.shape} and {c.shape}")
+    if scheme == "two_gate_graded":
+        graded = np.where(np.isfinite(q), 1.0 - np.clip(q, 0.0, 1.0), 0.0)
+        return np.where(c, graded, -1.0)
+    if scheme == "optimization_bucketed":
+        cuts = np.asarray(thresholds, dtype=float)
+        if cuts.size == 0 or np.any(np.diff(cuts) <= 0):
+            raise ValueError(f"thresholds must be a non-empty, strictly increasing list, got {list(thresholds)}")
+        lv = np.linspace(1.0, -1.0, cuts.size + 1) if levels is None or len(levels) == 0 else np.asarray(levels, float)
+        if lv.size != cuts.size + 1 or np.any(np.abs(lv) > 1):
+            raise ValueError(f"levels must hold len(thresholds) + 1 = {cuts.size + 1} values in [-1, 1]")
+        bucket = np.searchsorted(cuts, 100.0 * np.nan_to_num(q, nan=100.0), side="left")
+        hard = ~np.isfinite(q)
+        if hard_fail is not None:
+            hard = hard | np.asarray(hard_fail, dtype=bool)
+        return np.where(hard, -1.0, lv[bucket])
+    raise ValueError(f"unknown reward scheme {scheme!r}; use one of {', '.join(REWARD_SCHEMES)}")
+
+
+def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | None = None) -> np.ndarray:
+    """:func:`reward` of an :class:`EnvironmentRun` score table under a :class:`RewardSpec`.
+
+    For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1.
+    """
+    hard = scores["hard_fail"].to_numpy(dtype=bool) if "hard_fail" in scores.columns else None
+    return reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
+                  scores["q"].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
+                  p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,
+                  hard_fail=hard, seed=spec.seed if seed is None else seed)
+
+
+# --------------------------------------------------------------------------------------------
+# p_tau
+# --------------------------------------------------------------------------------------------
+
+def pass_at_k(n, m, k: int) -> np.ndarray:
+    """Unbiased pass@k from n samples of which m succeed: 1 - C(n-m, k) / C(n, k).
+
+    Evaluated in the numerically stable product form
+    C(n-m, k)/C(n, k) = prod_{i=0}^{k-1} (n - m - i)/(n - i), which never forms a
+    binomial coefficient. Entries with n < k are undefined (NaN).
+
+    Examples
+    --------
+    >>> pass_at_k([10, 10, 3], [3, 0, 3], 2).round(4).tolist()
+    [0.5333, 0.0, 1.0]
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = int(k)
+    n = np.asarray(n, dtype=float)
+    m = np.asarray(m, dtype=float)
+    if np.any(m < 0) or np.any(m > n):
+        raise ValueError("need 0 <= m <= n for every problem")
+    ratio = np.ones(np.broadcast(n, m).shape)
+    for i in range(k):  # a loop over k (small), vectorised over problems
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = ratio * np.clip((n - m - i) / (n - i), 0.0, None)
+    out = 1.0 - ratio
+    return np.where(n >= k, out, np.nan)
+
+
+def _successes(samples: pd.DataFrame, tau: float) -> np.ndarray:
+    c = samples["c"].to_numpy(dtype=bool)
+    if tau >= 100:
+        return c  # p_100 is plain correctness
+    q = samples["q"].to_numpy(dtype=float)
+    return c & (q <= tau / 100.0)
+
+
+def p_tau_per_problem(samples: pd.DataFrame, *, taus: Sequence[float] = (100, 50, 30, 10), k: int = 1) -> pd.DataFrame:
+    """n, m_tau and pass@k of every problem for every tau.
+
+    Parameters
+    ----------
+    samples : DataFrame
+        One row per sample (rollout / candidate program): ``problem``, ``c``, ``q``.
+    taus : sequence of float
+        Thresholds in percentile points; a sample succeeds when c = 1 and
+        q <= tau/100 (tau >= 100: c = 1 alone).
+
+    Returns
+    -------
+    DataFrame with ``tau, problem, n, m, pass_at_k`` (pass@k in [0, 1]).
+    """
+    for column in ("problem", "c", "q"):
+        if column not in samples.columns:
+            raise ValueError(f"p_tau needs a column {column!r} (one row per sample: problem, c, q)")
+    codes, n_problems = group_codes(samples, ["problem"])
+    problems = samples["problem"].to_numpy()[first_rows(codes, n_problems)]
+    n = np.bincount(codes, minlength=n_problems)
+    frames = []
+    for tau in taus:  # a loop over the few thresholds, vectorised over problems
+        if not 0 <= tau <= 100:
+            raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
+        m = np.bincount(codes, weights=_successes(samples, tau).astype(float), minlength=n_problems)
+        frames.append(pd.DataFrame({"tau": float(tau), "problem": problems, "n": n, "m": m.astype(np.int64),
+                                    "pass_at_k": pass_at_k(n, m, k)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def p_tau(
+    samples: pd.DataFrame,
+    *,
+    taus: Sequence[float] = (100, 50, 30, 10),
+    k: int = 1,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """p_tau = mean over problems of pass@k, in percent, with a bootstrap CI over problems.
+
+    Problems with fewer than k samples are left out (their n is reported in ``n_problems``).
+
+    Returns
+    -------
+    DataFrame with ``tau, k, estimate, ci_low, ci_high, n_problems`` (percent).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"problem": ["a", "a", "b", "b"], "c": [1, 1, 1, 0], "q": [0.1, 0.6, 0.2, 0.0]})
+    >>> p_tau(s, taus=(100, 50), n_boot=50)[["tau", "estimate"]].to_dict("records")
+    [{'tau': 100.0, 'estimate': 75.0}, {'tau': 50.0, 'estimate': 50.0}]
+    """
+    per = p_tau_per_problem(samples, taus=taus, k=k)
+    rows = []
+    for tau, block in per.groupby("tau", sort=False):
+        ci = bootstrap_ci(block["pass_at_k"].to_numpy(dtype=float) * 100.0, n_boot=n_boot, level=level, seed=seed)
+        rows.append({"tau": tau, "k": k, "estimate": ci.estimate, "ci_low": ci.low, "ci_high": ci.high,
+                     "n_problems": ci.n})
+    return pd.DataFrame(rows)
+
+
+def relative_gain(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    *,
+    taus: Sequence[float] = (100, 50, 30, 10),
+    k: int = 1,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Relative gain of system ``new`` over ``base`` in p_tau: 100 (p_new / p_base - 1) percent.
+
+    Both are sample tables (``problem, c, q``); only problems present in both
+    (with >= k samples each) are compared, and the bootstrap resamples those
+    problems jointly (paired), recomputing the ratio of means in each resample.
+
+    Returns
+    -------
+    DataFrame with ``tau, base, new, gain_pct, ci_low, ci_high, n_problems``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"problem": ["x", "y"], "c": [1, 0], "q": [0.2, 0.2]})
+    >>> b = pd.DataFrame({"problem": ["x", "y"], "c": [1, 1], "q": [0.2, 0.2]})
+    >>> relative_gain(a, b, taus=(30,), n_boot=20)["gain_pct"].tolist()
+    [100.0]
+    """
+    pa = p_tau_per_problem(base, taus=taus, k=k)
+    pb = p_tau_per_problem(new, taus=taus, k=k)
+    pa["problem"] = pa["problem"].astype(str)
+    pb["problem"] = pb["problem"].astype(str)
+    joined = pa.merge(pb, on=["tau", "problem"], suffixes=("_base", "_new"))
+    joined = joined[np.isfinite(joined["pass_at_k_base"]) & np.isfinite(joined["pass_at_k_new"])]
+    rng = np.random.default_rng(seed)
+    alpha = (1 - level) / 2
+    rows = []
+    for tau in taus:
+        block = joined[joined["tau"] == float(tau)]
+        a = block["pass_at_k_base"].to_numpy(dtype=float)
+        b = block["pass_at_k_new"].to_numpy(dtype=float)
+        n = len(a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gain = 100.0 * (b.mean() / a.mean() - 1.0) if n else np.nan
+            low = high = np.nan
+            if n > 1:
+                idx = rng.integers(0, n, size=(n_boot, n))
+                draws = 100.0 * (b[idx].mean(axis=1) / a[idx].mean(axis=1) - 1.0)
+                draws = draws[np.isfinite(draws)]
+                if len(draws):
+                    low, high = np.quantile(draws, [alpha, 1 - alpha])
+        rows.append({"tau": float(tau), "base": 100.0 * a.mean() if n else np.nan,
+                     "new": 100.0 * b.mean() if n else np.nan, "gain_pct": float(gain),
+                     "ci_low": float(low), "ci_high": float(high), "n_problems": n})
+    return pd.DataFrame(rows)

@@ -1,0 +1,718 @@
+"""The offline simulator: does a reward environment pay more for faster programs? (DESIGN.md "Offline simulator")
+
+Human reference solutions stand in for rollouts. For every correct reference
+solution s of problem p and every ordered pair of distinct repeats (a, b):
+
+* its **quality** u in [0, 1] (0 = fastest) is its within-problem rank by q
+  (``mean_pct``, no filter, no limit) measured on repeat a, tie-averaged:
+  u = (#{q' < q} + (#{q' = q} - 1)/2) / (n_p - 1)   (0.5 when n_p = 1);
+* its **reward** R in [-1, 1] is what the environment pays for repeat b
+  (:func:`stats.rewards.apply_environment` + :func:`stats.rewards.environment_rewards`).
+
+Using two repeats puts measurement noise in play: a noisy sandbox shuffles
+quality and reward independently. Repeat pairs are (r_i, r_{i+1 mod R}) over the
+sorted repeats (R pairs; with a single repeat, quality and reward share it).
+
+**Reward-vs-quality curve**: u is cut into ``n_bins`` equal bins; per bin the
+mean reward rescaled to [0, 1], curve = (mean R + 1)/2. The ideal is the
+diagonal 1 - u (the fastest always paid, the slowest never). Diagnostics of the
+pooled curve (bins with no sample are ignored):
+
+* ``auc`` = mean of the curve over bins (near 0: sparse; near 1: saturated; the diagonal: 0.5);
+* ``monotonicity`` = Spearman of bin vs reward over the *samples*, normalised
+  by the best value the same rewards could reach:
+  rho_s(bin, R) / rho_s(bin, R*), where R* hands the same multiset of rewards
+  out in the ideal order (the highest rewards to the fastest bins). +1 = rewards
+  ordered exactly by measured quality (good; a sharp binary gate can reach it),
+  0 = unrelated (or a constant reward), < 0 = slower programs paid more. It
+  falls when measurement noise shuffles rewards across quality, even if the
+  bin means remain ordered. (Continuous rewards are rounded to 0.01 for it when
+  they take more than 201 distinct values.)
+* ``curve_monotonicity`` = -Spearman(u_mid, curve) over the bins (+1 = the bin
+  means fall strictly as u rises; 0 for a flat curve). Reported, not judged:
+  with many samples per bin it stays near 1 under heavy noise;
+* ``steepness`` = -slope of the least-squares line curve ~ u_mid (the diagonal: 1);
+* ``diagonal_deviation`` = mean |curve - (1 - u_mid)|;
+* ``curve_noise`` = mean over bins of the sd (ddof=1) of the per-pair curves.
+
+Every diagnostic but ``curve_noise`` carries a bootstrap CI over problems.
+
+**GRPO groups**: a group is G rollouts drawn i.i.d. for one problem from its
+samples with weights w(u) (the quality distribution: ``"uniform"`` or
+``("beta", a, b)``). With p_v the weight share of reward value v in the
+problem, exactly (no Monte Carlo):
+
+    P(zero advantage) = sum_v p_v^G,  P(all negative) = (sum_{v<0} p_v)^G,
+    P(all positive) = (sum_{v>0} p_v)^G,
+
+averaged over problems. For a binary reward with success probability p this is
+p^G + (1 - p)^G. :func:`sample_group_statistics` draws groups instead (a check).
+
+**Fallback exposure** P = 1 - (1 - f)^n: the chance that a rollout of n
+executions meets at least one affected execution when each one is affected
+independently with probability f (e.g. f = the share of executions the limit
+turned into timeouts, n = tests per rollout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from stats._groups import first_rows, group_codes
+from stats.ranking import percentile_table, problem_scores, reference_pools, test_percentiles
+from stats.rewards import Environment, EnvironmentRun, apply_environment, environment_rewards
+
+__all__ = [
+    "DegeneracyThresholds",
+    "SimulationResult",
+    "repeat_quality",
+    "within_group_rank",
+    "curve_diagnostics",
+    "spearman_from_table",
+    "table_monotonicity",
+    "quality_weights",
+    "group_statistics",
+    "sample_group_statistics",
+    "fallback_exposure",
+    "simulate",
+    "simulate_grid",
+    "classify",
+    "rank_environments",
+]
+
+DIAGNOSTICS = ("auc", "monotonicity", "steepness", "diagonal_deviation", "curve_noise", "zero_advantage_rate",
+               "curve_monotonicity")
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+def within_group_rank(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Tie-averaged rank in [0, 1] of every value within its group (0 = smallest).
+
+    u = (#{v' < v} + (#{v' = v} - 1)/2) / (n_g - 1); 0.5 in a group of one;
+    NaN values get NaN and do not count. One sort, no loop over groups.
+
+    Examples
+    --------
+    >>> within_group_rank(np.array([0, 0, 0, 1]), np.array([3.0, 1.0, 1.0, 7.0])).tolist()
+    [1.0, 0.25, 0.25, 0.5]
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    values = np.asarray(values, dtype=float)
+    out = np.full(len(values), np.nan)
+    ok = np.isfinite(values)
+    if not ok.any():
+        return out
+    g, v = groups[ok], values[ok]
+    _, dense = np.unique(v, return_inverse=True)
+    radix = np.int64(dense.max() + 2)
+    keys = g * radix + dense
+    sorted_keys = np.sort(keys)
+    sizes = np.bincount(g)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    less = np.searchsorted(sorted_keys, keys, side="left") - starts[g]
+    equal = np.searchsorted(sorted_keys, keys, side="right") - starts[g] - less
+    n = sizes[g].astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = (less + (equal - 1) / 2.0) / (n - 1)
+    out[ok] = np.where(n > 1, u, 0.5)
+    return out
+
+
+def repeat_quality(runs: pd.DataFrame) -> pd.DataFrame:
+    """q (``mean_pct``, no filter or limit) of every correct reference solution on every repeat.
+
+    Returns
+    -------
+    DataFrame with ``problem, solution, repeat, q``.
+    """
+    mask = np.ones(len(runs), dtype=bool)
+    if "role" in runs.columns:
+        mask &= (runs["role"] == "reference").to_numpy()
+    pools = reference_pools(runs.loc[mask])
+    if "correct" in runs.columns:
+        mask &= runs["correct"].to_numpy(dtype=bool)
+    cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "test_kind")
+            if c in runs.columns]
+    frame = runs.loc[mask, cols].reset_index(drop=True)
+    if "repeat" not in frame.columns:
+        frame["repeat"] = 0
+    frame["percentile"] = test_percentiles(frame, pools)
+    scores = problem_scores(frame, by=["problem", "solution", "repeat"])
+    return scores[["problem", "solution", "repeat", "q"]]
+
+
+def curve_diagnostics(curve: np.ndarray, u_mid: np.ndarray) -> dict:
+    """AUC, curve monotonicity, steepness and diagonal deviation of one curve (NaN bins ignored).
+
+    Examples
+    --------
+    >>> u = (np.arange(10) + 0.5) / 10
+    >>> d = curve_diagnostics(1 - u, u)
+    >>> [round(d[k], 3) for k in ("auc", "curve_monotonicity", "steepness", "diagonal_deviation")]
+    [0.5, 1.0, 1.0, 0.0]
+    """
+    curve = np.asarray(curve, dtype=float)
+    u_mid = np.asarray(u_mid, dtype=float)
+    ok = np.isfinite(curve)
+    if ok.sum() == 0:
+        return {"auc": np.nan, "curve_monotonicity": np.nan, "steepness": np.nan, "diagonal_deviation": np.nan}
+    c, u = curve[ok], u_mid[ok]
+    if ok.sum() >= 2 and np.ptp(c) > 0:
+        rho = sps.spearmanr(u, c).statistic
+        slope = np.polyfit(u, c, 1)[0]
+    else:
+        rho, slope = 0.0, 0.0  # a flat curve does not order programs at all
+    return {"auc": float(c.mean()), "curve_monotonicity": float(-rho), "steepness": float(-slope),
+            "diagonal_deviation": float(np.abs(c - (1 - u)).mean())}
+
+
+def spearman_from_table(table: np.ndarray) -> float:
+    """Spearman correlation (tie-averaged ranks) of two ordinal variables given their count table.
+
+    ``table[i, j]`` counts samples with the i-th smallest x and the j-th smallest
+    y. Equals ``scipy.stats.spearmanr`` on the expanded samples: the Pearson
+    correlation of the mid-ranks r_i = N_<i + (n_i + 1)/2.
+    """
+    t = np.asarray(table, dtype=float)
+    n = t.sum()
+    if n <= 0:
+        return float("nan")
+    nx, ny = t.sum(axis=1), t.sum(axis=0)
+    rx = np.cumsum(nx) - nx + (nx + 1) / 2
+    ry = np.cumsum(ny) - ny + (ny + 1) / 2
+    m = (n + 1) / 2
+    var_x = (nx * (rx - m) ** 2).sum()
+    var_y = (ny * (ry - m) ** 2).sum()
+    if var_x <= 0 or var_y <= 0:
+        return float("nan")
+    return float(((rx - m)[:, None] * (ry - m)[None, :] * t).sum() / np.sqrt(var_x * var_y))
+
+
+def _ideal_spearman(table: np.ndarray) -> float:
+    """Spearman of the ideal coupling of the table's margins: largest y to the smallest x."""
+    t = np.asarray(table, dtype=float)
+    n = t.sum()
+    nx, ny = t.sum(axis=1), t.sum(axis=0)
+    if n <= 0 or (nx > 0).sum() < 2 or (ny > 0).sum() < 2:
+        return float("nan")
+    rx = np.cumsum(nx) - nx + (nx + 1) / 2
+    ry = np.cumsum(ny) - ny + (ny + 1) / 2
+    m = (n + 1) / 2
+    cx, cy = np.cumsum(nx), np.cumsum(ny[::-1])
+    ends = np.union1d(cx, cy)
+    ends = ends[ends > 0]
+    starts = np.concatenate(([0.0], ends[:-1]))
+    mid = (starts + ends) / 2
+    ix = np.minimum(np.searchsorted(cx, mid), len(nx) - 1)
+    iy = len(ny) - 1 - np.minimum(np.searchsorted(cy, mid), len(ny) - 1)
+    cov = ((ends - starts) * (rx[ix] - m) * (ry[iy] - m)).sum()
+    return float(cov / np.sqrt((nx * (rx - m) ** 2).sum() * (ny * (ry - m) ** 2).sum()))
+
+
+def table_monotonicity(table: np.ndarray) -> float:
+    """rho_s(bin, R) / rho_s(bin, R*) from a (bins x reward values) count table (see the module docstring).
+
+    0 when the rewards are constant (nothing to order).
+
+    Examples
+    --------
+    >>> table_monotonicity(np.array([[5, 0], [0, 5]])[:, ::-1])   # fast bin all +1, slow bin all -1
+    1.0
+    >>> table_monotonicity(np.array([[3, 3], [3, 3]]))
+    0.0
+    """
+    ideal = _ideal_spearman(table)
+    if not np.isfinite(ideal) or ideal >= 0:
+        return 0.0
+    rho = spearman_from_table(table)
+    return float(rho / ideal) + 0.0 if np.isfinite(rho) else 0.0
+
+
+def quality_weights(u: np.ndarray, quality="uniform") -> np.ndarray:
+    """Sampling weight of every sample under the rollout quality distribution.
+
+    ``"uniform"``: every sample equally likely. ``("beta", a, b)``: density of
+    Beta(a, b) at u (clipped into [0.001, 0.999]); e.g. ("beta", 1, 3) favours
+    fast programs, ("beta", 3, 1) slow ones.
+    """
+    u = np.asarray(u, dtype=float)
+    if isinstance(quality, str) and quality == "uniform":
+        return np.ones(len(u))
+    if isinstance(quality, (tuple, list)) and len(quality) == 3 and quality[0] == "beta":
+        a, b = float(quality[1]), float(quality[2])
+        if a <= 0 or b <= 0:
+            raise ValueError(f"beta quality parameters must be > 0, got {a}, {b}")
+        return sps.beta.pdf(np.clip(u, 1e-3, 1 - 1e-3), a, b)
+    raise ValueError(f"quality must be 'uniform' or ('beta', a, b), got {quality!r}")
+
+
+def _group_inputs(problems, rewards, weights):
+    problems = np.asarray(problems)
+    rewards = np.asarray(rewards, dtype=float)
+    weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, dtype=float)
+    if not (len(problems) == len(rewards) == len(weights)):
+        raise ValueError("problems, rewards and weights must have the same length")
+    ok = np.isfinite(rewards) & np.isfinite(weights) & (weights > 0)
+    return problems[ok], rewards[ok], weights[ok]
+
+
+def group_statistics(problems, rewards, *, weights=None, group_sizes: Sequence[int] = (2, 4, 8, 16)) -> pd.DataFrame:
+    """Exact GRPO group statistics (see the module docstring), averaged over problems.
+
+    Parameters
+    ----------
+    problems : array
+        Problem of every sample.
+    rewards : array of float
+    weights : array of float, optional
+        Sampling weight of every sample (:func:`quality_weights`); default equal.
+
+    Returns
+    -------
+    DataFrame with ``group_size, zero_advantage_rate, all_negative, all_positive, n_problems``.
+
+    Examples
+    --------
+    >>> group_statistics(["a"] * 4, [1, -1, -1, -1], group_sizes=(2,))["zero_advantage_rate"].tolist()
+    [0.625]
+    """
+    problems, rewards, weights = _group_inputs(problems, rewards, weights)
+    for g in group_sizes:
+        if int(g) != g or g < 1:
+            raise ValueError(f"group sizes must be positive integers, got {g!r}")
+    frame = pd.DataFrame({"problem": problems, "value": np.round(rewards, 12)})
+    prob, n_prob = group_codes(frame, ["problem"])
+    cell, n_cell = group_codes(frame, ["problem", "value"])
+    total = np.bincount(prob, weights=weights, minlength=n_prob)
+    cell_w = np.bincount(cell, weights=weights, minlength=n_cell)
+    cell_prob = prob[first_rows(cell, n_cell)]
+    share = cell_w / total[cell_prob]
+    neg = np.bincount(prob, weights=weights * (rewards < 0), minlength=n_prob) / total
+    pos = np.bincount(prob, weights=weights * (rewards > 0), minlength=n_prob) / total
+    rows = []
+    for g in group_sizes:
+        equal = np.bincount(cell_prob, weights=share ** g, minlength=n_prob)
+        rows.append({"group_size": int(g), "zero_advantage_rate": float(equal.mean()) if n_prob else np.nan,
+                     "all_negative": float((neg ** g).mean()) if n_prob else np.nan,
+                     "all_positive": float((pos ** g).mean()) if n_prob else np.nan, "n_problems": n_prob})
+    return pd.DataFrame(rows)
+
+
+def sample_group_statistics(problems, rewards, *, weights=None, group_sizes: Sequence[int] = (2, 4, 8, 16),
+                            n_groups: int = 2000, seed: int | None = 0) -> pd.DataFrame:
+    """Monte Carlo version of :func:`group_statistics`: draw ``n_groups`` groups per problem.
+
+    Each group draws G samples of one problem with replacement, with probability
+    proportional to ``weights`` (inverse-CDF on the per-problem cumulative weights).
+    """
+    problems, rewards, weights = _group_inputs(problems, rewards, weights)
+    frame = pd.DataFrame({"problem": problems})
+    prob, n_prob = group_codes(frame, ["problem"])
+    order = np.argsort(prob, kind="stable")
+    r_sorted, w_sorted, p_sorted = rewards[order], weights[order], prob[order]
+    cum = np.cumsum(w_sorted)
+    total = np.bincount(p_sorted, weights=w_sorted, minlength=n_prob)
+    end = np.cumsum(total)
+    start = end - total
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g in group_sizes:
+        target = start[:, None, None] + rng.random((n_prob, n_groups, int(g))) * total[:, None, None]
+        idx = np.minimum(np.searchsorted(cum, target, side="right"), len(cum) - 1)
+        drawn = r_sorted[idx]
+        rows.append({"group_size": int(g),
+                     "zero_advantage_rate": float((drawn == drawn[..., :1]).all(axis=-1).mean()),
+                     "all_negative": float((drawn < 0).all(axis=-1).mean()),
+                     "all_positive": float((drawn > 0).all(axis=-1).mean()), "n_problems": n_prob})
+    return pd.DataFrame(rows)
+
+
+def fallback_exposure(f, n) -> np.ndarray:
+    """P = 1 - (1 - f)^n: chance that at least one of n independent executions is affected.
+
+    Examples
+    --------
+    >>> float(fallback_exposure(0.01, 20).round(4))
+    0.1821
+    """
+    f = np.asarray(f, dtype=float)
+    if np.any((f < 0) | (f > 1)):
+        raise ValueError("f must lie in [0, 1]")
+    return 1.0 - (1.0 - f) ** np.asarray(n, dtype=float)
+
+
+# --------------------------------------------------------------------------------------------
+# Thresholds and verdicts
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DegeneracyThresholds:
+    """When an environment is degenerate (each pair: warn, fail). Override with ``replace()`` or a dict.
+
+    * sparse:      auc <= auc_sparse_warn / auc_sparse_fail   (0.15 / 0.05)
+    * saturated:   auc >= auc_saturated_warn / auc_saturated_fail (0.85 / 0.95)
+    * non-monotone: monotonicity <= monotonicity_warn / monotonicity_fail (0.85 / 0.5)
+    * off-diagonal: diagonal_deviation >= deviation_warn / deviation_fail (0.35 / 0.45)
+    * dead groups: zero_advantage_rate at the headline G >= zero_advantage_warn / _fail (0.5 / 0.9)
+    * noisy:       curve_noise >= noise_warn / noise_fail (0.10 / 0.25)
+    """
+
+    auc_sparse_warn: float = 0.15
+    auc_sparse_fail: float = 0.05
+    auc_saturated_warn: float = 0.85
+    auc_saturated_fail: float = 0.95
+    monotonicity_warn: float = 0.85
+    monotonicity_fail: float = 0.5
+    deviation_warn: float = 0.35
+    deviation_fail: float = 0.45
+    zero_advantage_warn: float = 0.5
+    zero_advantage_fail: float = 0.9
+    noise_warn: float = 0.10
+    noise_fail: float = 0.25
+
+    @classmethod
+    def from_any(cls, value) -> "DegeneracyThresholds":
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise ValueError(f"unknown threshold(s) {unknown}; allowed: {sorted(names)}")
+        return replace(cls(), **{k: float(v) for k, v in value.items()})
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_CHECKS = (
+    # label, metric, warn attr, fail attr, higher_is_worse
+    ("sparse", "auc", "auc_sparse_warn", "auc_sparse_fail", False),
+    ("saturated", "auc", "auc_saturated_warn", "auc_saturated_fail", True),
+    ("non-monotone", "monotonicity", "monotonicity_warn", "monotonicity_fail", False),
+    ("off-diagonal", "diagonal_deviation", "deviation_warn", "deviation_fail", True),
+    ("dead groups", "zero_advantage_rate", "zero_advantage_warn", "zero_advantage_fail", True),
+    ("noisy", "curve_noise", "noise_warn", "noise_fail", True),
+)
+
+
+def classify(diagnostics: dict, thresholds: DegeneracyThresholds | dict | None = None) -> list[tuple]:
+    """Check one environment's diagnostics: list of (label, metric, value, level, threshold text).
+
+    Level is ``pass``/``warn``/``fail``; a NaN value passes for ``curve_noise``
+    (one repeat pair: noise unknown) and warns otherwise.
+    """
+    th = DegeneracyThresholds.from_any(thresholds)
+    out = []
+    for label, metric, warn_attr, fail_attr, higher in _CHECKS:
+        value = diagnostics.get(metric, np.nan)
+        warn, fail = getattr(th, warn_attr), getattr(th, fail_attr)
+        if value is None or not np.isfinite(value):
+            level = "pass" if metric == "curve_noise" else "warn"
+        elif higher:
+            level = "fail" if value >= fail else "warn" if value >= warn else "pass"
+        else:
+            level = "fail" if value <= fail else "warn" if value <= warn else "pass"
+        op = ">=" if higher else "<="
+        out.append((label, metric, value, level, f"{label} when {metric} {op} {warn:g} (warn), {op} {fail:g} (fail)"))
+    return out
+
+
+def _verdict(checks: list[tuple]) -> tuple[str, str]:
+    levels = [c[3] for c in checks]
+    level = "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
+    labels = [c[0] for c in checks if c[3] == level] if level != "pass" else []
+    return level, (level if not labels else f"{level}: {', '.join(labels)}")
+
+
+# --------------------------------------------------------------------------------------------
+# The simulation
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """The offline simulation of one environment.
+
+    Attributes
+    ----------
+    environment : Environment
+    curve : DataFrame
+        Pooled curve: ``bin, u_low, u_high, u_mid, n, mean_reward, curve, ideal, sd_pairs``.
+    pair_curves : DataFrame
+        ``pair, bin, u_mid, n, curve`` per repeat pair.
+    diagnostics : dict
+        The DIAGNOSTICS plus ``<name>_ci_low/_ci_high``, ``n_problems``, ``n_solutions``,
+        ``n_pairs``, ``mean_reward``, ``limited_share``, ``kept_test_share``, ``exposure``,
+        ``headline_group_size``, ``level`` and ``verdict``.
+    groups : DataFrame
+        :func:`group_statistics` at every group size.
+    checks : tuple
+        :func:`classify` output.
+    """
+
+    environment: Environment
+    curve: pd.DataFrame
+    pair_curves: pd.DataFrame
+    diagnostics: dict
+    groups: pd.DataFrame
+    checks: tuple = field(default=())
+
+    @property
+    def verdict(self) -> str:
+        return self.diagnostics["verdict"]
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.curve
+
+    def to_dict(self) -> dict:
+        return {"environment": self.environment.to_dict(), "diagnostics": dict(self.diagnostics),
+                "curve": self.curve.to_dict(orient="records"), "groups": self.groups.to_dict(orient="records")}
+
+    def summary(self) -> str:
+        d = self.diagnostics
+        lines = [f"environment {self.environment.name}: {self.environment.describe()}",
+                 f"  verdict {d['verdict']}  (n = {d['n_problems']} problems, {d['n_solutions']} solutions, "
+                 f"{d['n_pairs']} repeat pairs)"]
+        for name in DIAGNOSTICS:
+            lo, hi = d.get(f"{name}_ci_low", np.nan), d.get(f"{name}_ci_high", np.nan)
+            ci = f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) else ""
+            lines.append(f"  {name:20s} {d[name]:.3f}{ci}")
+        return "\n".join(lines)
+
+
+def _repeat_pairs(repeats: np.ndarray) -> list[tuple[int, int]]:
+    r = len(repeats)
+    if r == 1:
+        return [(0, 0)]
+    return [(i, (i + 1) % r) for i in range(r)]
+
+
+def _boot_diagnostics(sums: np.ndarray, counts: np.ndarray, tables: np.ndarray, u_mid: np.ndarray, n_boot: int,
+                      level: float, seed) -> dict:
+    """Percentile-bootstrap CIs of the diagnostics, resampling problems (rows of sums/counts/tables)."""
+    n_prob = sums.shape[0]
+    out = {}
+    if n_prob < 2 or n_boot < 1:
+        return out
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n_prob, np.full(n_prob, 1.0 / n_prob), size=n_boot).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        curves = ((draws @ sums) / (draws @ counts) + 1.0) / 2.0
+    boot_tables = (draws @ tables.reshape(n_prob, -1)).reshape((n_boot,) + tables.shape[1:])
+    names = ("auc", "curve_monotonicity", "steepness", "diagonal_deviation", "monotonicity")
+    stats = {name: np.empty(n_boot) for name in names}
+    for b in range(n_boot):  # a loop over bootstrap replicates of a 10-point curve: cheap
+        d = curve_diagnostics(curves[b], u_mid)
+        d["monotonicity"] = table_monotonicity(boot_tables[b])
+        for name in stats:
+            stats[name][b] = d[name]
+    alpha = (1 - level) / 2
+    for name, values in stats.items():
+        values = values[np.isfinite(values)]
+        if len(values):
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (float(x) for x in np.quantile(values, [alpha, 1 - alpha]))
+    return out
+
+
+def simulate(
+    runs: pd.DataFrame,
+    env: Environment,
+    *,
+    quality: pd.DataFrame | None = None,
+    n_bins: int = 10,
+    group_sizes: Sequence[int] = (2, 4, 8, 16),
+    headline_group_size: int | None = None,
+    quality_distribution="uniform",
+    thresholds: DegeneracyThresholds | dict | None = None,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> SimulationResult:
+    """Run the offline simulator for one environment.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Executions of one sandbox environment and one campaign (corpus schema) with
+        several repeats; the correct ``reference`` solutions are the simulated rollouts.
+    env : Environment
+    quality : DataFrame, optional
+        :func:`repeat_quality` of ``runs`` (pass it when simulating many environments).
+    n_bins : int, default 10
+        Quality bins of the curve.
+    group_sizes : sequence of int
+        GRPO group sizes G.
+    headline_group_size : int, optional
+        G of the reported ``zero_advantage_rate`` (default: the largest of ``group_sizes``).
+    quality_distribution : "uniform" or ("beta", a, b)
+        Rollout quality distribution of the GRPO groups (:func:`quality_weights`).
+    thresholds : DegeneracyThresholds or dict, optional
+    n_boot : int, default 200
+        Bootstrap replicates over problems for the diagnostics' CIs.
+
+    Returns
+    -------
+    SimulationResult
+    """
+    if n_bins < 2:
+        raise ValueError(f"n_bins must be >= 2, got {n_bins}")
+    if not group_sizes:
+        raise ValueError("group_sizes must name at least one group size")
+    headline = int(max(group_sizes) if headline_group_size is None else headline_group_size)
+    if headline not in [int(g) for g in group_sizes]:
+        group_sizes = tuple(group_sizes) + (headline,)
+    if quality is None:
+        quality = repeat_quality(runs)
+    if "repeat" not in runs.columns:
+        runs = runs.assign(repeat=0)
+    outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",))
+    scores = outcome.scores
+    scores = scores.assign(reward=environment_rewards(scores, env.reward))
+
+    # Units x repeats matrices (quality from the unfiltered q, reward from the environment).
+    units_code, n_units = group_codes(quality, ["problem", "solution"])
+    repeats = np.sort(pd.unique(quality["repeat"].to_numpy()))
+    rep_index = np.searchsorted(repeats, quality["repeat"].to_numpy())
+    q_mat = np.full((n_units, len(repeats)), np.nan)
+    q_mat[units_code, rep_index] = quality["q"].to_numpy(dtype=float)
+    first = first_rows(units_code, n_units)
+    unit_problem = quality["problem"].to_numpy()[first]
+    prob_code, n_prob = group_codes(pd.DataFrame({"problem": unit_problem}), ["problem"])
+
+    from stats.rewards import _row_lookup  # shared private helper of the sibling module
+
+    row = _row_lookup(quality, scores, ["problem", "solution", "repeat"])
+    r_mat = np.full((n_units, len(repeats)), np.nan)
+    found = row >= 0
+    r_mat[units_code[found], rep_index[found]] = scores["reward"].to_numpy(dtype=float)[row[found]]
+
+    pairs = _repeat_pairs(repeats)
+    u_parts, r_parts, p_parts, pair_parts = [], [], [], []
+    for k, (a, b) in enumerate(pairs):  # a loop over the few repeat pairs, vectorised inside
+        u = within_group_rank(prob_code, q_mat[:, a])
+        r = r_mat[:, b]
+        ok = np.isfinite(u) & np.isfinite(r)
+        u_parts.append(u[ok])
+        r_parts.append(r[ok])
+        p_parts.append(prob_code[ok])
+        pair_parts.append(np.full(ok.sum(), k))
+    u = np.concatenate(u_parts)
+    r = np.concatenate(r_parts)
+    p = np.concatenate(p_parts)
+    pair = np.concatenate(pair_parts)
+    bins = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    u_mid = (edges[:-1] + edges[1:]) / 2
+
+    n_pairs = len(pairs)
+    pc_sum = np.bincount(pair * n_bins + bins, weights=r, minlength=n_pairs * n_bins).reshape(n_pairs, n_bins)
+    pc_n = np.bincount(pair * n_bins + bins, minlength=n_pairs * n_bins).reshape(n_pairs, n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair_curve = (pc_sum / pc_n + 1.0) / 2.0
+        total_n = pc_n.sum(axis=0)
+        mean_reward = pc_sum.sum(axis=0) / total_n
+    curve = (mean_reward + 1.0) / 2.0
+    sd_pairs = np.full(n_bins, np.nan)
+    if n_pairs > 1:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            valid = np.isfinite(pair_curve).sum(axis=0) > 1
+            if valid.any():
+                sd_pairs[valid] = np.nanstd(pair_curve[:, valid], axis=0, ddof=1)
+    curve_frame = pd.DataFrame({"bin": np.arange(n_bins), "u_low": edges[:-1], "u_high": edges[1:], "u_mid": u_mid,
+                                "n": total_n, "mean_reward": mean_reward, "curve": curve, "ideal": 1.0 - u_mid,
+                                "sd_pairs": sd_pairs})
+    pair_frame = pd.DataFrame({"pair": np.repeat(np.arange(n_pairs), n_bins), "bin": np.tile(np.arange(n_bins), n_pairs),
+                               "u_mid": np.tile(u_mid, n_pairs), "n": pc_n.ravel(), "curve": pair_curve.ravel()})
+
+    diag = curve_diagnostics(curve, u_mid)
+    diag["curve_noise"] = float(np.nanmean(sd_pairs)) if np.isfinite(sd_pairs).any() else float("nan")
+    values = np.round(r, 9)
+    if len(np.unique(values)) > 201:
+        values = np.round(r, 2)
+    _, value_code = np.unique(values, return_inverse=True)
+    n_values = int(value_code.max()) + 1 if len(value_code) else 1
+    tables = np.bincount((p * n_bins + bins) * n_values + value_code,
+                         minlength=n_prob * n_bins * n_values).reshape(n_prob, n_bins, n_values).astype(float)
+    diag["monotonicity"] = table_monotonicity(tables.sum(axis=0))
+    prob_bin_sum = np.bincount(p * n_bins + bins, weights=r, minlength=n_prob * n_bins).reshape(n_prob, n_bins)
+    prob_bin_n = np.bincount(p * n_bins + bins, minlength=n_prob * n_bins).reshape(n_prob, n_bins)
+    diag.update(_boot_diagnostics(prob_bin_sum, prob_bin_n.astype(float), tables, u_mid, n_boot, level, seed))
+
+    groups = group_statistics(p, r, weights=quality_weights(u, quality_distribution), group_sizes=group_sizes)
+    head = groups.loc[groups["group_size"] == headline].iloc[0]
+    diag["zero_advantage_rate"] = float(head["zero_advantage_rate"])
+    diag["all_negative_rate"] = float(head["all_negative"])
+    diag["all_positive_rate"] = float(head["all_positive"])
+    diag["headline_group_size"] = headline
+    tests = outcome.tests
+    is_opt = tests["test_kind"].to_numpy() == "optimization"
+    n_opt_kept = int((tests["kept"].to_numpy() & is_opt).sum())
+    diag["kept_test_share"] = n_opt_kept / max(int(is_opt.sum()), 1)
+    diag["limited_share"] = float(outcome.limited_share)
+    tests_per_problem = len(tests) / max(n_prob, 1)
+    diag["exposure"] = float(fallback_exposure(min(max(outcome.limited_share, 0.0), 1.0), tests_per_problem)) \
+        if np.isfinite(outcome.limited_share) else float("nan")
+    diag["mean_reward"] = float(r.mean()) if len(r) else float("nan")
+    diag["n_problems"] = int(n_prob)
+    diag["n_solutions"] = int(n_units)
+    diag["n_pairs"] = n_pairs
+    diag["n_samples"] = int(len(r))
+    checks = classify(diag, thresholds)
+    diag["level"], diag["verdict"] = _verdict(checks)
+    return SimulationResult(environment=env, curve=curve_frame, pair_curves=pair_frame, diagnostics=diag,
+                            groups=groups, checks=tuple(checks))
+
+
+def rank_environments(results: Sequence[SimulationResult]) -> pd.DataFrame:
+    """One row per environment, best first.
+
+    Order: verdict level (pass, warn, fail), then diagonal deviation (smaller
+    first: the diagnostic that tracked online p30 best in the study), then
+    monotonicity (larger first). Columns: ``rank, environment, description``,
+    the diagnostics (with CIs), ``level, verdict``.
+    """
+    rows = []
+    for res in results:
+        row = {"environment": res.environment.name, "description": res.environment.describe()}
+        row.update({k: v for k, v in res.diagnostics.items()})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    order = {"pass": 0, "warn": 1, "fail": 2}
+    frame["_level"] = frame["level"].map(order)
+    frame["_dev"] = frame["diagonal_deviation"].fillna(np.inf)
+    frame["_mono"] = -frame["monotonicity"].fillna(-np.inf)
+    frame = frame.sort_values(["_level", "_dev", "_mono"], kind="stable").drop(columns=["_level", "_dev", "_mono"])
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame.reset_index(drop=True)
+
+
+def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **options) -> tuple[pd.DataFrame, list]:
+    """Simulate many environments on the same runs (quality computed once) and rank them.
+
+    Returns
+    -------
+    (ranking, results) : :func:`rank_environments` frame and the :class:`SimulationResult` list
+    (in the input order).
+    """
+    names = [env.name for env in environments]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"environment names must be unique; repeated: {duplicates}")
+    if "repeat" not in runs.columns:
+        runs = runs.assign(repeat=0)
+    quality = options.pop("quality", None)
+    if quality is None:
+        quality = repeat_quality(runs)
+    results = [simulate(runs, env, quality=quality, **options) for env in environments]
+    return rank_environments(results), results
