@@ -1,0 +1,454 @@
+"""Reliability audit: is this sandbox's timing repeatable?
+
+Per environment (all side by side) it measures, with :mod:`stats.reliability`:
+
+* repeat CV and absolute sd (ms) of every (campaign, problem, test, solution)
+  cell of correct references on optimization tests (median over cells, CI
+  over problems);
+* rank drift of per-repeat scores against the fixed pool (mean range, mean
+  within-problem sd, worst range; points = 100*q);
+* ICC of log durations, solutions x repeats within each optimization test
+  (median over tests of ICC1, absolute agreement ICC(A,1)=ICC2 / ICC(A,k),
+  consistency ICC(C,1)=ICC3 / ICC(C,k));
+* variance components of log duration (problem, test, solution,
+  test:solution, campaign, repeat) and, from them, the repeats needed for a
+  target reliability of the per-problem score; the repeats needed for a target
+  relative CI width of one (solution, test) mean;
+* the share of "faster" reference pairs that are significantly faster.
+
+and turns them into findings against :class:`ReliabilityThresholds`.
+
+Campaigns: repeat CV and variance components use every campaign of the
+environment (campaign is a level of the variance components); rank drift,
+ICC and significance need one fixed pool, so they use ``campaign`` (default:
+the environment's first campaign). Passing ``campaign`` restricts everything
+to it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import Finding, findings_table, judge, to_jsonable
+from stats._groups import group_codes
+from stats.bootstrap import Interval, cluster_bootstrap_ci
+from stats.ranking import select_runs
+from stats.reliability import (
+    ICC_TYPES,
+    PairSignificance,
+    RankDrift,
+    VarianceComponents,
+    grouped_icc,
+    pairwise_significance,
+    per_repeat_scores,
+    rank_drift,
+    repeat_cv,
+    repeats_for_precision,
+    repeats_for_reliability,
+    summarize_repeat_cv,
+    variance_components,
+)
+
+__all__ = [
+    "ReliabilityThresholds",
+    "EnvironmentReliability",
+    "ReliabilityAudit",
+    "run_reliability_audit",
+    "environments_of",
+    "campaign_for",
+]
+
+
+@dataclass(frozen=True)
+class ReliabilityThresholds:
+    """Warn / fail limits of the reliability audit (all overridable).
+
+    Defaults are anchored on the published figures of an isolated code
+    execution service (median repeat CV 8.2 %, median absolute sd 9.9 ms,
+    per-problem score sd across repeats about 2.1 points) and of a busy
+    training worker (mean peak-to-peak rank range 41.2 points):
+
+    repeat_cv_warn, repeat_cv_fail : 0.12, 0.25
+        Median repeat CV. The service's 8.2 % passes; 1.5x it warns, 3x fails.
+    abs_sd_ms_warn, abs_sd_ms_fail : 15, 50
+        Median absolute repeat sd in ms (service 9.9 ms).
+    rank_sd_warn, rank_sd_fail : 4, 6
+        Mean within-problem sd of 100*q across repeats: about 2x and 3x the
+        service's 2.1 points.
+    rank_range_warn, rank_range_fail : 10, 15
+        Mean peak-to-peak range: the sd limits times d2(5) = 2.33 (expected
+        range of 5 normal draws in sd units), rounded; the busy worker's 41.2
+        fails by far.
+    worst_range_warn, worst_range_fail : 50, 75
+        The single worst (problem, solution) range: half / three quarters of
+        the scale.
+    icc_warn, icc_fail : 0.9, 0.75
+        Median ICC(A,1) of log duration within tests (lower is worse; Koo &
+        Li 2016: > 0.9 excellent, 0.75-0.9 good).
+    significant_share_warn, significant_share_fail : 0.75, 0.5
+        Share of faster reference pairs that are significantly faster (lower
+        is worse).
+    repeats_fail_factor : 4
+        The repeats needed for the target reliability: pass when the corpus
+        has at least that many, warn up to ``repeats_fail_factor`` times more,
+        fail beyond.
+    """
+
+    repeat_cv_warn: float = 0.12
+    repeat_cv_fail: float = 0.25
+    abs_sd_ms_warn: float = 15.0
+    abs_sd_ms_fail: float = 50.0
+    rank_sd_warn: float = 4.0
+    rank_sd_fail: float = 6.0
+    rank_range_warn: float = 10.0
+    rank_range_fail: float = 15.0
+    worst_range_warn: float = 50.0
+    worst_range_fail: float = 75.0
+    icc_warn: float = 0.9
+    icc_fail: float = 0.75
+    significant_share_warn: float = 0.75
+    significant_share_fail: float = 0.5
+    repeats_fail_factor: float = 4.0
+
+    def __post_init__(self):
+        for f in fields(self):
+            if not np.isfinite(getattr(self, f.name)):
+                raise ValueError(f"ReliabilityThresholds.{f.name} must be a finite number")
+        for name in ("repeat_cv", "abs_sd_ms", "rank_sd", "rank_range", "worst_range"):
+            if getattr(self, f"{name}_warn") > getattr(self, f"{name}_fail"):
+                raise ValueError(f"ReliabilityThresholds: {name}_warn must be <= {name}_fail")
+        for name in ("icc", "significant_share"):
+            if getattr(self, f"{name}_warn") < getattr(self, f"{name}_fail"):
+                raise ValueError(f"ReliabilityThresholds: {name}_warn must be >= {name}_fail (lower is worse)")
+        if self.repeats_fail_factor < 1:
+            raise ValueError("ReliabilityThresholds.repeats_fail_factor must be >= 1")
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def environments_of(corpus: pd.DataFrame) -> list[str]:
+    """Environments that hold non-floor rows, in category / first-seen order."""
+    if len(corpus) == 0:
+        return []
+    rows = corpus if "role" not in corpus.columns else corpus.loc[(corpus["role"] != "floor").to_numpy()]
+    values = pd.unique(rows["environment"].astype(object).to_numpy())
+    column = corpus["environment"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        order = {v: i for i, v in enumerate(column.cat.categories)}
+        values = sorted(values, key=lambda v: order.get(v, len(order)))
+    return [str(v) for v in values]
+
+
+def campaign_for(rows: pd.DataFrame, campaign: str | None) -> str | None:
+    """The campaign to build the fixed pool from: the given one, or the first present."""
+    if campaign is not None:
+        return campaign
+    if len(rows) == 0:
+        return None
+    present = pd.unique(rows["campaign"].astype(object).to_numpy())
+    column = rows["campaign"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        order = {v: i for i, v in enumerate(column.cat.categories)}
+        present = sorted(present, key=lambda v: order.get(v, len(order)))
+    return str(present[0])
+
+
+def _reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Correct reference executions on optimization tests."""
+    mask = np.ones(len(rows), dtype=bool)
+    if "role" in rows.columns:
+        mask &= (rows["role"] == "reference").to_numpy()
+    if "correct" in rows.columns:
+        mask &= rows["correct"].to_numpy(dtype=bool)
+    if "test_kind" in rows.columns:
+        mask &= (rows["test_kind"] == "optimization").to_numpy()
+    return rows.loc[mask]
+
+
+@dataclass(frozen=True)
+class EnvironmentReliability:
+    """Reliability of one environment (see the module docstring).
+
+    Headline numbers: ``median_repeat_cv``, ``median_abs_sd_ms`` (Intervals),
+    ``drift`` (:class:`stats.reliability.RankDrift`), ``icc`` (median over
+    tests of each ICC type, and ``icc_agreement`` the headline ICC(A,1) with
+    a CI over problems), ``variance`` (:class:`VarianceComponents`),
+    ``repeats_needed`` / ``repeats_for_precision``, ``significance``
+    (:class:`PairSignificance`). Tables: ``cells`` (repeat CV per cell) and
+    ``test_icc`` (ICCs per optimization test).
+    """
+
+    environment: str
+    campaign: str | None
+    n_problems: int
+    n_repeats: int
+    median_repeat_cv: Interval
+    median_abs_sd_ms: Interval
+    drift: RankDrift
+    icc: dict
+    icc_agreement: Interval
+    variance: VarianceComponents
+    repeats_needed: float
+    repeats_for_precision: float
+    significance: PairSignificance
+    cells: pd.DataFrame = field(repr=False)
+    test_icc: pd.DataFrame = field(repr=False)
+    target_reliability: float = 0.9
+    target_precision: float = 0.05
+
+    def to_dict(self) -> dict:
+        return to_jsonable({
+            "campaign": self.campaign,
+            "n_problems": self.n_problems,
+            "n_repeats": self.n_repeats,
+            "median_repeat_cv": self.median_repeat_cv.estimate,
+            "median_abs_sd_ms": self.median_abs_sd_ms.estimate,
+            "mean_rank_range": self.drift.mean_range.estimate,
+            "mean_rank_sd": self.drift.mean_sd.estimate,
+            "worst_rank_range": self.drift.worst_range,
+            "worst_rank_range_at": self.drift.to_dict()["worst"],
+            "icc": self.icc_agreement.estimate,
+            "icc_types": self.icc,
+            "repeats_needed": self.repeats_needed,
+            "repeats_needed_detail": {
+                "reliability": self.repeats_needed, "target_reliability": self.target_reliability,
+                "reliability_rule": "Spearman-Brown on variance components: "
+                                    "n = ceil(rho s2_repeat / ((1-rho) T (s2_solution + s2_test:solution/T)))",
+                "precision": self.repeats_for_precision, "target_relative_ci_width": self.target_precision,
+                "precision_rule": "n = ceil(4 z^2 cv^2 / w^2) with cv = median repeat CV",
+                "have": self.n_repeats},
+            "significant_share": self.significance.share.estimate,
+            "significance": self.significance.to_dict(),
+            "variance_components": self.variance.to_dict(),
+            "intervals": {
+                "median_repeat_cv": self.median_repeat_cv.to_dict(),
+                "median_abs_sd_ms": self.median_abs_sd_ms.to_dict(),
+                "mean_rank_range": self.drift.mean_range.to_dict(),
+                "mean_rank_sd": self.drift.mean_sd.to_dict(),
+                "icc": self.icc_agreement.to_dict(),
+                "significant_share": self.significance.share.to_dict(),
+            },
+        })
+
+    def headline(self) -> dict:
+        """One flat row of headline metrics (see :meth:`ReliabilityAudit.to_frame`)."""
+        vc = self.variance
+        return {
+            "environment": self.environment, "campaign": self.campaign, "n_problems": self.n_problems,
+            "n_repeats": self.n_repeats,
+            "median_repeat_cv": self.median_repeat_cv.estimate,
+            "median_repeat_cv_low": self.median_repeat_cv.low, "median_repeat_cv_high": self.median_repeat_cv.high,
+            "median_abs_sd_ms": self.median_abs_sd_ms.estimate,
+            "mean_rank_range": self.drift.mean_range.estimate,
+            "mean_rank_sd": self.drift.mean_sd.estimate,
+            "mean_rank_sd_low": self.drift.mean_sd.low, "mean_rank_sd_high": self.drift.mean_sd.high,
+            "worst_rank_range": self.drift.worst_range,
+            "icc": self.icc_agreement.estimate,
+            "significant_share": self.significance.share.estimate,
+            "repeat_share": vc.share("repeat"),
+            "repeats_needed": self.repeats_needed,
+            "repeats_for_precision": self.repeats_for_precision,
+        }
+
+
+@dataclass(frozen=True)
+class ReliabilityAudit:
+    """Reliability of every environment of a corpus, side by side, with findings."""
+
+    environments: dict[str, EnvironmentReliability]
+    findings: tuple[Finding, ...]
+    thresholds: ReliabilityThresholds = field(default_factory=ReliabilityThresholds)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per environment with the headline metrics."""
+        return pd.DataFrame([env.headline() for env in self.environments.values()])
+
+    def to_dict(self) -> dict:
+        return to_jsonable({
+            "audit": "reliability",
+            "environments": {name: env.to_dict() for name, env in self.environments.items()},
+            "findings": [f.to_dict() for f in self.findings],
+            "thresholds": self.thresholds.to_dict(),
+        })
+
+    def summary(self) -> str:
+        frame = self.to_frame()
+        cols = ["environment", "n_problems", "n_repeats", "median_repeat_cv", "median_abs_sd_ms", "mean_rank_range",
+                "mean_rank_sd", "worst_rank_range", "icc", "significant_share", "repeats_needed"]
+        table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
+        return f"Reliability audit\n{table}\n\nFindings\n{findings_table(self.findings)}"
+
+
+def _environment(rows: pd.DataFrame, env: str, campaign: str | None, *, n_boot: int, seed: int,
+                 target_reliability: float, target_precision: float, max_pairs: int) -> EnvironmentReliability:
+    refs = _reference_rows(rows)
+    cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
+    cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
+    chosen = campaign_for(rows, campaign)
+    run = select_runs(rows, campaign=chosen)
+    scores = per_repeat_scores(run)
+    drift = rank_drift(scores, n_boot=n_boot, seed=seed)
+    run_refs = _reference_rows(run)
+    if "repeat" not in run_refs.columns:
+        run_refs = run_refs.assign(repeat=0)
+    d = run_refs["duration_s"].to_numpy(dtype=float)
+    good = (run_refs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
+    logs = run_refs.loc[good].assign(_log=np.log(d[good]))
+    test_icc = grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+    icc_types = {name: float(np.nanmedian(test_icc[name])) if np.isfinite(test_icc[name]).any() else math.nan
+                 for name in ICC_TYPES}
+    icc_problem = group_codes(test_icc, ["problem"])[0] if len(test_icc) else np.zeros(0, dtype=np.int64)
+    icc_agreement = cluster_bootstrap_ci(test_icc["ICC2"].to_numpy(dtype=float) if len(test_icc) else np.zeros(0),
+                                         icc_problem, statistic="median", n_boot=n_boot, seed=seed)
+    variance = variance_components(refs)
+    needed = repeats_for_reliability(variance, target=target_reliability)
+    precision = repeats_for_precision(cv_summary["median_repeat_cv"].estimate, width=target_precision)
+    significance = pairwise_significance(per_repeat_scores(run, roles=("reference",)), max_pairs=max_pairs,
+                                         n_boot=n_boot, seed=seed)
+    n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
+    n_problems = int(refs["problem"].nunique()) if len(refs) else 0
+    return EnvironmentReliability(
+        environment=env, campaign=chosen, n_problems=n_problems, n_repeats=n_rep,
+        median_repeat_cv=cv_summary["median_repeat_cv"], median_abs_sd_ms=cv_summary["median_abs_sd_ms"],
+        drift=drift, icc=icc_types, icc_agreement=icc_agreement, variance=variance, repeats_needed=needed,
+        repeats_for_precision=precision, significance=significance, cells=cells, test_icc=test_icc,
+        target_reliability=target_reliability, target_precision=target_precision)
+
+
+def _fmt(x: float, spec: str = ".3g") -> str:
+    return "undefined" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Finding]:
+    name = env.environment
+    out = []
+    cv = env.median_repeat_cv
+    level = judge(cv.estimate, warn=t.repeat_cv_warn, fail=t.repeat_cv_fail)
+    if not np.isfinite(cv.estimate):
+        msg = "no cell has two ok repeats, so repeat noise cannot be measured: collect >= 2 repeats per cell."
+    else:
+        msg = (f"median repeat CV of a (test, solution) timing is {cv.estimate:.1%} "
+               f"[{_fmt(cv.low, '.1%')}, {_fmt(cv.high, '.1%')}] over {cv.n} problems"
+               + ("" if level == "pass" else
+                  "; timings vary too much between repeats: pin CPUs, stop background load, or use an "
+                  "isolated execution service (published service: 8.2 %)"))
+    out.append(Finding(level, "median_repeat_cv", cv.estimate, f"warn >= {t.repeat_cv_warn}, fail >= {t.repeat_cv_fail}",
+                       msg, name))
+    sd = env.median_abs_sd_ms
+    level = judge(sd.estimate, warn=t.abs_sd_ms_warn, fail=t.abs_sd_ms_fail)
+    out.append(Finding(level, "median_abs_sd_ms", sd.estimate, f"warn >= {t.abs_sd_ms_warn}, fail >= {t.abs_sd_ms_fail}",
+                       f"median absolute repeat sd {_fmt(sd.estimate)} ms"
+                       + ("" if level == "pass" else "; differences of this size between programs are noise: "
+                          "drop or lengthen tests that run that short, or repeat more"), name))
+    drift = env.drift
+    level = judge(drift.mean_sd.estimate, warn=t.rank_sd_warn, fail=t.rank_sd_fail)
+    out.append(Finding(level, "mean_rank_sd", drift.mean_sd.estimate, f"warn >= {t.rank_sd_warn}, fail >= {t.rank_sd_fail}",
+                       f"a solution's problem score (100*q) moves by sd {_fmt(drift.mean_sd.estimate)} points between "
+                       f"repeats [{_fmt(drift.mean_sd.low)}, {_fmt(drift.mean_sd.high)}]"
+                       + ("" if level == "pass" else "; rewards thresholded on q will flip between repeats: "
+                          "reduce noise or use a coarser (binary) speed gate"), name))
+    level = judge(drift.mean_range.estimate, warn=t.rank_range_warn, fail=t.rank_range_fail)
+    out.append(Finding(level, "mean_rank_range", drift.mean_range.estimate,
+                       f"warn >= {t.rank_range_warn}, fail >= {t.rank_range_fail}",
+                       f"mean peak-to-peak range of 100*q across {env.n_repeats} repeats "
+                       f"{_fmt(drift.mean_range.estimate)} points (busy training worker, published: 41.2)", name))
+    level = judge(drift.worst_range, warn=t.worst_range_warn, fail=t.worst_range_fail)
+    out.append(Finding(level, "worst_rank_range", drift.worst_range,
+                       f"warn >= {t.worst_range_warn}, fail >= {t.worst_range_fail}",
+                       f"worst (problem, solution) range {_fmt(drift.worst_range)} points at {drift.worst}"
+                       + ("" if level == "pass" else ": inspect that problem's tests (near the floor? timeouts?)"),
+                       name))
+    icc = env.icc_agreement
+    level = judge(icc.estimate, warn=t.icc_warn, fail=t.icc_fail, higher_is_worse=False)
+    out.append(Finding(level, "icc", icc.estimate, f"warn <= {t.icc_warn}, fail <= {t.icc_fail}",
+                       (f"median ICC(A,1) of log duration within a test (solutions x repeats) "
+                        f"{_fmt(icc.estimate)} [{_fmt(icc.low)}, {_fmt(icc.high)}]"
+                        if np.isfinite(icc.estimate) else
+                        "ICC undefined: needs >= 2 solutions with >= 2 repeats on a test, and non-constant durations")
+                       + ("" if level == "pass" or not np.isfinite(icc.estimate) else
+                          "; one repeat does not order the solutions of a test as another does"), name))
+    sig = env.significance
+    level = judge(sig.share.estimate, warn=t.significant_share_warn, fail=t.significant_share_fail,
+                  higher_is_worse=False)
+    out.append(Finding(level, "significant_share", sig.share.estimate,
+                       f"warn <= {t.significant_share_warn}, fail <= {t.significant_share_fail}",
+                       (f"{sig.share.estimate:.1%} of {sig.n_tested} faster reference pairs are significantly faster "
+                        f"(one-sided Mann-Whitney over {sig.n_repeats} repeats, BH q <= {sig.alpha})"
+                        if np.isfinite(sig.share.estimate) else
+                        "no pair could be tested (needs >= 2 repeats and >= 2 references per problem)")
+                       + ("" if level == "pass" else "; most speed orderings are not distinguishable from noise: "
+                          "collect more repeats or reduce noise"), name))
+    needed, have = env.repeats_needed, env.n_repeats
+    if not np.isfinite(needed) or have < 1:
+        level = "warn" if (np.isnan(needed) or have < 1) else "fail"
+    else:
+        level = "pass" if needed <= have else "warn" if needed <= t.repeats_fail_factor * have else "fail"
+    out.append(Finding(level, "repeats_needed", needed, f"<= {have} repeats pass, <= {t.repeats_fail_factor:g}x warn",
+                       f"{_fmt(needed)} repeats per (test, solution) give reliability {env.target_reliability} of "
+                       f"the per-problem score (Spearman-Brown on variance components; corpus has {have}); "
+                       f"{_fmt(env.repeats_for_precision)} for a {env.target_precision:.0%} relative CI of one "
+                       "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), name))
+    return out
+
+
+def run_reliability_audit(
+    corpus: pd.DataFrame,
+    *,
+    campaign: str | None = None,
+    thresholds: ReliabilityThresholds | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    target_reliability: float = 0.9,
+    target_precision: float = 0.05,
+    max_pairs: int = 200_000,
+) -> ReliabilityAudit:
+    """Run the reliability audit on every environment of ``corpus``.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A normalised timing corpus (:func:`audits.corpus.normalize`).
+    campaign : str, optional
+        Restrict the audit to one campaign (default: every campaign for repeat
+        CV and variance components, the first one for the pool-based metrics).
+    thresholds : ReliabilityThresholds, optional
+    n_boot, seed : bootstrap resamples over problems and their seed.
+    target_reliability : float in (0, 1), default 0.9
+    target_precision : float > 0, default 0.05
+        Target full relative width of a 95 % CI of one timing's mean.
+    max_pairs : int
+        Cap on the solution pairs tested for significance (seeded sample).
+
+    Examples
+    --------
+    >>> from audits.synthetic import synthesize
+    >>> audit = run_reliability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
+    >>> sorted(audit.environments), audit.to_frame()["median_repeat_cv"].round(2).tolist()
+    (['quiet'], [0.05])
+    """
+    thresholds = thresholds or ReliabilityThresholds()
+    if not 0 < target_reliability < 1:
+        raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
+    if not target_precision > 0:
+        raise ValueError(f"target_precision must be > 0, got {target_precision}")
+    if campaign is not None:
+        present = set(map(str, pd.unique(corpus["campaign"].astype(object))))
+        if campaign not in present:
+            raise ValueError(f"campaign {campaign!r} is not in the corpus; campaigns: {sorted(present)}")
+        corpus = select_runs(corpus, campaign=campaign)
+    envs: dict[str, EnvironmentReliability] = {}
+    findings: list[Finding] = []
+    for env in environments_of(corpus):
+        rows = select_runs(corpus, environment=env)
+        if "role" in rows.columns:
+            rows = rows.loc[(rows["role"] != "floor").to_numpy()]
+        result = _environment(rows, env, campaign, n_boot=n_boot, seed=seed, target_reliability=target_reliability,
+                              target_precision=target_precision, max_pairs=max_pairs)
+        envs[env] = result
+        findings.extend(_findings(result, thresholds))
+    return ReliabilityAudit(envs, tuple(findings), thresholds)
