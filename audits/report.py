@@ -73,9 +73,7 @@ class ReportSpec:
 
 REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
     ReportSpec("overview", "Overview: verdicts of every audit",
-               "All audits on this corpus, worst verdicts first, with what to do.",
-               ("audits.reliability", "audits.discriminability", "audits.calibration", "audits.aggregation",
-                "audits.simulation")),
+               "All audits on this corpus, worst verdicts first, with what to do."),
     ReportSpec("reliability", "Sandbox reliability and discriminability",
                "Repeat CV per environment, rank drift, floor share, duration-filterable problems.",
                ("audits.reliability", "audits.discriminability")),
@@ -301,24 +299,25 @@ class RenderedReport:
                 "error": self.error}
 
 
-def _cell_label(notebook, index: int) -> str:
-    source = notebook.cells[index].get("source", "") if 0 <= index < len(notebook.cells) else ""
-    first = next((line for line in source.splitlines() if line.strip()), "").strip()
-    return first[:120]
+def _first_line(source: str) -> str:
+    return next((line for line in source.splitlines() if line.strip()), "").strip()[:120]
 
 
-def _failure_message(name: str, template: Path, executed, exc, parameters: Mapping) -> str:
-    """Name the notebook, the failing cell (index among the template's cells and first line) and parameters."""
-    index = getattr(exc, "cell_index", None)
+def _failure_message(name: str, template: Path, exc, parameters: Mapping) -> str:
+    """Name the notebook, the failing cell (1-based position in the template and first line) and parameters."""
+    import nbformat
+
     ename = getattr(exc, "ename", type(exc).__name__)
     evalue = getattr(exc, "evalue", str(exc))
-    cell = "unknown cell"
-    if executed is not None and index is not None:
-        # papermill inserts an 'injected-parameters' cell after the parameters cell: report the cell's
-        # position in the template the user edits (1-based, as JupyterLab shows no numbers).
-        tags = [c.get("metadata", {}).get("tags", []) for c in executed.cells[:index]]
-        injected = sum("injected-parameters" in t for t in tags)
-        cell = f"cell {index - injected + 1} of {template.name} ({_cell_label(executed, index)!r})"
+    source = getattr(exc, "source", None)
+    cell = "an unknown cell"
+    if source is not None:
+        # papermill's cell index counts its injected-parameters cell: locate the cell in the template the
+        # user edits instead (1-based, counting markdown cells, as JupyterLab lists them).
+        cells = nbformat.read(template, as_version=4).cells
+        position = next((i for i, c in enumerate(cells) if c.source == source), None)
+        where = f"cell {position + 1} of {template.name}" if position is not None else f"a cell of {template.name}"
+        cell = f"{where} ({_first_line(source)!r})"
     params = ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "(template defaults)"
     return (f"report {name!r} failed in notebook {template} at {cell}: {ename}: {evalue}\n"
             f"  parameters: {params}\n"
@@ -382,11 +381,10 @@ def render_notebook(
             log_output=False, cwd=str(template.parent), execution_timeout=timeout,
             extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP-without-encryption warning per report
     except PapermillExecutionError as exc:
-        executed = nbformat.read(tmp_nb, as_version=4) if tmp_nb.exists() else None
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
         html_path.unlink(missing_ok=True)
-        raise ReportError(_failure_message(name, template, executed, exc, used)) from None
+        raise ReportError(_failure_message(name, template, exc, used)) from None
     except BaseException:
         tmp_nb.unlink(missing_ok=True)
         html_path.unlink(missing_ok=True)
