@@ -96,11 +96,14 @@ __all__ = [
     "reference_percentile",
     "tie_rank",
     "floor_from_rows",
+    "AggregatorComparison",
+    "compare_aggregators",
+    "mean_pairwise_abs_diff",
 ]
 
 DEFAULT_AGGREGATOR = "mean_pct"
 FAIL_FACTOR = 2.0          # a failed test counts as >= 2x the slowest reference
-MAD_TO_SD = 1.4826         # MAD -> sd of a normal
+MAD_TO_SD = 1.482602218505602  # 1 / Phi^-1(3/4): MAD -> sd of a normal (scipy scale="normal")
 MIN_RELATIVE_SCALE = 0.01  # robust z: scale >= 1 % of the reference median
 FLOOR_FACTOR = 2.0         # floor_pct keeps tests with m_t >= 2 f
 CLIP_RANGE = (10.0, 90.0)
@@ -200,13 +203,12 @@ class AggregationContext:
     """
 
     def __init__(self, cells: pd.DataFrame, pools: pd.DataFrame, codes: np.ndarray, n_groups: int,
-                 *, floor_s: float = 0.0, timeout_s: float | None = None):
+                 *, floor_s: float = 0.0):
         self.cells = cells
         self.pools = pools
         self.codes = codes
         self.n_groups = n_groups
         self.floor_s = float(floor_s)
-        self.timeout_s = timeout_s
 
     # -- row arrays ---------------------------------------------------------
     @cached_property
@@ -708,7 +710,7 @@ def floor_from_rows(frame: pd.DataFrame) -> float | None:
     """Sandbox floor: median duration of the ``ok`` rows with role ``floor`` (None when there are none)."""
     if "role" not in frame.columns:
         return None
-    mask = (frame["role"].astype(object) == "floor").to_numpy()
+    mask = np.array(frame["role"].astype(object) == "floor", dtype=bool)
     if "status" in frame.columns:
         mask &= (frame["status"].astype(object) == "ok").to_numpy()
     d = frame["duration_s"].to_numpy(dtype=float)[mask]
@@ -866,3 +868,326 @@ def reference_percentile(scores: pd.DataFrame, *, score: str = "score", by: Sequ
     else:
         x_sol, p_sol, n_sol = np.full(len(scores), -1, np.int64), np.zeros(len(ref), np.int64), 1
     return _self_out_percentile(x_group, x_sol, x_value, p_group, p_sol, p_value, n_groups, n_sol)
+
+
+# ----------------------------------------------------------------------------
+# Comparison: stability vs dynamic range
+# ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AggregatorComparison:
+    """Stability and dynamic range of aggregators on one environment and campaign.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per aggregator: ``stability`` (mean over problems of the mean
+        |score(repeat i) - score(repeat j)|, in reference-percentile points),
+        ``stability_sd`` (sd over problems), ``dynamic_range`` (mean over
+        problems of slowest-quartile minus fastest-quartile mean score),
+        ``dynamic_range_sd``, ``ratio`` = stability / dynamic_range, each with
+        ``*_low`` / ``*_high`` bootstrap bounds over problems; ``n_problems``;
+        ``pareto`` (no other aggregator is at least as stable and at least as
+        separating, and strictly better in one); ``dominated_by``;
+        ``p_better_than_default`` (bootstrap share of resamples in which its
+        ratio is below the default's); ``same_as`` (an earlier aggregator
+        whose percentiles are identical on every unit, e.g. log_ratio ~ geo_ratio).
+    per_problem : DataFrame
+        aggregator, problem, stability, dynamic_range.
+    """
+
+    table: pd.DataFrame
+    per_problem: pd.DataFrame
+    n_problems: int
+    n_repeats: int
+    quartile_repeat: object
+    level: float = 0.95
+    default: str = DEFAULT_AGGREGATOR
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    @property
+    def recommended(self) -> str | None:
+        """The Pareto-optimal aggregator with the lowest stability / range ratio."""
+        front = self.table[self.table["pareto"] & np.isfinite(self.table["ratio"])]
+        if front.empty:
+            return None
+        return str(front.sort_values(["ratio", "stability"]).iloc[0]["aggregator"])
+
+    def to_dict(self) -> dict:
+        aggregators = {}
+        for row in self.table.to_dict(orient="records"):
+            name = row.pop("aggregator")
+            aggregators[name] = row
+        return {"aggregators": aggregators, "n_problems": self.n_problems, "n_repeats": self.n_repeats,
+                "quartile_repeat": self.quartile_repeat, "level": self.level, "default": self.default,
+                "recommended": self.recommended}
+
+    def summary(self) -> str:
+        t = self.table.sort_values("ratio")
+        lines = [f"{'aggregator':15s} {'stability':>22s} {'dynamic range':>22s} {'ratio':>7s}  pareto"]
+        for row in t.itertuples():
+            lines.append(
+                f"{row.aggregator:15s} {row.stability:6.2f} [{row.stability_low:6.2f},{row.stability_high:6.2f}]"
+                f" {row.dynamic_range:6.2f} [{row.dynamic_range_low:6.2f},{row.dynamic_range_high:6.2f}]"
+                f" {row.ratio:7.3f}  {'*' if row.pareto else ''}")
+        lines.append(f"(percentile points among references; n = {self.n_problems} problems, {self.n_repeats} repeats, "
+                     f"quartiles from repeat {self.quartile_repeat}; {self.level:.0%} bootstrap CIs over problems)")
+        return "\n".join(lines)
+
+
+def mean_pairwise_abs_diff(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group: mean |x_i - x_j| over all pairs i < j (NaN below 2 finite values).
+
+    For the group's sorted values x_(1) <= ... <= x_(n),
+    sum_{i<j} (x_(j) - x_(i)) = sum_k (2k - n - 1) x_(k), divided by n(n-1)/2.
+
+    Examples
+    --------
+    >>> mean_pairwise_abs_diff(np.array([0, 0, 0, 1]), np.array([1.0, 4.0, 2.0, 5.0]), 2).tolist()
+    [2.0, nan]
+    """
+    use = np.isfinite(values)
+    codes, values = codes[use], values[use]
+    order = np.lexsort((values, codes))
+    c, v = codes[order], values[order]
+    n = np.bincount(c, minlength=n_groups)
+    start = np.concatenate(([0], np.cumsum(n)[:-1]))
+    k = np.arange(len(c)) - start[c] + 1
+    total = np.bincount(c, weights=(2 * k - n[c] - 1) * v, minlength=n_groups)
+    pairs = n * (n - 1) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n >= 2, total / np.maximum(pairs, 1), np.nan)
+
+
+def _pareto(stability: np.ndarray, spread: np.ndarray) -> tuple[np.ndarray, list[list[int]]]:
+    """Non-dominated points for (low stability, high spread); who dominates each point."""
+    m = len(stability)
+    ok = np.isfinite(stability) & np.isfinite(spread)
+    s, r = stability[:, None], spread[:, None]
+    # dominates[i, j]: i dominates j
+    dominates = ((s <= s.T) & (r >= r.T) & ((s < s.T) | (r > r.T))) & ok[:, None] & ok[None, :]
+    dominated_by = [list(np.flatnonzero(dominates[:, j])) for j in range(m)]
+    front = ok & ~dominates.any(axis=0)
+    return front, dominated_by
+
+
+def _paired_bootstrap(per_problem: np.ndarray, *, n_boot: int, seed: int | None) -> np.ndarray:
+    """Resampled means over problems, one index matrix shared by every row.
+
+    ``per_problem`` has shape (k, P) (NaN = problem not available); returns
+    (k, n_boot) means. One shared matrix keeps aggregators paired, and a ratio
+    of two rows uses the same resample for its numerator and denominator -
+    which stats.bootstrap.bootstrap_ci (one array at a time) cannot offer.
+    """
+    k, n = per_problem.shape
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    valid = np.isfinite(per_problem)
+    filled = np.where(valid, per_problem, 0.0)
+    out = np.empty((k, n_boot))
+    for i in range(k):  # one vectorised resample per aggregator (k ~ 18), never per problem
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[i] = filled[i][idx].sum(axis=1) / valid[i][idx].sum(axis=1)
+    return out
+
+
+def compare_aggregators(
+    runs: pd.DataFrame,
+    *,
+    names: Sequence[str] | None = None,
+    pools: pd.DataFrame | None = None,
+    floor_s: float | None = None,
+    quartile_repeat=None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> AggregatorComparison:
+    """Compare aggregators on stability (across repeats) and dynamic range.
+
+    Procedure (DESIGN.md, "Aggregators"):
+
+    1. The duration pool is fixed: :func:`stats.ranking.reference_pools` of
+       ``runs`` (median of each reference's ok repeats).
+    2. Every aggregator scores each (problem, solution, repeat) from that
+       repeat's durations, and each reference once more from its
+       repeat-collapsed durations (the *score pool*). Each repeat score becomes a
+       within-problem percentile among the score pool (leave-self-out), so all
+       aggregators live on 0-100.
+    3. Stability of a correct solution = mean over pairs of repeats of
+       |s_i - s_j|; per problem the mean over its correct solutions; reported as
+       the mean and sd over problems.
+    4. Dynamic range of a problem (>= 4 correct references): the repeat
+       ``quartile_repeat`` (default: the first) ranks the references by their
+       score; k = floor(n/4) fastest and k slowest form the quartiles; range =
+       mean score over the *other* repeats of the slowest k minus that of the
+       fastest k (an independent repeat, so a noisy aggregator cannot select its
+       own lucky extremes). Ties in the ranking keep input order.
+    5. ratio = stability / dynamic range (lower = better); Pareto front on
+       (low stability, high range); paired percentile-bootstrap CIs over problems.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Executions of one environment and one campaign with >= 2 repeats
+        (``floor`` rows allowed: they give the floor for ``floor_pct``).
+    names : sequence of str, optional
+        Aggregators to compare (default: all registered).
+    pools : DataFrame, optional
+        Duration pool to rank against (default: built from ``runs``).
+    floor_s : float, optional
+        Sandbox floor; default the median of the ``floor`` rows (0 without any).
+    quartile_repeat : optional
+        Repeat value that defines the quartiles (default: the smallest).
+    n_boot, level, seed
+        Bootstrap over problems.
+
+    Returns
+    -------
+    AggregatorComparison
+    """
+    from stats.ranking import _require_single_run, percentile_table, reference_pools
+
+    if not isinstance(runs, pd.DataFrame):
+        raise TypeError("runs must be a DataFrame of executions (one environment and campaign)")
+    _require_single_run(runs, "compare_aggregators")
+    if "repeat" not in runs.columns:
+        raise ValueError("compare_aggregators needs a 'repeat' column: stability compares repeats of the same cell")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    names = list(_REGISTRY) if names is None else [get_aggregator(n).name for n in names]
+    if floor_s is None:
+        floor_s = floor_from_rows(runs) or 0.0
+    if "role" in runs.columns:
+        runs = runs.loc[(runs["role"].astype(object) != "floor").to_numpy()]
+    repeats = np.unique(runs["repeat"].to_numpy())
+    if len(repeats) < 2:
+        raise ValueError(f"compare_aggregators needs >= 2 repeats per cell; the runs have repeat values "
+                         f"{repeats.tolist()}. Re-run the campaign with --repeats 2 or more.")
+    if quartile_repeat is None:
+        quartile_repeat = repeats[0]
+    elif quartile_repeat not in set(repeats.tolist()):
+        raise ValueError(f"quartile_repeat={quartile_repeat!r} is not among the repeats {repeats.tolist()}")
+    if pools is None:
+        pools = reference_pools(runs)
+
+    rep_cells = percentile_table(runs, per_repeat=True, pools=pools)
+    col_cells = percentile_table(runs, per_repeat=False, pools=pools)
+    ctx_rep, units_rep = aggregation_context(rep_cells, pools, by=["problem", "solution", "repeat"], floor_s=floor_s)
+    ctx_col, units_col = aggregation_context(col_cells, pools, by=["problem", "solution"], floor_s=floor_s)
+
+    def _flag(units, role_ok):
+        m = np.ones(len(units), dtype=bool)
+        if "correct" in units.columns:
+            m &= units["correct"].to_numpy(dtype=bool)
+        if "role" in units.columns:
+            m &= units["role"].astype(object).isin(role_ok).to_numpy()
+        return m
+
+    pool_mask = _flag(units_col, ["reference"])
+    ref_units = units_col.loc[pool_mask]
+    x_group, p_group, n_g = _joint_codes(units_rep, ref_units, ["problem"])
+    x_sol, p_sol, n_sol = _joint_codes(units_rep, ref_units, ["problem", "solution"])
+
+    # Stability population: correct solutions (references and candidates); range: correct references.
+    stab_mask = _flag(units_rep, ["reference", "candidate"])
+    ref_mask = _flag(units_rep, ["reference"])
+    problem_code = x_group                                  # problem of every unit_rep row
+    ps_code = x_sol                                         # (problem, solution) of every unit_rep row
+    ps_problem = np.full(n_sol, -1, dtype=np.int64)
+    ps_problem[ps_code] = problem_code
+    is_q0 = (units_rep["repeat"].to_numpy() == quartile_repeat)
+    problem_names = np.empty(n_g, dtype=object)
+    problem_names[problem_code] = units_rep["problem"].astype(str).to_numpy()
+
+    stab_pp, range_pp, pct_hashes = [], [], {}
+    same_as = []
+    for name in names:
+        agg = _REGISTRY[name]
+        s_rep = _run(agg, ctx_rep)
+        s_col = _run(agg, ctx_col)[pool_mask]
+        pct = _self_out_percentile(x_group, x_sol, s_rep, p_group, p_sol, s_col, n_g, n_sol)
+        key = hash(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes())
+        same_as.append(pct_hashes.get(key))
+        pct_hashes.setdefault(key, name)
+
+        # stability
+        v = np.where(stab_mask, pct, np.nan)
+        per_solution = mean_pairwise_abs_diff(ps_code, v, n_sol)
+        has = np.isfinite(per_solution)
+        num = np.bincount(ps_problem[has], weights=per_solution[has], minlength=n_g)
+        den = np.bincount(ps_problem[has], minlength=n_g)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stab_pp.append(np.where(den > 0, num / np.maximum(den, 1), np.nan))
+
+        # dynamic range: quartiles from the quartile repeat, scores from the others
+        first_score = np.full(n_sol, np.nan)
+        sel = ref_mask & is_q0 & np.isfinite(pct)
+        first_score[ps_code[sel]] = pct[sel]
+        other = ref_mask & ~is_q0 & np.isfinite(pct)
+        later_sum = np.bincount(ps_code[other], weights=pct[other], minlength=n_sol)
+        later_n = np.bincount(ps_code[other], minlength=n_sol)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            later = np.where(later_n > 0, later_sum / np.maximum(later_n, 1), np.nan)
+        eligible = np.flatnonzero(np.isfinite(first_score) & np.isfinite(later))
+        order = eligible[np.lexsort((first_score[eligible], ps_problem[eligible]))]
+        prob = ps_problem[order]
+        n_ref = np.bincount(prob, minlength=n_g)
+        start = np.concatenate(([0], np.cumsum(n_ref)[:-1]))
+        rank = np.arange(len(order)) - start[prob]
+        k = n_ref // 4
+        fast = rank < k[prob]
+        slow = rank >= (n_ref - k)[prob]
+        fast_mean = np.bincount(prob[fast], weights=later[order][fast], minlength=n_g) / np.maximum(k, 1)
+        slow_mean = np.bincount(prob[slow], weights=later[order][slow], minlength=n_g) / np.maximum(k, 1)
+        range_pp.append(np.where(n_ref >= 4, slow_mean - fast_mean, np.nan))
+
+    stab_pp, range_pp = np.array(stab_pp), np.array(range_pp)
+    boot_stab = _paired_bootstrap(stab_pp, n_boot=n_boot, seed=seed)
+    boot_range = _paired_bootstrap(range_pp, n_boot=n_boot, seed=seed)   # same seed = same index matrix
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot_ratio = boot_stab / boot_range
+    alpha = (1 - level) / 2
+
+    def ci(draws):
+        with np.errstate(all="ignore"):
+            return np.nanquantile(draws, alpha, axis=1), np.nanquantile(draws, 1 - alpha, axis=1)
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stability = np.array([np.nanmean(r) if np.isfinite(r).any() else np.nan for r in stab_pp])
+        spread = np.array([np.nanmean(r) if np.isfinite(r).any() else np.nan for r in range_pp])
+        ratio = stability / spread
+    sd = lambda rows: np.array([np.nanstd(r, ddof=1) if np.isfinite(r).sum() > 1 else np.nan for r in rows])  # noqa: E731
+    front, dominated_by = _pareto(stability, spread)
+    default = DEFAULT_AGGREGATOR if DEFAULT_AGGREGATOR in names else names[0]
+    d_i = names.index(default)
+    p_better = np.nanmean(boot_ratio < boot_ratio[d_i][None, :], axis=1)
+    s_lo, s_hi = ci(boot_stab)
+    r_lo, r_hi = ci(boot_range)
+    q_lo, q_hi = ci(boot_ratio)
+    table = pd.DataFrame({
+        "aggregator": names,
+        "description": [_REGISTRY[n].description for n in names],
+        "stability": stability, "stability_low": s_lo, "stability_high": s_hi, "stability_sd": sd(stab_pp),
+        "dynamic_range": spread, "dynamic_range_low": r_lo, "dynamic_range_high": r_hi,
+        "dynamic_range_sd": sd(range_pp),
+        "ratio": ratio, "ratio_low": q_lo, "ratio_high": q_hi,
+        "n_problems": np.isfinite(stab_pp).sum(axis=1),
+        "n_problems_range": np.isfinite(range_pp).sum(axis=1),
+        "pareto": front,
+        "dominated_by": [[names[j] for j in d] for d in dominated_by],
+        "p_better_than_default": p_better,
+        "same_as": same_as,
+    })
+    per_problem = pd.DataFrame({
+        "aggregator": np.repeat(names, n_g),
+        "problem": np.tile(problem_names, len(names)),
+        "stability": stab_pp.ravel(),
+        "dynamic_range": range_pp.ravel(),
+    })
+    return AggregatorComparison(table=table, per_problem=per_problem, n_problems=int(n_g),
+                                n_repeats=len(repeats), quartile_repeat=quartile_repeat, level=level,
+                                default=default)
