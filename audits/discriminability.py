@@ -1,0 +1,356 @@
+"""Discriminability audit: do the tests separate fast from slow solutions?
+
+Per environment (side by side), from :mod:`stats.discriminability`:
+
+* robust CV per problem (IQR / median of its optimization tests' reference
+  medians; ``method="mad"`` for 2 MAD / median), the duration-filterable
+  share (robust CV >= 0.3), and the noise-aware robust CV that discounts the
+  spread repeat noise alone would produce;
+* the strong-vs-weak gap (mean score of the slowest minus the fastest
+  quartile of references, quartiles from other repeats) with a CI over
+  problems;
+* per-test discrimination (reference spread, repeat CV, ICC(3,1), near floor);
+* the sandbox floor (median of ``floor`` rows, or ``floor_s``) and per problem
+  the share of optimization tests whose reference median is <= 2x the floor;
+  problems where at least ``near_floor_problem_share`` of the tests are that
+  close are flagged.
+
+All pool-based metrics use one campaign (``campaign``, default the
+environment's first).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import Finding, findings_table, judge, to_jsonable
+from audits.reliability import campaign_for, environments_of
+from stats.bootstrap import Interval, bootstrap_ci
+from stats.discriminability import (
+    StrongWeakGap,
+    noise_aware_robust_cv,
+    sandbox_floor,
+    strong_weak_gap,
+    test_discrimination,
+)
+from stats.ranking import select_runs
+from stats.reliability import per_repeat_scores
+
+__all__ = ["DiscriminabilityThresholds", "EnvironmentDiscriminability", "DiscriminabilityAudit",
+           "run_discriminability_audit"]
+
+
+@dataclass(frozen=True)
+class DiscriminabilityThresholds:
+    """Limits of the discriminability audit (all overridable).
+
+    robust_cv : 0.3
+        A problem is duration-filterable when its robust CV >= this
+        (DESIGN.md; the published study's filter).
+    filterable_share_warn, filterable_share_fail : 0.25, 0.1
+        Share of filterable problems (lower is worse): the published isolated
+        service found 48.2 % of problems filterable.
+    noise_inflation_warn, noise_inflation_fail : 0.1, 0.25
+        Filterable share minus its noise-aware version: how much of the
+        "span" is repeat noise. The published local sandbox called 81.1 %
+        filterable against 48.2 % on the service (33 points of noise).
+    gap_warn, gap_fail : 50, 30
+        Strong-vs-weak gap in points (lower is worse). A perfect ordering of
+        12 references gives 75, pure noise 0.
+    near_floor_factor : 2
+        A test is near the floor when its reference median <= factor x floor.
+    near_floor_share_warn, near_floor_share_fail : 0.1, 0.3
+        Share of all optimization tests near the floor.
+    near_floor_problem_share : 0.5
+        A problem is flagged when at least this share of its tests is near
+        the floor (its ranks are mostly start-up noise).
+    """
+
+    robust_cv: float = 0.3
+    filterable_share_warn: float = 0.25
+    filterable_share_fail: float = 0.1
+    noise_inflation_warn: float = 0.1
+    noise_inflation_fail: float = 0.25
+    gap_warn: float = 50.0
+    gap_fail: float = 30.0
+    near_floor_factor: float = 2.0
+    near_floor_share_warn: float = 0.1
+    near_floor_share_fail: float = 0.3
+    near_floor_problem_share: float = 0.5
+
+    def __post_init__(self):
+        for f in fields(self):
+            if not np.isfinite(getattr(self, f.name)):
+                raise ValueError(f"DiscriminabilityThresholds.{f.name} must be a finite number")
+        if self.filterable_share_warn < self.filterable_share_fail or self.gap_warn < self.gap_fail:
+            raise ValueError("DiscriminabilityThresholds: for lower-is-worse metrics warn must be >= fail")
+        if self.noise_inflation_warn > self.noise_inflation_fail or self.near_floor_share_warn > self.near_floor_share_fail:
+            raise ValueError("DiscriminabilityThresholds: for higher-is-worse metrics warn must be <= fail")
+        if self.near_floor_factor <= 0 or not 0 < self.near_floor_problem_share <= 1:
+            raise ValueError("DiscriminabilityThresholds: near_floor_factor > 0 and near_floor_problem_share in (0, 1]")
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class EnvironmentDiscriminability:
+    """Discriminability of one environment.
+
+    ``problems``: one row per problem (``problem, n_tests, median_s,
+    robust_cv, filterable, noise_share, noise_aware_robust_cv,
+    filterable_noise_aware, n_near_floor, near_floor_share, near_floor, gap``).
+    ``tests``: per-test discrimination (:func:`stats.discriminability.test_discrimination`).
+    """
+
+    environment: str
+    campaign: str | None
+    floor_s: float
+    floor_source: str
+    filterable_share: Interval
+    filterable_share_noise_aware: Interval
+    median_robust_cv: Interval
+    median_noise_aware_robust_cv: Interval
+    gap: StrongWeakGap
+    near_floor_test_share: float
+    problems: pd.DataFrame = field(repr=False)
+    tests: pd.DataFrame = field(repr=False)
+    method: str = "iqr"
+
+    @property
+    def flagged_problems(self) -> list[str]:
+        return self.problems.loc[self.problems["near_floor"], "problem"].astype(str).tolist()
+
+    def to_dict(self) -> dict:
+        problems = {}
+        for row in self.problems.itertuples(index=False):
+            problems[str(row.problem)] = {
+                "n_tests": row.n_tests, "robust_cv": row.robust_cv, "filterable": row.filterable,
+                "noise_aware_robust_cv": row.noise_aware_robust_cv,
+                "filterable_noise_aware": row.filterable_noise_aware,
+                "near_floor_share": row.near_floor_share, "near_floor": row.near_floor, "gap": row.gap}
+        return to_jsonable({
+            "campaign": self.campaign,
+            "n_problems": len(self.problems),
+            "robust_cv_method": self.method,
+            "filterable_share": self.filterable_share.estimate,
+            "filterable_share_noise_aware": self.filterable_share_noise_aware.estimate,
+            "median_robust_cv": self.median_robust_cv.estimate,
+            "median_noise_aware_robust_cv": self.median_noise_aware_robust_cv.estimate,
+            "strong_weak_gap": self.gap.gap.estimate,
+            "strong_weak_gap_independent": self.gap.independent,
+            "floor_s": self.floor_s,
+            "floor_source": self.floor_source,
+            "near_floor_test_share": self.near_floor_test_share,
+            "near_floor_problems": self.flagged_problems,
+            "intervals": {
+                "filterable_share": self.filterable_share.to_dict(),
+                "filterable_share_noise_aware": self.filterable_share_noise_aware.to_dict(),
+                "median_robust_cv": self.median_robust_cv.to_dict(),
+                "median_noise_aware_robust_cv": self.median_noise_aware_robust_cv.to_dict(),
+                "strong_weak_gap": self.gap.gap.to_dict(),
+            },
+            "problems": problems,
+        })
+
+    def headline(self) -> dict:
+        return {
+            "environment": self.environment, "campaign": self.campaign, "n_problems": len(self.problems),
+            "filterable_share": self.filterable_share.estimate,
+            "filterable_share_noise_aware": self.filterable_share_noise_aware.estimate,
+            "median_robust_cv": self.median_robust_cv.estimate,
+            "median_noise_aware_robust_cv": self.median_noise_aware_robust_cv.estimate,
+            "strong_weak_gap": self.gap.gap.estimate,
+            "strong_weak_gap_low": self.gap.gap.low, "strong_weak_gap_high": self.gap.gap.high,
+            "floor_s": self.floor_s, "near_floor_test_share": self.near_floor_test_share,
+            "n_near_floor_problems": len(self.flagged_problems),
+        }
+
+
+@dataclass(frozen=True)
+class DiscriminabilityAudit:
+    """Discriminability of every environment of a corpus, side by side, with findings."""
+
+    environments: dict[str, EnvironmentDiscriminability]
+    findings: tuple[Finding, ...]
+    thresholds: DiscriminabilityThresholds = field(default_factory=DiscriminabilityThresholds)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per environment with the headline metrics."""
+        return pd.DataFrame([env.headline() for env in self.environments.values()])
+
+    def to_dict(self) -> dict:
+        return to_jsonable({
+            "audit": "discriminability",
+            "environments": {name: env.to_dict() for name, env in self.environments.items()},
+            "findings": [f.to_dict() for f in self.findings],
+            "thresholds": self.thresholds.to_dict(),
+        })
+
+    def summary(self) -> str:
+        frame = self.to_frame()
+        cols = ["environment", "n_problems", "filterable_share", "filterable_share_noise_aware", "median_robust_cv",
+                "strong_weak_gap", "floor_s", "near_floor_test_share", "n_near_floor_problems"]
+        table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
+        return f"Discriminability audit\n{table}\n\nFindings\n{findings_table(self.findings)}"
+
+
+def _share(flags: np.ndarray, valid: np.ndarray, *, n_boot: int, seed: int) -> Interval:
+    values = np.where(valid, flags.astype(float), np.nan)
+    return bootstrap_ci(values, n_boot=n_boot, seed=seed)
+
+
+def _environment(rows: pd.DataFrame, floors: pd.DataFrame, env: str, campaign: str | None, *, floor_s: float | None,
+                 t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int) -> EnvironmentDiscriminability:
+    chosen = campaign_for(rows.loc[(rows["role"] != "floor").to_numpy()] if "role" in rows.columns else rows,
+                          campaign)
+    run = select_runs(rows, campaign=chosen)
+    if floor_s is not None:
+        floor, source = float(floor_s), "given"
+    else:
+        match = floors.loc[(floors["environment"].astype(str) == env).to_numpy()
+                           & (floors["campaign"].astype(str) == str(chosen)).to_numpy()] if len(floors) else floors
+        floor, source = (float(match["floor_s"].iloc[0]), "floor rows") if len(match) else (math.nan, "none")
+    if "role" in run.columns:
+        run = run.loc[(run["role"] != "floor").to_numpy()]
+    tests = test_discrimination(run, floor_s=floor, factor=t.near_floor_factor)
+    problems = noise_aware_robust_cv(tests, method=method, threshold=t.robust_cv)
+    p_str = problems["problem"].astype(str).to_numpy()
+    t_str = tests["problem"].astype(str).to_numpy()
+    near = pd.Series(tests["near_floor"].to_numpy(dtype=float), index=t_str).groupby(level=0, sort=False).agg(
+        ["sum", "size"])  # one groupby over <= 10^5 tests: cheap, no per-problem Python loop
+    n_near = near["sum"].reindex(p_str).to_numpy()
+    problems["n_near_floor"] = n_near if np.isfinite(floor) else np.nan
+    problems["near_floor_share"] = (n_near / near["size"].reindex(p_str).to_numpy()) if np.isfinite(floor) else np.nan
+    problems["near_floor"] = np.nan_to_num(problems["near_floor_share"].to_numpy(dtype=float), nan=-1.0) \
+        >= t.near_floor_problem_share
+    gap = strong_weak_gap(per_repeat_scores(run, roles=("reference",)), n_boot=n_boot, seed=seed)
+    gap_lookup = pd.Series(gap.per_problem["gap"].to_numpy(dtype=float),
+                           index=gap.per_problem["problem"].astype(str).to_numpy()) if len(gap.per_problem) else \
+        pd.Series(dtype=float)
+    problems["gap"] = gap_lookup.reindex(p_str).to_numpy()
+    rcv = problems["robust_cv"].to_numpy(dtype=float)
+    valid = np.isfinite(rcv)
+    near_share = float(np.mean(tests["near_floor"].to_numpy(dtype=float))) if np.isfinite(floor) and len(tests) \
+        else math.nan
+    return EnvironmentDiscriminability(
+        environment=env, campaign=chosen, floor_s=floor, floor_source=source,
+        filterable_share=_share(problems["filterable"].to_numpy(), valid, n_boot=n_boot, seed=seed),
+        filterable_share_noise_aware=_share(problems["filterable_noise_aware"].to_numpy(), valid, n_boot=n_boot,
+                                            seed=seed),
+        median_robust_cv=bootstrap_ci(rcv, statistic=np.median, n_boot=n_boot, seed=seed),
+        median_noise_aware_robust_cv=bootstrap_ci(problems["noise_aware_robust_cv"].to_numpy(dtype=float),
+                                                  statistic=np.median, n_boot=n_boot, seed=seed),
+        gap=gap, near_floor_test_share=near_share, problems=problems, tests=tests, method=method)
+
+
+def _fmt(x: float, spec: str = ".3g") -> str:
+    return "undefined" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -> list[Finding]:
+    name = env.environment
+    out = []
+    fs = env.filterable_share
+    level = judge(fs.estimate, warn=t.filterable_share_warn, fail=t.filterable_share_fail, higher_is_worse=False)
+    out.append(Finding(level, "filterable_share", fs.estimate,
+                       f"warn <= {t.filterable_share_warn}, fail <= {t.filterable_share_fail}",
+                       (f"{fs.estimate:.1%} [{_fmt(fs.low, '.1%')}, {_fmt(fs.high, '.1%')}] of {fs.n} problems have "
+                        f"robust CV >= {t.robust_cv} across their optimization tests"
+                        if np.isfinite(fs.estimate) else "no problem has >= 2 optimization tests with a reference pool")
+                       + ("" if level == "pass" else
+                          "; few problems' tests span a useful workload range: add larger optimization tests "
+                          "(published service: 48.2 % filterable)"), name))
+    na = env.filterable_share_noise_aware.estimate
+    inflation = fs.estimate - na if np.isfinite(fs.estimate) and np.isfinite(na) else math.nan
+    level = judge(inflation, warn=t.noise_inflation_warn, fail=t.noise_inflation_fail)
+    out.append(Finding(level, "noise_inflated_filterable_share", inflation,
+                       f"warn >= {t.noise_inflation_warn}, fail >= {t.noise_inflation_fail}",
+                       f"filterable share {_fmt(fs.estimate, '.1%')} vs {_fmt(na, '.1%')} after discounting the "
+                       "spread repeat noise alone produces"
+                       + ("" if level == "pass" else "; part of the apparent workload span is timing noise "
+                          "(published: local 81.1 % vs service 48.2 %): filter problems in a quiet environment"),
+                       name))
+    gap = env.gap.gap
+    level = judge(gap.estimate, warn=t.gap_warn, fail=t.gap_fail, higher_is_worse=False)
+    out.append(Finding(level, "strong_weak_gap", gap.estimate, f"warn <= {t.gap_warn}, fail <= {t.gap_fail}",
+                       (f"slowest minus fastest quartile of references: {gap.estimate:.1f} "
+                        f"[{_fmt(gap.low, '.1f')}, {_fmt(gap.high, '.1f')}] points over {gap.n} problems "
+                        "(quartiles from even repeats, scores from odd ones)"
+                        if np.isfinite(gap.estimate) else
+                        "undefined: needs >= 2 repeats (independent quartiles) and >= 2 references per problem")
+                       + ("" if level == "pass" or not np.isfinite(gap.estimate) else
+                          "; the tests barely separate fast from slow references: add workload-heavy tests, "
+                          "reduce noise"), name))
+    share = env.near_floor_test_share
+    flagged = env.flagged_problems
+    level = judge(share, warn=t.near_floor_share_warn, fail=t.near_floor_share_fail)
+    if not np.isfinite(env.floor_s):
+        msg = "no sandbox floor: the corpus has no 'floor' rows for this run; time an empty program or pass floor_s"
+    else:
+        shown = ", ".join(flagged[:5]) + (" ..." if len(flagged) > 5 else "")
+        msg = (f"{share:.1%} of optimization tests have a reference median <= {t.near_floor_factor:g}x the floor "
+               f"({env.floor_s * 1000:.3g} ms, {env.floor_source}); {len(flagged)} problem(s) with >= "
+               f"{t.near_floor_problem_share:.0%} such tests" + (f": {shown}" if flagged else "")
+               + ("" if level == "pass" else "; their ranks are start-up noise: drop those tests or make them larger"))
+    out.append(Finding(level, "near_floor_test_share", share,
+                       f"warn >= {t.near_floor_share_warn}, fail >= {t.near_floor_share_fail}", msg, name))
+    return out
+
+
+def run_discriminability_audit(
+    corpus: pd.DataFrame,
+    *,
+    floor_s: float | None = None,
+    campaign: str | None = None,
+    thresholds: DiscriminabilityThresholds | None = None,
+    method: str = "iqr",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> DiscriminabilityAudit:
+    """Run the discriminability audit on every environment of ``corpus``.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A normalised timing corpus.
+    floor_s : float, optional
+        The sandbox floor in seconds; default: median of the run's ``floor``
+        rows (NaN, with a warning finding, when there are none).
+    campaign : str, optional
+        Campaign whose pool is used (default: each environment's first).
+    thresholds : DiscriminabilityThresholds, optional
+    method : {"iqr", "mad"}
+        Robust CV variant.
+    n_boot, seed : bootstrap over problems.
+
+    Examples
+    --------
+    >>> from audits.synthetic import synthesize
+    >>> audit = run_discriminability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
+    >>> audit.to_dict()["environments"]["quiet"]["problems"]["p0000"]["filterable"] in (True, False)
+    True
+    """
+    thresholds = thresholds or DiscriminabilityThresholds()
+    if method not in ("iqr", "mad"):
+        raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
+    if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
+        raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
+    if campaign is not None:
+        present = set(map(str, pd.unique(corpus["campaign"].astype(object))))
+        if campaign not in present:
+            raise ValueError(f"campaign {campaign!r} is not in the corpus; campaigns: {sorted(present)}")
+    floors = sandbox_floor(corpus)
+    envs: dict[str, EnvironmentDiscriminability] = {}
+    findings: list[Finding] = []
+    for env in environments_of(corpus):
+        rows = select_runs(corpus, environment=env)
+        result = _environment(rows, floors, env, campaign, floor_s=floor_s, t=thresholds, method=method,
+                              n_boot=n_boot, seed=seed)
+        envs[env] = result
+        findings.extend(_findings(result, thresholds))
+    return DiscriminabilityAudit(envs, tuple(findings), thresholds)
