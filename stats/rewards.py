@@ -756,6 +756,8 @@ def reward(
     >>> reward([1, 1, 0], [1, 0, 1], scheme="additive", lam=0.25).tolist()
     [1.0, -0.5, 0.5]
     """
+    if scheme not in REWARD_SCHEMES:
+        raise ValueError(f"unknown reward scheme {scheme!r}; use one of {', '.join(REWARD_SCHEMES)}")
     c = np.asarray(c, dtype=bool)
     g = np.asarray(g, dtype=bool)
     if c.shape != g.shape:
