@@ -42,6 +42,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from audits.languages import Program
 
 __all__ = [
@@ -153,6 +155,39 @@ def _token_matches(out: bytes, ans: bytes, *, case_sensitive: bool, abs_tol, rel
     return f"expected {_show(ans)}, got {_show(out)}"
 
 
+def _first_mismatch(out_tokens: list[bytes], ans_tokens: list[bytes], *, case_sensitive: bool, abs_tol,
+                    rel_tol) -> int | None:
+    """Index of the first token pair that does not match (over the common length), or None.
+
+    Vectorised for long numeric outputs: only tokens that differ as text are
+    parsed, and their tolerance test runs in numpy (same rule as _token_matches).
+    """
+    differ = [i for i, (o, a) in enumerate(zip(out_tokens, ans_tokens)) if o != a]
+    if differ and not case_sensitive:
+        differ = [i for i in differ if out_tokens[i].lower() != ans_tokens[i].lower()]
+    if not differ:
+        return None
+    if abs_tol is None and rel_tol is None:
+        return differ[0]
+    fullmatch = _FLOAT_RE.fullmatch
+    not_numeric = next((i for i in differ if not (fullmatch(ans_tokens[i]) and fullmatch(out_tokens[i]))), None)
+    numeric = [i for i in differ if not_numeric is None or i < not_numeric]
+    if numeric:
+        a = np.array([float(ans_tokens[i]) for i in numeric])
+        o = np.array([float(out_tokens[i]) for i in numeric])
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(o - a)
+            ok = np.zeros(len(numeric), dtype=bool)
+            if abs_tol is not None:
+                ok |= diff <= abs_tol
+            if rel_tol is not None:
+                ok |= diff <= rel_tol * np.abs(a)
+        failed = np.flatnonzero(~ok)
+        if failed.size:
+            return numeric[int(failed[0])]
+    return not_numeric
+
+
 def compare_tokens(output: bytes, answer: bytes, *, case_sensitive: bool = False,
                    space_change_sensitive: bool = False, float_absolute_tolerance: float | None = None,
                    float_relative_tolerance: float | None = None) -> tuple[bool, str]:
@@ -228,12 +263,12 @@ def compare_tokens(output: bytes, answer: bytes, *, case_sensitive: bool = False
             return True, "accepted"
     elif out_tokens == ans_tokens:
         return True, "accepted"
-    for i, (o, a) in enumerate(zip(out_tokens, ans_tokens), start=1):
-        if o is a or o == a:
-            continue
-        why = _token_matches(o, a, case_sensitive=case_sensitive, abs_tol=abs_tol, rel_tol=rel_tol)
-        if why is not None:
-            return False, f"token {i}: {why}"
+    first_bad = _first_mismatch(out_tokens, ans_tokens, case_sensitive=case_sensitive, abs_tol=abs_tol,
+                                rel_tol=rel_tol)
+    if first_bad is not None:
+        why = _token_matches(out_tokens[first_bad], ans_tokens[first_bad], case_sensitive=case_sensitive,
+                             abs_tol=abs_tol, rel_tol=rel_tol)
+        return False, f"token {first_bad + 1}: {why}"
     if len(out_tokens) > len(ans_tokens):
         return False, (f"extra output: {len(out_tokens)} tokens, expected {len(ans_tokens)} "
                        f"(token {len(ans_tokens) + 1} is {_show(out_tokens[len(ans_tokens)])})")

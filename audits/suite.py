@@ -6,7 +6,8 @@ This is the format of ICPC, Kattis, DOMjudge and BAPCtools archives::
         problem.yaml                 name, validation, validator_flags, limits
         data/sample/*.in, *.ans      sample tests (correctness)
         data/secret/**/*.in, *.ans   secret tests, optionally in nested groups
-        data/**/testdata.yaml        per-group output_validator_flags (optional)
+        data/**/testdata.yaml        per-group output_validator_flags / _args (optional;
+                                     test_group.yaml in the 2025-09 format)
         submissions/<verdict>/<file or folder>
         output_validators/<name>/    custom output validator (``validation: custom``)
         output_validator/            the same, in the 2023-07 layout
@@ -408,12 +409,17 @@ def _testdata_flags(data: Path) -> dict[str, tuple[str, ...] | None]:
     found: dict[str, tuple[str, ...] | None] = {}
     for dirpath, dirnames, filenames in os.walk(data):
         dirnames[:] = [d for d in dirnames if not _hidden(d)]
-        if "testdata.yaml" in filenames:
+        for config_name in ("test_group.yaml", "testdata.yaml"):  # 2025-09 name, then the legacy one
+            if config_name not in filenames:
+                continue
             rel = Path(dirpath).relative_to(data).as_posix()
             rel = "" if rel == "." else rel
-            cfg = _read_yaml(Path(dirpath) / "testdata.yaml", f"{Path(dirpath) / 'testdata.yaml'}")
-            value = cfg.get("output_validator_flags", cfg.get("output_validator_args"))
-            found[rel] = None if value is None else _flags_of(value, f"{dirpath}/testdata.yaml: output_validator_flags")
+            config_path = Path(dirpath) / config_name
+            cfg = _read_yaml(config_path, str(config_path.relative_to(data.parent)))
+            key = "output_validator_args" if "output_validator_args" in cfg else "output_validator_flags"
+            value = cfg.get(key)
+            found[rel] = None if value is None else _flags_of(value, f"{config_path.relative_to(data.parent)}: {key}")
+            break
     return found
 
 

@@ -105,6 +105,10 @@ def test_float_tolerance_absolute_or_relative_worked_example():
     assert compare_tokens(b"100.5", b"100", float_absolute_tolerance=1e-9, float_relative_tolerance=0.01)[0]
     # relative error is measured against the answer, not the output: |0 - 1e-7| <= rel*|1e-7| fails
     assert not compare_tokens(b"0", b"1e-7", float_relative_tolerance=0.5)[0]
+    # answer 1, output 1.9: |diff| = 0.9 > 0.5 * |1| (it would pass if measured against max(|a|, |o|) = 1.9)
+    assert not compare_tokens(b"1.9", b"1", float_relative_tolerance=0.5)[0]
+    assert not compare_tokens(b"1 1.9", b"1 1", float_relative_tolerance=0.5)[0]
+    assert compare_tokens(b"1.9", b"1", float_relative_tolerance=0.9)[0]
     ok, why = compare_tokens(b"1 2.5", b"1 2.0", float_absolute_tolerance=0.1)
     assert not ok and why.startswith("token 2: expected '2.0', got '2.5' (difference 0.5")
 

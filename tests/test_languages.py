@@ -133,7 +133,11 @@ def test_multi_file_submissions(tmp_path):
     (cpp / "lib.cpp").write_text('#include "lib.h"\nlong long twice(long long x){return 2*x;}\n')
     (cpp / "main.cpp").write_text('#include <cstdio>\n#include "lib.h"\nint main(){long long a;scanf("%lld",&a);'
                                   'printf("%lld\\n",twice(a));}\n')
-    assert _run(prepare(cpp, tmp_path / "build"), "21").stdout == b"42\n"
+    built = prepare(cpp, tmp_path / "build")
+    assert _run(built, "21").stdout == b"42\n"
+    # editing only a header is a new program (the cache key covers headers too)
+    (cpp / "lib.h").write_text("long long twice(long long);\n#define UNUSED 1\n")
+    assert prepare(cpp, tmp_path / "build").argv != built.argv
     ambiguous = tmp_path / "amb"
     ambiguous.mkdir()
     (ambiguous / "a.py").write_text("")

@@ -150,6 +150,12 @@ def test_broken_packages_are_listed_not_fatal(tmp_path):
                                      "output_validators/interactor/interactor.py": "", "data/sample/1.interaction": ""})
     write(tmp_path / "interactive2023", {"problem.yaml": "problem_format_version: 2023-07-draft\ntype: interactive\n",
                                          "data/sample/1.in": "1"})
+    write(tmp_path / "boolfind", {"problem.yaml": "problem_format_version: 2023-07-draft\ntype:\n  - pass-fail\n"
+                                                  "  - interactive\n", "data/sample/1.in": "1"})
+    write(tmp_path / "multipass", {"problem.yaml": "problem_format_version: 2025-09\ntype: multi-pass\n",
+                                   "data/sample/1.in": "1"})
+    write(tmp_path / "badtestdata", {"problem.yaml": "name: x\n", "data/secret/testdata.yaml": "a: [\n",
+                                     "data/secret/1.in": "1", "data/secret/1.ans": "1"})
     write(tmp_path / "weird", {"problem.yaml": "validation: fancy\n", "data/sample/1.in": "1"})
     write(tmp_path / "nodata", {"problem.yaml": "name: x\n"})
     write(tmp_path / "badflags", {"problem.yaml": "validator_flags: float_tolerance\n", "data/sample/1.in": "1"})
@@ -163,6 +169,9 @@ def test_broken_packages_are_listed_not_fatal(tmp_path):
     assert "limits.memory (MB) must be a number, got 'lots'" in reasons["badlimits"]
     assert reasons["interactive"].startswith("interactive problem")
     assert reasons["interactive2023"].startswith("interactive problem")
+    assert reasons["boolfind"].startswith("interactive problem")
+    assert reasons["multipass"] == "problem type multi-pass is not supported (only pass-fail and scoring batch problems)"
+    assert reasons["badtestdata"].startswith("data/secret/testdata.yaml is not valid YAML")
     assert "unknown validation 'fancy'" in reasons["weird"]
     assert reasons["nodata"].startswith("no data/ folder")
     assert "validator_flags" in reasons["badflags"] and "needs a number" in reasons["badflags"]
@@ -235,6 +244,22 @@ def test_validator_flags_from_problem_yaml_and_testdata_yaml(tmp_path):
     out.write_text("50.6")
     assert not problem.checker_for(t02).check(out, input_path=t02.input_path, answer_path=t02.answer_path,
                                               workdir=tmp_path)[0]
+
+
+def test_newer_formats_output_validator_args_and_test_group_yaml(tmp_path):
+    """BAPCtools / 2025-09 spell the flags output_validator_args and the group file test_group.yaml."""
+    write(tmp_path / "fltcmp", {
+        "problem.yaml": "problem_format_version: 2025-09\ntype: pass-fail\nname: {en: Float compare}\n",
+        "data/testdata.yaml": "output_validator_args: float_tolerance 1E-6\n",
+        "data/secret/strict/test_group.yaml": "output_validator_args: [float_absolute_tolerance, '1e-9', "
+                                              "float_relative_tolerance, '0']\n",
+        "data/secret/1.in": "", "data/secret/1.ans": "1.5\n",
+        "data/secret/strict/2.in": "", "data/secret/strict/2.ans": "1.5\n"})
+    (problem,) = load_suite(tmp_path).problems
+    assert problem.name == "Float compare" and problem.checker.flags == ("float_tolerance", "1E-6")
+    assert _check(problem, "secret/1", "1.5000001", tmp_path)[0]
+    assert not _check(problem, "secret/strict/2", "1.5000001", tmp_path)[0]
+    assert _check(problem, "secret/strict/2", "1.5000000000001", tmp_path)[0]
 
 
 PY_VALIDATOR = """import sys
