@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import math
 import os
 import resource
@@ -307,6 +308,12 @@ def _check_traversable(path: Path, uid: int) -> None:
     _traversable_ok.add(key)
 
 
+def _split_wait(wstatus: int) -> tuple[int | None, int | None]:
+    if os.WIFSIGNALED(wstatus):
+        return None, os.WTERMSIG(wstatus)
+    return os.WEXITSTATUS(wstatus), None
+
+
 def _decode_status(code: int | None, sig: int | None) -> str:
     if sig is not None:
         try:
@@ -314,6 +321,162 @@ def _decode_status(code: int | None, sig: int | None) -> str:
         except ValueError:
             return f"killed by signal {sig}"
     return f"exit {code}"
+
+
+# The launcher: a tiny C program between the runner and the measured program.
+#
+# Why hand-written (no library does this): the peak RSS that wait4 reports for a
+# process includes what it had *before* exec, and a child forked (or vforked) from
+# the runner starts as a copy of the runner (tens of MB with pandas loaded, GBs in a
+# Dask worker). A small launcher process forks the program itself, so the program's
+# pre-exec RSS is the launcher's (~1 MB), and reports the program's own rusage and
+# wall time (monotonic clock around fork and reap). It also applies the rlimits and
+# drops to the unprivileged uid in the child (no Python preexec_fn in a threaded
+# process), puts the program in its own process group, kills that whole group when
+# the program ends or when the runner sends it SIGTERM (wall limit, output cap) or
+# dies (PR_SET_PDEATHSIG), and reaps the program only after the group was killed, so
+# the group id cannot be reused while it is being signalled.
+_LAUNCHER_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t child = 0, reaped = 0, stop = 0;
+
+static void on_term(int sig) {
+    (void)sig;
+    stop = 1;
+    if (child > 0 && !reaped) kill(-child, SIGKILL);
+}
+
+static void say(int fd, const char *text) {
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t k = write(fd, text, n);
+        if (k < 0) { if (errno == EINTR) continue; return; }
+        text += k; n -= (size_t)k;
+    }
+}
+
+static int limit(int which, long long soft, long long hard) {
+    struct rlimit rl;
+    if (soft < 0) return 0;
+    rl.rlim_cur = (rlim_t)soft; rl.rlim_max = (rlim_t)hard;
+    return setrlimit(which, &rl);
+}
+
+/* sa-launch FD UID AS FSIZE NPROC CPU -- argv...   (-1 = leave unchanged) */
+int main(int argc, char **argv) {
+    char buf[256];
+    if (argc < 9 || strcmp(argv[7], "--") != 0) {
+        fprintf(stderr, "usage: sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...]\n");
+        return 125;
+    }
+    int fd = atoi(argv[1]);
+    long long uid = atoll(argv[2]), as = atoll(argv[3]), fsize = atoll(argv[4]);
+    long long nproc = atoll(argv[5]), cpu = atoll(argv[6]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    struct timespec t0, t1;
+    if (stop) return 125;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(buf, sizeof buf, "error fork: %s\n", strerror(errno));
+        say(fd, buf);
+        return 125;
+    }
+    if (pid == 0) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGTERM, &dfl, NULL);
+        setpgid(0, 0);
+        close(fd);
+        if (limit(RLIMIT_CORE, 0, 0) || limit(RLIMIT_AS, as, as) || limit(RLIMIT_FSIZE, fsize, fsize)
+            || limit(RLIMIT_NPROC, nproc, nproc) || limit(RLIMIT_CPU, cpu, cpu < 0 ? cpu : cpu + 1)) {
+            fprintf(stderr, "sa-launch: setrlimit: %s\n", strerror(errno));
+            _exit(126);
+        }
+        if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid))) {
+            fprintf(stderr, "sa-launch: cannot switch to uid %lld: %s\n", uid, strerror(errno));
+            _exit(126);
+        }
+        execvp(argv[8], argv + 8);
+        fprintf(stderr, "sa-launch: cannot execute %s: %s\n", argv[8], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    child = pid;
+    if (stop) kill(-pid, SIGKILL);   /* SIGTERM arrived while forking */
+    snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
+    say(fd, buf);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
+        if (errno != EINTR) { snprintf(buf, sizeof buf, "error waitid: %s\n", strerror(errno)); say(fd, buf); return 125; }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    kill(-pid, SIGKILL);             /* stray descendants in its group; the zombie keeps the id reserved */
+    int status = 0;
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0) {
+        if (errno != EINTR) { snprintf(buf, sizeof buf, "error wait4: %s\n", strerror(errno)); say(fd, buf); return 125; }
+    }
+    reaped = 1;
+    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld\n", status, wall,
+             (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+             (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss);
+    say(fd, buf);
+    return 0;
+}
+"""
+_LAUNCHER: dict[str, str | None] = {}
+_LAUNCHER_LOCK = threading.Lock()
+
+
+def launcher_path() -> str | None:
+    """The compiled launcher (built once per machine into the cache), or None without a C compiler.
+
+    Cache: ``$SPEEDAUDIT_CACHE`` or ``$XDG_CACHE_HOME/speedaudit`` or ``~/.cache/speedaudit``.
+    """
+    with _LAUNCHER_LOCK:
+        if "path" in _LAUNCHER:
+            return _LAUNCHER["path"]
+        compiler = shutil.which("cc") or shutil.which("gcc")
+        digest = hashlib.sha256(_LAUNCHER_C.encode()).hexdigest()[:16]
+        base = os.environ.get("SPEEDAUDIT_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "speedaudit")
+        target = Path(base) / f"sa-launch-{digest}"
+        path = None
+        if target.is_file() and os.access(target, os.X_OK):
+            path = str(target)
+        elif compiler:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+                src = Path(tmp) / "sa-launch.c"
+                src.write_text(_LAUNCHER_C)
+                exe = Path(tmp) / "sa-launch"
+                done = subprocess.run([compiler, "-O2", "-o", str(exe), str(src)], capture_output=True)
+                if done.returncode == 0:
+                    os.replace(exe, target)
+                    path = str(target)
+        _LAUNCHER["path"] = path
+        return path
 
 
 class Sandbox:
@@ -385,28 +548,48 @@ class Sandbox:
             os.chmod(scratch, 0o700)
             _check_traversable(workdir, uid)
         cmd = self.command(argv, scratch=scratch, stdin_path=stdin_path, limits=limits, uid=uid)
-        rlimits = limits.rlimits() if self.confine else []
+        confine = self.confine
+        launcher = launcher_path()
+        popen = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=scratch, env=self.environment(scratch),
+                     start_new_session=True, close_fds=True)
+        report = None
+        if launcher is not None:
+            report, w = os.pipe()
+            lim = limits if confine else None
+            cpu = max(1, math.ceil(lim.cpu_s)) if lim is not None and lim.cpu_s is not None else -1
+            cmd = [launcher, str(w), str(uid if uid is not None else -1),
+                   str(lim.memory_bytes if lim is not None and lim.memory_bytes is not None else -1),
+                   str(lim.file_bytes if lim is not None else -1), str(lim.nproc if lim is not None else -1),
+                   str(cpu), "--", *cmd]
+            popen["pass_fds"] = (w,)
+        else:  # no C compiler: rlimits and uid from Python (peak RSS then includes the runner's own)
+            rlimits = limits.rlimits() if confine else []
+            if rlimits:
+                def preexec():  # between fork and exec: only setrlimit calls
+                    for which, pair in rlimits:
+                        resource.setrlimit(which, pair)
+                popen["preexec_fn"] = preexec
+            if uid is not None and confine:
+                popen.update(user=uid, group=uid, extra_groups=[])
+        try:
+            with open(stdin_path, "rb") as stdin, open(stdout_path, "wb") as out:
+                os.chmod(stdout_path, 0o600)
+                t0 = time.monotonic()
+                try:
+                    proc = subprocess.Popen(cmd, stdin=stdin, **popen)
+                except OSError as exc:
+                    return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
+                                     False, "", f"could not start {cmd[0]}: {exc}", self.name)
+                finally:
+                    if report is not None:
+                        os.close(w)
+                return self._watch(proc, t0, out, stdout_path, limits, report)
+        finally:
+            if report is not None:
+                os.close(report)
 
-        def preexec():  # runs in the child between fork and exec: only setrlimit calls
-            for which, pair in rlimits:
-                resource.setrlimit(which, pair)
-
-        extra = {}
-        if uid is not None:
-            extra = dict(user=uid, group=uid, extra_groups=[])
-        with open(stdin_path, "rb") as stdin, open(stdout_path, "wb") as out:
-            os.chmod(stdout_path, 0o600)
-            t0 = time.monotonic()
-            try:
-                proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        cwd=scratch, env=self.environment(scratch), start_new_session=True,
-                                        preexec_fn=preexec if rlimits else None, close_fds=True, **extra)
-            except OSError as exc:
-                return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
-                                 False, "", f"could not start {cmd[0]}: {exc}", self.name)
-            return self._watch(proc, t0, out, stdout_path, limits)
-
-    def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits) -> Execution:
+    def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits,
+               report: int | None) -> Execution:
         deadline = t0 + limits.wall_s
         pidfd = os.pidfd_open(proc.pid)
         sel = selectors.DefaultSelector()
@@ -414,27 +597,36 @@ class Sandbox:
         sel.register(out_fd, selectors.EVENT_READ, "out")
         sel.register(err_fd, selectors.EVENT_READ, "err")
         sel.register(pidfd, selectors.EVENT_READ, "exit")
+        if report is not None:
+            sel.register(report, selectors.EVENT_READ, "report")
         written = 0
         truncated = False
         err_tail = bytearray()
+        report_text = bytearray()
         killed = None  # "wall" | "output" when the runner killed it
+        kill_sent = 0.0
 
-        def kill_group():
+        def kill():
+            nonlocal kill_sent
+            kill_sent = time.monotonic()
             try:
-                os.killpg(proc.pid, _signal.SIGKILL)
+                if report is not None:
+                    proc.send_signal(_signal.SIGTERM)  # the launcher kills the program's group
+                else:
+                    os.killpg(proc.pid, _signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
-        def consume(fd) -> bool:
-            nonlocal written, truncated, err_tail
+        def consume(key) -> None:
+            nonlocal written, truncated
             try:
-                chunk = os.read(fd, _READ)
+                chunk = os.read(key.fd, _READ)
             except BlockingIOError:
-                return True
+                return
             if not chunk:
-                sel.unregister(fd)
-                return False
-            if fd == out_fd:
+                sel.unregister(key.fd)
+                return
+            if key.data == "out":
                 room = limits.output_bytes - written
                 if len(chunk) > room:
                     truncated = True
@@ -442,63 +634,79 @@ class Sandbox:
                 if chunk:
                     out.write(chunk)
                     written += len(chunk)
-            else:
-                err_tail += chunk
+            elif key.data == "err":
+                err_tail.extend(chunk)
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
-            return True
+            else:
+                report_text.extend(chunk)
 
         try:
             exited = False
-            while not exited and killed is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+            while not exited:
+                now = time.monotonic()
+                if killed is None and now >= deadline:
                     killed = "wall"
-                    kill_group()
-                    break
-                for key, _ in sel.select(remaining):
+                    kill()
+                elif killed is not None and report is not None and now - kill_sent > 2.0:
+                    os.killpg(proc.pid, _signal.SIGKILL)  # the launcher did not finish: kill it too
+                    kill_sent = now
+                wait = (deadline - now) if killed is None else 0.25
+                for key, _ in sel.select(max(wait, 0.0)):
                     if key.data == "exit":
                         exited = True
+                    elif key.data == "out" and truncated:
+                        sel.unregister(key.fd)  # over the cap: stop reading, the program is being killed
                     else:
-                        consume(key.fd)
-                        if truncated:
+                        consume(key)
+                        if truncated and killed is None:
                             killed = "output"
-                            kill_group()
-                            break
+                            kill()
             _, wstatus, usage = os.wait4(proc.pid, 0)
             t1 = time.monotonic()
             proc.returncode = os.waitstatus_to_exitcode(wstatus)
-            # Stray descendants (same process group) must not outlive the run.
-            kill_group()
+            if report is None:  # stray descendants (same process group) must not outlive the run
+                try:
+                    os.killpg(proc.pid, _signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             drain_until = time.monotonic() + 1.0
-            while len(sel.get_map()) > 1 and time.monotonic() < drain_until:
+            while any(k.data != "exit" for k in sel.get_map().values()) and time.monotonic() < drain_until:
                 for key, _ in sel.select(max(0.0, drain_until - time.monotonic())):
-                    if key.data != "exit" and not truncated:
-                        consume(key.fd)
-                    elif key.data != "exit":
+                    if key.data == "exit" or (key.data == "out" and truncated):
                         sel.unregister(key.fd)
-                if truncated:
-                    break
+                    else:
+                        consume(key)
         finally:
             sel.close()
             os.close(pidfd)
             proc.stdout.close()
             proc.stderr.close()
 
-        code = sig = None
-        if os.WIFSIGNALED(wstatus):
-            sig = os.WTERMSIG(wstatus)
-        else:
-            code = os.WEXITSTATUS(wstatus)
-        code, sig = self._translate_exit(code, sig)
+        wall = t1 - t0
         cpu = usage.ru_utime + usage.ru_stime
         rss = int(usage.ru_maxrss)
+        launcher_error = None
+        if report is not None:
+            done = [line.split() for line in report_text.decode(errors="replace").splitlines()]
+            final = next((d for d in done if d and d[0] == "done"), None)
+            failed = next((" ".join(d[1:]) for d in done if d and d[0] == "error"), None)
+            if final is not None:
+                wstatus = int(final[1])
+                wall = int(final[2]) / 1e9
+                cpu = (int(final[3]) + int(final[4])) / 1e6
+                rss = int(final[5])
+            else:
+                launcher_error = failed or (f"the launcher ended without a report "
+                                            f"({_decode_status(*_split_wait(wstatus))})")
+        code, sig = _split_wait(wstatus)
+        code, sig = self._translate_exit(code, sig)
         tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
         status, reason = _classify(code, sig, killed, cpu, rss, tail, limits)
-        failure = self._sandbox_failure(code, sig, tail)
+        failure = self._sandbox_failure(code, sig, tail) or launcher_error
         if failure and killed is None:
             status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
-        return Execution(status, t1 - t0, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
+        return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
                          self.name)
 
     def _translate_exit(self, code, sig):
