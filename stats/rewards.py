@@ -571,25 +571,22 @@ def _scoped_limits(refs, pools, tests, limit: Limit) -> np.ndarray:
 
 
 def _aggregated_q(frame: pd.DataFrame, pools: pd.DataFrame, name: str, by: list[str],
-                  base: pd.DataFrame) -> np.ndarray:
-    """q of another aggregator: within-problem reference percentile of its score / 100, aligned to ``base``."""
+                  base: pd.DataFrame, floor_s: float | None) -> np.ndarray:
+    """q of another aggregator, aligned to ``base``'s units.
+
+    q = (within-problem percentile of the unit's score among the correct
+    references' scores of the same ``by`` group minus the solution, i.e. the same
+    repeat when scoring per repeat; leave-self-out) / 100.
+    """
     from stats import aggregation  # lazy: see available_aggregators()
 
-    scores = aggregation.aggregate(frame, pools, name=name, by=by)
-    lookup = _row_lookup(base, scores.reset_index(drop=True), by)
-    role_ok = np.ones(len(scores), dtype=bool)
-    # Reference mask of the score rows: read role/correct from base through the inverse lookup.
-    back = _row_lookup(scores.reset_index(drop=True), base, by)
-    if "role" in base.columns:
-        role_ok &= np.where(back >= 0, base["role"].astype(object).to_numpy()[np.maximum(back, 0)] == "reference",
-                            False)
-    if "correct" in base.columns:
-        role_ok &= np.where(back >= 0, base["correct"].to_numpy(dtype=bool)[np.maximum(back, 0)], False)
-    groups = tuple(k for k in by if k != "solution")
-    pct = aggregation.reference_percentile(scores, score="score", by=groups, reference_mask=role_ok)
+    table = aggregation.aggregate(frame, pools, name=name, by=by, floor_s=floor_s).reset_index(drop=True)
+    groups = [k for k in by if k != "solution"]
+    pct = np.asarray(aggregation.reference_percentile(table, score="score", by=groups), dtype=float)
+    row = _row_lookup(base, table, by) if len(table) else np.full(len(base), -1)
     q = np.full(len(base), np.nan)
-    found = lookup >= 0
-    q[found] = np.asarray(pct, dtype=float)[lookup[found]] / 100.0
+    found = row >= 0
+    q[found] = pct[row[found]] / 100.0
     return q
 
 
@@ -636,8 +633,13 @@ def apply_environment(
     missing = [c for c in ("problem", "test", "solution", "duration_s", "status") if c not in runs.columns]
     if missing:
         raise ValueError(f"apply_environment: the executions lack column(s) {missing}")
+    floor_s = None
     if "role" in runs.columns:
-        runs = runs.loc[(runs["role"] != "floor").to_numpy()]
+        is_floor = (runs["role"] == "floor").to_numpy()
+        if is_floor.any() and env.post.aggregator != "mean_pct":
+            floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
+            floor_s = float(np.median(floor_d[np.isfinite(floor_d)])) if np.isfinite(floor_d).any() else None
+        runs = runs.loc[~is_floor]
     pools = reference_pools(runs)
     tests = _test_table(runs, pools)
     tests["kept"] = _filter_tests(tests, env.pre)
@@ -687,7 +689,7 @@ def apply_environment(
     hard = (kind == "optimization") & (frame["status"].astype(object).to_numpy() != "ok")
     scores["hard_fail"] = np.bincount(codes, weights=hard.astype(float), minlength=n_units) > 0
     if env.post.aggregator != "mean_pct":
-        q = _aggregated_q(frame, pools, env.post.aggregator, by, scores)
+        q = _aggregated_q(frame, pools, env.post.aggregator, by, scores, floor_s)
         scores["q"] = q
         scores["g"] = (q <= env.post.tau / 100.0) & ~scores["hard_fail"].to_numpy()
     if len(scores) < len(units):

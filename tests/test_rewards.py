@@ -355,3 +355,23 @@ def test_environment_rewards_per_unit(runs):
     c, g = scores["c"].to_numpy(), scores["g"].to_numpy()
     assert np.array_equal(r == 1, c & g) and np.array_equal(r == -1, ~c) and np.array_equal(r == 0, c & ~g)
     assert "repeat" not in scores.columns
+
+
+def test_other_aggregator_q_is_the_reference_percentile_of_its_score(runs):
+    """worst_pct by brute force: max per-test percentile, ranked among the correct references of
+    the same problem and repeat (leave-self-out, tie-averaged)."""
+    env = Environment.from_dict({"name": "w", "post": {"aggregator": "worst_pct", "tau": 40}})
+    got = apply_environment(runs, env).scores.set_index(["problem", "solution", "repeat"]).sort_index()
+    rows = runs[runs["role"] != "floor"]
+    table = percentile_table(rows, per_repeat=True, pools=reference_pools(rows))
+    table = table[table["test_kind"] == "optimization"]
+    worst = table.groupby(["problem", "solution", "repeat"], observed=True)["percentile"].max()
+    units = table.groupby(["problem", "solution", "repeat"], observed=True)[["role", "correct"]].first()
+    for (problem, solution, repeat), score in worst.items():
+        peers = [(s, v) for (p, s, r), v in worst.items() if p == problem and r == repeat and s != solution
+                 and units.loc[(p, s, r), "role"] == "reference" and units.loc[(p, s, r), "correct"]]
+        values = np.array([v for _, v in peers])
+        expected = ((values < score).sum() + 0.5 * (values == score).sum()) / len(values)
+        assert got.loc[(problem, solution, repeat), "q"] == pytest.approx(expected)
+    hard = got["hard_fail"].to_numpy()
+    assert np.array_equal(got["g"].to_numpy(), (got["q"].to_numpy() <= 0.4) & ~hard)
