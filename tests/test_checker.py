@@ -277,3 +277,19 @@ def test_checker_construction_is_validated(tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_checkers_survive_pickling_for_remote_workers(tmp_path):
+    """Campaigns ship checkers to Dask workers by pickle; the parsed options must come along."""
+    import pickle
+
+    default = OutputChecker.default("float_relative_tolerance 0.5 case_sensitive")
+    clone = pickle.loads(pickle.dumps(default))
+    assert clone == default and clone.options == default.options
+    (tmp_path / "a").write_text("1\nX")
+    (tmp_path / "o").write_text("1.4 x")
+    kw = dict(input_path=tmp_path / "i", answer_path=tmp_path / "a", workdir=tmp_path)
+    assert clone.check(tmp_path / "o", **kw) == default.check(tmp_path / "o", **kw) == \
+        (False, "token 2: expected 'X', got 'x'")
+    custom = OutputChecker.custom(prepare(_write(tmp_path / "v.py", "import sys; sys.exit(42)"), tmp_path / "b"))
+    assert pickle.loads(pickle.dumps(custom)).check(tmp_path / "o", **kw) == (True, "accepted")
