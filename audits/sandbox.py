@@ -590,7 +590,9 @@ class Sandbox:
 
     def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits,
                report: int | None) -> Execution:
-        deadline = t0 + limits.wall_s
+        # With the launcher the clock starts when it reports the fork (so the program gets
+        # its full wall_s); until then allow one extra second for the launcher to start.
+        deadline = t0 + limits.wall_s + (1.0 if report is not None else 0.0)
         pidfd = os.pidfd_open(proc.pid)
         sel = selectors.DefaultSelector()
         out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -639,6 +641,9 @@ class Sandbox:
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
             else:
+                if b"pid " in chunk and b"pid " not in report_text:
+                    nonlocal deadline
+                    deadline = time.monotonic() + limits.wall_s
                 report_text.extend(chunk)
 
         try:
