@@ -143,14 +143,15 @@ class FindingsDisplay:
                 f"padding:1px 6px;border-radius:4px'>{label}</span></td>"
                 f"<td>{html.escape(f.environment or '')}</td>"
                 f"<td><code>{html.escape(f.metric)}</code></td>"
-                f"<td style='text-align:right'>{html.escape(format_value(f.value))}</td>"
+                f"<td>{html.escape(format_value(f.value))}</td>"
                 f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
-                f"<td style='text-align:left'>{html.escape(f.message)}</td>"
+                f"<td>{html.escape(f.message)}</td>"
                 "</tr>")
         table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>environment</th><th>metric</th>"
-                 "<th>value</th><th>threshold</th><th style='text-align:left'>what it means / what to do</th>"
+                 "<th>value</th><th>threshold</th><th>what it means / what to do</th>"
                  "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-        return f"{head}<p class='sa-verdict'><b>{sentence}</b></p>{table}"
+        style = "<style>.sa-findings td, .sa-findings th {text-align: left !important;}</style>"
+        return f"{style}{head}<p class='sa-verdict'><b>{sentence}</b></p>{table}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self._repr_html_(), "text/plain": verdict_sentence(self.findings),
@@ -175,13 +176,29 @@ class Markdown:
         return self.text
 
 
-def show_figure(fig):
-    """Display a matplotlib Figure once in a notebook and close it (no duplicate inline copy)."""
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+def figure_png(fig, *, dpi: int = 110) -> bytes:
+    """PNG bytes of a matplotlib Figure (tight bounding box)."""
+    import io
 
-    display(fig)
-    plt.close(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def show_figure(fig, *, dpi: int = 110):
+    """Display a matplotlib Figure once, as a PNG, and close it.
+
+    The PNG is rendered here rather than by the notebook's inline backend: the plot modules select the
+    Agg backend, under which IPython has no figure formatter (the cell would show ``<Figure ...>``).
+    nbconvert turns the PNG into a data URI, so the HTML stays self-contained.
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    try:
+        display(Image(data=figure_png(fig, dpi=dpi), format="png"))
+    finally:
+        plt.close(fig)
 
 
 def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
@@ -196,7 +213,7 @@ def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
         "repeats": grouped["repeat"].max() + 1,
         "ok_share": grouped["status"].apply(lambda s: float((s.astype(object) == "ok").mean())),
     })
-    return out.reset_index()
+    return out
 
 
 def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> str:
@@ -214,3 +231,161 @@ def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> 
     return (f"**Corpus**: {len(corpus):,} executions from {files or 'memory'}: {n_problems:,} problems, "
             f"{n_solutions:,} (problem, solution) pairs, up to {int(body['repeat'].max()) + 1} repeats, "
             f"runs (environment/campaign): {run_text}.")
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+def calibration_fit_table(audit) -> pd.DataFrame:
+    """The fitted families of a calibration audit, best LOPO R² first, with CIs as text columns."""
+    fits = audit.fits
+    out = pd.DataFrame({
+        "family": fits["name"],
+        "formula": fits["formula"],
+        "LOPO R²": fits["lopo_r2"].astype(float),
+        "R² 95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
+        "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
+        "pairs": fits["n_pairs"],
+        "problems": fits["n_problems"],
+    })
+    return out.sort_values("LOPO R²", ascending=False, na_position="last").set_index("family")
+
+
+def describe_calibration(audit) -> str:
+    """What a calibration audit says: best family and its R², the affine map, agreement, rank agreement.
+
+    Every number comes from the audit (``fits``, ``params``, ``bland_altman``, ``spearman_*``), with
+    its bootstrap interval over problems and n.
+    """
+    pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
+    parts = [f"**{pair}**: {audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
+             f"{audit.pairing.n_problems} problems."]
+    if audit.best_family is None:
+        parts.append("No family could be validated (fewer than two problems pair up): collect both runs on the "
+                     "same problems.")
+        return " ".join(parts)
+    best = audit.fits.set_index("name").loc[audit.best_family]
+    r2 = float(best["lopo_r2"])
+    parts.append(f"The best family, **{audit.best_family}** (`{best['formula']}`), predicts held-out problems with "
+                 f"LOPO R² = {r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}] and a typical "
+                 f"error of ×{np.exp(float(best['lopo_log_rmse'])):.3f}.")
+    aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
+    if {"slope", "intercept_s"} <= set(aff.index):
+        a, b = aff.loc["slope"], aff.loc["intercept_s"]
+        parts.append(f"Affine map: {audit.target} ≈ {a['estimate']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}] × "
+                     f"{audit.source} + {b['estimate'] * 1000:.1f} ms [{b['ci_low'] * 1000:.1f}, "
+                     f"{b['ci_high'] * 1000:.1f}].")
+    ba = audit.bland_altman
+    if ba is not None:
+        parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
+                     f"{audit.source} one, and 95 % of single cells lie within ×{np.exp(ba.lower.estimate):.3f} .. "
+                     f"×{np.exp(ba.upper.estimate):.3f}.")
+    if audit.spearman_raw is not None:
+        text = (f"Scores against the stored pool rank re-run solutions like the fresh pool with Spearman ρ = "
+                f"{format_interval(audit.spearman_raw)}")
+        if audit.spearman_calibrated is not None:
+            text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
+        parts.append(text + ".")
+    if r2 <= audit.thresholds["lopo_r2"]["fail"]:
+        parts.append(f"**What to do**: {audit.source} cannot stand in for {audit.target}; time on {audit.target} "
+                     "itself (no calibration validates).")
+    elif any(f.level == "fail" for f in audit.findings):
+        parts.append(f"**What to do**: the map validates but the runs differ: calibrate the {audit.source} timings "
+                     f"with the {audit.calibration_family} map (`speedaudit calibrate`) before ranking against them.")
+    else:
+        parts.append(f"**What to do**: nothing; {audit.source} timings can be used for {audit.target} as they are "
+                     "or with the fitted map.")
+    return " ".join(parts)
+
+
+# --- reliability and discriminability ------------------------------------------------------------
+
+def _level_of(findings, environment: str, metric: str) -> str | None:
+    for f in findings:
+        if f.environment == environment and f.metric == metric:
+            return f.level
+    return None
+
+
+def reliability_table(audit) -> pd.DataFrame:
+    """Headline reliability metrics, one row per environment, CIs as text (from ``audit.to_frame()``)."""
+    rows = []
+    for name, env in audit.environments.items():
+        rows.append({
+            "environment": name, "campaign (pool)": env.campaign, "problems": env.n_problems,
+            "repeats": env.n_repeats,
+            "median repeat CV": format_interval(env.median_repeat_cv),
+            "median sd (ms)": format_interval(env.median_abs_sd_ms),
+            "mean rank range (points)": format_interval(env.drift.mean_range),
+            "mean rank sd (points)": format_interval(env.drift.mean_sd),
+            "worst rank range": format_value(env.drift.worst_range),
+            "ICC(A,1)": format_interval(env.icc_agreement),
+            "significant pairs": format_interval(env.significance.share),
+            "repeats needed": format_value(env.repeats_needed),
+        })
+    return pd.DataFrame(rows).set_index("environment")
+
+
+def describe_reliability(audit) -> str:
+    """One paragraph per environment: repeat CV, rank drift, ICC and repeats needed, with what to do."""
+    paragraphs = []
+    t = audit.thresholds
+    for name, env in audit.environments.items():
+        cv = env.median_repeat_cv
+        text = (f"**{name}**: the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+                f"cells of correct references; CI over problems), an absolute sd of "
+                f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
+                f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
+                f"(range over {env.n_repeats} repeats; worst {format_value(env.drift.worst_range)}), a within-problem "
+                f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
+                f"{format_interval(env.icc_agreement)}; "
+                f"{format_value(env.repeats_needed)} repeat(s) would give a per-problem score reliability of "
+                f"{env.target_reliability:g}.")
+        level = _level_of(audit.findings, name, "median_repeat_cv")
+        if cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_fail:
+            text += (f" **Too noisy** (fail at {t.repeat_cv_fail:g}): do not reward on single timings here; run "
+                     "fewer workers per machine, pin CPUs or take the median of several repeats.")
+        elif cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_warn:
+            text += f" **Noisy** (warn at {t.repeat_cv_warn:g}): use the median of repeats for rewards."
+        elif level is not None:
+            text += f" Repeatable at the {t.repeat_cv_warn:g} warn threshold."
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No environment had repeated reference timings."
+
+
+def discriminability_table(audit) -> pd.DataFrame:
+    """Headline discriminability metrics, one row per environment, CIs as text."""
+    rows = []
+    for name, env in audit.environments.items():
+        rows.append({
+            "environment": name, "campaign (pool)": env.campaign, "problems": len(env.problems),
+            "filterable share": format_interval(env.filterable_share),
+            "filterable (noise-aware)": format_interval(env.filterable_share_noise_aware),
+            "median robust CV": format_interval(env.median_robust_cv),
+            "strong-weak gap (points)": format_interval(env.gap.gap),
+            "floor (ms)": format_value(env.floor_s * 1000 if env.floor_s is not None else None),
+            "tests near floor": format_value(env.near_floor_test_share),
+            "problems near floor": len(env.flagged_problems),
+        })
+    return pd.DataFrame(rows).set_index("environment")
+
+
+def describe_discriminability(audit) -> str:
+    """One paragraph per environment: filterable share, strong-weak gap and the floor, with what to do."""
+    paragraphs = []
+    t = audit.thresholds
+    for name, env in audit.environments.items():
+        share = env.filterable_share
+        text = (f"**{name}**: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
+                f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
+                f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
+                f"repeat noise is discounted. The slowest quarter of references scores "
+                f"{format_interval(env.gap.gap)} points worse than the fastest quarter (strong-weak gap). The "
+                f"sandbox floor is {format_value(env.floor_s * 1000)} ms ({env.floor_source}); "
+                f"{format_value(env.near_floor_test_share * 100)} % of optimization tests have a reference median "
+                f"within {t.near_floor_factor:g}× of it.")
+        if env.flagged_problems:
+            shown = ", ".join(env.flagged_problems[:8]) + (" …" if len(env.flagged_problems) > 8 else "")
+            text += (f" Flagged problems (most tests near the floor: their ranks are start-up noise): {shown}. "
+                     "Enlarge their inputs or drop those tests from the speed score.")
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No environment had reference timings."

@@ -69,6 +69,55 @@ the details behind each verdict.
     code(LOAD),
 ]
 
+NOTEBOOKS["calibration"] = [
+    md("""
+# Calibration of stored reference timings
+
+Can timings from one run stand in for another? Two comparisons: a **stored campaign against a fresh
+one** in the same environment (do yesterday's reference timings still match today's service?), and
+**one environment against another** in the same campaign (can a quiet local sandbox stand in for a
+busy worker?). Each is paired per (problem, test, solution) on median durations and fitted with every
+family (multiplicative, affine, power, polynomial, Deming); validity is leave-one-problem-out R²
+pooled over all held-out problems (DESIGN.md, "Calibration").
+"""),
+    code(COMMON_PARAMETERS + '''stored_campaign = "quiet-a"  # source: the stored campaign ...
+fresh_campaign = "quiet-b"  # ... target: the fresh campaign
+campaign_environment = "quiet"  # environment in which the two campaigns are compared
+source_environment = "quiet"  # source environment ...
+target_environment = "busy"  # ... target environment
+environment_campaign = "quiet-a"  # campaign in which the two environments are compared
+calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}''', "parameters"),
+    code(IMPORTS + '''
+
+from audits.calibration import run_calibration_audit
+from audits.plots.calibration import bland_altman_plot, calibration_scatter
+from stats.ranking import select_runs'''),
+    code(LOAD),
+    md("## Stored campaign → fresh campaign"),
+    code('''stored = run_calibration_audit(
+    select_runs(corpus, environment=campaign_environment), source=stored_campaign, target=fresh_campaign,
+    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)
+narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_campaign} → {fresh_campaign}")'''),
+    code("narrative.Markdown(narrative.describe_calibration(stored))"),
+    code("narrative.calibration_fit_table(stored)"),
+    md("Every fitted family on the paired medians (log-log), against the identity:"),
+    code("narrative.show_figure(calibration_scatter(stored, seed=seed))"),
+    md("Bland-Altman on the log scale: the ratio of the two runs against their size, with the bias and "
+       "the 95 % limits of agreement (shaded: bootstrap CIs over problems):"),
+    code("narrative.show_figure(bland_altman_plot(stored, seed=seed))"),
+    md("## One environment → another"),
+    code('''across = run_calibration_audit(
+    select_runs(corpus, campaign=environment_campaign), source=source_environment, target=target_environment,
+    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)
+narrative.show_findings(across.findings, audit="calibration",
+                        title=f"{source_environment} → {target_environment}")'''),
+    code("narrative.Markdown(narrative.describe_calibration(across))"),
+    code("narrative.calibration_fit_table(across)"),
+    code("narrative.show_figure(calibration_scatter(across, seed=seed))"),
+    code("narrative.show_figure(bland_altman_plot(across, seed=seed))"),
+]
+
 
 def build(name: str, cells: list[dict]) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()

@@ -148,7 +148,7 @@ def test_describe_corpus_and_overview_count_the_corpus():
     text = narrative.describe_corpus(corpus, ["/x/a.parquet"])
     assert f"{len(corpus):,} executions" in text and "3 problems" in text and "15 (problem, solution)" in text
     assert "quiet/c0" in text and "busy/c0" in text and "`a.parquet`" in text
-    table = narrative.corpus_overview(corpus).set_index("environment")
+    table = narrative.corpus_overview(corpus).reset_index().set_index("environment")
     body = corpus[corpus["role"] != "floor"]
     for env in ("quiet", "busy"):
         sub = body[body["environment"] == env]
