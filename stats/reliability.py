@@ -136,6 +136,7 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
         mean = sums / n_ok
         ss = np.bincount(c_ok, weights=(d_ok - mean[c_ok]) ** 2, minlength=n)
         sd = np.where(n_ok >= 2, np.sqrt(ss / np.maximum(n_ok - 1, 1)), np.nan)
+        sd[sd <= 1e-12 * np.abs(mean)] = 0.0  # identical repeats: exact 0, not rounding residue
         cv = np.where(mean > 0, sd / mean, np.nan)
     out = executions.iloc[first_rows(codes, n)][by].reset_index(drop=True)
     out["n_runs"] = np.bincount(codes, minlength=n)
@@ -286,6 +287,7 @@ def rank_drift(scores: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.95,
     np.maximum.at(hi, codes, points)
     np.minimum.at(lo, codes, points)
     rng_ = hi - lo
+    sd[rng_ == 0] = 0.0  # identical repeats: exact 0, not rounding residue
     per = sc.iloc[first_rows(codes, n)][["problem", "solution"]].reset_index(drop=True)
     per["n_repeats"] = counts
     per["mean_score"] = mean
