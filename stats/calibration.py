@@ -753,7 +753,8 @@ def bootstrap_params(
     Least squares and Deming reuse per-problem sufficient statistics: a
     resample with multinomial counts w has A* = sum_p w_p A_p, b* = sum_p w_p b_p,
     solved for all resamples at once. Robust fits refit per resample
-    (at most ``min(n_boot, 200)`` resamples, on <= ``max_points`` pairs each).
+    (at most ``min(n_boot, 200)`` resamples, on <= ``min(max_points, 2000)``
+    pairs each: a cost cap, since no sufficient statistics exist).
 
     Returns
     -------
@@ -796,7 +797,8 @@ def bootstrap_params(
         for _ in range(min(n_boot, 200)):  # refit loop over resamples (no sufficient statistics exist)
             pick = rng.integers(0, n_groups, n_groups)
             rows = order[np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in pick])]
-            draws.append(_natural_params(family, _robust_natural(x[rows], y[rows], basis, robust, rng, max_points)))
+            draws.append(_natural_params(family, _robust_natural(x[rows], y[rows], basis, robust, rng,
+                                                                 min(max_points, 2000))))
         draws = np.array(draws)
     rows = []
     for i, name in enumerate(names):
