@@ -441,7 +441,15 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, n_largest: in
         base = data / top
         if not base.is_dir() or (top == "sample" and not include_samples):
             continue
-        for dirpath, dirnames, filenames in os.walk(base):
+        seen: set[str] = set()
+        data_real = os.path.realpath(data)
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=True):  # archives symlink shared data
+            real = os.path.realpath(dirpath)
+            # a folder seen before (linked twice), or a link up to data/ or above (a loop): not again
+            if real in seen or real == data_real or data_real.startswith(real + os.sep):
+                dirnames[:] = []
+                continue
+            seen.add(real)
             dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
             for fname in sorted(filenames):
                 if _hidden(fname) or not fname.endswith(".in"):
@@ -567,6 +575,9 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
                     skipped.append(Skipped(inp, f"output_validator_flags of group {group}: {exc}"))
                     continue
             tests.append(TestCase(pid, rel, inp, ans, kind, group, size, own))
+        if not tests:
+            where = "data/secret" if not include_samples else "data/sample or data/secret"
+            raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
         submissions = _collect_submissions(pid, root, skipped)
     except _Skip as exc:
         return None, (Skipped(root, str(exc)),)
@@ -635,6 +646,9 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
                             key=lambda p: p.name)
         suite_root = root
         if not any(_looks_like_package(p) for p in candidates):
+            if _looks_like_package(root):
+                raise SuiteError(f"{root}: looks like a problem package (it has data/ or submissions/) but has no "
+                                 f"problem.yaml; add one (it may be empty), or give the folder that holds packages")
             raise SuiteError(f"{root}: not a suite: no problem package in it (a package is a folder with "
                              f"problem.yaml, data/sample/, data/secret/ and submissions/)")
     if problems is not None:

@@ -182,6 +182,23 @@ def test_broken_packages_are_listed_not_fatal(tmp_path):
         assert f"{name}: {reason}" in text
 
 
+def test_symlinked_groups_and_problems_without_tests(tmp_path):
+    shared = write(tmp_path / "shared", {"big.in": "9 9 9\n", "big.ans": "27\n"})
+    basic_package(tmp_path / "suite" / "sum")
+    os.symlink(shared, tmp_path / "suite" / "sum" / "data" / "secret" / "linked")
+    os.symlink(tmp_path / "suite" / "sum" / "data", tmp_path / "suite" / "sum" / "data" / "secret" / "loop")
+    write(tmp_path / "suite" / "empty", {"problem.yaml": "name: e\n", "data/sample/1.in": "1"})
+    write(tmp_path / "suite" / "onlysamples", {"problem.yaml": "", "data/sample/1.in": "1", "data/sample/1.ans": "1"})
+    suite = load_suite(tmp_path / "suite", include_samples=False)
+    (problem,) = suite.problems
+    assert "secret/linked/big" in {t.name for t in problem.tests}
+    assert not any("loop" in t.name for t in problem.tests)  # a symlink loop is not followed forever
+    reasons = {s.path.name: s.reason for s in suite.skipped}
+    assert reasons["empty"] == "no tests: no NAME.in with NAME.ans under data/secret"
+    assert reasons["onlysamples"] == "no tests: no NAME.in with NAME.ans under data/secret"
+    assert [p.id for p in load_suite(tmp_path / "suite").problems] == ["onlysamples", "sum"]
+
+
 def test_single_package_path_and_not_a_suite(tmp_path):
     root = basic_package(tmp_path / "sum")
     suite = load_suite(root)
@@ -195,13 +212,19 @@ def test_single_package_path_and_not_a_suite(tmp_path):
         load_suite(tmp_path / "missing")
     with pytest.raises(SuiteError, match="not a folder"):
         load_suite(root / "problem.yaml")
+    (root / "problem.yaml").unlink()
+    with pytest.raises(SuiteError, match="looks like a problem package .* but has no problem.yaml"):
+        load_suite(root)
+
+
+ONE_TEST = {"data/secret/1.in": "1\n", "data/secret/1.ans": "1\n"}
 
 
 def test_limits_from_every_known_place(tmp_path):
-    write(tmp_path / "a", {"problem.yaml": "limits:\n  time_limit: 2.5\n  memory: 2048\n", "data/secret/1.in": "1"})
-    write(tmp_path / "b", {"problem.yaml": "name: b\n", ".timelimit": "3\n", "data/secret/1.in": "1"})
-    write(tmp_path / "c", {"problem.yaml": "", "domjudge-problem.ini": "timelimit='1.5'\n", "data/secret/1.in": "1"})
-    write(tmp_path / "d", {"problem.yaml": "limits:\n  time_multiplier: 5\n", "data/secret/1.in": "1"})
+    write(tmp_path / "a", {"problem.yaml": "limits:\n  time_limit: 2.5\n  memory: 2048\n", **ONE_TEST})
+    write(tmp_path / "b", {"problem.yaml": "name: b\n", ".timelimit": "3\n", **ONE_TEST})
+    write(tmp_path / "c", {"problem.yaml": "", "domjudge-problem.ini": "timelimit='1.5'\n", **ONE_TEST})
+    write(tmp_path / "d", {"problem.yaml": "limits:\n  time_multiplier: 5\n", **ONE_TEST})
     problems = {p.id: p for p in load_suite(tmp_path).problems}
     assert (problems["a"].time_limit_s, problems["a"].memory_limit_mb) == (2.5, 2048)
     assert problems["b"].time_limit_s == 3.0 and problems["c"].time_limit_s == 1.5
@@ -210,9 +233,9 @@ def test_limits_from_every_known_place(tmp_path):
 
 
 def test_name_from_latex_statement_and_language_map(tmp_path):
-    write(tmp_path / "a", {"problem.yaml": "source: NCPC\n", "data/secret/1.in": "1",
+    write(tmp_path / "a", {"problem.yaml": "source: NCPC\n", **ONE_TEST,
                            "problem_statement/problem.en.tex": "\\problemname{Alpha Centauri}\nText.\n"})
-    write(tmp_path / "b", {"problem.yaml": "name:\n  en: Bravo\n  sv: Brava\n", "data/secret/1.in": "1"})
+    write(tmp_path / "b", {"problem.yaml": "name:\n  en: Bravo\n  sv: Brava\n", **ONE_TEST})
     names = {p.id: p.name for p in load_suite(tmp_path).problems}
     assert names == {"a": "Alpha Centauri", "b": "Bravo"}
 
