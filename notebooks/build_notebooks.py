@@ -69,6 +69,52 @@ the details behind each verdict.
     code(LOAD),
 ]
 
+NOTEBOOKS["reliability"] = [
+    md("""
+# Sandbox reliability and discriminability
+
+Is this sandbox's timing repeatable, does it rank programs the same way twice, and do the tests
+separate fast from slow solutions? Every environment of the corpus is audited side by side
+(DESIGN.md, "Repeat CV", "Rank drift", "Robust CV"); intervals are bootstrap CIs over problems.
+"""),
+    code(COMMON_PARAMETERS + '''campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds''', "parameters"),
+    code(IMPORTS + '''
+
+from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+from audits.plots.reliability import (near_floor_shares, rank_drift_ranges, repeat_cv_distributions,
+                                      robust_cv_per_problem)
+from audits.reliability import ReliabilityThresholds, run_reliability_audit'''),
+    code(LOAD),
+    md("## Repeatability"),
+    code('''reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
+                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")'''),
+    code("narrative.Markdown(narrative.describe_reliability(reliability))"),
+    code("narrative.reliability_table(reliability)"),
+    md("Repeat CV (sd/mean of a cell's `ok` repeats) of every (problem, test, solution) cell, per "
+       "environment, with the warn and fail thresholds:"),
+    code("narrative.show_figure(repeat_cv_distributions(reliability, seed=seed))"),
+    md("Rank drift: each solution is scored once per repeat against a fixed pool; the peak-to-peak "
+       "range of its score (100·q) across repeats, per environment and per problem:"),
+    code("narrative.show_figure(rank_drift_ranges(reliability, seed=seed))"),
+    md("## Discriminability"),
+    code('''discriminability = run_discriminability_audit(
+    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
+    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")'''),
+    code("narrative.Markdown(narrative.describe_discriminability(discriminability))"),
+    code("narrative.discriminability_table(discriminability)"),
+    md("Robust CV (IQR / median of a problem's optimization-test reference medians) of every problem, "
+       "sorted, with the 0.3 line above which a problem is duration-filterable:"),
+    code("narrative.show_figure(robust_cv_per_problem(discriminability))"),
+    md("Share of each problem's optimization tests whose reference median is within 2× the sandbox floor "
+       "(the empty program): their ranks are start-up noise."),
+    code("narrative.show_figure(near_floor_shares(discriminability))"),
+]
+
 NOTEBOOKS["calibration"] = [
     md("""
 # Calibration of stored reference timings
