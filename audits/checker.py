@@ -62,7 +62,6 @@ KNOWN_FLAGS = ("case_sensitive", "space_change_sensitive", "float_absolute_toler
 # What C's strtod accepts as a whole decimal token (Python's float() also accepts
 # "1_000" and surrounding spaces, which a judge would not).
 _FLOAT_RE = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
-_WS = b" \t\n\r\x0b\x0c"
 _SPLIT_KEEP_WS = re.compile(rb"([ \t\n\r\x0b\x0c]+)")
 
 
