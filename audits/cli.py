@@ -17,12 +17,9 @@ import sys
 
 import audits.commands
 from audits.corpus import CorpusError
+from audits.errors import UserError  # defined apart so `python -m audits.cli` and imports share one class
 
 __all__ = ["build_parser", "main", "UserError"]
-
-
-class UserError(Exception):
-    """An error in the user's input: printed as-is, exit status 1."""
 
 
 def build_parser() -> argparse.ArgumentParser:
