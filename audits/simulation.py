@@ -1,0 +1,339 @@
+"""The reward-environment audit: screen environments offline before anyone trains.
+
+:func:`run_simulation_audit` runs the offline simulator (:mod:`stats.simulator`)
+for every environment on one sandbox environment and campaign of a corpus,
+ranks them and turns each degenerate property into a :class:`Finding`
+(thresholds: :class:`stats.simulator.DegeneracyThresholds`, documented in
+docs/rewards.md). :func:`score_candidates` reports p_tau (p100/p50/p30/p10 with
+bootstrap CIs over problems) of the corpus's candidate solutions under one
+environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import Finding, to_jsonable
+from stats.ranking import select_runs
+from stats.rewards import Environment, apply_environment, p_tau
+from stats.simulator import DegeneracyThresholds, SimulationResult, simulate_grid
+
+__all__ = ["SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates", "choose_run"]
+
+_ADVICE = {
+    "sparse": "almost no rollout is paid, so most GRPO groups carry no signal: loosen tau, raise the time limit, "
+              "or check that the pre-filter left optimization tests to run",
+    "saturated": "almost every correct rollout is paid, so speed is not rewarded: tighten tau or add a limit",
+    "non-monotone": "the reward barely follows measured quality (measurement noise shuffles it between repeats): "
+                    "use a quieter sandbox, collapse more repeats, or a coarser gate",
+    "off-diagonal": "the reward-vs-quality curve is far from the ideal 1 - u (the strongest offline predictor of "
+                    "online p30 in the study): move tau towards the middle or use a graded scheme",
+    "dead groups": "most GRPO groups would have zero advantage: use larger groups or move tau",
+    "noisy": "the curve changes between repeat pairs: the sandbox's timing noise reaches the reward",
+}
+
+
+def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str | None) -> tuple[str, str]:
+    """The (sandbox environment, campaign) to use: the given ones, or the only / first available.
+
+    Raises ValueError naming the available values when a name is unknown or
+    several environments exist and none is chosen.
+    """
+    envs = [str(e) for e in pd.unique(corpus["environment"].astype(object))] if "environment" in corpus else ["default"]
+    if environment is None:
+        if len(envs) > 1:
+            raise ValueError(f"the corpus holds several environments {sorted(envs)}; choose one with "
+                             "--environment NAME (environment=...)")
+        environment = envs[0]
+    elif environment not in envs:
+        raise ValueError(f"environment {environment!r} is not in the corpus; it has {sorted(envs)}")
+    rows = corpus.loc[(corpus["environment"].astype(object) == environment).to_numpy()] \
+        if "environment" in corpus else corpus
+    campaigns = sorted(str(c) for c in pd.unique(rows["campaign"].astype(object))) if "campaign" in rows else ["c0"]
+    if campaign is None:
+        campaign = campaigns[0]
+    elif campaign not in campaigns:
+        raise ValueError(f"campaign {campaign!r} has no rows in environment {environment!r}; it has {campaigns}")
+    return environment, campaign
+
+
+@dataclass(frozen=True)
+class SimulationAudit:
+    """Offline screening of reward environments on one sandbox environment and campaign.
+
+    Attributes
+    ----------
+    corpus_environment, campaign : str
+        The sandbox run the simulation used.
+    curves : DataFrame
+        ``environment, bin, u_low, u_high, u_mid, n, mean_reward, curve, ideal, sd_pairs``.
+    diagnostics : DataFrame
+        One row per reward environment, best first (``rank``): the diagnostics with
+        ``*_ci_low``/``*_ci_high``, n's, ``level`` and ``verdict``.
+    groups : DataFrame
+        ``environment, group_size, zero_advantage_rate, all_negative, all_positive, n_problems``.
+    findings : tuple of Finding
+    thresholds : DegeneracyThresholds
+    results : tuple of SimulationResult
+    """
+
+    corpus_environment: str
+    campaign: str
+    curves: pd.DataFrame
+    diagnostics: pd.DataFrame
+    groups: pd.DataFrame
+    findings: tuple
+    thresholds: DegeneracyThresholds
+    results: tuple = field(default=(), repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.diagnostics
+
+    def to_dict(self) -> dict:
+        envs = {}
+        for row in self.diagnostics.to_dict(orient="records"):
+            envs[row["environment"]] = {k: v for k, v in row.items() if k != "environment"}
+        return to_jsonable({
+            "corpus_environment": self.corpus_environment,
+            "campaign": self.campaign,
+            "ranking": list(self.diagnostics["environment"]),
+            "environments": envs,
+            "definitions": {r.environment.name: r.environment.to_dict() for r in self.results},
+            "thresholds": self.thresholds.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "curves": self.curves,
+            "groups": self.groups,
+        })
+
+    def summary(self) -> str:
+        d = self.diagnostics
+        if d.empty:
+            return "no environment simulated"
+        head = d.iloc[0]
+        lines = [f"offline simulation on sandbox environment {self.corpus_environment!r}, campaign "
+                 f"{self.campaign!r}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} correct "
+                 f"reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
+                 f"reward from the next)",
+                 f"zero-advantage rate at G = {int(head['headline_group_size'])}; CIs: 95 % bootstrap over problems",
+                 ""]
+        table = pd.DataFrame({
+            "rank": d["rank"],
+            "environment": d["environment"],
+            "auc": [_ci(r, "auc") for r in d.to_dict(orient="records")],
+            "monotonicity": [_ci(r, "monotonicity") for r in d.to_dict(orient="records")],
+            "steepness": d["steepness"].map("{:.2f}".format),
+            "diag_dev": [_ci(r, "diagonal_deviation") for r in d.to_dict(orient="records")],
+            "noise": d["curve_noise"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
+            "zero_adv": d["zero_advantage_rate"].map("{:.2f}".format),
+            "verdict": d["verdict"],
+        })
+        lines.append(table.to_string(index=False))
+        flagged = [r for r in self.results if r.diagnostics["level"] != "pass"]
+        order = {name: i for i, name in enumerate(d["environment"])}
+        if flagged:
+            lines += ["", "flagged environments (thresholds in docs/rewards.md; full findings with --json):"]
+        for res in sorted(flagged, key=lambda r: order[r.environment.name]):
+            parts, first = [], None
+            for label, metric, value, level, _ in res.checks:
+                if level != "pass":
+                    parts.append(f"{level.upper()} {label} ({metric} {value:.2f})")
+                    first = first or label
+            lines.append(f"  [{res.environment.name}] " + ", ".join(parts) + f" -> {_ADVICE[first]}")
+        return "\n".join(lines)
+
+
+def _ci(row: dict, name: str) -> str:
+    lo, hi = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+    value = row[name]
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{value:.2f}"
+    return f"{value:.2f} [{lo:.2f},{hi:.2f}]"
+
+
+def _findings(result: SimulationResult) -> list[Finding]:
+    d = result.diagnostics
+    name = result.environment.name
+    out = []
+    for label, metric, value, level, threshold in result.checks:
+        if level == "pass":
+            continue
+        lo, hi = d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high")
+        ci = f" (95% CI {lo:.2f}-{hi:.2f}, n = {d['n_problems']} problems)" if lo is not None and hi is not None \
+            and np.isfinite(lo) and np.isfinite(hi) else f" (n = {d['n_problems']} problems)"
+        extra = f" at G = {d['headline_group_size']}" if metric == "zero_advantage_rate" else ""
+        out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
+                           message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.",
+                           environment=name))
+    if d["n_pairs"] == 1:
+        out.append(Finding(level="warn", metric="n_pairs", value=1, threshold=">= 2 repeats",
+                           message="only one repeat: quality and reward come from the same measurement, so "
+                                   "measurement noise is not in play; collect >= 2 repeats.", environment=name))
+    if d["level"] == "pass":
+        out.append(Finding(level="pass", metric="verdict", value=d["auc"], threshold="all checks pass",
+                           message=f"learnable: AUC {d['auc']:.2f}, monotonicity {d['monotonicity']:.2f}, "
+                                   f"diagonal deviation {d['diagonal_deviation']:.2f} "
+                                   f"(n = {d['n_problems']} problems).", environment=name))
+    return out
+
+
+def run_simulation_audit(
+    corpus: pd.DataFrame,
+    *,
+    environments: Sequence[Environment],
+    environment: str | None = None,
+    campaign: str | None = None,
+    group_sizes: Sequence[int] = (2, 4, 8, 16),
+    seed: int = 0,
+    thresholds: DegeneracyThresholds | dict | None = None,
+    n_bins: int = 10,
+    quality_distribution="uniform",
+    n_boot: int = 200,
+) -> SimulationAudit:
+    """Simulate every reward environment on one sandbox run and judge it.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A timing corpus (several repeats of correct reference solutions).
+    environments : sequence of Environment
+        E.g. from :func:`audits.environments.load_environments`.
+    environment, campaign : str, optional
+        Sandbox environment and campaign of the corpus to use (default: the only
+        environment, and its first campaign in sorted order).
+    group_sizes : sequence of int
+        GRPO group sizes; the headline zero-advantage rate is at the largest.
+    thresholds : DegeneracyThresholds or dict, optional
+        Overrides of the documented thresholds.
+
+    Returns
+    -------
+    SimulationAudit
+
+    Examples
+    --------
+    >>> from audits.synthetic import synthesize
+    >>> corpus = synthesize(n_problems=6, n_repeats=3, seed=1).corpus
+    >>> env = Environment.from_dict({"name": "top30", "post": {"tau": 30}})
+    >>> audit = run_simulation_audit(corpus, environments=[env], n_boot=20)
+    >>> audit.diagnostics["verdict"].tolist()
+    ['pass']
+    """
+    environments = list(environments)
+    if not environments:
+        raise ValueError("no reward environment to simulate; pass at least one Environment")
+    if not all(isinstance(e, Environment) for e in environments):
+        raise TypeError("environments must be stats.rewards.Environment objects (audits.environments.load_*)")
+    th = DegeneracyThresholds.from_any(thresholds)
+    env_name, camp = choose_run(corpus, environment=environment, campaign=campaign)
+    runs = select_runs(corpus, environment=env_name if "environment" in corpus else None,
+                       campaign=camp if "campaign" in corpus else None)
+    refs = runs
+    if "role" in runs.columns:
+        refs = runs.loc[(runs["role"] == "reference").to_numpy()]
+    if "correct" in refs.columns:
+        refs = refs.loc[refs["correct"].to_numpy(dtype=bool)]
+    if refs.empty:
+        raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no correct reference rows "
+                         "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
+    ranking, results = simulate_grid(runs, environments, n_bins=n_bins, group_sizes=group_sizes,
+                                     quality_distribution=quality_distribution, thresholds=th, n_boot=n_boot,
+                                     seed=seed)
+    curves = pd.concat([r.curve.assign(environment=r.environment.name) for r in results], ignore_index=True)
+    curves = curves[["environment"] + [c for c in curves.columns if c != "environment"]]
+    groups = pd.concat([r.groups.assign(environment=r.environment.name) for r in results], ignore_index=True)
+    groups = groups[["environment"] + [c for c in groups.columns if c != "environment"]]
+    by_name = {r.environment.name: r for r in results}
+    findings = []
+    for name in ranking["environment"]:
+        findings.extend(_findings(by_name[name]))
+    return SimulationAudit(corpus_environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
+                           groups=groups, findings=tuple(findings), thresholds=th, results=tuple(results))
+
+
+# --------------------------------------------------------------------------------------------
+# p_tau of candidate solutions
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CandidateScores:
+    """p_tau of a corpus's candidate solutions under one environment.
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``tau, k, estimate, ci_low, ci_high, n_problems`` (percent).
+    samples : DataFrame
+        One row per (problem, candidate solution): ``q, c, g, reward``.
+    """
+
+    environment: Environment
+    corpus_environment: str
+    campaign: str
+    table: pd.DataFrame
+    samples: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+    def to_dict(self) -> dict:
+        return to_jsonable({
+            "environment": self.environment.to_dict(), "corpus_environment": self.corpus_environment,
+            "campaign": self.campaign,
+            "n_problems": int(self.samples["problem"].nunique()), "n_samples": len(self.samples),
+            "p_tau": {f"p{int(r['tau']) if float(r['tau']).is_integer() else r['tau']}": r
+                      for r in self.table.to_dict(orient="records")},
+        })
+
+    def summary(self) -> str:
+        per_problem = self.samples.groupby("problem", observed=True).size()
+        lines = [f"p_tau of {len(self.samples)} candidate solutions on {len(per_problem)} problems "
+                 f"({per_problem.min()}-{per_problem.max()} per problem), sandbox environment "
+                 f"{self.corpus_environment!r}, campaign {self.campaign!r}",
+                 f"reward environment {self.environment.name}: {self.environment.describe()}",
+                 f"success = strictly correct (c) and q <= tau/100 (q from {self.environment.post.aggregator}); "
+                 f"pass@{int(self.table['k'].iloc[0])}, 95 % bootstrap CI over problems", ""]
+        for r in self.table.to_dict(orient="records"):
+            tau = f"p{r['tau']:g}"
+            ci = f"[{r['ci_low']:5.1f}, {r['ci_high']:5.1f}]" if np.isfinite(r["ci_low"]) else "[  n/a ]"
+            lines.append(f"  {tau:>5}  {r['estimate']:5.1f} %  {ci}  n = {r['n_problems']} problems")
+        return "\n".join(lines)
+
+
+def score_candidates(
+    corpus: pd.DataFrame,
+    *,
+    env: Environment,
+    environment: str | None = None,
+    campaign: str | None = None,
+    taus: Sequence[float] = (100, 50, 30, 10),
+    k: int = 1,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> CandidateScores:
+    """p_tau (pass@k) of the candidate solutions (role ``candidate``) under one environment.
+
+    Every candidate solution of a problem is one sample; its repeats are
+    collapsed (median of ``ok`` repeats, majority status) and ranked against the
+    reference pool of the same sandbox environment and campaign, through the
+    environment's filter, limit and aggregator.
+    """
+    if "role" not in corpus.columns or not (corpus["role"] == "candidate").any():
+        raise ValueError("the corpus has no candidate solutions (rows with role=candidate): p_tau scores "
+                         "candidates against the reference pool; add the programs to score as role=candidate")
+    env_name, camp = choose_run(corpus, environment=environment, campaign=campaign)
+    runs = select_runs(corpus, environment=env_name if "environment" in corpus else None,
+                       campaign=camp if "campaign" in corpus else None)
+    if not (runs["role"] == "candidate").any():
+        raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no candidate solutions (role=candidate); "
+                         "choose another --environment / --campaign")
+    outcome = apply_environment(runs, env, per_repeat=False, roles=("candidate",))
+    samples = outcome.scores.copy()
+    from stats.rewards import environment_rewards
+
+    samples["reward"] = environment_rewards(samples, env.reward)
+    table = p_tau(samples, taus=taus, k=k, n_boot=n_boot, seed=seed)
+    return CandidateScores(environment=env, corpus_environment=env_name, campaign=camp, table=table, samples=samples)
