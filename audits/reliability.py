@@ -311,7 +311,8 @@ def _environment(rows: pd.DataFrame, env: str, campaign: str | None, *, n_boot: 
     significance = pairwise_significance(per_repeat_scores(run, roles=("reference",)), max_pairs=max_pairs,
                                          n_boot=n_boot, seed=seed)
     n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
-    n_problems = int(refs["problem"].nunique()) if len(refs) else 0
+    measured = cells.loc[(cells["n_ok"] > 0).to_numpy(), "problem"]  # problems with at least one ok timing
+    n_problems = int(measured.nunique()) if len(measured) else 0
     return EnvironmentReliability(
         environment=env, campaign=chosen, n_problems=n_problems, n_repeats=n_rep,
         median_repeat_cv=cv_summary["median_repeat_cv"], median_abs_sd_ms=cv_summary["median_abs_sd_ms"],
