@@ -308,6 +308,12 @@ class AggregationContext:
         ``count`` (rows per unit, length n_groups) and ``start`` (offset of each
         unit's block in ``rows``). Ties keep the input order (stable).
         """
+        cache_key = None
+        if mask is None:
+            cache_key = ("percentile" if key is self.percentile else
+                         "-ref_median" if key is self._neg_ref_median else None)
+        if cache_key is not None and cache_key in self._sort_cache:
+            return self._sort_cache[cache_key]
         use = np.isfinite(key)
         if mask is not None:
             use &= mask
@@ -318,7 +324,19 @@ class AggregationContext:
         count = np.bincount(codes, minlength=self.n_groups)
         start = np.concatenate(([0], np.cumsum(count)[:-1]))
         rank = np.arange(len(rows)) - start[codes]
+        if cache_key is not None:
+            self._sort_cache[cache_key] = (rows, rank, count, start)
         return rows, rank, count, start
+
+    @cached_property
+    def _sort_cache(self) -> dict:
+        """Sorts shared by several aggregators (by percentile; by decreasing reference median)."""
+        return {}
+
+    @cached_property
+    def _neg_ref_median(self) -> np.ndarray:
+        """-m_t where r_t is defined (NaN elsewhere): sort key of the heaviest-test aggregators."""
+        return np.where(np.isfinite(self.percentile), -self.ref_median, np.nan)
 
     def quantile(self, values: np.ndarray, q: float, mask: np.ndarray | None = None) -> np.ndarray:
         """Per-unit quantile (linear interpolation, numpy's default) of ``values``."""
@@ -403,8 +421,7 @@ def _worst_pct(ctx: AggregationContext) -> np.ndarray:
 
 def _heaviest_pct(ctx: AggregationContext) -> np.ndarray:
     """r_t of the test with the largest reference median m_t (first such row on ties)."""
-    valid = ctx.valid_percentile() & np.isfinite(ctx.ref_median)
-    rows, rank, count, start = ctx.sorted_within_units(-ctx.ref_median, valid)
+    rows, rank, count, start = ctx.sorted_within_units(ctx._neg_ref_median)
     out = np.full(ctx.n_groups, np.nan)
     has = count > 0
     out[has] = ctx.percentile[rows[start[has]]]
@@ -413,8 +430,7 @@ def _heaviest_pct(ctx: AggregationContext) -> np.ndarray:
 
 def _heavy_half_pct(ctx: AggregationContext) -> np.ndarray:
     """Mean r_t over the ceil(T/2) tests with the largest m_t."""
-    valid = ctx.valid_percentile() & np.isfinite(ctx.ref_median)
-    rows, rank, count, _ = ctx.sorted_within_units(-ctx.ref_median, valid)
+    rows, rank, count, _ = ctx.sorted_within_units(ctx._neg_ref_median)
     keep = rank < (count[ctx.codes[rows]] + 1) // 2
     mask = np.zeros(len(ctx.codes), dtype=bool)
     mask[rows[keep]] = True
@@ -888,7 +904,9 @@ class AggregatorComparison:
         ``dynamic_range_sd``, ``ratio`` = stability / dynamic_range, each with
         ``*_low`` / ``*_high`` bootstrap bounds over problems; ``n_problems``;
         ``pareto`` (no other aggregator is at least as stable and at least as
-        separating, and strictly better in one); ``dominated_by``;
+        separating, and strictly better in one; point estimates); ``dominated_by``;
+        ``dominated_by_confident`` (those that dominate it in >= ``level`` of the
+        paired bootstrap resamples);
         ``p_better_than_default`` (bootstrap share of resamples in which its
         ratio is below the default's); ``same_as`` (an earlier aggregator
         whose percentiles are identical on every unit, e.g. log_ratio ~ geo_ratio).
@@ -1162,6 +1180,12 @@ def compare_aggregators(
         ratio = stability / spread
     sd = lambda rows: np.array([np.nanstd(r, ddof=1) if np.isfinite(r).sum() > 1 else np.nan for r in rows])  # noqa: E731
     front, dominated_by = _pareto(stability, spread)
+    # Domination that survives resampling: b strictly dominates a in >= level of the paired resamples.
+    with np.errstate(invalid="ignore"):
+        sb, sa = boot_stab[:, None, :], boot_stab[None, :, :]
+        rb, ra = boot_range[:, None, :], boot_range[None, :, :]
+        strict = ((sb <= sa) & (rb >= ra) & ((sb < sa) | (rb > ra))).mean(axis=2)   # [b, a]
+    confident_by = [[names[b] for b in np.flatnonzero(strict[:, a] >= level)] for a in range(len(names))]
     default = DEFAULT_AGGREGATOR if DEFAULT_AGGREGATOR in names else names[0]
     d_i = names.index(default)
     p_better = np.nanmean(boot_ratio < boot_ratio[d_i][None, :], axis=1)
@@ -1179,6 +1203,7 @@ def compare_aggregators(
         "n_problems_range": np.isfinite(range_pp).sum(axis=1),
         "pareto": front,
         "dominated_by": [[names[j] for j in d] for d in dominated_by],
+        "dominated_by_confident": confident_by,
         "p_better_than_default": p_better,
         "same_as": same_as,
     })

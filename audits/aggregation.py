@@ -1,0 +1,336 @@
+"""Aggregation audit: which way of turning per-test timings into one score to use on a corpus.
+
+For every (environment, campaign) with at least two repeats, every registered
+aggregator (:mod:`stats.aggregation`) is scored per (problem, solution, repeat)
+against the fixed reference pool and compared on
+
+* **stability** - mean |score(repeat i) - score(repeat j)| in reference-percentile
+  points (lower = better), mean and sd over problems;
+* **dynamic range** - slowest-quartile minus fastest-quartile mean score of the
+  references, quartiles taken from an independent repeat (higher = better);
+* their **ratio** and the **Pareto front** (no other aggregator is at least as
+  stable and at least as separating).
+
+Findings (thresholds in :class:`AggregationThresholds`, all overridable):
+
+* ``recommended_aggregator`` - the Pareto-optimal aggregator with the lowest
+  stability / range ratio, and why (pass);
+* ``stability[<name>]`` / ``dynamic_range[<name>]`` of the recommended one against
+  absolute limits (warn / fail when even the best aggregator is noisy or flat:
+  then the sandbox or the tests are the problem, not the aggregation);
+* ``default_aggregator`` - whether the default ``mean_pct`` is on the front; warn
+  when it is dominated or clearly worse than the recommendation;
+* ``dominated_aggregators`` - which aggregators are dominated, and by what;
+* ``n_problems`` - warn when too few problems make the CIs wide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from stats.aggregation import AggregatorComparison, compare_aggregators
+from stats.ranking import select_runs
+
+__all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit"]
+
+
+@dataclass(frozen=True)
+class AggregationThresholds:
+    """Limits of the aggregation audit (percentile points among references).
+
+    Attributes
+    ----------
+    stability_warn, stability_fail : float
+        Mean |score(i) - score(j)| of the recommended aggregator at or above which
+        it warns / fails (default 5 and 10 points; the study's mean of per-test
+        percentiles moved 3.0 +- 1.0 points on a good sandbox, 41 on a bad one).
+    range_warn, range_fail : float
+        Dynamic range at or below which it warns / fails (default 30 and 15; the
+        study's fast and slow quartiles were 47 points apart).
+    default_margin : float
+        Warn about the default when its ratio exceeds the recommended one's by
+        more than this fraction (default 0.25) *and* the paired bootstrap puts
+        the recommendation ahead in >= ``default_confidence`` of the resamples.
+    default_confidence : float
+        Default 0.95.
+    min_problems : int
+        Warn below this many problems (default 10): the CIs are then wide.
+    """
+
+    stability_warn: float = 5.0
+    stability_fail: float = 10.0
+    range_warn: float = 30.0
+    range_fail: float = 15.0
+    default_margin: float = 0.25
+    default_confidence: float = 0.95
+    min_problems: int = 10
+
+    def __post_init__(self):
+        if not 0 <= self.stability_warn <= self.stability_fail:
+            raise ValueError("thresholds: need 0 <= stability_warn <= stability_fail")
+        if not 0 <= self.range_fail <= self.range_warn <= 100:
+            raise ValueError("thresholds: need 0 <= range_fail <= range_warn <= 100")
+        if self.default_margin < 0 or not 0 < self.default_confidence <= 1:
+            raise ValueError("thresholds: default_margin >= 0 and 0 < default_confidence <= 1")
+
+    @classmethod
+    def coerce(cls, value) -> "AggregationThresholds":
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise ValueError(f"unknown aggregation threshold(s) {unknown}; known: {sorted(known)}")
+            return replace(cls(), **dict(value))
+        raise TypeError(f"thresholds must be an AggregationThresholds or a mapping, got {type(value).__name__}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AggregationAudit:
+    """Result of :func:`run_aggregation_audit`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per (environment, campaign, aggregator): stability (+ CI, sd),
+        dynamic_range (+ CI, sd), ratio (+ CI), pareto, dominated_by, ...
+    findings : tuple of Finding
+    comparisons : tuple of ((environment, campaign), AggregatorComparison)
+    primary : (environment, campaign)
+        The run whose aggregators appear at the top level of :meth:`to_dict`
+        (the requested one, else the one with the most problems).
+    thresholds : AggregationThresholds
+    """
+
+    table: pd.DataFrame
+    findings: tuple
+    comparisons: tuple = field(repr=False)
+    primary: tuple
+    thresholds: AggregationThresholds
+
+    @property
+    def level(self) -> str:
+        return worst_level(self.findings)
+
+    def comparison(self, environment: str | None = None, campaign: str | None = None) -> AggregatorComparison:
+        """The comparison of one run (default: the primary one)."""
+        key = (environment or self.primary[0], campaign or self.primary[1])
+        for k, comp in self.comparisons:
+            if k == key or (campaign is None and k[0] == key[0]):
+                return comp
+        raise KeyError(f"no aggregation comparison for environment={key[0]!r}, campaign={key[1]!r}")
+
+    @property
+    def recommended(self) -> str | None:
+        return self.comparison().recommended
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict:
+        primary = self.comparison().to_dict()
+        environments: dict = {}
+        for (env, camp), comp in self.comparisons:
+            environments.setdefault(str(env), {})[str(camp)] = comp.to_dict()
+        return to_jsonable({
+            "audit": "aggregation",
+            "level": self.level,
+            "primary": {"environment": self.primary[0], "campaign": self.primary[1]},
+            "recommended": primary["recommended"],
+            "default": primary["default"],
+            "n_problems": primary["n_problems"],
+            "n_repeats": primary["n_repeats"],
+            "aggregators": primary["aggregators"],
+            "findings": [f.to_dict() for f in self.findings],
+            "thresholds": self.thresholds.to_dict(),
+            "environments": environments,
+        })
+
+    def summary(self) -> str:
+        lines = []
+        for (env, camp), comp in self.comparisons:
+            lines.append(f"== aggregation audit: environment {env}, campaign {camp} ==")
+            lines.append(comp.summary())
+            lines.append("")
+        lines.append(findings_table(self.findings))
+        return "\n".join(lines)
+
+
+def _fmt_ci(row, column) -> str:
+    return f"{row[column]:.2f} [{row[column + '_low']:.2f}, {row[column + '_high']:.2f}]"
+
+
+def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresholds) -> list[Finding]:
+    table = comp.table.set_index("aggregator")
+    findings: list[Finding] = []
+    n = comp.n_problems
+    if n < th.min_problems:
+        findings.append(Finding(
+            "warn", "n_problems", n, f">= {th.min_problems}",
+            f"only {n} problems: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
+            "collect more problems before switching aggregators.", where))
+    best = comp.recommended
+    if best is None:
+        findings.append(Finding(
+            "fail", "recommended_aggregator", None, "a finite stability and dynamic range",
+            "no aggregator has a finite stability and dynamic range: every problem needs >= 2 repeats and >= 4 "
+            "correct references with ok runs. Re-run the campaign with more repeats or references.", where))
+        return findings
+    b = table.loc[best]
+    same = [name for name, row in table.iterrows() if row["same_as"] == best]
+    same_text = f" (rank-identical: {', '.join(same)})" if same else ""
+    findings.append(Finding(
+        "pass", "recommended_aggregator", float(b["ratio"]), "lowest stability / range ratio on the Pareto front",
+        f"use {best}{same_text}: it moves {_fmt_ci(b, 'stability')} percentile points between repeats and "
+        f"separates the slowest from the fastest reference quartile by {_fmt_ci(b, 'dynamic_range')} points "
+        f"(ratio {b['ratio']:.3f}; n = {n} problems). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
+        where))
+    level_s = judge(float(b["stability"]), warn=th.stability_warn, fail=th.stability_fail)
+    findings.append(Finding(
+        level_s, f"stability[{best}]", float(b["stability"]),
+        f"< {th.stability_warn} pass, >= {th.stability_fail} fail",
+        "repeat-to-repeat movement of the recommended score is small enough." if level_s == "pass" else
+        f"even the best aggregator moves {b['stability']:.1f} points between repeats: the sandbox timing is the "
+        "problem, not the aggregation. Run the repeatability audit, quiet the worker, or collect more repeats "
+        "and score their median.", where))
+    level_r = judge(float(b["dynamic_range"]), warn=th.range_warn, fail=th.range_fail, higher_is_worse=False)
+    findings.append(Finding(
+        level_r, f"dynamic_range[{best}]", float(b["dynamic_range"]),
+        f"> {th.range_warn} pass, <= {th.range_fail} fail",
+        "fast and slow references are well separated." if level_r == "pass" else
+        f"the fastest and slowest reference quartiles are only {b['dynamic_range']:.1f} points apart: the tests "
+        "hardly separate fast from slow programs. Add heavier optimization tests or drop floor-level ones "
+        "(see the test-separation audit).", where))
+
+    default = comp.default
+    if default in table.index:
+        d = table.loc[default]
+        if default == best:
+            findings.append(Finding("pass", "default_aggregator", float(d["ratio"]), "on the Pareto front",
+                                    f"the default {default} is the recommended aggregator on this corpus.", where))
+        else:
+            excess = d["ratio"] / b["ratio"] - 1 if b["ratio"] > 0 else np.inf
+            confident = float(b["p_better_than_default"]) >= th.default_confidence
+            dominated = list(d["dominated_by_confident"])
+            rule = (f"not dominated in >= {comp.level:.0%} of bootstrap resamples, and ratio <= "
+                    f"(1 + {th.default_margin}) x best unless within bootstrap noise")
+            if dominated or (excess > th.default_margin and confident):
+                why = (f"dominated by {', '.join(dominated[:5])} (in >= {comp.level:.0%} of bootstrap resamples)"
+                       if dominated else "clearly worse than the best")
+                findings.append(Finding(
+                    "warn", "default_aggregator", float(d["ratio"]), rule,
+                    f"the default {default} (stability {_fmt_ci(d, 'stability')}, range "
+                    f"{_fmt_ci(d, 'dynamic_range')}) is {why}; its stability / range ratio is {excess:+.0%} "
+                    f"against {best}, which does better in {b['p_better_than_default']:.0%} of bootstrap resamples. "
+                    f"Consider post: {{aggregator: {best}}} for rewards on this sandbox.", where))
+            else:
+                findings.append(Finding(
+                    "pass", "default_aggregator", float(d["ratio"]), rule,
+                    f"the default {default} is within bootstrap noise of the best ({excess:+.0%} ratio against "
+                    f"{best}, better in {b['p_better_than_default']:.0%} of resamples); keeping it is fine.", where))
+
+    dominated = table[~table["pareto"]]
+    if len(dominated):
+        def names(row):
+            by = list(row["dominated_by_confident"])
+            return f"{', '.join(by[:3])}{'...' if len(by) > 3 else ''}"
+        firm = [f"{name} (by {names(row)})" for name, row in dominated.iterrows() if row["dominated_by_confident"]]
+        loose = [name for name, row in dominated.iterrows()
+                 if row["dominated_by"] and not row["dominated_by_confident"]]
+        undefined = [name for name, row in dominated.iterrows() if not row["dominated_by"]]
+        text = f"avoid these (dominated in >= {comp.level:.0%} of bootstrap resamples): {'; '.join(firm) or 'none'}."
+        if loose:
+            text += f" Dominated on point estimates only (within bootstrap noise): {', '.join(loose)}."
+        if undefined:
+            text += f" Undefined on this corpus: {', '.join(undefined)}."
+        findings.append(Finding(
+            "pass", "dominated_aggregators", len(dominated),
+            "dominated = another aggregator is at least as stable and at least as separating", text, where))
+    return findings
+
+
+def run_aggregation_audit(
+    corpus: pd.DataFrame,
+    *,
+    environment: str | None = None,
+    campaign: str | None = None,
+    names: Sequence[str] | None = None,
+    floor_s: float | None = None,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    thresholds: AggregationThresholds | Mapping | None = None,
+) -> AggregationAudit:
+    """Compare every aggregator on a corpus and say which one to use.
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A timing corpus (``audits.corpus.load_corpus``); needs >= 2 repeats.
+    environment, campaign : str, optional
+        Restrict to one; default every (environment, campaign) present.
+    names : sequence of str, optional
+        Aggregators to compare (default: all registered).
+    floor_s : float, optional
+        Sandbox floor for ``floor_pct``; default from each run's ``floor`` rows.
+    n_boot, seed
+        Bootstrap over problems.
+    thresholds : AggregationThresholds or mapping, optional
+
+    Returns
+    -------
+    AggregationAudit
+    """
+    th = AggregationThresholds.coerce(thresholds)
+    for column in ("environment", "campaign", "repeat"):
+        if column not in corpus.columns:
+            raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
+                             "audits.corpus.load_corpus, which fills the defaults")
+    runs = select_runs(corpus, environment=environment, campaign=campaign)
+    if runs.empty:
+        have = sorted({f"{e}/{c}" for e, c in zip(corpus["environment"].astype(str), corpus["campaign"].astype(str))})
+        raise ValueError(f"aggregation audit: no rows for environment={environment!r}, campaign={campaign!r}; "
+                         f"the corpus has {have[:10]}")
+    pairs = (runs[["environment", "campaign"]].astype(str).drop_duplicates()
+             .sort_values(["environment", "campaign"]).itertuples(index=False, name=None))
+    comparisons, skipped, findings, frames = [], [], [], []
+    env_values = runs["environment"].astype(str).to_numpy()
+    camp_values = runs["campaign"].astype(str).to_numpy()
+    pairs = list(pairs)
+    for env, camp in pairs:
+        part = runs.loc[(env_values == env) & (camp_values == camp)]
+        where = env if len({c for _, c in pairs}) == 1 else f"{env}/{camp}"
+        real = part if "role" not in part.columns else part.loc[(part["role"].astype(object) != "floor").to_numpy()]
+        if real["repeat"].nunique() < 2:
+            skipped.append((env, camp))
+            findings.append(Finding(
+                "warn", "repeats", int(real["repeat"].nunique()), ">= 2",
+                "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 or more.",
+                where))
+            continue
+        comp = compare_aggregators(part, names=names, floor_s=floor_s, n_boot=n_boot, seed=seed)
+        comparisons.append(((env, camp), comp))
+        findings.extend(_run_findings(comp, where, th))
+        frames.append(comp.table.assign(environment=env, campaign=camp))
+    if not comparisons:
+        raise ValueError(f"aggregation audit: no (environment, campaign) has >= 2 repeats ({skipped}); "
+                         "stability compares repeats. Collect a campaign with --repeats 3 or more.")
+    if environment is not None or campaign is not None:
+        primary = comparisons[0][0]
+    else:
+        primary = max(comparisons, key=lambda kc: kc[1].n_problems)[0]
+    table = pd.concat(frames, ignore_index=True)
+    table = table[["environment", "campaign"] + [c for c in table.columns if c not in ("environment", "campaign")]]
+    return AggregationAudit(table=table, findings=tuple(findings), comparisons=tuple(comparisons),
+                            primary=primary, thresholds=th)
+

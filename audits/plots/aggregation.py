@@ -1,0 +1,100 @@
+"""Figure of the aggregation audit: stability vs dynamic range of every aggregator, per run."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+__all__ = ["stability_range_figure"]
+
+
+def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", recommended=None,
+                           panel_width: float = 5.5, annotate: bool = True) -> matplotlib.figure.Figure:
+    """Stability (x, lower = better) against dynamic range (y, higher = better), one panel per run.
+
+    Top row: each aggregator is a point with its bootstrap CIs as error bars;
+    the Pareto front is the step line through the non-dominated points; the
+    default is drawn as a square, the recommended aggregator (lowest ratio on the
+    front) as a star. Labels go to the front, the default, the recommended one
+    and the three worst ratios (the rest cluster). Bottom row: every
+    aggregator's stability / range ratio with its CI, best first, so no label is
+    lost.
+
+    Parameters
+    ----------
+    table : DataFrame
+        ``AggregationAudit.table`` (columns environment, campaign, aggregator,
+        stability(_low/_high), dynamic_range(_low/_high), ratio, pareto) or one
+        ``AggregatorComparison.table`` (a single panel).
+    default : str
+        Name of the default aggregator to mark.
+    recommended : str or mapping (environment, campaign) -> str, optional
+        Default: the Pareto point with the lowest ratio in each panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if table.empty:
+        raise ValueError("stability_range_figure: the table is empty (no comparison was computed)")
+    frame = table.copy()
+    for column in ("environment", "campaign"):
+        if column not in frame.columns:
+            frame[column] = ""
+    runs = list(frame[["environment", "campaign"]].drop_duplicates().itertuples(index=False, name=None))
+    fig, axes = plt.subplots(2, len(runs), figsize=(panel_width * len(runs), panel_width * 1.7), squeeze=False,
+                             gridspec_kw={"height_ratios": [1.0, 0.9]})
+    for ax, bar_ax, (env, camp) in zip(axes[0], axes[1], runs):
+        t = frame[(frame["environment"] == env) & (frame["campaign"] == camp)]
+        t = t[np.isfinite(t["stability"]) & np.isfinite(t["dynamic_range"])]
+        xerr = np.vstack([t["stability"] - t["stability_low"], t["stability_high"] - t["stability"]])
+        yerr = np.vstack([t["dynamic_range"] - t["dynamic_range_low"], t["dynamic_range_high"] - t["dynamic_range"]])
+        colors = np.where(t["pareto"], "tab:blue", "tab:gray")
+        ax.errorbar(t["stability"], t["dynamic_range"], xerr=np.abs(xerr), yerr=np.abs(yerr), fmt="none",
+                    ecolor="lightgray", elinewidth=1, zorder=1)
+        ax.scatter(t["stability"], t["dynamic_range"], c=list(colors), s=30, zorder=2)
+        front = t[t["pareto"]].sort_values("stability")
+        if len(front):
+            ax.step(front["stability"], front["dynamic_range"], where="post", color="tab:blue", lw=1.2,
+                    label="Pareto front", zorder=1)
+        if isinstance(recommended, dict):
+            best = recommended.get((env, camp))
+        elif isinstance(recommended, str):
+            best = recommended
+        else:
+            best = str(front.sort_values("ratio").iloc[0]["aggregator"]) if len(front) else None
+        for name, marker, label in ((default, "s", f"default ({default})"), (best, "*", f"recommended ({best})")):
+            row = t[t["aggregator"] == name]
+            if name is not None and len(row):
+                ax.scatter(row["stability"], row["dynamic_range"], marker=marker, s=160, facecolors="none",
+                           edgecolors="tab:red" if marker == "*" else "black", linewidths=1.5, zorder=3, label=label)
+        if annotate:
+            worst = set(t.sort_values("ratio").tail(3)["aggregator"])
+            for row in t.itertuples():
+                if row.pareto or row.aggregator in (default, best) or row.aggregator in worst:
+                    ax.annotate(row.aggregator, (row.stability, row.dynamic_range), textcoords="offset points",
+                                xytext=(4, 3), fontsize=7, color="black" if row.pareto else "dimgray")
+        title = " / ".join(str(v) for v in (env, camp) if str(v))
+        ax.set_title(title or "aggregators")
+        ax.set_xlabel("instability: mean |score(i) - score(j)|, points (lower = better)")
+        ax.set_ylabel("dynamic range: slow - fast quartile, points")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+
+        order = t.sort_values("ratio", ascending=False)
+        y = np.arange(len(order))
+        err = np.abs(np.vstack([order["ratio"] - order["ratio_low"], order["ratio_high"] - order["ratio"]]))
+        bar_ax.barh(y, order["ratio"], xerr=err, color=np.where(order["pareto"], "tab:blue", "silver"),
+                    error_kw={"elinewidth": 0.8, "ecolor": "dimgray"})
+        bar_ax.set_yticks(y, [f"{n}{' *' if n == best else ''}" for n in order["aggregator"]], fontsize=7)
+        bar_ax.set_xlabel("instability / range (lower = better)")
+        bar_ax.set_title("blue = Pareto front, * = recommended", fontsize=8)
+        bar_ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("Aggregators: stability vs dynamic range (95% bootstrap CIs over problems)", fontsize=10)
+    fig.tight_layout()
+    return fig
