@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,10 @@ from audits.findings import LEVELS, Finding, to_jsonable, worst_level
 
 __all__ = [
     "FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
-    "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "corpus_overview",
+    "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
+    "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
+    "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
+    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -389,3 +392,140 @@ def describe_discriminability(audit) -> str:
                      "Enlarge their inputs or drop those tests from the speed score.")
         paragraphs.append(text)
     return "\n\n".join(paragraphs) if paragraphs else "No environment had reference timings."
+
+
+# --- aggregation ---------------------------------------------------------------------------------
+
+def _ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
+    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high``."""
+    return (f"{format_value(row[column], digits)} [{format_value(row[column + low], digits)}, "
+            f"{format_value(row[column + high], digits)}]")
+
+
+def _sim_ci(row, column: str) -> str:
+    return _ci_text(row, column, 2, low="_ci_low", high="_ci_high")
+
+
+def aggregation_table(audit, *, environment: str | None = None, campaign: str | None = None) -> pd.DataFrame:
+    """Aggregators of one run (default: the audit's primary run), best stability/range ratio first."""
+    comp = audit.comparison(environment, campaign)
+    table = comp.table.sort_values("ratio", na_position="last")
+    return pd.DataFrame({
+        "aggregator": table["aggregator"],
+        "stability (points)": [_ci_text(r, "stability") for _, r in table.iterrows()],
+        "dynamic range (points)": [_ci_text(r, "dynamic_range") for _, r in table.iterrows()],
+        "ratio": [_ci_text(r, "ratio") for _, r in table.iterrows()],
+        "Pareto": table["pareto"].map({True: "yes", False: ""}),
+        "problems": table["n_problems"],
+    }).set_index("aggregator")
+
+
+def describe_aggregation(audit) -> str:
+    """Which aggregator to use on the primary run, how it compares with the default, and what to do."""
+    env, camp = audit.primary
+    comp = audit.comparison(env, camp)
+    table = comp.table.set_index("aggregator")
+    rec, default = comp.recommended, comp.default
+    parts = [f"**{env} / {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
+             f"{comp.n_repeats} repeats (stability = mean |score(repeat i) − score(repeat j)| in percentile points, "
+             "lower is better; dynamic range = slowest minus fastest reference quartile, higher is better)."]
+    if rec is not None and rec in table.index:
+        r = table.loc[rec]
+        parts.append(f"The recommended aggregator is **{rec}**: it moves {_ci_text(r, 'stability', 3)} points "
+                     f"between repeats and separates the reference quartiles by {_ci_text(r, 'dynamic_range', 3)} "
+                     f"points (ratio {format_value(r['ratio'])}).")
+    if default in table.index:
+        d = table.loc[default]
+        on_front = bool(d["pareto"])
+        parts.append(f"The default **{default}** has stability {_ci_text(d, 'stability', 3)}, range "
+                     f"{_ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
+                     + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
+        if rec is not None and rec != default and not on_front:
+            parts.append(f"**What to do**: set `post: {{aggregator: {rec}}}` in the reward environment for this "
+                         "sandbox, and re-check on more problems if the CIs overlap.")
+        else:
+            parts.append("**What to do**: keep the default.")
+    return " ".join(parts)
+
+
+# --- reward simulation ---------------------------------------------------------------------------
+
+def simulation_table(audit) -> pd.DataFrame:
+    """Reward environments ranked best first, diagnostics with CIs as text."""
+    d = audit.diagnostics
+    rows = d.to_dict(orient="records")
+    return pd.DataFrame({
+        "rank": d["rank"].to_numpy(),
+        "environment": d["environment"].to_numpy(),
+        "AUC": [_sim_ci(r, "auc") for r in rows],
+        "monotonicity": [_sim_ci(r, "monotonicity") for r in rows],
+        "steepness": [format_value(r["steepness"], 2) for r in rows],
+        "diagonal deviation": [_sim_ci(r, "diagonal_deviation") for r in rows],
+        "zero-advantage rate": [format_value(r["zero_advantage_rate"], 2) for r in rows],
+        "verdict": d["verdict"].to_numpy(),
+    }).set_index("rank")
+
+
+def describe_simulation(audit) -> str:
+    """Best environment, the degenerate ones and what their failure means."""
+    d = audit.diagnostics
+    if d.empty:
+        return "No reward environment was simulated."
+    head = d.iloc[0]
+    g = int(head["headline_group_size"])
+    parts = [f"Simulated on **{audit.corpus_environment} / {audit.campaign}**: {int(head['n_problems'])} problems, "
+             f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, quality from one repeat "
+             f"and reward from another ({int(head['n_pairs'])} repeat pairs)."]
+    parts.append(f"The best environment is **{head['environment']}** ({head['verdict']}): AUC "
+                 f"{_sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
+                 f"{_sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
+                 f"{_sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
+                 f"% of GRPO groups of {g} carry no advantage.")
+    failing = d.loc[d["level"] == "fail", "environment"].tolist()
+    if failing:
+        parts.append(f"Degenerate (fail): {', '.join(map(str, failing))}; do not train with them as they are "
+                     "(the findings say which property fails and what to change).")
+    else:
+        parts.append("No environment is degenerate on this corpus.")
+    return " ".join(parts)
+
+
+# --- overview ------------------------------------------------------------------------------------
+
+def verdict_overview(verdicts: Mapping[str, Sequence[Finding]]) -> pd.DataFrame:
+    """One row per audit: its verdict (worst level), counts per level and its worst finding; worst audits first.
+
+    Parameters
+    ----------
+    verdicts : mapping
+        Audit title -> its findings.
+    """
+    rows = []
+    for title, findings in verdicts.items():
+        ranked = rank_findings(findings)
+        counts = {level: sum(f.level == level for f in ranked) for level in LEVELS}
+        rows.append({"audit": title, "verdict": worst_level(ranked).upper() if ranked else "NONE",
+                     "fail": counts["fail"], "warn": counts["warn"], "pass": counts["pass"],
+                     "worst finding": _finding_text(ranked[0]) if ranked else "-"})
+    order = {"FAIL": 0, "WARN": 1, "PASS": 2, "NONE": 3}
+    frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "worst finding"])
+    frame["_order"] = frame["verdict"].map(order)
+    return frame.sort_values("_order", kind="stable").drop(columns="_order").set_index("audit")
+
+
+def describe_overview(verdicts: Mapping[str, Sequence[Finding]]) -> str:
+    """Headline sentence over every audit: how many fail / warn / pass, and where to start."""
+    table = verdict_overview(verdicts)
+    failing = table.index[table["verdict"] == "FAIL"].tolist()
+    warning = table.index[table["verdict"] == "WARN"].tolist()
+    text = (f"**{len(table)} audits**: {len(failing)} fail, {len(warning)} warn, "
+            f"{int((table['verdict'] == 'PASS').sum())} pass.")
+    if failing:
+        text += (f" Start with **{failing[0]}**: {table.loc[failing[0], 'worst finding']}. A failing audit means "
+                 "the measurement chain cannot be trusted at that step until the finding is addressed; the report "
+                 "of that audit shows the figures behind it.")
+    elif warning:
+        text += f" Nothing fails; look at **{warning[0]}** first: {table.loc[warning[0], 'worst finding']}."
+    else:
+        text += " Every audit passes its thresholds on this corpus."
+    return text

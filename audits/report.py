@@ -51,7 +51,7 @@ from audits.narrative import FINDINGS_MIMETYPE, format_value
 
 __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
-    "repo_root", "notebook_dir", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
+    "repo_root", "notebook_dir", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
     "default_audits",
 ]
@@ -113,11 +113,11 @@ def default_audits() -> tuple[str, ...]:
                  if (notebook_dir() / f"{name}.ipynb").exists() and all(_importable(m) for m in spec.requires))
 
 
-def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """Absolute corpus paths; a relative path is looked up from the working directory, then the repo root.
+def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, what: str = "file") -> list[Path]:
+    """Absolute paths; a relative path is looked up from the working directory, then the repo root.
 
-    Notebook defaults are written relative to the repository (``fixtures/corpora/...``) so that a
-    template runs as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill.
+    Notebook defaults are written relative to the repository (``fixtures/...``) so that a template runs
+    as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -127,12 +127,17 @@ def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> l
         candidates = [path] if path.is_absolute() else [Path.cwd() / path, repo_root() / path]
         found = next((c for c in candidates if c.exists()), None)
         if found is None:
-            tried = ", ".join(str(c) for c in candidates)
-            raise UserError(f"corpus file {raw} not found (looked in: {tried}); pass an existing .parquet/.csv/"
-                            f".jsonl file, e.g. one of fixtures/corpora/*.parquet or the output of 'speedaudit "
-                            f"collect'")
+            tried = ", ".join(dict.fromkeys(str(c) for c in candidates))
+            hint = ("pass an existing .parquet/.csv/.jsonl file, e.g. one of fixtures/corpora/*.parquet or the "
+                    "output of 'speedaudit collect'") if what == "corpus file" else "check the path"
+            raise UserError(f"{what} {raw} not found (looked in: {tried}); {hint}")
         out.append(found.resolve())
     return out
+
+
+def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """:func:`resolve_files` for corpus files (the error says how to get one)."""
+    return resolve_files(paths, what="corpus file")
 
 
 def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):

@@ -45,6 +45,62 @@ LOAD = '''corpus = load_corpora(corpora)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)'''
 
+RELIABILITY_PARAMETERS = '''campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds'''
+
+CALIBRATION_PARAMETERS = '''stored_campaign = "quiet-a"  # source: the stored campaign ...
+fresh_campaign = "quiet-b"  # ... target: the fresh campaign
+campaign_environment = "quiet"  # environment in which the two campaigns are compared
+source_environment = "quiet"  # source environment ...
+target_environment = "busy"  # ... target environment
+environment_campaign = "quiet-a"  # campaign in which the two environments are compared
+calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}'''
+
+AGGREGATION_PARAMETERS = '''aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
+aggregation_campaign = None  # campaign (None: every campaign of that environment)
+aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability_warn": 4}'''
+
+SIMULATION_PARAMETERS = '''simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
+simulation_campaign = None  # campaign (None: the environment's first)
+environment_files = [
+    "fixtures/environments/top30.yaml",
+    "fixtures/environments/uniform_timeout.yaml",
+    "fixtures/environments/ranked_worst_p80.yaml",
+    "fixtures/environments/duration_filter_2s.yaml",
+    "fixtures/environments/duration_filter_0.5s.yaml",
+    "fixtures/environments/duration_filter_0.1s.yaml",
+    "fixtures/environments/length_filter_1k.yaml",
+]  # reward environments to screen (audits/environments.py format)
+grid_files = []  # grid files, e.g. ["fixtures/environments/grid.yaml"]
+group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
+simulation_thresholds = {}  # overrides of stats.simulator.DegeneracyThresholds'''
+
+RUN_RELIABILITY = '''reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
+                                    thresholds=ReliabilityThresholds(**reliability_thresholds))'''
+
+RUN_DISCRIMINABILITY = '''discriminability = run_discriminability_audit(
+    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
+    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))'''
+
+RUN_STORED = '''stored = run_calibration_audit(
+    select_runs(corpus, environment=campaign_environment), source=stored_campaign, target=fresh_campaign,
+    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)'''
+
+RUN_ACROSS = '''across = run_calibration_audit(
+    select_runs(corpus, campaign=environment_campaign), source=source_environment, target=target_environment,
+    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)'''
+
+RUN_AGGREGATION = '''aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
+                                    n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)'''
+
+RUN_SIMULATION = '''reward_environments = load_environments(resolve_files(environment_files), resolve_files(grid_files))
+simulation = run_simulation_audit(corpus, environments=reward_environments, environment=simulation_environment,
+                                  campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
+                                  thresholds=simulation_thresholds, n_boot=n_boot)'''
+
 
 def md(text: str) -> dict:
     return {"cell_type": "markdown", "source": text.strip("\n")}
@@ -62,11 +118,48 @@ NOTEBOOKS["overview"] = [
 
 The verdicts of every audit on this corpus, worst first. Each line is a finding: what was measured,
 the value, the threshold it was held to, and what to do. The other reports hold the figures and
-the details behind each verdict.
+the details behind each verdict; the parameters below are the union of theirs.
 """),
-    code(COMMON_PARAMETERS, "parameters"),
-    code(IMPORTS),
-    code(LOAD),
+    code("\n".join([COMMON_PARAMETERS, RELIABILITY_PARAMETERS, CALIBRATION_PARAMETERS, AGGREGATION_PARAMETERS,
+                     SIMULATION_PARAMETERS]), "parameters"),
+    code(IMPORTS + '''
+
+from audits.aggregation import run_aggregation_audit
+from audits.calibration import run_calibration_audit
+from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+from audits.environments import load_environments
+from audits.reliability import ReliabilityThresholds, run_reliability_audit
+from audits.report import resolve_files
+from audits.simulation import run_simulation_audit
+from stats.ranking import select_runs'''),
+    code("corpus = load_corpora(corpora)"),
+    code(RUN_RELIABILITY + "\n" + RUN_DISCRIMINABILITY),
+    code(RUN_STORED + "\n" + RUN_ACROSS),
+    code(RUN_AGGREGATION),
+    code(RUN_SIMULATION),
+    md("## Verdicts"),
+    code('''verdicts = {
+    "sandbox reliability": reliability.findings,
+    "discriminability": discriminability.findings,
+    f"calibration {stored_campaign} → {fresh_campaign}": stored.findings,
+    f"calibration {source_environment} → {target_environment}": across.findings,
+    "aggregation": aggregation.findings,
+    "reward simulation": simulation.findings,
+}
+narrative.verdict_overview(verdicts)'''),
+    code("narrative.Markdown(narrative.describe_overview(verdicts))"),
+    md("## Findings per audit"),
+    code('narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")'),
+    code('narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")'),
+    code('''narrative.show_findings(stored.findings, audit="calibration",
+                        title=f"Calibration {stored_campaign} → {fresh_campaign}")'''),
+    code('''narrative.show_findings(across.findings, audit="calibration",
+                        title=f"Calibration {source_environment} → {target_environment}")'''),
+    code('narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")'),
+    code('narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")'),
+    md("## The corpus"),
+    code("""display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+narrative.corpus_overview(corpus)"""),
 ]
 
 NOTEBOOKS["reliability"] = [
@@ -77,10 +170,7 @@ Is this sandbox's timing repeatable, does it rank programs the same way twice, a
 separate fast from slow solutions? Every environment of the corpus is audited side by side
 (DESIGN.md, "Repeat CV", "Rank drift", "Robust CV"); intervals are bootstrap CIs over problems.
 """),
-    code(COMMON_PARAMETERS + '''campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
-floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
-reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
-discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds''', "parameters"),
+    code(COMMON_PARAMETERS + RELIABILITY_PARAMETERS, "parameters"),
     code(IMPORTS + '''
 
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
@@ -89,8 +179,7 @@ from audits.plots.reliability import (near_floor_shares, rank_drift_ranges, repe
 from audits.reliability import ReliabilityThresholds, run_reliability_audit'''),
     code(LOAD),
     md("## Repeatability"),
-    code('''reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
-                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+    code(RUN_RELIABILITY + '''
 narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")'''),
     code("narrative.Markdown(narrative.describe_reliability(reliability))"),
     code("narrative.reliability_table(reliability)"),
@@ -101,9 +190,7 @@ narrative.show_findings(reliability.findings, audit="reliability", title="Sandbo
        "range of its score (100·q) across repeats, per environment and per problem:"),
     code("narrative.show_figure(rank_drift_ranges(reliability, seed=seed))"),
     md("## Discriminability"),
-    code('''discriminability = run_discriminability_audit(
-    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
-    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+    code(RUN_DISCRIMINABILITY + '''
 narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")'''),
     code("narrative.Markdown(narrative.describe_discriminability(discriminability))"),
     code("narrative.discriminability_table(discriminability)"),
@@ -126,14 +213,7 @@ busy worker?). Each is paired per (problem, test, solution) on median durations 
 family (multiplicative, affine, power, polynomial, Deming); validity is leave-one-problem-out R²
 pooled over all held-out problems (DESIGN.md, "Calibration").
 """),
-    code(COMMON_PARAMETERS + '''stored_campaign = "quiet-a"  # source: the stored campaign ...
-fresh_campaign = "quiet-b"  # ... target: the fresh campaign
-campaign_environment = "quiet"  # environment in which the two campaigns are compared
-source_environment = "quiet"  # source environment ...
-target_environment = "busy"  # ... target environment
-environment_campaign = "quiet-a"  # campaign in which the two environments are compared
-calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
-calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}''', "parameters"),
+    code(COMMON_PARAMETERS + CALIBRATION_PARAMETERS, "parameters"),
     code(IMPORTS + '''
 
 from audits.calibration import run_calibration_audit
@@ -141,9 +221,7 @@ from audits.plots.calibration import bland_altman_plot, calibration_scatter
 from stats.ranking import select_runs'''),
     code(LOAD),
     md("## Stored campaign → fresh campaign"),
-    code('''stored = run_calibration_audit(
-    select_runs(corpus, environment=campaign_environment), source=stored_campaign, target=fresh_campaign,
-    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)
+    code(RUN_STORED + '''
 narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_campaign} → {fresh_campaign}")'''),
     code("narrative.Markdown(narrative.describe_calibration(stored))"),
     code("narrative.calibration_fit_table(stored)"),
@@ -153,15 +231,71 @@ narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_ca
        "the 95 % limits of agreement (shaded: bootstrap CIs over problems):"),
     code("narrative.show_figure(bland_altman_plot(stored, seed=seed))"),
     md("## One environment → another"),
-    code('''across = run_calibration_audit(
-    select_runs(corpus, campaign=environment_campaign), source=source_environment, target=target_environment,
-    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)
+    code(RUN_ACROSS + '''
 narrative.show_findings(across.findings, audit="calibration",
                         title=f"{source_environment} → {target_environment}")'''),
     code("narrative.Markdown(narrative.describe_calibration(across))"),
     code("narrative.calibration_fit_table(across)"),
     code("narrative.show_figure(calibration_scatter(across, seed=seed))"),
     code("narrative.show_figure(bland_altman_plot(across, seed=seed))"),
+]
+
+NOTEBOOKS["aggregation"] = [
+    md("""
+# Aggregation of per-test timings
+
+Which way of turning a solution's per-test timings into one score should this sandbox use? Every
+aggregator is scored per repeat against the fixed reference pool and turned into a within-problem
+percentile among the references (0-100), then compared on **stability** (mean |score(repeat i) −
+score(repeat j)|, lower is better) and **dynamic range** (slowest minus fastest reference quartile,
+quartiles from an independent repeat, higher is better). An aggregator is on the **Pareto front**
+when no other is at least as stable and at least as separating (DESIGN.md, "Aggregators").
+"""),
+    code(COMMON_PARAMETERS + AGGREGATION_PARAMETERS,
+         "parameters"),
+    code(IMPORTS + '''
+
+from audits.aggregation import run_aggregation_audit
+from audits.plots.aggregation import stability_range_figure'''),
+    code(LOAD),
+    code(RUN_AGGREGATION + '''
+narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")'''),
+    code("narrative.Markdown(narrative.describe_aggregation(aggregation))"),
+    md("Stability against dynamic range, one panel per run, with bootstrap CIs; the step line is the "
+       "Pareto front, the square the default (`mean_pct`), the star the recommendation. Below: every "
+       "aggregator's stability / range ratio, best first."),
+    code("narrative.show_figure(stability_range_figure(aggregation.table))"),
+    code("narrative.aggregation_table(aggregation)"),
+]
+
+NOTEBOOKS["simulation"] = [
+    md("""
+# Reward learnability (offline simulator)
+
+Is a reward environment learnable before anyone trains with it? Human reference solutions stand in
+for rollouts: each one's quality u (0 = fastest) is measured from one repeat and its reward from
+another. Per quality bin the mean reward, rescaled to [0, 1], gives the reward-vs-quality curve; the
+ideal is the diagonal 1 − u. Diagnostics: AUC (near 0 = sparse, near 1 = saturated), monotonicity,
+steepness, deviation from the diagonal, curve noise, and the share of GRPO groups whose rewards are
+all equal (zero advantage) per group size (DESIGN.md, "Offline simulator").
+"""),
+    code(COMMON_PARAMETERS + SIMULATION_PARAMETERS, "parameters"),
+    code(IMPORTS + '''
+
+from audits.environments import load_environments
+from audits.plots.simulation import reward_curves, zero_advantage_by_group_size
+from audits.report import resolve_files
+from audits.simulation import run_simulation_audit'''),
+    code(LOAD),
+    code(RUN_SIMULATION + '''
+narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")'''),
+    code("narrative.Markdown(narrative.describe_simulation(simulation))"),
+    code("narrative.simulation_table(simulation)"),
+    md("Reward against measured quality, one line per environment (best first), against the ideal "
+       "diagonal 1 − u; the band is ±1 sd across repeat pairs:"),
+    code("narrative.show_figure(reward_curves(simulation))"),
+    md("Share of GRPO groups whose rewards are all equal (no advantage, no gradient) against the group size:"),
+    code("narrative.show_figure(zero_advantage_by_group_size(simulation))"),
 ]
 
 
