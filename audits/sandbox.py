@@ -369,6 +369,17 @@ static void say(int fd, const char *text) {
     }
 }
 
+/* Kill every process of `uid` (the sandbox's own uid: nothing else runs under it). */
+static void sweep(long long uid) {
+    if (uid < 0 && geteuid() == 0) return;   /* never kill(-1) as root */
+    if (uid < 0) { kill(-1, SIGKILL); return; }   /* we already are the unprivileged uid */
+    pid_t p = fork();
+    if (p == 0) {
+        if (setgroups(0, NULL) == 0 && setgid((gid_t)uid) == 0 && setuid((uid_t)uid) == 0) kill(-1, SIGKILL);
+        _exit(0);
+    }
+}
+
 static int limit(int which, long long soft, long long hard) {
     struct rlimit rl;
     if (soft < 0) return 0;
@@ -391,6 +402,7 @@ int main(int argc, char **argv) {
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);   /* orphans of the program come to us, and we reap them */
     struct timespec t0, t1;
     if (stop) return 125;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -437,6 +449,22 @@ int main(int argc, char **argv) {
         if (errno != EINTR) { snprintf(buf, sizeof buf, "error wait4: %s\n", strerror(errno)); say(fd, buf); return 125; }
     }
     reaped = 1;
+    /* Reap the rest at once: killed descendants would otherwise wait as zombies for init,
+       and zombies still count against the uid's RLIMIT_NPROC. Survivors (a descendant that
+       left the process group) are swept by uid. */
+    int swept = 0;
+    struct timespec ts, now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    for (;;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r > 0) continue;
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        if (!swept) { sweep(uid); swept = 1; }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - ts.tv_sec >= 2) break;
+        usleep(1000);
+    }
     long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
     snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld\n", status, wall,
              (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
@@ -485,6 +513,8 @@ class Sandbox:
     name = "base"
     #: switch to an unprivileged uid and apply rlimits in the child
     confine = True
+    #: run a second launcher inside the sandbox command to measure the program itself
+    nest_launcher = False
 
     def __init__(self, *, uid: int | str | None = "auto"):
         if uid == "auto":
@@ -547,21 +577,28 @@ class Sandbox:
             os.chown(scratch, uid, uid)
             os.chmod(scratch, 0o700)
             _check_traversable(workdir, uid)
-        cmd = self.command(argv, scratch=scratch, stdin_path=stdin_path, limits=limits, uid=uid)
         confine = self.confine
         launcher = launcher_path()
         popen = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=scratch, env=self.environment(scratch),
                      start_new_session=True, close_fds=True)
-        report = None
+        reports: dict[str, int] = {}
+        writers: list[int] = []
+        if launcher is not None and self.nest_launcher:
+            # A second launcher inside the sandbox measures the program itself (see BwrapSandbox).
+            reports["inner"], inner_w = os.pipe()
+            writers.append(inner_w)
+            argv = [_staged_launcher(launcher), str(inner_w), "-1", "-1", "-1", "-1", "-1", "--", *argv]
+        cmd = self.command(argv, scratch=scratch, stdin_path=stdin_path, limits=limits, uid=uid)
         if launcher is not None:
-            report, w = os.pipe()
+            reports["outer"], w = os.pipe()
+            writers.append(w)
             lim = limits if confine else None
             cpu = max(1, math.ceil(lim.cpu_s)) if lim is not None and lim.cpu_s is not None else -1
             cmd = [launcher, str(w), str(uid if uid is not None else -1),
                    str(lim.memory_bytes if lim is not None and lim.memory_bytes is not None else -1),
                    str(lim.file_bytes if lim is not None else -1), str(lim.nproc if lim is not None else -1),
                    str(cpu), "--", *cmd]
-            popen["pass_fds"] = (w,)
+            popen["pass_fds"] = tuple(writers)
         else:  # no C compiler: rlimits and uid from Python (peak RSS then includes the runner's own)
             rlimits = limits.rlimits() if confine else []
             if rlimits:
@@ -581,17 +618,18 @@ class Sandbox:
                     return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
                                      False, "", f"could not start {cmd[0]}: {exc}", self.name)
                 finally:
-                    if report is not None:
-                        os.close(w)
-                return self._watch(proc, t0, out, stdout_path, limits, report)
+                    for fd in writers:
+                        os.close(fd)
+                return self._watch(proc, t0, out, stdout_path, limits, reports)
         finally:
-            if report is not None:
-                os.close(report)
+            for fd in reports.values():
+                os.close(fd)
 
     def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits,
-               report: int | None) -> Execution:
+               reports: dict[str, int]) -> Execution:
         # With the launcher the clock starts when it reports the fork (so the program gets
         # its full wall_s); until then allow one extra second for the launcher to start.
+        report = reports.get("outer")
         deadline = t0 + limits.wall_s + (1.0 if report is not None else 0.0)
         pidfd = os.pidfd_open(proc.pid)
         sel = selectors.DefaultSelector()
@@ -599,12 +637,12 @@ class Sandbox:
         sel.register(out_fd, selectors.EVENT_READ, "out")
         sel.register(err_fd, selectors.EVENT_READ, "err")
         sel.register(pidfd, selectors.EVENT_READ, "exit")
-        if report is not None:
-            sel.register(report, selectors.EVENT_READ, "report")
+        for name, fd in reports.items():
+            sel.register(fd, selectors.EVENT_READ, name)
         written = 0
         truncated = False
         err_tail = bytearray()
-        report_text = bytearray()
+        texts = {name: bytearray() for name in reports}
         killed = None  # "wall" | "output" when the runner killed it
         kill_sent = 0.0
 
@@ -641,10 +679,10 @@ class Sandbox:
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
             else:
-                if b"pid " in chunk and b"pid " not in report_text:
+                if key.data == "outer" and b"pid " in chunk and b"pid " not in texts["outer"]:
                     nonlocal deadline
                     deadline = time.monotonic() + limits.wall_s
-                report_text.extend(chunk)
+                texts[key.data].extend(chunk)
 
         try:
             exited = False
@@ -692,20 +730,22 @@ class Sandbox:
         cpu = usage.ru_utime + usage.ru_stime
         rss = int(usage.ru_maxrss)
         launcher_error = None
+        parsed = {name: _parse_report(text) for name, text in texts.items()}
         if report is not None:
-            done = [line.split() for line in report_text.decode(errors="replace").splitlines()]
-            final = next((d for d in done if d and d[0] == "done"), None)
-            failed = next((" ".join(d[1:]) for d in done if d and d[0] == "error"), None)
+            final, failed = parsed["outer"]
             if final is not None:
-                wstatus = int(final[1])
-                wall = int(final[2]) / 1e9
-                cpu = (int(final[3]) + int(final[4])) / 1e6
-                rss = int(final[5])
+                wstatus, wall_ns, user_us, sys_us, rss = final
+                wall, cpu = wall_ns / 1e9, (user_us + sys_us) / 1e6
             else:
                 launcher_error = failed or (f"the launcher ended without a report "
                                             f"({_decode_status(*_split_wait(wstatus))})")
-        code, sig = _split_wait(wstatus)
-        code, sig = self._translate_exit(code, sig)
+        inner = parsed.get("inner", (None, None))[0]
+        if inner is not None:  # the program's own status, CPU and peak RSS, measured inside the sandbox
+            wstatus, _, user_us, sys_us, rss = inner
+            cpu = (user_us + sys_us) / 1e6
+            code, sig = _split_wait(wstatus)
+        else:
+            code, sig = self._translate_exit(*_split_wait(wstatus))
         tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
         status, reason = _classify(code, sig, killed, cpu, rss, tail, limits)
         failure = self._sandbox_failure(code, sig, tail) or launcher_error
@@ -727,6 +767,35 @@ class Sandbox:
             return
         for uid in _UIDS.issued():
             _kill_uid(uid)
+
+
+def _parse_report(text: bytes) -> tuple[tuple[int, int, int, int, int] | None, str | None]:
+    """The launcher's ``done STATUS WALL_NS USER_US SYS_US MAXRSS_KB`` line, or its error."""
+    final = failed = None
+    for line in bytes(text).decode(errors="replace").splitlines():
+        parts = line.split()
+        if parts and parts[0] == "done" and len(parts) == 6:
+            final = tuple(int(p) for p in parts[1:])
+        elif parts and parts[0] == "error":
+            failed = " ".join(parts[1:])
+    return final, failed
+
+
+_STAGED: dict[str, str] = {}
+
+
+def _staged_launcher(launcher: str) -> str:
+    """A world-readable copy of the launcher under the temp dir (bound into bwrap sandboxes)."""
+    with _LAUNCHER_LOCK:
+        staged = _STAGED.get(launcher)
+        if staged is None or not os.path.exists(staged):
+            folder = Path(tempfile.mkdtemp(prefix="speedaudit-launcher-"))
+            os.chmod(folder, 0o755)
+            target = folder / "sa-launch"
+            shutil.copy2(launcher, target)
+            os.chmod(target, 0o755)
+            staged = _STAGED[launcher] = str(target)
+        return staged
 
 
 def _kill_uid(uid: int) -> None:
@@ -788,6 +857,11 @@ class BwrapSandbox(Sandbox):
     """
 
     name = "bwrap"
+    # bwrap's outer process does not wait for the sandboxed program, so its rusage
+    # lacks the program's CPU and memory: a launcher inside the sandbox measures the
+    # program and reports through an inherited pipe (wall time stays the outer one,
+    # which includes the sandbox's own set-up, as a service using bwrap would see).
+    nest_launcher = True
 
     def __init__(self, *, uid: int | str | None = "auto", bwrap: str | None = None):
         super().__init__(uid=uid)
@@ -822,7 +896,7 @@ class BwrapSandbox(Sandbox):
         for item in argv:  # program files hidden by the private /tmp are bound read-only
             if item.startswith("/tmp/") and os.path.exists(item):
                 cmd += ["--ro-bind", item, item]
-        cmd += ["--chdir", str(scratch), "--unshare-all", "--die-with-parent", "--as-pid-1", "--", *argv]
+        cmd += ["--chdir", str(scratch), "--unshare-all", "--die-with-parent", "--", *argv]
         return cmd
 
     def environment(self, scratch):

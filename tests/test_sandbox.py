@@ -191,3 +191,10 @@ def test_concurrent_runs_get_distinct_uids():
     again = [pool.acquire() for _ in range(pool.MIN_POOL)]
     # rotation: the uids released first come back last, after fresh ones
     assert again[:pool.MIN_POOL - 5] == [u for u in again if u not in held]
+
+
+def test_the_launcher_is_built_here():
+    # g++/cc is installed on CI (scripts/system-deps.sh): the measurement path must not
+    # silently fall back to the Python one, whose peak RSS includes the runner's own.
+    path = sb.launcher_path()
+    assert path is not None and os.access(path, os.X_OK)
