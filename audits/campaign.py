@@ -97,6 +97,8 @@ __all__ = [
 FLOOR_PROBLEM = "_floor"
 FLOOR_TEST = "empty"
 JOURNAL_VERSION = 1
+#: How long to try reaching a Dask scheduler before giving up.
+DASK_CONNECT_TIMEOUT = "10s"
 
 
 class CampaignError(RuntimeError):
@@ -565,8 +567,8 @@ def _run_dask(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: s
     from distributed import Client, as_completed
 
     try:
-        client = Client(scheduler, timeout="20s")
-    except OSError as exc:
+        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
         raise CampaignError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
                             f"  -> start one with 'dask scheduler' and 'dask worker {scheduler}'") from exc
     try:
