@@ -41,6 +41,7 @@ from stats.calibration import (
     pair_medians,
     percentile_agreement,
     ptau_sensitivity,
+    distinct_values,
     resolve_key,
 )
 
@@ -323,8 +324,13 @@ def run_calibration_audit(
         agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
 
     drift = pd.DataFrame()
-    campaigns = sorted(map(str, pd.unique(corpus["campaign"].astype(object))))
-    if len(campaigns) >= 2:
+    campaigns = distinct_values(corpus["campaign"])
+    environments = distinct_values(corpus["environment"])
+    if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
+        # the drift table of one environment and two campaigns is the affine fit above: reuse it
+        drift = _drift_from_fit(params, environment=environments[0], campaign=target,
+                                n_pairs=pairing.n_pairs, n_problems=pairing.n_problems)
+    elif len(campaigns) >= 2:
         anchor = source if key == "campaign" else campaigns[0]
         sub = corpus if key == "campaign" else corpus.loc[corpus["environment"].isin([source, target]).to_numpy()]
         drift = campaign_drift(sub, anchor=anchor, n_boot=n_boot, level=level, seed=seed)
@@ -348,6 +354,18 @@ def run_calibration_audit(
         spearman_raw=sp_raw, spearman_calibrated=sp_cal, spearman_gain=sp_gain, agreement=agree_frame,
         bland_altman=ba_raw, bland_altman_calibrated=ba_cal, drift=drift, sensitivity=sensitivity,
         findings=tuple(findings), thresholds=limits, n_boot=n_boot)
+
+
+def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_problems) -> pd.DataFrame:
+    """The :func:`stats.calibration.campaign_drift` table of a single non-anchor campaign."""
+    aff = params.loc[params["family"] == "affine"]
+    identity = aff["param"].map({"slope": 1.0, "intercept_s": 0.0}).to_numpy()
+    return pd.DataFrame({
+        "environment": environment, "campaign": campaign, "param": aff["param"].to_numpy(),
+        "estimate": aff["estimate"].to_numpy(), "ci_low": aff["ci_low"].to_numpy(),
+        "ci_high": aff["ci_high"].to_numpy(), "identity": identity,
+        "drifted": ~((aff["ci_low"].to_numpy() <= identity) & (identity <= aff["ci_high"].to_numpy())),
+        "changed": False, "n_pairs": n_pairs, "n_problems": n_problems})
 
 
 def _thr(limits, name, higher_is_worse=True) -> str:

@@ -60,6 +60,7 @@ __all__ = [
     "LopoResult",
     "BlandAltman",
     "PercentileAgreement",
+    "distinct_values",
     "resolve_key",
     "pair_medians",
     "fit_family",
@@ -88,6 +89,15 @@ _KEYS = ("environment", "campaign")
 
 # ----------------------------------------------------------------------------- pairing
 
+def distinct_values(values: pd.Series) -> list[str]:
+    """Sorted distinct values as str (cheap on categoricals: no conversion of every row)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = np.unique(values.cat.codes.to_numpy())
+        cats = values.cat.categories
+        return sorted(str(cats[c]) for c in codes if c >= 0)
+    return sorted(map(str, pd.unique(values)))
+
+
 def resolve_key(corpus: pd.DataFrame, *, source: str, target: str, key: str = "auto") -> str:
     """Which column (``environment`` or ``campaign``) holds the names ``source`` and ``target``.
 
@@ -104,7 +114,7 @@ def resolve_key(corpus: pd.DataFrame, *, source: str, target: str, key: str = "a
         raise ValueError(f"key must be 'auto', 'environment' or 'campaign', got {key!r}")
     if source == target:
         raise ValueError(f"source and target are both {source!r}: name two different environments or campaigns")
-    available = {c: sorted(map(str, pd.unique(corpus[c].astype(object)))) for c in _KEYS if c in corpus.columns}
+    available = {c: distinct_values(corpus[c]) for c in _KEYS if c in corpus.columns}
     listing = "; ".join(f"{c}s: {', '.join(v[:20])}" for c, v in available.items())
     if key != "auto":
         if key not in available:
@@ -223,13 +233,12 @@ def pair_medians(
     """
     key = resolve_key(corpus, source=source, target=target, key=key)
     other = "campaign" if key == "environment" else "environment"
-    column = corpus[key].astype(object) if not isinstance(corpus[key].dtype, pd.CategoricalDtype) else corpus[key]
-    is_src = (column == source).to_numpy().copy()
-    is_tgt = (column == target).to_numpy().copy()
+    is_src = (corpus[key] == source).to_numpy().copy()
+    is_tgt = (corpus[key] == target).to_numpy().copy()
     within = None
     if other in corpus.columns:
-        src_vals = set(map(str, pd.unique(corpus.loc[is_src, other].astype(object))))
-        tgt_vals = set(map(str, pd.unique(corpus.loc[is_tgt, other].astype(object))))
+        src_vals = set(distinct_values(corpus.loc[is_src, other]))
+        tgt_vals = set(distinct_values(corpus.loc[is_tgt, other]))
         if len(src_vals) > 1 or len(tgt_vals) > 1:
             if src_vals != tgt_vals:
                 raise ValueError(
@@ -890,8 +899,8 @@ def _other_values(corpus, key, source, target):
     other = "campaign" if key == "environment" else "environment"
     if other not in corpus.columns:
         return other, [None]
-    src = set(map(str, pd.unique(corpus.loc[(corpus[key] == source).to_numpy(), other].astype(object))))
-    tgt = set(map(str, pd.unique(corpus.loc[(corpus[key] == target).to_numpy(), other].astype(object))))
+    src = set(distinct_values(corpus.loc[(corpus[key] == source).to_numpy(), other]))
+    tgt = set(distinct_values(corpus.loc[(corpus[key] == target).to_numpy(), other]))
     if len(src) == 1 and len(tgt) == 1:
         return other, [None]
     common = sorted(src & tgt)
@@ -938,31 +947,58 @@ class PercentileAgreement:
         return self.frame
 
 
-def _spearman_boot(a, b, c, codes, n_groups, n_boot, seed):
-    """Spearman rho(a, c) and rho(b, c) on resamples of groups (paired)."""
-    from scipy.stats import rankdata
+def _weighted_midranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Average ranks of ``values`` in a sample where unit i appears ``weights[..., i]`` times.
 
-    def rho(u, v):
-        ru, rv = rankdata(u), rankdata(v)
-        ru -= ru.mean()
-        rv -= rv.mean()
-        denom = np.sqrt((ru * ru).sum() * (rv * rv).sum())
-        return float((ru * rv).sum() / denom) if denom > 0 else np.nan
+    Equal to ``scipy.stats.rankdata`` (method "average") of the expanded
+    sample: a tie block with preceding weight C and own weight W gets
+    C + (W + 1) / 2. ``weights`` may be (B, n): one resample per row.
+    """
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    block = np.concatenate(([0], np.cumsum(sorted_values[1:] != sorted_values[:-1])))
+    starts = np.flatnonzero(np.concatenate(([True], sorted_values[1:] != sorted_values[:-1])))
+    w = np.atleast_2d(weights)[:, order]
+    block_weight = np.add.reduceat(w, starts, axis=1)
+    before = np.cumsum(block_weight, axis=1) - block_weight
+    mid = before + (block_weight + 1.0) / 2.0
+    ranks = np.empty_like(w)
+    ranks[:, order] = mid[:, block]
+    return ranks
 
-    order = np.argsort(codes, kind="stable")
-    sizes = np.bincount(codes, minlength=n_groups)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    rng = np.random.default_rng(seed)
+
+def _weighted_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    total = w.sum(axis=1)
+    ma = (w * a).sum(axis=1) / total
+    mb = (w * b).sum(axis=1) / total
+    ca, cb = a - ma[:, None], b - mb[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (w * ca * cb).sum(axis=1) / np.sqrt((w * ca * ca).sum(axis=1) * (w * cb * cb).sum(axis=1))
+
+
+def _spearman_boot(a, b, c, codes, n_groups, n_boot, seed, chunk=64):
+    """Spearman rho(a, c) and rho(b, c), on the data and on paired resamples of groups.
+
+    A resample of groups gives every unit a multiplicity (its group's draw
+    count); Spearman of the expanded sample = weighted Pearson of weighted
+    midranks, so no resample is materialised or sorted again.
+    """
+    ones = np.ones((1, len(c)))
+
+    def rho(u, v, w):
+        return _weighted_pearson(_weighted_midranks(u, w), _weighted_midranks(v, w), w)
+
+    r_a = float(rho(a, c, ones)[0])
+    r_b = float(rho(b, c, ones)[0]) if b is not None else np.nan
     out = np.full((n_boot, 2), np.nan)
-    for i in range(n_boot):  # loop over resamples; ranks must be recomputed on each
-        pick = rng.integers(0, n_groups, n_groups)
-        lens = sizes[pick]
-        offsets = np.repeat(starts[pick] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-        rows = order[np.arange(lens.sum()) + offsets]
-        out[i, 0] = rho(a[rows], c[rows])
-        if b is not None:
-            out[i, 1] = rho(b[rows], c[rows])
-    return rho(a, c), (rho(b, c) if b is not None else np.nan), out
+    if n_boot:
+        counts = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_boot)
+        for lo in range(0, n_boot, chunk):  # chunks bound memory at chunk x units
+            w = counts[lo:lo + chunk][:, codes].astype(float)
+            out[lo:lo + chunk, 0] = rho(a, c, w)
+            if b is not None:
+                out[lo:lo + chunk, 1] = rho(b, c, w)
+    return r_a, r_b, out
 
 
 def percentile_agreement(
@@ -984,7 +1020,8 @@ def percentile_agreement(
     q_calibrated against the source pool with every duration d replaced by
     ``mapping(d)`` (the source -> target calibration). Spearman rho of q_raw
     and q_calibrated with q_fresh is computed over all (problem, solution)
-    units; its CI resamples problems (at most ``n_boot`` refits of the ranks).
+    units; its CI resamples problems (``n_boot`` resamples, ranks recomputed
+    on each as weighted midranks).
 
     Examples
     --------
@@ -999,11 +1036,12 @@ def percentile_agreement(
         src = _runs(corpus, key, source, other, value)
         tgt = _runs(corpus, key, target, other, value)
         src_pool = reference_pools(src)
-        tgt_pool = reference_pools(tgt)
         refs = tgt.loc[(tgt["role"] == "reference").to_numpy() & tgt["correct"].to_numpy(dtype=bool)]
         cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
                             "test_kind") if c in refs.columns]
         cells = solution_cells(refs[cols])
+        # the fresh pool = reference_pools(tgt): cells of correct references with >= 1 ok repeat
+        tgt_pool = cells.loc[cells["n_ok"].to_numpy() > 0, ["problem", "test", "solution", "duration_s"]]
         scored = {}
         for name, pool in (("fresh", tgt_pool), ("raw", src_pool), ("calibrated", _mapped_pool(src_pool, mapping))):
             if name == "calibrated" and mapping is None:
@@ -1064,7 +1102,7 @@ def campaign_drift(
     """
     if family not in ("multiplicative", "affine", "power", "deming"):
         raise ValueError("drift is tracked with a two-parameter family: multiplicative, affine, power or deming")
-    all_campaigns = sorted(map(str, pd.unique(corpus["campaign"].astype(object))))
+    all_campaigns = distinct_values(corpus["campaign"])
     if anchor not in all_campaigns:
         raise ValueError(f"anchor campaign {anchor!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
     campaigns = [c for c in (campaigns or all_campaigns) if c != anchor]
@@ -1073,10 +1111,10 @@ def campaign_drift(
         raise ValueError(f"campaign {unknown[0]!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
     identity = {"slope": 1.0, "intercept_s": 0.0, "a": 1.0, "b": 1.0}
     rows = []
-    environments = sorted(map(str, pd.unique(corpus["environment"].astype(object))))
+    environments = distinct_values(corpus["environment"])
     for env in environments:  # loops over environments x campaigns (a handful each)
         sub = corpus.loc[(corpus["environment"] == env).to_numpy()]
-        present = set(map(str, pd.unique(sub["campaign"].astype(object))))
+        present = set(distinct_values(sub["campaign"]))
         if anchor not in present:
             continue
         previous = None

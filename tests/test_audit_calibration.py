@@ -213,3 +213,12 @@ def test_figures(drift_audit, busy_audit):
     assert [ax.get_title() for ax in fig.axes] == ["intercept_s", "slope"]
     with pytest.raises(ValueError, match="single campaign"):
         drift_plot(busy_audit)
+
+
+def test_two_campaign_drift_table_equals_campaign_drift(drifted, drift_audit):
+    from stats.calibration import campaign_drift
+
+    direct = campaign_drift(drifted, anchor="c0", n_boot=300)
+    cols = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "changed",
+            "n_pairs", "n_problems"]
+    pd.testing.assert_frame_equal(drift_audit.drift[cols].reset_index(drop=True), direct[cols], check_dtype=False)

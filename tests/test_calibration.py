@@ -365,3 +365,24 @@ def test_ptau_pass_rate_grows_with_the_intercept(drifted):
     for _, rows in table.groupby("tau"):
         assert np.all(np.diff(rows.sort_values("intercept_s")["pass_rate"].to_numpy()) >= 0)
     assert table.loc[table["tau"] == 30, "pass_rate"].max() > table.loc[table["tau"] == 10, "pass_rate"].min()
+
+
+def test_spearman_resamples_equal_scipy_on_expanded_samples():
+    from stats.calibration import _spearman_boot, _weighted_midranks
+
+    rng = np.random.default_rng(12)
+    codes = np.repeat(np.arange(6), 5)
+    a = np.round(rng.random(30), 1)  # ties on purpose
+    b = rng.random(30)
+    c = a + rng.normal(0, 0.2, 30)
+    w = rng.integers(0, 4, 30).astype(float)
+    expanded = np.repeat(a, w.astype(int))
+    np.testing.assert_allclose(np.repeat(_weighted_midranks(a, w[None])[0], w.astype(int)), sps.rankdata(expanded))
+    r_a, r_b, draws = _spearman_boot(a, b, c, codes, 6, 25, seed=4)
+    assert r_a == pytest.approx(sps.spearmanr(a, c).statistic, abs=1e-12)
+    assert r_b == pytest.approx(sps.spearmanr(b, c).statistic, abs=1e-12)
+    counts = np.random.default_rng(4).multinomial(6, np.full(6, 1 / 6), size=25)
+    for i, row in enumerate(counts):
+        rows = np.concatenate([np.repeat(np.flatnonzero(codes == g), row[g]) for g in range(6)])
+        assert draws[i, 0] == pytest.approx(sps.spearmanr(a[rows], c[rows]).statistic, abs=1e-10)
+        assert draws[i, 1] == pytest.approx(sps.spearmanr(b[rows], c[rows]).statistic, abs=1e-10)
