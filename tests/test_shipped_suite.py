@@ -12,9 +12,9 @@ Programs run for real with the interpreter the corpora were collected with (Debi
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,47 +31,20 @@ SUITE = ROOT / "fixtures" / "suites" / "speedbench"
 CORPORA = ROOT / "fixtures" / "corpora"
 RUN_TIMEOUT_S = 20.0   # generous: the machine is shared; correctness tests take ~20 ms each
 
-sys.path.insert(0, str(SUITE))
-import build as suite_build  # noqa: E402  (the suite's own, standard-library-only build script)
 
 
-def robust_cv_by_problem(corpus: pd.DataFrame) -> pd.DataFrame:
-    """Workload spread of each problem's optimization tests (DESIGN: "Robust CV").
-
-    Per (environment, campaign, problem, test): the reference median = the median over correct
-    reference solutions of each solution's median ``ok`` duration. Per problem: robust CV =
-    IQR / median of those per-test reference medians; duration-filterable when robust CV >= 0.3.
-
-    Example: per-test reference medians 0.01, 0.02, 0.04, 0.08 s -> IQR = 0.05 - 0.0175 = 0.0325,
-    median 0.03, robust CV = 1.08 (filterable).
-    """
-    keys = ["environment", "campaign", "problem"]
-    ok = corpus[(corpus["role"] == "reference") & corpus["correct"] & (corpus["status"] == "ok")
-                & (corpus["test_kind"] == "optimization")]
-    cells = ok.groupby(keys + ["test", "solution"], observed=True)["duration_s"].median()
-    per_test = cells.groupby(level=keys + ["test"], observed=True).median()
-    grouped = per_test.groupby(level=keys, observed=True)
-    q1, q3, med = grouped.quantile(0.25), grouped.quantile(0.75), grouped.median()
-    out = pd.DataFrame({"n_tests": grouped.size(), "robust_cv": (q3 - q1) / med})
-    out["filterable"] = out["robust_cv"] >= 0.3
-    return out.reset_index()
+def _load_script(path: Path, name: str):
+    """Import a standalone script (not a package module) under a unique module name."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def speed_spread(corpus: pd.DataFrame) -> pd.DataFrame:
-    """Per problem: median durations of the fastest and slowest accepted solution on the largest
-    optimization test (by ``input_bytes``), and their ratio (slowest / fastest)."""
-    acc = corpus[(corpus["role"] == "reference") & corpus["correct"] & (corpus["status"] == "ok")
-                 & (corpus["test_kind"] == "optimization")
-                 & corpus["solution"].astype(str).str.startswith("accepted/")]
-    keys = ["environment", "campaign", "problem"]
-    largest = (acc.groupby(keys + ["test"], observed=True)["input_bytes"].max().reset_index()
-               .sort_values("input_bytes").groupby(keys, observed=True).tail(1))
-    acc = acc.merge(largest[keys + ["test"]], on=keys + ["test"])
-    med = acc.groupby(keys + ["test", "solution"], observed=True)["duration_s"].median()
-    g = med.groupby(level=keys + ["test"], observed=True)
-    out = pd.DataFrame({"fastest_s": g.min(), "slowest_s": g.max(), "n_solutions": g.size()})
-    out["ratio"] = out["slowest_s"] / out["fastest_s"]
-    return out.reset_index()
+# the suite's own, standard-library-only build script, and the docs' table snippet
+suite_build = _load_script(SUITE / "build.py", "_speedbench_build")
+summarize = _load_script(CORPORA / "summarize.py", "_speedbench_summarize")
+robust_cv_by_problem, speed_spread = summarize.robust_cv_by_problem, summarize.speed_spread
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +209,7 @@ def test_doc_helpers_against_hand_computation():
     med = np.array([0.01, 0.02, 0.04, 0.08]) * 1.01    # mean of 0.5x and 1.5x, median repeat (+1%)
     expected = (np.percentile(med, 75) - np.percentile(med, 25)) / np.median(med)
     assert cv["robust_cv"].iloc[0] == pytest.approx(expected)
+    assert cv["robust_cv"].iloc[0] == pytest.approx(0.0325 / 0.03)       # the docstring's example
     assert bool(cv["filterable"].iloc[0])
     spread = speed_spread(frame)
     assert spread["test"].iloc[0] == "t3"
