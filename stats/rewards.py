@@ -596,6 +596,7 @@ def apply_environment(
     *,
     per_repeat: bool = True,
     roles: Sequence[str] = ("reference", "candidate"),
+    pools: pd.DataFrame | None = None,
 ) -> EnvironmentRun:
     """Apply an environment's filter, limit and ranking: (c, g, q) per scored unit.
 
@@ -612,6 +613,9 @@ def apply_environment(
         repeats are collapsed first (median of ``ok`` repeats, majority status).
     roles : sequence of str
         Roles of the rows to score.
+    pools : DataFrame, optional
+        ``stats.ranking.reference_pools(runs)`` when already computed (it is the
+        costliest step; pass it when applying many environments to the same runs).
 
     Returns
     -------
@@ -640,7 +644,8 @@ def apply_environment(
             floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
             floor_s = float(np.median(floor_d[np.isfinite(floor_d)])) if np.isfinite(floor_d).any() else None
         runs = runs.loc[~is_floor]
-    pools = reference_pools(runs)
+    if pools is None:
+        pools = reference_pools(runs)
     tests = _test_table(runs, pools)
     tests["kept"] = _filter_tests(tests, env.pre)
     refs_mask = np.ones(len(runs), dtype=bool)

@@ -126,8 +126,10 @@ def within_group_rank(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def repeat_quality(runs: pd.DataFrame) -> pd.DataFrame:
+def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> pd.DataFrame:
     """q (``mean_pct``, no filter or limit) of every correct reference solution on every repeat.
+
+    ``pools`` (``stats.ranking.reference_pools(runs)``) may be passed when already computed.
 
     Returns
     -------
@@ -136,7 +138,8 @@ def repeat_quality(runs: pd.DataFrame) -> pd.DataFrame:
     mask = np.ones(len(runs), dtype=bool)
     if "role" in runs.columns:
         mask &= (runs["role"] == "reference").to_numpy()
-    pools = reference_pools(runs.loc[mask])
+    if pools is None:
+        pools = reference_pools(runs.loc[mask])
     if "correct" in runs.columns:
         mask &= runs["correct"].to_numpy(dtype=bool)
     cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "test_kind")
@@ -489,6 +492,13 @@ class SimulationResult:
         return "\n".join(lines)
 
 
+def _pools(runs: pd.DataFrame) -> pd.DataFrame:
+    """Reference pools of ``runs`` without its floor rows (what apply_environment would build)."""
+    if "role" in runs.columns:
+        runs = runs.loc[(runs["role"] != "floor").to_numpy()]
+    return reference_pools(runs)
+
+
 def _repeat_pairs(repeats: np.ndarray) -> list[tuple[int, int]]:
     r = len(repeats)
     if r == 1:
@@ -528,6 +538,7 @@ def simulate(
     env: Environment,
     *,
     quality: pd.DataFrame | None = None,
+    pools: pd.DataFrame | None = None,
     n_bins: int = 10,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
     headline_group_size: int | None = None,
@@ -547,6 +558,8 @@ def simulate(
     env : Environment
     quality : DataFrame, optional
         :func:`repeat_quality` of ``runs`` (pass it when simulating many environments).
+    pools : DataFrame, optional
+        ``stats.ranking.reference_pools`` of ``runs`` without its ``floor`` rows (likewise).
     n_bins : int, default 10
         Quality bins of the curve.
     group_sizes : sequence of int
@@ -570,11 +583,13 @@ def simulate(
     headline = int(max(group_sizes) if headline_group_size is None else headline_group_size)
     if headline not in [int(g) for g in group_sizes]:
         group_sizes = tuple(group_sizes) + (headline,)
-    if quality is None:
-        quality = repeat_quality(runs)
     if "repeat" not in runs.columns:
         runs = runs.assign(repeat=0)
-    outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",))
+    if pools is None:
+        pools = _pools(runs)
+    if quality is None:
+        quality = repeat_quality(runs, pools=pools)
+    outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools)
     scores = outcome.scores
     scores = scores.assign(reward=environment_rewards(scores, env.reward))
 
@@ -711,8 +726,11 @@ def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **opt
         raise ValueError(f"environment names must be unique; repeated: {duplicates}")
     if "repeat" not in runs.columns:
         runs = runs.assign(repeat=0)
+    pools = options.pop("pools", None)
+    if pools is None:
+        pools = _pools(runs)
     quality = options.pop("quality", None)
     if quality is None:
-        quality = repeat_quality(runs)
-    results = [simulate(runs, env, quality=quality, **options) for env in environments]
+        quality = repeat_quality(runs, pools=pools)
+    results = [simulate(runs, env, quality=quality, pools=pools, **options) for env in environments]
     return rank_environments(results), results
