@@ -308,8 +308,8 @@ def _environment(rows: pd.DataFrame, env: str, campaign: str | None, *, n_boot: 
     variance = variance_components(refs)
     needed = repeats_for_reliability(variance, target=target_reliability)
     precision = repeats_for_precision(cv_summary["median_repeat_cv"].estimate, width=target_precision)
-    significance = pairwise_significance(per_repeat_scores(run, roles=("reference",)), max_pairs=max_pairs,
-                                         n_boot=n_boot, seed=seed)
+    ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
+    significance = pairwise_significance(ref_scores, max_pairs=max_pairs, n_boot=n_boot, seed=seed)
     n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
     measured = cells.loc[(cells["n_ok"] > 0).to_numpy(), "problem"]  # problems with at least one ok timing
     n_problems = int(measured.nunique()) if len(measured) else 0

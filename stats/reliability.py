@@ -200,7 +200,7 @@ def per_repeat_scores(
     Returns
     -------
     DataFrame with ``problem, solution, repeat, q`` (q in 0..1; NaN when no
-    optimization test has a pool).
+    optimization test has a pool) and ``role`` when the run has one.
     """
     _require(run, ["problem", "test", "solution", "duration_s", "status"], "per_repeat_scores")
     if pools is None:
@@ -215,7 +215,7 @@ def per_repeat_scores(
         scored = scored.assign(repeat=0)
     table = percentile_table(scored, per_repeat=True, pools=pools)
     scores = problem_scores(table, by=["problem", "solution", "repeat"])
-    return scores[["problem", "solution", "repeat", "q"]]
+    return scores[[c for c in ("problem", "solution", "repeat", "q", "role") if c in scores.columns]]
 
 
 @dataclass(frozen=True)
