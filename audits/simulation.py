@@ -89,6 +89,7 @@ class SimulationAudit:
     findings: tuple
     thresholds: DegeneracyThresholds
     results: tuple = field(default=(), repr=False)
+    include_incorrect: bool = False
 
     def to_frame(self) -> pd.DataFrame:
         return self.diagnostics
@@ -100,6 +101,7 @@ class SimulationAudit:
         return to_jsonable({
             "corpus_environment": self.corpus_environment,
             "campaign": self.campaign,
+            "include_incorrect": self.include_incorrect,
             "ranking": list(self.diagnostics["environment"]),
             "environments": envs,
             "definitions": {r.environment.name: r.environment.to_dict() for r in self.results},
@@ -115,8 +117,8 @@ class SimulationAudit:
             return "no environment simulated"
         head = d.iloc[0]
         lines = [f"offline simulation on sandbox environment {self.corpus_environment!r}, campaign "
-                 f"{self.campaign!r}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} correct "
-                 f"reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
+                 f"{self.campaign!r}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} "
+                 f"{'' if self.include_incorrect else 'correct '}reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
                  f"reward from the next)",
                  f"zero-advantage rate at G = {int(head['headline_group_size'])}; CIs: 95 % bootstrap over problems",
                  ""]
@@ -192,6 +194,7 @@ def run_simulation_audit(
     n_bins: int = 10,
     quality_distribution="uniform",
     n_boot: int = 200,
+    include_incorrect: bool = False,
 ) -> SimulationAudit:
     """Simulate every reward environment on one sandbox run and judge it.
 
@@ -208,6 +211,8 @@ def run_simulation_audit(
         GRPO group sizes; the headline zero-advantage rate is at the largest.
     thresholds : DegeneracyThresholds or dict, optional
         Overrides of the documented thresholds.
+    include_incorrect : bool, default False
+        Also use incorrect references as rollouts (see :func:`stats.simulator.simulate`).
 
     Returns
     -------
@@ -241,7 +246,7 @@ def run_simulation_audit(
                          "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
     ranking, results = simulate_grid(runs, environments, n_bins=n_bins, group_sizes=group_sizes,
                                      quality_distribution=quality_distribution, thresholds=th, n_boot=n_boot,
-                                     seed=seed)
+                                     seed=seed, include_incorrect=include_incorrect)
     curves = pd.concat([r.curve.assign(environment=r.environment.name) for r in results], ignore_index=True)
     curves = curves[["environment"] + [c for c in curves.columns if c != "environment"]]
     groups = pd.concat([r.groups.assign(environment=r.environment.name) for r in results], ignore_index=True)
@@ -251,7 +256,8 @@ def run_simulation_audit(
     for name in ranking["environment"]:
         findings.extend(_findings(by_name[name]))
     return SimulationAudit(corpus_environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
-                           groups=groups, findings=tuple(findings), thresholds=th, results=tuple(results))
+                           groups=groups, findings=tuple(findings), thresholds=th, results=tuple(results),
+                           include_incorrect=include_incorrect)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The offline simulator: does a reward environment pay more for faster programs? (DESIGN.md "Offline simulator")
 
 Human reference solutions stand in for rollouts. For every correct reference
-solution s of problem p and every ordered pair of distinct repeats (a, b):
+solution s of problem p (and, with ``include_incorrect``, every incorrect one)
+and every ordered pair of distinct repeats (a, b):
 
 * its **quality** u in [0, 1] (0 = fastest) is its within-problem rank by q
   (``mean_pct``, no filter, no limit) measured on repeat a, tie-averaged:
@@ -126,10 +127,13 @@ def within_group_rank(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> pd.DataFrame:
+def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None,
+                   include_incorrect: bool = False) -> pd.DataFrame:
     """q (``mean_pct``, no filter or limit) of every correct reference solution on every repeat.
 
     ``pools`` (``stats.ranking.reference_pools(runs)``) may be passed when already computed.
+    With ``include_incorrect`` the incorrect references are scored too (their
+    failed tests count as percentile 100, so they rank as slow programs).
 
     Returns
     -------
@@ -140,7 +144,7 @@ def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> 
         mask &= (runs["role"] == "reference").to_numpy()
     if pools is None:
         pools = reference_pools(runs.loc[mask])
-    if "correct" in runs.columns:
+    if "correct" in runs.columns and not include_incorrect:
         mask &= runs["correct"].to_numpy(dtype=bool)
     cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "test_kind")
             if c in runs.columns]
@@ -539,6 +543,7 @@ def simulate(
     *,
     quality: pd.DataFrame | None = None,
     pools: pd.DataFrame | None = None,
+    include_incorrect: bool = False,
     n_bins: int = 10,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
     headline_group_size: int | None = None,
@@ -560,6 +565,10 @@ def simulate(
         :func:`repeat_quality` of ``runs`` (pass it when simulating many environments).
     pools : DataFrame, optional
         ``stats.ranking.reference_pools`` of ``runs`` without its ``floor`` rows (likewise).
+    include_incorrect : bool, default False
+        Also use the incorrect references as rollouts (ranked by their q, failed
+        tests at percentile 100). Only then can schemes that ignore correctness
+        (``optimization``, ``additive``) be told apart from gated ones.
     n_bins : int, default 10
         Quality bins of the curve.
     group_sizes : sequence of int
@@ -588,7 +597,7 @@ def simulate(
     if pools is None:
         pools = _pools(runs)
     if quality is None:
-        quality = repeat_quality(runs, pools=pools)
+        quality = repeat_quality(runs, pools=pools, include_incorrect=include_incorrect)
     outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools)
     scores = outcome.scores
     scores = scores.assign(reward=environment_rewards(scores, env.reward))
@@ -731,6 +740,6 @@ def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **opt
         pools = _pools(runs)
     quality = options.pop("quality", None)
     if quality is None:
-        quality = repeat_quality(runs, pools=pools)
+        quality = repeat_quality(runs, pools=pools, include_incorrect=options.get("include_incorrect", False))
     results = [simulate(runs, env, quality=quality, pools=pools, **options) for env in environments]
     return rank_environments(results), results

@@ -227,3 +227,14 @@ def test_grid_ranks_good_environments_first_and_rejects_duplicates():
     q = repeat_quality(runs)
     assert set(q.columns) == {"problem", "solution", "repeat", "q"} and len(q) == 3 * 120
     assert rank_environments([]).empty
+
+
+def test_incorrect_references_as_rollouts_are_paid_by_correctness():
+    runs = _runs()  # 10 correct + 1 incorrect reference per problem, 12 problems, 3 repeats
+    env = Environment.from_dict({"name": "tau100", "post": {"tau": 100}})
+    only_correct = simulate(runs, env, n_boot=0).diagnostics
+    assert only_correct["mean_reward"] == 1.0 and only_correct["n_solutions"] == 120
+    both = simulate(runs, env, n_boot=0, include_incorrect=True).diagnostics
+    assert both["n_solutions"] == 132
+    # Every correct rollout gets +1, every incorrect one -1 (it fails a test in every repeat).
+    assert both["mean_reward"] == pytest.approx((120 - 12) / 132)

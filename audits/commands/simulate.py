@@ -79,7 +79,8 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         audit = run_simulation_audit(corpus, environments=envs, environment=args.environment, campaign=args.campaign,
                                      group_sizes=args.group_sizes, seed=args.seed, thresholds=thresholds,
-                                     n_bins=args.bins, quality_distribution=args.quality, n_boot=args.n_boot)
+                                     n_bins=args.bins, quality_distribution=args.quality, n_boot=args.n_boot,
+                                     include_incorrect=args.include_incorrect)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     print(audit.summary())
@@ -144,6 +145,8 @@ def register(commands, audit_commands) -> None:
                      help="quality distribution of the rollouts in a GRPO group (default uniform)")
     sim.add_argument("--threshold", action="append", metavar="NAME=VALUE",
                      help="override a threshold (repeatable), e.g. auc_sparse_fail=0.02 (docs/rewards.md)")
+    sim.add_argument("--include-incorrect", action="store_true",
+                     help="also use incorrect reference solutions as rollouts (tells correctness-blind schemes apart)")
     sim.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples over problems (default 200)")
     sim.add_argument("--figures", metavar="DIR", help="also write reward_curves.png and zero_advantage.png to DIR")
     sim.add_argument("--strict", action="store_true", help="exit with status 1 when any finding fails")
