@@ -569,7 +569,7 @@ def _win_rate(ctx: AggregationContext) -> np.ndarray:
     block_n = np.bincount(p_test, minlength=n_tests)
     block_start = np.concatenate(([0], np.cumsum(block_n)[:-1]))
     p_sub = ctx.pools.iloc[p_idx]
-    _, p_prob, _, row_ps, p_ps, n_ps = _problem_solution_codes(ctx, ctx.cells, p_sub)
+    row_prob, p_prob, n_prob, row_ps, p_ps, n_ps = _problem_solution_codes(ctx, ctx.cells, p_sub)
     # Local slot of each reference within its problem (0..refs-1), for compact pair keys.
     present = np.unique(p_ps)
     ps_problem = np.zeros(n_ps, dtype=np.int64)
@@ -584,9 +584,15 @@ def _win_rate(ctx: AggregationContext) -> np.ndarray:
     p_slot = slot[p_ps]
 
     rows = np.flatnonzero(np.isfinite(d) & (block_n[row_test] > 0))
-    rows = rows[np.argsort(ctx.codes[rows], kind="stable")]
     if len(rows) == 0:
         return out
+    in_pool = np.zeros(n_ps, dtype=bool)
+    in_pool[p_ps] = True
+    dense = _win_rate_dense(ctx, rows, d[rows], row_test[rows], row_prob[rows], row_ps[rows], p_test, p_dur,
+                            p_prob, p_slot, n_prob, n_slots, np.where(in_pool, slot, -1), n_tests)
+    if dense is not None:
+        return dense
+    rows = rows[np.argsort(ctx.codes[rows], kind="stable")]
     unit = ctx.codes[rows]
     pairs = block_n[row_test[rows]]
     cum = np.cumsum(pairs)
@@ -620,6 +626,57 @@ def _win_rate(ctx: AggregationContext) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             out[unit[unit_begin[a:b]]] = np.where(n_refs > 0, beaten / np.maximum(n_refs, 1), np.nan)
         a = b
+    return out
+
+
+def _win_rate_dense(ctx, rows, d, row_test, row_prob, row_ps, p_test, p_dur, p_prob, p_slot, n_prob, n_slots,
+                    slot_of_ps, n_tests, max_cells=50_000_000):
+    """Fast path of the win rate when every unit has at most one row per test: units as a
+    (unit, test) matrix and the pool as a (problem, reference, test) tensor, compared in
+    contiguous chunks of units by broadcasting. None when the layout does not apply (several
+    rows per (unit, test), or the padded arrays would exceed ``max_cells``)."""
+    test_prob = np.full(n_tests, -1, dtype=np.int64)
+    test_prob[p_test] = p_prob
+    tests = np.flatnonzero(test_prob >= 0)
+    order = tests[np.lexsort((tests, test_prob[tests]))]
+    per_problem = np.bincount(test_prob[tests], minlength=n_prob)
+    starts = np.concatenate(([0], np.cumsum(per_problem)[:-1]))
+    t_local = np.full(n_tests, -1, dtype=np.int64)
+    t_local[order] = np.arange(len(order)) - starts[test_prob[order]]
+    width = int(per_problem.max())
+    if n_prob * n_slots * width > max_cells or ctx.n_groups * width > max_cells:
+        return None
+    unit = ctx.codes[rows]
+    col = t_local[row_test]
+    key = unit * width + col
+    if len(np.unique(key)) != len(key):
+        return None
+    D = np.full((ctx.n_groups, width), np.nan)
+    D[unit, col] = d
+    pool = np.full((n_prob, n_slots, width), np.nan)
+    pool[p_prob, p_slot, t_local[p_test]] = p_dur
+    unit_prob = np.full(ctx.n_groups, -1, dtype=np.int64)
+    unit_prob[unit] = row_prob
+    self_slot = np.full(ctx.n_groups, -1, dtype=np.int64)
+    has_self = row_ps >= 0
+    self_slot[unit[has_self]] = slot_of_ps[row_ps[has_self]]
+    out = np.full(ctx.n_groups, np.nan)
+    units = np.flatnonzero(unit_prob >= 0)
+    step = max(1, _PAIR_CHUNK // max(n_slots * width, 1))
+    for lo in range(0, len(units), step):  # a loop over chunks of units, never per problem
+        uu = units[lo:lo + step]
+        mine = D[uu][:, None, :]
+        theirs = pool[unit_prob[uu]]
+        wins = (mine < theirs).sum(axis=2) + 0.5 * (mine == theirs).sum(axis=2)
+        n = (~np.isnan(theirs) & ~np.isnan(mine)).sum(axis=2)
+        own = self_slot[uu]
+        n[np.flatnonzero(own >= 0), own[own >= 0]] = 0
+        has = n > 0
+        frac = wins / np.maximum(n, 1)
+        beat = ((frac > 0.5) + 0.5 * (frac == 0.5)) * has
+        n_refs = has.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[uu] = np.where(n_refs > 0, beat.sum(axis=1) / np.maximum(n_refs, 1), np.nan)
     return out
 
 

@@ -228,12 +228,35 @@ def test_every_aggregator_matches_brute_force(random_case, name):
         assert got[key] == pytest.approx(res[name], rel=1e-9, abs=1e-9), (name, key)
 
 
-def test_loss_rate_chunking_gives_the_same_result(random_case, monkeypatch):
+def test_loss_rate_chunking_and_both_code_paths_agree(random_case, monkeypatch):
     _, cells, pools, _, _ = random_case
-    whole = aggregate(cells, pools, name="loss_rate")["score"].to_numpy()
+    whole = aggregate(cells, pools, name="loss_rate")["score"].to_numpy()      # dense (unit x test) path
     monkeypatch.setattr(agg_mod, "_PAIR_CHUNK", 7)  # forces one unit per chunk
     chunked = aggregate(cells, pools, name="loss_rate")["score"].to_numpy()
     np.testing.assert_array_equal(whole, chunked)
+    monkeypatch.setattr(agg_mod, "_win_rate_dense", lambda *a, **k: None)    # the general pair path
+    general = aggregate(cells, pools, name="loss_rate")["score"].to_numpy()
+    np.testing.assert_array_equal(whole, general)
+
+
+def test_loss_rate_with_several_rows_per_test(random_case):
+    """Units over all repeats (by problem, solution): every row is one comparison with each reference."""
+    runs, cells, pools, _, _ = random_case
+    got = aggregate(cells, pools, name="loss_rate", by=["problem", "solution"]).set_index(["problem", "solution"])
+    opt = cells[(cells.test_kind == "optimization") & (cells.role != "floor")]
+    assert len(got) == 20
+    for (p, s), g in opt.groupby(["problem", "solution"]):
+        refs = pools[(pools.problem == p) & (pools.solution != s)]
+        beats = []
+        for j, pj in refs.groupby("solution"):
+            ref_d = dict(zip(pj["test"], pj["duration_s"]))
+            w = []
+            for t, d, status in zip(g["test"], g["duration_s"], g["status"]):
+                mine = d if status == "ok" else max(d, 5.0, 2 * pools[(pools.problem == p) & (pools.test == t)]
+                                                    ["duration_s"].max())
+                w.append(1.0 if mine < ref_d[t] else 0.5 if mine == ref_d[t] else 0.0)
+            beats.append(1.0 if np.mean(w) > 0.5 else 0.5 if np.mean(w) == 0.5 else 0.0)
+        assert got.loc[(p, s), "score"] == pytest.approx(100 * (1 - np.mean(beats)))
 
 
 def test_failure_penalty_without_a_timeout_column(random_case):
