@@ -390,7 +390,7 @@ def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Fin
     else:
         level = "pass" if needed <= have else "warn" if needed <= t.repeats_fail_factor * have else "fail"
     out.append(Finding(level, "repeats_needed", needed, f"<= {have} repeats pass, <= {t.repeats_fail_factor:g}x warn",
-                       f"{_fmt(needed)} repeats per (test, solution) give reliability {env.target_reliability} of "
+                       f"{_fmt(needed)} repeat(s) per (test, solution) give reliability {env.target_reliability} of "
                        f"the per-problem score (Spearman-Brown on variance components; corpus has {have}); "
                        f"{_fmt(env.repeats_for_precision)} for a {env.target_precision:.0%} relative CI of one "
                        "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), name))
