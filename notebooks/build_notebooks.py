@@ -39,7 +39,8 @@ from audits import narrative
 from audits.report import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.precision", 4)'''
+pd.set_option("display.precision", 4)
+pd.set_option("display.max_colwidth", None)'''
 
 LOAD = '''corpus = load_corpora(corpora)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
@@ -57,6 +58,7 @@ source_environment = "quiet"  # source environment ...
 target_environment = "busy"  # ... target environment
 environment_campaign = "quiet-a"  # campaign in which the two environments are compared
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}'''
 
 AGGREGATION_PARAMETERS = '''aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
@@ -87,11 +89,13 @@ RUN_DISCRIMINABILITY = '''discriminability = run_discriminability_audit(
 
 RUN_STORED = '''stored = run_calibration_audit(
     select_runs(corpus, environment=campaign_environment), source=stored_campaign, target=fresh_campaign,
-    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)'''
+    calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
+    thresholds=calibration_thresholds)'''
 
 RUN_ACROSS = '''across = run_calibration_audit(
     select_runs(corpus, campaign=environment_campaign), source=source_environment, target=target_environment,
-    calibration_family=calibration_family, n_boot=n_boot, seed=seed, thresholds=calibration_thresholds)'''
+    calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
+    thresholds=calibration_thresholds)'''
 
 RUN_AGGREGATION = '''aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
                                     n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)'''
