@@ -1,0 +1,147 @@
+"""Benchmark the sandbox runner against a bare subprocess loop and against hyperfine.
+
+(a) Throughput: the runner (``LocalSandbox.run``: fresh scratch dir, unprivileged
+    uid, rlimits, launcher, wall-clock watch, output capture) against a bare
+    ``subprocess.run`` loop over the same commands (same stdin file, stdout
+    captured). Target: the runner reaches >= 95 % of the bare loop's runs/s.
+(b) Accuracy: the runner's mean measured duration of ``python3 -c pass`` against
+    ``hyperfine -N`` on the same machine in the same run. Target: means within 2 ms.
+
+Both comparisons alternate blocks (A B A B ...) so that drift in machine load hits
+both sides alike. Timings on a shared machine are noisy; read the spread too.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_runner.py            # ~1 minute
+    .venv/bin/python benchmarks/bench_runner.py --quick    # ~15 s
+
+Writes ``benchmarks/results/bench_runner-<UTC time>.json`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from audits.sandbox import Limits, LocalSandbox, launcher_path, scratch_root  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+COMMANDS = {"true": ["/bin/true"], "python3 -c pass": [PYTHON, "-c", "pass"]}
+
+
+def bare_loop(argv, stdin_path: Path, n: int) -> float:
+    """Seconds for n plain subprocess.run calls (stdin from the file, stdout captured)."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        with open(stdin_path, "rb") as stdin:
+            subprocess.run(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    return time.perf_counter() - t0
+
+
+def runner_loop(box, argv, stdin_path: Path, work: Path, n: int, limits: Limits) -> tuple[float, list[float]]:
+    """Seconds for n runner executions (including scratch creation and clean-up), and their wall_s."""
+    walls = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        workdir = Path(tempfile.mkdtemp(dir=work))
+        ex = box.run(argv, stdin_path=stdin_path, workdir=workdir, limits=limits)
+        if ex.status != "ok":
+            raise SystemExit(f"runner: {argv} failed: {ex.reason} {ex.stderr_tail}")
+        walls.append(ex.wall_s)
+        shutil.rmtree(workdir)
+    return time.perf_counter() - t0, walls
+
+
+def hyperfine_mean(argv, runs: int, out: Path) -> dict:
+    cmd = ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", str(out), "--style", "none",
+           " ".join(argv)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    result = json.loads(out.read_text())["results"][0]
+    return {"mean_s": result["mean"], "stddev_s": result["stddev"], "median_s": result["median"],
+            "times": result["times"]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs (~15 s)")
+    parser.add_argument("--blocks", type=int, default=None, help="alternating blocks per comparison")
+    parser.add_argument("--per-block", type=int, default=None, help="runs per block")
+    args = parser.parse_args(argv)
+    blocks = args.blocks or (3 if args.quick else 6)
+    per_block = args.per_block or (20 if args.quick else 40)
+    if shutil.which("hyperfine") is None:
+        raise SystemExit("hyperfine is not installed (apt-get install hyperfine, or run scripts/system-deps.sh)")
+
+    work = scratch_root("speedaudit-bench-")
+    stdin_path = work / "stdin"
+    stdin_path.write_bytes(b"")
+    box = LocalSandbox()
+    limits = Limits(wall_s=10)
+    results: dict = {"when": datetime.now(timezone.utc).isoformat(), "host": os.uname().nodename,
+                     "cpus": os.cpu_count(), "launcher": launcher_path() is not None, "uid_switch": box.uid is not None,
+                     "blocks": blocks, "per_block": per_block, "throughput": {}, "accuracy": {}}
+    try:
+        for name, cmd in COMMANDS.items():  # warm caches
+            bare_loop(cmd, stdin_path, 3)
+            runner_loop(box, cmd, stdin_path, work, 3, limits)
+        # (a) throughput
+        for name, cmd in COMMANDS.items():
+            bare_s, runner_s = [], []
+            for _ in range(blocks):
+                bare_s.append(bare_loop(cmd, stdin_path, per_block))
+                runner_s.append(runner_loop(box, cmd, stdin_path, work, per_block, limits)[0])
+            bare_rate = blocks * per_block / sum(bare_s)
+            runner_rate = blocks * per_block / sum(runner_s)
+            ratios = [b / r for b, r in zip(bare_s, runner_s)]
+            results["throughput"][name] = {
+                "bare_runs_per_s": bare_rate, "runner_runs_per_s": runner_rate, "ratio": runner_rate / bare_rate,
+                "block_ratios": ratios, "target": 0.95}
+        # (b) accuracy against hyperfine, alternating blocks
+        cmd = COMMANDS["python3 -c pass"]
+        hyper_times, runner_walls = [], []
+        for b in range(blocks):
+            hyper_times += hyperfine_mean(cmd, per_block, work / f"hf-{b}.json")["times"]
+            runner_walls += runner_loop(box, cmd, stdin_path, work, per_block, limits)[1]
+        h_mean, r_mean = statistics.fmean(hyper_times), statistics.fmean(runner_walls)
+        results["accuracy"]["python3 -c pass"] = {
+            "hyperfine_mean_ms": 1e3 * h_mean, "hyperfine_sd_ms": 1e3 * statistics.stdev(hyper_times),
+            "hyperfine_median_ms": 1e3 * statistics.median(hyper_times),
+            "runner_mean_ms": 1e3 * r_mean, "runner_sd_ms": 1e3 * statistics.stdev(runner_walls),
+            "runner_median_ms": 1e3 * statistics.median(runner_walls),
+            "difference_ms": 1e3 * (r_mean - h_mean), "target_ms": 2.0, "n": len(runner_walls)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"runner benchmark ({blocks} alternating blocks x {per_block} runs; launcher={results['launcher']}, "
+          f"uid switch={results['uid_switch']})")
+    print(f"{'throughput':<18}{'bare runs/s':>12}{'runner runs/s':>15}{'ratio':>8}{'target':>9}")
+    for name, r in results["throughput"].items():
+        print(f"{name:<18}{r['bare_runs_per_s']:>12.1f}{r['runner_runs_per_s']:>15.1f}{r['ratio']:>8.1%}"
+              f"{'>= 95%':>9}")
+    a = results["accuracy"]["python3 -c pass"]
+    print(f"{'duration (ms)':<18}{'hyperfine':>12}{'runner':>15}{'diff':>8}{'target':>9}")
+    print(f"{'python3 -c pass':<18}{a['hyperfine_mean_ms']:>9.2f} ±{a['hyperfine_sd_ms']:.1f}"
+          f"{a['runner_mean_ms']:>10.2f} ±{a['runner_sd_ms']:.1f}{a['difference_ms']:>+8.2f}{'|d|<=2':>9}")
+    out_dir = ROOT / "benchmarks" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"bench_runner-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
