@@ -459,7 +459,7 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
     if len(sensitivity):
         swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
         tau = float(swing.idxmax())
-        pp = float(swing.max())
+        pp = round(float(swing.max()), 9)  # pass-rate differences are ratios of counts: drop float dust
         level = judge(pp, **limits["ptau_swing_pp"])
         out.append(Finding(level, "ptau_swing_pp", pp, _thr(limits, "ptau_swing_pp"),
                            f"the p_{tau:g} pass rate of {target}'s candidates moves {pp:.1f} pp while the intercept "
