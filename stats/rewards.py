@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -702,10 +702,11 @@ def apply_environment(
         row = _row_lookup(units, scores, by) if len(scores) else np.full(len(units), -1)
         found = row >= 0
         filled = units.copy()
-        for column, empty in (("q", np.nan), ("c", True), ("g", False), ("hard_fail", False),
-                              ("n_opt_tests", 0), ("n_tests", 0)):
-            values = scores[column].to_numpy()[np.maximum(row, 0)] if len(scores) else np.zeros(len(units))
-            filled[column] = np.where(found, values, empty).astype(scores[column].dtype if len(scores) else float)
+        for column, empty, dtype in (("q", np.nan, float), ("c", True, bool), ("g", False, bool),
+                                     ("hard_fail", False, bool), ("n_opt_tests", 0, np.int64),
+                                     ("n_tests", 0, np.int64)):
+            values = scores[column].to_numpy()[np.maximum(row, 0)] if len(scores) else np.full(len(units), empty)
+            filled[column] = np.where(found, values, empty).astype(dtype)
         scores = filled
     return EnvironmentRun(scores=scores, tests=tests, n_executions=len(frame), n_limited=int(hit.sum()))
 

@@ -65,8 +65,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from stats._groups import first_rows, group_codes
-from stats.ranking import percentile_table, problem_scores, reference_pools, test_percentiles
-from stats.rewards import Environment, EnvironmentRun, apply_environment, environment_rewards
+from stats.ranking import problem_scores, reference_pools, test_percentiles
+from stats.rewards import Environment, EnvironmentRun, _row_lookup, apply_environment, environment_rewards
 
 __all__ = [
     "DegeneracyThresholds",
@@ -611,8 +611,6 @@ def simulate(
     first = first_rows(units_code, n_units)
     unit_problem = quality["problem"].to_numpy()[first]
     prob_code, n_prob = group_codes(pd.DataFrame({"problem": unit_problem}), ["problem"])
-
-    from stats.rewards import _row_lookup  # shared private helper of the sibling module
 
     row = _row_lookup(quality, scores, ["problem", "solution", "repeat"])
     r_mat = np.full((n_units, len(repeats)), np.nan)

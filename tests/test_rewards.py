@@ -375,3 +375,15 @@ def test_other_aggregator_q_is_the_reference_percentile_of_its_score(runs):
         assert got.loc[(problem, solution, repeat), "q"] == pytest.approx(expected)
     hard = got["hard_fail"].to_numpy()
     assert np.array_equal(got["g"].to_numpy(), (got["q"].to_numpy() <= 0.4) & ~hard)
+
+
+def test_units_keep_a_row_when_every_test_is_filtered_out():
+    synth = synthesize(n_problems=3, n_tests=3, n_correctness_tests=0, n_solutions=4, n_incorrect=0,
+                       n_candidates=0, n_repeats=2, seed=2)
+    runs = select_runs(synth.corpus, environment="quiet", campaign="c0")
+    env = Environment.from_dict({"name": "none_left", "pre": {"max_input_chars": 10}, "post": {"tau": 30}})
+    scores = apply_environment(runs, env).scores
+    assert len(scores) == 3 * 4 * 2
+    assert scores["q"].isna().all() and scores["c"].all() and not scores["g"].any()
+    assert scores["c"].dtype == bool and scores["g"].dtype == bool and (scores["n_opt_tests"] == 0).all()
+    assert (environment_rewards(scores, env.reward) == -1).all()
