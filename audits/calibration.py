@@ -317,7 +317,7 @@ def run_calibration_audit(
     mapping = fit_objects[calibration_family]
     try:
         agreement = percentile_agreement(corpus, source=source, target=target, key=key, mapping=mapping,
-                                         n_boot=n_boot_rank, level=level, seed=seed)
+                                         pairing=pairing, n_boot=n_boot_rank, level=level, seed=seed)
         sp_raw, sp_cal, sp_gain, agree_frame = (agreement.spearman_raw, agreement.spearman_calibrated,
                                                 agreement.gain, agreement.frame)
     except ValueError:  # too few re-run references with scores on both sides

@@ -149,6 +149,9 @@ class Pairing:
         median, s), ``n_ok_x``, ``n_ok_y``.
     lost : DataFrame
         ``reason, n_cells``: cells seen on either side but not paired.
+    source_cells, target_cells : DataFrame
+        Every cell of each side (:func:`stats.ranking.solution_cells`), kept
+        so that later steps (:func:`percentile_agreement`) need not recompute them.
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -157,6 +160,8 @@ class Pairing:
     target: str = ""
     key: str = "campaign"
     within: str | None = None
+    source_cells: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    target_cells: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_pairs(self) -> int:
@@ -287,7 +292,8 @@ def pair_medians(
     frame = frame.reset_index(drop=True)
     counts = [n_role_excluded, only_src, only_tgt, int(no_x.sum()), int(no_y.sum()), int(non_pos.sum())]
     lost = pd.DataFrame({"reason": list(_LOST_REASONS), "n_cells": counts})
-    return Pairing(frame=frame, lost=lost, source=source, target=target, key=key, within=within)
+    return Pairing(frame=frame, lost=lost, source=source, target=target, key=key, within=within,
+                   source_cells=src, target_cells=tgt)
 
 
 # ----------------------------------------------------------------------------- families
@@ -1009,6 +1015,7 @@ def percentile_agreement(
     target: str,
     key: str = "auto",
     mapping: Callable | Fit | None = None,
+    pairing: Pairing | None = None,
     n_boot: int = 200,
     level: float = 0.95,
     seed: int | None = 0,
@@ -1024,6 +1031,10 @@ def percentile_agreement(
     units; its CI resamples problems (``n_boot`` resamples, ranks recomputed
     on each as weighted midranks).
 
+    A :class:`Pairing` of the same source and target (from
+    :func:`pair_medians`, not matched ``within`` another column) may be passed
+    to reuse its per-side cells instead of recomputing the medians.
+
     Examples
     --------
     >>> from audits.synthetic import synthesize  # doctest: +SKIP
@@ -1031,16 +1042,26 @@ def percentile_agreement(
     >>> percentile_agreement(corpus, source="c0", target="c1", mapping=lambda d: 0.63 * d + 0.053)  # doctest: +SKIP
     """
     key = resolve_key(corpus, source=source, target=target, key=key)
-    other, values = _other_values(corpus, key, source, target)
+    reuse = (pairing is not None and pairing.within is None and pairing.source_cells is not None
+             and (pairing.source, pairing.target, pairing.key) == (source, target, key))
+    other, values = (None, [None]) if reuse else _other_values(corpus, key, source, target)
     frames = []
     for value in values:  # one iteration per shared environment/campaign (a handful), not per problem
-        src = _runs(corpus, key, source, other, value)
-        tgt = _runs(corpus, key, target, other, value)
-        src_pool = reference_pools(src)
-        refs = tgt.loc[(tgt["role"] == "reference").to_numpy() & tgt["correct"].to_numpy(dtype=bool)]
-        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
-                            "test_kind") if c in refs.columns]
-        cells = solution_cells(refs[cols])
+        if reuse:
+            src_cells, cells = pairing.source_cells, pairing.target_cells
+            src_ref = (src_cells["role"] == "reference").to_numpy() & src_cells["correct"].to_numpy(dtype=bool)
+            src_pool = src_cells.loc[src_ref & (src_cells["n_ok"].to_numpy() > 0),
+                                     ["problem", "test", "solution", "duration_s"]]
+            cells = cells.loc[(cells["role"] == "reference").to_numpy() & cells["correct"].to_numpy(dtype=bool)]
+            cells = cells.reset_index(drop=True)
+        else:
+            src = _runs(corpus, key, source, other, value)
+            tgt = _runs(corpus, key, target, other, value)
+            src_pool = reference_pools(src)
+            refs = tgt.loc[(tgt["role"] == "reference").to_numpy() & tgt["correct"].to_numpy(dtype=bool)]
+            cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                                "test_kind") if c in refs.columns]
+            cells = solution_cells(refs[cols])
         # the fresh pool = reference_pools(tgt): cells of correct references with >= 1 ok repeat
         tgt_pool = cells.loc[cells["n_ok"].to_numpy() > 0, ["problem", "test", "solution", "duration_s"]]
         scored = {}

@@ -386,3 +386,12 @@ def test_spearman_resamples_equal_scipy_on_expanded_samples():
         rows = np.concatenate([np.repeat(np.flatnonzero(codes == g), row[g]) for g in range(6)])
         assert draws[i, 0] == pytest.approx(sps.spearmanr(a[rows], c[rows]).statistic, abs=1e-10)
         assert draws[i, 1] == pytest.approx(sps.spearmanr(b[rows], c[rows]).statistic, abs=1e-10)
+
+
+def test_percentile_agreement_reusing_the_pairing_gives_the_same_scores(drifted):
+    pairing = pair_medians(drifted, source="c0", target="c1")
+    mapping = fit_family(pairing.frame["x"].to_numpy(), pairing.frame["y"].to_numpy(), "affine")
+    fresh = percentile_agreement(drifted, source="c0", target="c1", mapping=mapping, n_boot=30)
+    reused = percentile_agreement(drifted, source="c0", target="c1", mapping=mapping, pairing=pairing, n_boot=30)
+    pd.testing.assert_frame_equal(fresh.frame, reused.frame)
+    assert fresh.spearman_calibrated == reused.spearman_calibrated
