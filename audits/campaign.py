@@ -633,7 +633,7 @@ class CampaignResult:
                  "status  " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items()))]
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)}:")
-            lines += [f"    {s.name}: {s.reason.splitlines()[0] if s.reason else ''}" for s in self.skipped]
+            lines += [f"    {s.name}: {_short(s.reason)}" for s in self.skipped]
         if self.errors:
             lines.append(f"harness errors {len(self.errors)} (not recorded; run the same command again to retry):")
             lines += [f"    job {j}: {e}" for j, e in self.errors[:10]]
@@ -648,6 +648,18 @@ class CampaignResult:
         out["out"] = None if self.out is None else str(self.out)
         out["journal"] = str(self.journal)
         return out
+
+
+def _short(reason: str, limit: int = 300) -> str:
+    """A reason on one line: its first line, plus the first line that says 'error' (compiler output)."""
+    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0]
+    detail = next((line for line in lines[1:] if "error" in line.lower()), None)
+    if detail:
+        text += " " + detail
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def journal_to_corpus(rows: Iterable[dict], *, source: str = "<journal>") -> pd.DataFrame:

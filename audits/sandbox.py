@@ -602,7 +602,7 @@ def launcher_path() -> str | None:
     with _LAUNCHER_LOCK:
         if "path" in _LAUNCHER:
             return _LAUNCHER["path"]
-        compiler = shutil.which("cc") or shutil.which("gcc")
+        compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("g++")
         digest = hashlib.sha256(_LAUNCHER_C.encode()).hexdigest()[:16]
         base = os.environ.get("SPEEDAUDIT_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "speedaudit")
@@ -616,7 +616,7 @@ def launcher_path() -> str | None:
                 src = Path(tmp) / "sa-launch.c"
                 src.write_text(_LAUNCHER_C)
                 exe = Path(tmp) / "sa-launch"
-                done = subprocess.run([compiler, "-O2", "-o", str(exe), str(src)], capture_output=True)
+                done = subprocess.run([compiler, "-x", "c", "-O2", "-o", str(exe), str(src)], capture_output=True)
                 if done.returncode == 0:
                     os.replace(exe, target)
                     path = str(target)
@@ -1066,9 +1066,11 @@ class _Zygote:
             theirs.close()
         self.sock = ours
         self.dead = False
+        self.owner = os.getpid()
 
     def alive(self) -> bool:
-        return not self.dead and self.proc.poll() is None
+        # a forked copy of the runner must not share its parent's launcher
+        return not self.dead and self.owner == os.getpid() and self.proc.poll() is None
 
     def send(self, payload: bytes, fds: list[int]) -> None:
         try:
@@ -1102,7 +1104,7 @@ def _zygote(launcher: str) -> _Zygote:
     """This thread's launcher server (started on first use, restarted if it died)."""
     zygote = getattr(_THREAD, "zygote", None)
     if zygote is None or not zygote.alive():
-        if zygote is not None:
+        if zygote is not None and zygote.owner == os.getpid():
             zygote.destroy()
         zygote = _THREAD.zygote = _Zygote(launcher)
         with _LAUNCHER_LOCK:

@@ -151,7 +151,7 @@ def register(commands, audit_commands) -> None:
                         "(default: 6)")
     g = p.add_argument_group("files")
     g.add_argument("--work-dir", default=None, metavar="DIR",
-                   help="where programs are built and run (default: a fresh folder under the temp dir, removed "
+                   help="where programs are built and run (default: a fresh folder in /dev/shm, else the temp dir, removed "
                         "at the end); must be reachable by an unprivileged uid")
     g.add_argument("--keep-journal", action="store_true", help="keep the journal after writing the corpus")
     g.add_argument("--restart", action="store_true", help="discard an existing journal instead of resuming it")
