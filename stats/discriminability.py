@@ -106,7 +106,7 @@ def sandbox_floor(corpus: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def test_table(run: pd.DataFrame) -> pd.DataFrame:
+def test_table(run: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per optimization test of one run, from its correct references.
 
     Columns: ``problem, test, n_refs, median_s`` (median of the reference
@@ -120,6 +120,9 @@ def test_table(run: pd.DataFrame) -> pd.DataFrame:
     run : DataFrame
         Executions of one environment and campaign (``floor`` and candidate
         rows are ignored).
+    pools : DataFrame, optional
+        ``stats.ranking.reference_pools(run)`` when the caller already has it:
+        its cell medians are reused instead of sorting every execution again.
     """
     d = run["duration_s"].to_numpy(dtype=float)
     mask = (run["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
@@ -132,7 +135,10 @@ def test_table(run: pd.DataFrame) -> pd.DataFrame:
     refs = run.loc[mask]
     logd = np.log(d[mask])
     cell, n_cell = group_codes(refs, ["problem", "test", "solution"])
-    cell_med = grouped_median(cell, d[mask], n_cell)
+    if pools is None:
+        cell_med = grouped_median(cell, d[mask], n_cell)
+    else:
+        cell_med = _pool_medians(refs.iloc[first_rows(cell, n_cell)], pools)
     n_rep = np.bincount(cell, minlength=n_cell).astype(float)
     lmean = np.bincount(cell, weights=logd, minlength=n_cell) / np.maximum(n_rep, 1)
     lss = np.bincount(cell, weights=(logd - lmean[cell]) ** 2, minlength=n_cell)
@@ -165,6 +171,16 @@ def test_table(run: pd.DataFrame) -> pd.DataFrame:
             (grouped_quantile(t, cell_med, n_t, 0.75) - grouped_quantile(t, cell_med, n_t, 0.25))
             / out["median_s"].to_numpy(), np.nan)
     return out
+
+
+def _pool_medians(cells: pd.DataFrame, pools: pd.DataFrame) -> np.ndarray:
+    """Each cell's duration in ``pools`` (NaN when absent), aligned by (problem, test, solution)."""
+    keys = ["problem", "test", "solution"]
+    joined = pd.concat([cells[keys].reset_index(drop=True), pools[keys].reset_index(drop=True)], ignore_index=True)
+    codes, n = group_codes(joined, keys)
+    lookup = np.full(n, np.nan)
+    lookup[codes[len(cells):]] = pools["duration_s"].to_numpy(dtype=float)
+    return lookup[codes[: len(cells)]]
 
 
 def robust_cv(tests: pd.DataFrame, *, method: str = "iqr", threshold: float = 0.3,
@@ -385,7 +401,8 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     return StrongWeakGap(per, bootstrap_ci(gap, n_boot=n_boot, level=level, seed=seed), True)
 
 
-def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, factor: float = 2.0) -> pd.DataFrame:
+def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, factor: float = 2.0,
+                        pools: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per optimization test: how well it separates the references.
 
     Columns: ``problem, test, n_refs, median_s, spread`` (IQR / median of
@@ -395,7 +412,7 @@ def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, fact
     i.e. whether a repeat orders the solutions as the others do) and
     ``near_floor`` (median_s <= factor x floor; False when the floor is unknown).
     """
-    tests = test_table(run)
+    tests = test_table(run, pools=pools)
     d = run["duration_s"].to_numpy(dtype=float)
     mask = (run["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
     for column, value in (("role", "reference"), ("test_kind", "optimization")):

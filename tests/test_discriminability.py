@@ -49,6 +49,8 @@ def test_test_table_medians_equal_the_reference_pool_medians():
     expected = pools.loc[opt].groupby(["problem", "test"], observed=True)["duration_s"].median()
     np.testing.assert_allclose(tests.loc[expected.index, "median_s"], expected, rtol=1e-12)
     assert len(tests) == 5 * 8  # optimization tests only
+    reused = table_of_tests(run, pools=pools).set_index(["problem", "test"])
+    pd.testing.assert_frame_equal(reused, tests)
 
 
 def test_robust_cv_matches_numpy_and_scipy():
