@@ -167,9 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def demo_parameters(*, n_boot: int) -> dict:
-    """Notebook parameters of the demo: today's campaign against the stored one, quiet against busy."""
-    return {"n_boot": n_boot}
+def demo_parameters(*, n_boot: int, stored_run: str = "quiet/quiet-a") -> dict:
+    """Notebook parameters of the demo: today's quiet run against the stored one, quiet against busy today.
+
+    Reliability, aggregation and the simulator look at today's runs (this machine); calibration compares
+    ``stored_run`` (a shipped campaign) with today's quiet run, and today's quiet run with today's busy one.
+    """
+    return {"n_boot": n_boot, "seed": 0, "campaign": CAMPAIGN,
+            "stored_run": stored_run, "fresh_run": f"quiet/{CAMPAIGN}",
+            "source_run": f"quiet/{CAMPAIGN}", "target_run": f"busy/{CAMPAIGN}",
+            "aggregation_environment": None, "aggregation_campaign": CAMPAIGN,
+            "simulation_environment": "quiet", "simulation_campaign": CAMPAIGN}
 
 
 if __name__ == "__main__":

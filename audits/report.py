@@ -53,7 +53,7 @@ __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
     "repo_root", "notebook_dir", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
-    "default_audits",
+    "default_audits", "RunPair", "select_pair",
 ]
 
 
@@ -173,6 +173,65 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
         else:
             stacked[column] = stacked[column].astype("category")
     return stacked
+
+
+@dataclass(frozen=True)
+class RunPair:
+    """Two runs of a corpus prepared for :func:`audits.calibration.run_calibration_audit`.
+
+    ``frame`` holds only the rows of the two runs; ``source``/``target`` are the values of the column
+    ``key`` (``environment`` or ``campaign``) that tells them apart.
+    """
+
+    frame: object = field(repr=False)
+    source: str
+    target: str
+    key: str
+    source_run: str
+    target_run: str
+
+
+def _split_run(text: str, available: list[str]) -> tuple[str, str]:
+    env, sep, campaign = str(text).partition("/")
+    if not sep or not env or not campaign:
+        raise UserError(f"run {text!r} must be written 'environment/campaign'; this corpus has: "
+                        f"{', '.join(available)}")
+    return env, campaign
+
+
+def select_pair(corpus, source: str, target: str) -> RunPair:
+    """Select two runs, each named ``"environment/campaign"``, for a calibration between them.
+
+    When the environments differ the pair is compared by environment (each side has one campaign, so
+    campaigns need not match: ``quiet/today`` vs ``busy/today`` or ``quiet/a`` vs ``busy/b``); when only
+    the campaigns differ, by campaign (``quiet/stored`` vs ``quiet/today``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"environment": ["quiet", "quiet", "busy"], "campaign": ["a", "b", "b"]})
+    >>> pair = select_pair(runs, "quiet/a", "quiet/b")
+    >>> pair.key, pair.source, pair.target, len(pair.frame)
+    ('campaign', 'a', 'b', 2)
+    >>> select_pair(runs, "quiet/b", "busy/b").key
+    'environment'
+    """
+    env_col = corpus["environment"].astype(str).to_numpy()
+    camp_col = corpus["campaign"].astype(str).to_numpy()
+    import numpy as np
+
+    available = sorted({f"{e}/{c}" for e, c in zip(env_col, camp_col)})
+    (se, sc), (te, tc) = _split_run(source, available), _split_run(target, available)
+    for run, (e, c) in ((source, (se, sc)), (target, (te, tc))):
+        if f"{e}/{c}" not in available:
+            raise UserError(f"run {run!r} is not in the corpus; it has: {', '.join(available)}")
+    if (se, sc) == (te, tc):
+        raise UserError(f"source and target are the same run {source!r}; name two different runs")
+    mask = ((env_col == se) & (camp_col == sc)) | ((env_col == te) & (camp_col == tc))
+    frame = corpus.loc[mask]
+    if se != te:
+        return RunPair(frame, se, te, "environment", source, target)
+    return RunPair(frame, sc, tc, "campaign", source, target)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:

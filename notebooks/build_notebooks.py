@@ -51,12 +51,10 @@ floor_s = None  # the sandbox floor in seconds (None: median of the corpus's flo
 reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
 discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds'''
 
-CALIBRATION_PARAMETERS = '''stored_campaign = "quiet-a"  # source: the stored campaign ...
-fresh_campaign = "quiet-b"  # ... target: the fresh campaign
-campaign_environment = "quiet"  # environment in which the two campaigns are compared
-source_environment = "quiet"  # source environment ...
-target_environment = "busy"  # ... target environment
-environment_campaign = "quiet-a"  # campaign in which the two environments are compared
+CALIBRATION_PARAMETERS = '''stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings ...
+fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
+source_run = "quiet/quiet-a"  # a run of one environment ...
+target_run = "busy/busy-a"  # ... against a run of another
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}'''
@@ -87,13 +85,15 @@ RUN_DISCRIMINABILITY = '''discriminability = run_discriminability_audit(
     corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
     thresholds=DiscriminabilityThresholds(**discriminability_thresholds))'''
 
-RUN_STORED = '''stored = run_calibration_audit(
-    select_runs(corpus, environment=campaign_environment), source=stored_campaign, target=fresh_campaign,
+RUN_STORED = '''stored_pair = select_pair(corpus, stored_run, fresh_run)
+stored = run_calibration_audit(
+    stored_pair.frame, source=stored_pair.source, target=stored_pair.target, key=stored_pair.key,
     calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
     thresholds=calibration_thresholds)'''
 
-RUN_ACROSS = '''across = run_calibration_audit(
-    select_runs(corpus, campaign=environment_campaign), source=source_environment, target=target_environment,
+RUN_ACROSS = '''across_pair = select_pair(corpus, source_run, target_run)
+across = run_calibration_audit(
+    across_pair.frame, source=across_pair.source, target=across_pair.target, key=across_pair.key,
     calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
     thresholds=calibration_thresholds)'''
 
@@ -133,9 +133,8 @@ from audits.calibration import run_calibration_audit
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 from audits.environments import load_environments
 from audits.reliability import ReliabilityThresholds, run_reliability_audit
-from audits.report import resolve_files
-from audits.simulation import run_simulation_audit
-from stats.ranking import select_runs'''),
+from audits.report import resolve_files, select_pair
+from audits.simulation import run_simulation_audit'''),
     code("corpus = load_corpora(corpora)"),
     code(RUN_RELIABILITY + "\n" + RUN_DISCRIMINABILITY),
     code(RUN_STORED + "\n" + RUN_ACROSS),
@@ -145,8 +144,8 @@ from stats.ranking import select_runs'''),
     code('''verdicts = {
     "sandbox reliability": reliability.findings,
     "discriminability": discriminability.findings,
-    f"calibration {stored_campaign} → {fresh_campaign}": stored.findings,
-    f"calibration {source_environment} → {target_environment}": across.findings,
+    f"calibration {stored_run} → {fresh_run}": stored.findings,
+    f"calibration {source_run} → {target_run}": across.findings,
     "aggregation": aggregation.findings,
     "reward simulation": simulation.findings,
 }
@@ -156,9 +155,9 @@ narrative.verdict_overview(verdicts)'''),
     code('narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")'),
     code('narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")'),
     code('''narrative.show_findings(stored.findings, audit="calibration",
-                        title=f"Calibration {stored_campaign} → {fresh_campaign}")'''),
+                        title=f"Calibration {stored_run} → {fresh_run}")'''),
     code('''narrative.show_findings(across.findings, audit="calibration",
-                        title=f"Calibration {source_environment} → {target_environment}")'''),
+                        title=f"Calibration {source_run} → {target_run}")'''),
     code('narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")'),
     code('narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")'),
     md("## The corpus"),
@@ -222,11 +221,11 @@ pooled over all held-out problems (DESIGN.md, "Calibration").
 
 from audits.calibration import run_calibration_audit
 from audits.plots.calibration import bland_altman_plot, calibration_scatter
-from stats.ranking import select_runs'''),
+from audits.report import select_pair'''),
     code(LOAD),
     md("## Stored campaign → fresh campaign"),
     code(RUN_STORED + '''
-narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_campaign} → {fresh_campaign}")'''),
+narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_run} → {fresh_run}")'''),
     code("narrative.Markdown(narrative.describe_calibration(stored))"),
     code("narrative.calibration_fit_table(stored)"),
     md("Every fitted family on the paired medians (log-log), against the identity:"),
@@ -237,7 +236,7 @@ narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_ca
     md("## One environment → another"),
     code(RUN_ACROSS + '''
 narrative.show_findings(across.findings, audit="calibration",
-                        title=f"{source_environment} → {target_environment}")'''),
+                        title=f"{source_run} → {target_run}")'''),
     code("narrative.Markdown(narrative.describe_calibration(across))"),
     code("narrative.calibration_fit_table(across)"),
     code("narrative.show_figure(calibration_scatter(across, seed=seed))"),

@@ -23,8 +23,8 @@ from audits.cli import UserError
 from audits.corpus import CorpusError, save_corpus
 from audits.findings import Finding, worst_level
 from audits.report import (REPORTS, RenderedReport, check_kernel, default_audits, load_corpora, notebook_dir,
-                           notebook_findings, parse_parameter, repo_root, resolve_corpora, template_parameters,
-                           write_index)
+                           notebook_findings, parse_parameter, repo_root, resolve_corpora, select_pair,
+                           template_parameters, write_index)
 from audits.synthetic import synthesize
 
 NOTEBOOKS = sorted(notebook_dir().glob("*.ipynb"))
@@ -187,6 +187,23 @@ def test_load_corpora_stacks_and_refuses_overlap(tmp_path):
         load_corpora([tmp_path / "a.parquet", tmp_path / "a2.parquet"])
     with pytest.raises(UserError, match="not found"):
         resolve_corpora([tmp_path / "missing.parquet"])
+
+
+def test_select_pair_picks_the_rows_and_the_column_that_differs():
+    corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                        busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
+    runs = corpus["environment"].astype(str) + "/" + corpus["campaign"].astype(str)
+    pair = select_pair(corpus, "quiet/a", "quiet/b")
+    assert (pair.key, pair.source, pair.target) == ("campaign", "a", "b")
+    assert len(pair.frame) == int(runs.isin(["quiet/a", "quiet/b"]).sum())
+    pair = select_pair(corpus, "quiet/a", "busy/b")  # campaigns may differ between environments
+    assert (pair.key, pair.source, pair.target) == ("environment", "quiet", "busy")
+    assert sorted(set(pair.frame["campaign"].astype(str) + pair.frame["environment"].astype(str))) == ["aquiet",
+                                                                                                       "bbusy"]
+    for bad, match in (("quiet", "environment/campaign"), ("quiet/zz", "not in the corpus"),
+                       ("quiet/a", "same run")):
+        with pytest.raises(UserError, match=match):
+            select_pair(corpus, "quiet/a", bad) if bad == "quiet/a" else select_pair(corpus, bad, "quiet/a")
 
 
 def test_kernel_is_this_environment():

@@ -47,9 +47,8 @@ def rendered(corpus_path, tmp_path_factory):
 
 def report_parameters() -> dict:
     """The synthetic corpus's names for the runs each report compares."""
-    return {"n_boot": N_BOOT, "n_boot_rank": 20, "seed": 0, "stored_campaign": "c0", "fresh_campaign": "c1",
-            "campaign_environment": "quiet", "source_environment": "quiet", "target_environment": "busy",
-            "environment_campaign": "c0", "aggregation_environment": "quiet", "aggregation_campaign": "c0",
+    return {"n_boot": N_BOOT, "n_boot_rank": 20, "seed": 0, "stored_run": "quiet/c0", "fresh_run": "quiet/c1",
+            "source_run": "quiet/c0", "target_run": "busy/c0", "aggregation_environment": "quiet", "aggregation_campaign": "c0",
             "simulation_environment": "quiet", "simulation_campaign": "c0"}
 
 
