@@ -52,8 +52,10 @@ both are kept because rewards threshold raw scores on different scales.
 Everything is vectorised over all units: grouped sums are ``np.bincount``,
 grouped order statistics one ``np.lexsort`` plus block offsets, ranks against
 pools one sort plus ``searchsorted``. ``loss_rate`` compares every unit with
-every reference of its problem on every test (O(rows x references)); it runs in
-bounded-memory chunks of whole units.
+every reference of its problem on every test (O(rows x references)): as a
+broadcast of a (unit, test) matrix against a (problem, reference, test) tensor
+when each unit has one row per test, otherwise over explicit (row, reference)
+pairs; both in bounded-memory chunks of whole units.
 
 Custom aggregators
 ------------------
@@ -651,29 +653,34 @@ def _win_rate_dense(ctx, rows, d, row_test, row_prob, row_ps, p_test, p_dur, p_p
     key = unit * width + col
     if len(np.unique(key)) != len(key):
         return None
-    D = np.full((ctx.n_groups, width), np.nan)
-    D[unit, col] = d
-    pool = np.full((n_prob, n_slots, width), np.nan)
-    pool[p_prob, p_slot, t_local[p_test]] = p_dur
+    # test-major layout: summing booleans over the first axis adds contiguous (units, refs) slabs
+    D = np.full((width, ctx.n_groups), np.nan)
+    D[col, unit] = d
+    pool = np.full((width, n_prob, n_slots), np.nan)
+    pool[t_local[p_test], p_prob, p_slot] = p_dur
     unit_prob = np.full(ctx.n_groups, -1, dtype=np.int64)
     unit_prob[unit] = row_prob
     self_slot = np.full(ctx.n_groups, -1, dtype=np.int64)
     has_self = row_ps >= 0
     self_slot[unit[has_self]] = slot_of_ps[row_ps[has_self]]
-    out = np.full(ctx.n_groups, np.nan)
     units = np.flatnonzero(unit_prob >= 0)
+    gaps = bool(np.isnan(pool).any() or np.isnan(D[:, units]).any())
+    out = np.full(ctx.n_groups, np.nan)
     step = max(1, _PAIR_CHUNK // max(n_slots * width, 1))
     for lo in range(0, len(units), step):  # a loop over chunks of units, never per problem
         uu = units[lo:lo + step]
-        mine = D[uu][:, None, :]
-        theirs = pool[unit_prob[uu]]
-        wins = (mine < theirs).sum(axis=2) + 0.5 * (mine == theirs).sum(axis=2)
-        n = (~np.isnan(theirs) & ~np.isnan(mine)).sum(axis=2)
+        mine = D[:, uu][:, :, None]
+        theirs = pool[:, unit_prob[uu], :]
+        # twice the wins: #{<} + #{<=} = 2 #{<} + #{=}; integer arithmetic, no rounding
+        wins2 = (mine < theirs).sum(axis=0, dtype=np.int32) + (mine <= theirs).sum(axis=0, dtype=np.int32)
+        if gaps:
+            n = (~np.isnan(mine) & ~np.isnan(theirs)).sum(axis=0, dtype=np.int32)
+        else:
+            n = np.full(wins2.shape, width, dtype=np.int32)
         own = self_slot[uu]
         n[np.flatnonzero(own >= 0), own[own >= 0]] = 0
         has = n > 0
-        frac = wins / np.maximum(n, 1)
-        beat = ((frac > 0.5) + 0.5 * (frac == 0.5)) * has
+        beat = ((wins2 > n) + 0.5 * (wins2 == n)) * has
         n_refs = has.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             out[uu] = np.where(n_refs > 0, beat.sum(axis=1) / np.maximum(n_refs, 1), np.nan)
