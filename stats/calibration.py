@@ -485,7 +485,8 @@ def fit_family(
         ``HuberRegressor(epsilon=1.35, alpha=0)`` on the family's basis;
         ``theilsen``: scipy's ``theilslopes`` (affine and power; multiplicative
         uses the median of y/x). Fitted on a seeded sample of at most
-        ``max_points`` pairs. Not used with ``deming``.
+        ``max_points`` pairs (Theil-Sen: at most 2000, it forms all pairwise
+        slopes). Not used with ``deming``.
     variance_ratio : float, default 1
         Deming's d = var(error of y) / var(error of x); 1 is orthogonal
         regression, d -> infinity tends to OLS of y on x.
@@ -533,6 +534,8 @@ def fit_family(
 def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> np.ndarray:
     if method not in ROBUST_METHODS:
         raise ValueError(f"robust must be None or one of {ROBUST_METHODS}, got {method!r}")
+    if method == "theilsen":
+        max_points = min(max_points, 2000)  # Theil-Sen forms all n^2/2 pairwise slopes
     if len(x) > max_points:
         pick = rng.choice(len(x), size=max_points, replace=False)
         x, y = x[pick], y[pick]

@@ -94,7 +94,7 @@ def test_thresholds_are_overridable(busy_corpus):
 def test_robust_variant_is_reported_beside_the_families():
     corpus = synthesize(campaigns=DRIFT, n_problems=12, n_candidates=0, seed=3).corpus
     audit = run_calibration_audit(corpus, source="c0", target="c1", families=["affine"], robust="theilsen",
-                                  n_boot=60, n_boot_rank=10)
+                                  n_boot=20, n_boot_rank=10)
     fits = audit.fits.set_index("name")
     assert list(fits.index) == ["affine", "affine_theilsen"]
     assert fits.loc["affine_theilsen", "cv"] == "10-fold over problems" and fits.loc["affine", "cv"] == "lopo"
