@@ -113,6 +113,7 @@ def robust_cv_per_problem(audit, *, noise_aware: bool = True) -> Figure:
                     label=f"{name}, noise-aware")
     ax.axhline(audit.thresholds.robust_cv, color="k", ls="--", lw=1, label=f"filterable >= {audit.thresholds.robust_cv}")
     ax.set_yscale("symlog", linthresh=0.05)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("problems (sorted by robust CV, share)")
     ax.set_ylabel("robust CV across optimization tests")
     ax.set_title("Workload span per problem")
