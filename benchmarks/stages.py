@@ -1,0 +1,247 @@
+"""Benchmark stages: one stage of the audit, run in a fresh process, timed, with check values.
+
+Every stage loads the corpus first (untimed, except for the ``load``, ``floor``
+and ``audit`` stages, which include it), then runs its computation once under
+``time.perf_counter``; afterwards (untimed) it computes the values that
+:mod:`benchmarks.run` compares between the fast implementation and the
+straightforward baseline (:mod:`benchmarks.baselines`).
+
+Stages (``fast`` implementation = the project's own code):
+
+=================  =====================================================================
+load               ``audits.corpus.load_corpus`` (read Parquet + validate + normalise)
+floor              the floor: ``pandas.read_parquet`` + one ``np.sort`` of ``duration_s``
+percentiles        ``stats.ranking.percentile_table(per_repeat=True)`` of campaign c0
+reliability        ``audits.reliability.run_reliability_audit`` (all campaigns)
+discriminability   ``audits.discriminability.run_discriminability_audit``
+calibration        ``audits.calibration.run_calibration_audit(source="c0", target="c1")``
+                   (every family, leave-one-problem-out over all problems, bootstrap CIs)
+aggregation        ``audits.aggregation.run_aggregation_audit`` (17+ aggregators, both campaigns)
+simulation         ``audits.simulation.run_simulation_audit`` over the shipped example
+                   environments (fixtures/environments/*.yaml but the grid) on c0
+audit              load + percentiles + every audit above, one process: the whole audit
+=================  =====================================================================
+
+Child protocol (used by :mod:`benchmarks.run`)::
+
+    python -m benchmarks.stages STAGE CORPUS.parquet --impl fast|baseline --out RESULT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["STAGES", "AUDIT_PARTS", "ENVIRONMENT_DIR", "example_environments", "run_stage", "main"]
+
+ROOT = Path(__file__).resolve().parent.parent
+ENVIRONMENT_DIR = ROOT / "fixtures" / "environments"
+AUDIT_PARTS = ("percentiles", "reliability", "discriminability", "calibration", "aggregation", "simulation")
+STAGES = ("load", "floor") + AUDIT_PARTS + ("audit",)
+KEYS = ["problem", "test", "solution", "repeat"]
+N_BOOT = 1000  # the audits' default bootstrap sizes are kept (what a user gets)
+
+
+def example_environments():
+    """The shipped example reward environments (every fixtures/environments/*.yaml except the grid)."""
+    from audits.environments import load_environments
+
+    files = sorted(p for p in ENVIRONMENT_DIR.glob("*.yaml") if p.name != "grid.yaml")
+    return load_environments(files)
+
+
+def _c0(corpus: pd.DataFrame) -> pd.DataFrame:
+    from stats.ranking import select_runs
+
+    run = select_runs(corpus, campaign="c0")
+    return run.loc[(run["role"] != "floor").to_numpy()]
+
+
+# ----------------------------------------------------------------------------------------------
+# fast implementations: return the computation's result (the timed part)
+# ----------------------------------------------------------------------------------------------
+
+def _fast_percentiles(corpus):
+    from stats.ranking import percentile_table
+
+    return percentile_table(_c0(corpus), per_repeat=True)
+
+
+def _fast_reliability(corpus):
+    from audits.reliability import run_reliability_audit
+
+    return run_reliability_audit(corpus, n_boot=N_BOOT)
+
+
+def _fast_discriminability(corpus):
+    from audits.discriminability import run_discriminability_audit
+
+    return run_discriminability_audit(corpus, n_boot=N_BOOT)
+
+
+def _fast_calibration(corpus):
+    from audits.calibration import run_calibration_audit
+
+    return run_calibration_audit(corpus, source="c0", target="c1", n_boot=N_BOOT)
+
+
+def _fast_aggregation(corpus):
+    from audits.aggregation import run_aggregation_audit
+
+    return run_aggregation_audit(corpus, n_boot=N_BOOT)
+
+
+def _fast_simulation(corpus, environments=None):
+    from audits.simulation import run_simulation_audit
+
+    return run_simulation_audit(corpus, environments=environments or example_environments(), campaign="c0")
+
+
+FAST = {
+    "percentiles": _fast_percentiles,
+    "reliability": _fast_reliability,
+    "discriminability": _fast_discriminability,
+    "calibration": _fast_calibration,
+    "aggregation": _fast_aggregation,
+    "simulation": _fast_simulation,
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# check values of the fast results (untimed), in the layout of benchmarks.baselines
+# ----------------------------------------------------------------------------------------------
+
+def _sorted_by_keys(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    keyed = frame.assign(**{k: frame[k].astype(str) for k in keys if k != "repeat"})
+    return keyed.sort_values(list(keys), kind="stable")
+
+
+def check_values(stage: str, result, corpus: pd.DataFrame) -> dict:
+    if stage == "percentiles":
+        return {"percentile": _sorted_by_keys(result, KEYS)["percentile"].to_numpy(dtype=float)}
+    if stage == "reliability":
+        env = result.environments["quiet"]
+        icc = _sorted_by_keys(env.test_icc, ["problem", "test"])["ICC2"].to_numpy(dtype=float)
+        return {"median_repeat_cv": env.median_repeat_cv.estimate, "mean_rank_range": env.drift.mean_range.estimate,
+                "icc2": icc}
+    if stage == "discriminability":
+        env = result.environments["quiet"]
+        problems = env.problems.assign(problem=env.problems["problem"].astype(str)).sort_values("problem")
+        return {"robust_cv": problems["robust_cv"].to_numpy(dtype=float), "mean_gap": env.gap.gap.estimate}
+    if stage == "calibration":
+        fits = result.fits.set_index("name")
+        aff = result.params[(result.params["family"] == "affine") & (result.params["param"] == "slope")].iloc[0]
+        return {"lopo_r2": {f: float(fits.loc[f, "lopo_r2"])
+                            for f in ("multiplicative", "affine", "power", "poly2", "poly3")},
+                "slope_ci": [float(aff["ci_low"]), float(aff["ci_high"])]}
+    if stage == "aggregation":
+        table = result.table
+        return {"stability": {str(c): dict(zip(g["aggregator"], g["stability"]))
+                              for c, g in table.groupby("campaign")}}
+    if stage == "simulation":
+        from stats.rewards import apply_environment
+
+        run = corpus.loc[(corpus["campaign"].astype(str) == "c0").to_numpy()]
+        out = {}
+        for env in example_environments():
+            scores = apply_environment(run, env).scores
+            out[env.name] = {"mean_q": float(scores["q"].mean()), "share_g": float(scores["g"].mean()),
+                             "share_c": float(scores["c"].mean())}
+        return {"environments": out, "verdicts": result.diagnostics["verdict"].tolist()}
+    return {}
+
+
+# ----------------------------------------------------------------------------------------------
+# running one stage
+# ----------------------------------------------------------------------------------------------
+
+def _load(path):
+    from audits.corpus import load_corpus
+
+    return load_corpus(path)
+
+
+def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
+    """Run one stage in this process; returns seconds, part timings and check values."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
+    if impl not in ("fast", "baseline"):
+        raise ValueError(f"impl must be 'fast' or 'baseline', got {impl!r}")
+    parts: dict[str, float] = {}
+    checks: dict = {}
+    if stage == "floor":
+        start = time.perf_counter()
+        frame = pd.read_parquet(path)
+        np.sort(frame["duration_s"].to_numpy())
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "parts": parts, "checks": {"rows": len(frame)}}
+    if stage == "load":
+        start = time.perf_counter()
+        corpus = _load(path)
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "parts": parts, "checks": {"rows": len(corpus)}}
+    if stage == "audit":
+        start = time.perf_counter()
+        corpus = _load(path)
+        parts["load"] = time.perf_counter() - start
+        for part in AUDIT_PARTS:
+            t0 = time.perf_counter()
+            FAST[part](corpus)
+            parts[part] = time.perf_counter() - t0
+        seconds = time.perf_counter() - start
+        return {"seconds": seconds, "parts": parts, "checks": {"rows": len(corpus)}}
+    corpus = _load(path)
+    if impl == "baseline":
+        from benchmarks import baselines
+
+        args = (example_environments(),) if stage == "simulation" else ()
+        start = time.perf_counter()
+        checks = baselines.BASELINES[stage](corpus, *args)
+        seconds = time.perf_counter() - start
+    else:
+        start = time.perf_counter()
+        result = FAST[stage](corpus)
+        seconds = time.perf_counter() - start
+        checks = check_values(stage, result, corpus)
+    return {"seconds": seconds, "parts": parts, "checks": checks}
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return {"__array__": True}
+    if isinstance(value, (np.floating, float)):
+        return None if not np.isfinite(value) else float(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    return value
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Run one benchmark stage in this process (used by benchmarks.run)")
+    parser.add_argument("stage", choices=STAGES)
+    parser.add_argument("corpus", help="Parquet corpus from benchmarks.corpora")
+    parser.add_argument("--impl", choices=("fast", "baseline"), default="fast")
+    parser.add_argument("--out", required=True, help="JSON result file; arrays go to <out>.npz")
+    args = parser.parse_args(argv)
+    result = run_stage(args.stage, args.corpus, impl=args.impl)
+    result["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    arrays = {k: v for k, v in result["checks"].items() if isinstance(v, np.ndarray)}
+    if arrays:
+        np.savez(args.out + ".npz", **arrays)
+    Path(args.out).write_text(json.dumps(_jsonable(result)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

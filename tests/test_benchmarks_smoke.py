@@ -1,0 +1,100 @@
+"""Functional smoke test of the benchmark harness (no timing is asserted anywhere).
+
+Runs the harness on a 2 x 10^4-execution corpus: the fast stages and the
+straightforward baselines must agree (percentiles, ICC, leave-one-problem-out
+R^2, discriminability, simulation), the child-process protocol must report a
+peak RSS, and the comparison must catch a planted disagreement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import baselines
+from benchmarks.corpora import PER_PROBLEM, ensure_corpus, spec_for
+from benchmarks.run import _close, benchmark, compare, format_table, run_child, targets
+from benchmarks.stages import run_stage
+
+ROWS = 20_000  # 2 problems (the fewest leave-one-problem-out can use) x 10^4 executions
+
+
+@pytest.fixture(scope="module")
+def corpus_path(tmp_path_factory):
+    return ensure_corpus(ROWS, cache=tmp_path_factory.mktemp("corpora"))
+
+
+def test_corpus_geometry_is_honest(corpus_path):
+    frame = pd.read_parquet(corpus_path)
+    spec = spec_for(ROWS)
+    assert spec["n_problems"] * PER_PROBLEM == ROWS == 2 * 10_000
+    real = frame[frame["role"] != "floor"]
+    assert len(real) == ROWS                      # floor rows come on top, 20 per campaign
+    assert (frame["role"] == "floor").sum() == 40
+    assert sorted(real["campaign"].unique()) == ["c0", "c1"]
+    # the same 50 references are re-run in both campaigns
+    per_campaign = real.groupby("campaign", observed=True)["solution"].nunique()
+    assert per_campaign.tolist() == [50, 50]
+
+
+@pytest.mark.parametrize("stage", ["percentiles", "reliability", "calibration", "discriminability"])
+def test_fast_and_baseline_agree(corpus_path, stage):
+    fast = {"checks": run_stage(stage, corpus_path, impl="fast")["checks"]}
+    base = {"checks": run_stage(stage, corpus_path, impl="baseline")["checks"]}
+    verdict = compare(stage, fast, base)
+    assert verdict["agree"], verdict
+
+
+def test_percentile_baseline_matches_hand_example():
+    # pool of test t: references a=1, b=2, c=3 (medians of their repeats); x is scored against all three
+    rows = pd.DataFrame({
+        "environment": "e", "campaign": "c0", "problem": "p", "test": "t",
+        "solution": ["a", "a", "b", "c", "x"], "repeat": [0, 1, 0, 0, 0],
+        "duration_s": [0.5, 1.5, 2.0, 3.0, 2.0], "status": "ok", "correct": True,
+        "role": ["reference"] * 4 + ["candidate"]})
+    out = baselines.percentiles(rows)["percentile"]
+    # a (pool b, c): 0.5 -> 0, 1.5 -> 0; b (pool a=1, c=3) -> 50; c (pool a, b) -> 100; x (a, b, c): (1 + 0.5)/3
+    assert np.allclose(out, [0.0, 0.0, 50.0, 100.0, 100 * 1.5 / 3])
+
+
+def test_compare_catches_disagreement():
+    a = {"checks": {"percentile": np.array([0.0, 50.0, np.nan])}}
+    b = {"checks": {"percentile": np.array([0.0, 50.1, np.nan])}}
+    assert compare("percentiles", a, a)["agree"]
+    verdict = compare("percentiles", a, b)
+    assert verdict["agree"] is False and verdict["max_abs_diff"] == pytest.approx(0.1)
+    assert _close({"x": 1.0}, {"y": 1.0})[0] is False
+    assert _close(np.array([1.0, np.nan]), np.array([1.0, 2.0]))[0] is False
+
+
+def test_child_process_reports_rss_and_budget(corpus_path, tmp_path):
+    done = run_child("percentiles", corpus_path, impl="fast", workdir=tmp_path)
+    assert done["status"] == "ok" and done["maxrss_mb"] > 10
+    assert len(done["checks"]["percentile"]) == ROWS // 2  # campaign c0
+    killed = run_child("reliability", corpus_path, impl="baseline", budget=0.2, workdir=tmp_path)
+    assert killed["status"] == "over budget"
+
+
+def test_benchmark_end_to_end_and_targets(corpus_path, tmp_path):
+    result = benchmark([ROWS], baseline_max=ROWS, budget=120, stages=("floor", "calibration", "audit"),
+                       cache=corpus_path.parent, log=lambda *_: None)
+    entry = result["sizes"][ROWS]
+    assert entry["agreement"]["calibration"]["agree"]
+    assert entry["floor_ratio"] == pytest.approx(entry["stages"]["audit"]["seconds"]
+                                                 / entry["stages"]["floor"]["seconds"])
+    assert set(entry["stages"]["audit"]["parts"]) == {"load", "percentiles", "reliability", "discriminability",
+                                                       "calibration", "aggregation", "simulation"}
+    assert "calibration" in format_table(result)
+    # target logic on hand-made figures: growth 11x passes n log n (11.67x), 13x does not
+    fake = {10**6: {"stages": {"audit": {"status": "ok", "seconds": 2.0, "maxrss_mb": 900}},
+                    "speedup": {"ratio": 40.0, "bound": True}},
+            10**7: {"stages": {"audit": {"status": "ok", "seconds": 22.0, "maxrss_mb": 5000}}, "floor_ratio": 16.0}}
+    verdicts = {t["target"].split(" (")[0]: t["met"] for t in targets(fake)}
+    assert verdicts["whole audit at 1e7 <= 30 s"] is True
+    assert verdicts["whole audit at 1e7 <= 4 GB peak RSS"] is False
+    assert verdicts["whole audit <= 15x the floor"] is False
+    assert verdicts[">= 50x faster than the baseline at 1e6"] is None  # a lower bound of 40x decides nothing
+    assert [v for k, v in verdicts.items() if k.startswith("growth")] == [True]
+    fake[10**7]["stages"]["audit"]["seconds"] = 26.0
+    assert [t["met"] for t in targets(fake) if t["target"].startswith("growth")] == [False]
