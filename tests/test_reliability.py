@@ -178,17 +178,23 @@ def _nested_design(rng, P, T, S, C, R, sd):
                          "campaign": c.astype(str), "repeat": r, "duration_s": np.exp(y - 2), "status": "ok"})
 
 
-def test_variance_components_agree_with_statsmodels_mixedlm():
-    # Balanced design, one campaign: the ANOVA (method-of-moments) estimators equal REML whenever no
-    # component is truncated at 0, so the two differ only by MixedLM's optimiser tolerance (~1e-5 here).
-    rng = np.random.default_rng(1)
-    sd = {"problem": 1.0, "test": 0.6, "solution": 0.4, "test:solution": 0.2, "campaign": 0.0, "repeat": 0.1}
-    data = _nested_design(rng, 10, 4, 5, 1, 3, sd)
+@pytest.mark.parametrize("campaigns", [1, 2])
+def test_variance_components_agree_with_statsmodels_mixedlm(campaigns):
+    # Balanced designs: the ANOVA (method-of-moments) estimators equal REML whenever no component is
+    # truncated at 0, so the two differ only by MixedLM's optimiser tolerance (~1e-4 relative here).
+    rng = np.random.default_rng(1 if campaigns == 1 else 3)
+    sd = {"problem": 1.0, "test": 0.6, "solution": 0.4, "test:solution": 0.2,
+          "campaign": 0.0 if campaigns == 1 else 0.2, "repeat": 0.1}
+    data = _nested_design(rng, 10 if campaigns == 1 else 8, 4 if campaigns == 1 else 3, 5 if campaigns == 1 else 4,
+                          campaigns, 3 if campaigns == 1 else 2, sd)
     vc = variance_components(data)
     data["y"] = np.log(data["duration_s"])
     data["ts"] = data["test"] + "_" + data["solution"]
-    model = smf.mixedlm("y ~ 1", data, groups="problem", re_formula="1",
-                        vc_formula={"test": "0 + C(test)", "solution": "0 + C(solution)", "ts": "0 + C(ts)"})
+    formula = {"test": "0 + C(test)", "solution": "0 + C(solution)", "ts": "0 + C(ts)"}
+    if campaigns > 1:
+        data["cc"] = data["ts"] + "_" + data["campaign"]
+        formula["cc"] = "0 + C(cc)"
+    model = smf.mixedlm("y ~ 1", data, groups="problem", re_formula="1", vc_formula=formula)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = model.fit(reml=True, method="lbfgs")
@@ -198,7 +204,10 @@ def test_variance_components_agree_with_statsmodels_mixedlm():
     assert vc.variance("solution") == pytest.approx(mixed["solution"], rel=2e-3)
     assert vc.variance("test:solution") == pytest.approx(mixed["ts"], rel=2e-3)
     assert vc.variance("repeat") == pytest.approx(fit.scale, rel=2e-3)
-    assert math.isnan(vc.variance("campaign"))
+    if campaigns == 1:
+        assert math.isnan(vc.variance("campaign"))
+    else:
+        assert vc.variance("campaign") == pytest.approx(mixed["cc"], rel=2e-3)
 
 
 def test_variance_components_recover_planted_shares():
