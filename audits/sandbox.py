@@ -386,7 +386,6 @@ _LAUNCHER_C = r"""
 
 /* The program being run (0 = none) and whether it has been reaped. */
 static volatile sig_atomic_t child = 0, reaped = 1, stop = 0;
-static int base_nice = 0;          /* the runner's niceness: what programs run at */
 
 static void on_kill(int sig) {           /* SIGUSR1 (serve) or SIGTERM (one-shot): kill the program's group */
     (void)sig;
@@ -455,7 +454,6 @@ static int run(long long uid, long long as, long long fsize, long long nproc, lo
         sigaction(SIGTERM, &dfl, NULL);
         sigaction(SIGUSR1, &dfl, NULL);
         setpgid(0, 0);
-        setpriority(PRIO_PROCESS, 0, base_nice);   /* the launcher may run at a higher priority */
         if (close_fd >= 0) close(close_fd);
         if (fds) {   /* received close-on-exec: only the dup2 copies survive the exec */
             for (int i = 0; i < 3; i++) if (dup2(fds[i], i) < 0) _exit(126);
@@ -571,12 +569,7 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     prctl(PR_SET_CHILD_SUBREAPER, 1);   /* orphans of the program come to us, and we reap them */
-    errno = 0;
-    base_nice = getpriority(PRIO_PROCESS, 0);
     if (argc == 3 && strcmp(argv[1], "--serve") == 0) {
-        /* As root, serve at nice -10: on a loaded machine the launcher's wake-up after the
-           program exits (which ends the wall clock) must not wait behind the load. */
-        if (geteuid() == 0) setpriority(PRIO_PROCESS, 0, -10);
         sa.sa_handler = on_kill;
         sigaction(SIGUSR1, &sa, NULL);
         sa.sa_handler = on_die;

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,6 +66,11 @@ def runner_loop(box, argv, stdin_path: Path, work: Path, n: int, limits: Limits)
     return time.perf_counter() - t0, walls
 
 
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def hyperfine_mean(argv, runs: int, out: Path) -> dict:
     cmd = ["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", str(out), "--style", "none",
            " ".join(argv)]
@@ -100,15 +106,21 @@ def main(argv=None) -> int:
         # (a) throughput: bare and runner alternate run by run, so load changes hit both alike
         for name, cmd in COMMANDS.items():
             bare_s, runner_s = [], []
+            cpu = {"bare": 0.0, "runner": 0.0}  # CPU of this process per run: independent of the load
             for _ in range(blocks * per_block):
+                c0 = _self_cpu()
                 bare_s.append(bare_loop(cmd, stdin_path, 1))
+                c1 = _self_cpu()
                 runner_s.append(runner_loop(box, cmd, stdin_path, work, 1, limits)[0])
+                cpu["bare"] += c1 - c0
+                cpu["runner"] += _self_cpu() - c1
             bare_rate = len(bare_s) / sum(bare_s)
             runner_rate = len(runner_s) / sum(runner_s)
             pair_ratios = sorted(b / r for b, r in zip(bare_s, runner_s))
             results["throughput"][name] = {
                 "bare_runs_per_s": bare_rate, "runner_runs_per_s": runner_rate, "ratio": runner_rate / bare_rate,
-                "median_pair_ratio": statistics.median(pair_ratios), "n": len(bare_s), "target": 0.95}
+                "median_pair_ratio": statistics.median(pair_ratios), "n": len(bare_s), "target": 0.95,
+                "self_cpu_ms_per_run": {k: 1e3 * v / len(bare_s) for k, v in cpu.items()}}
         # (b) accuracy against hyperfine, alternating blocks
         cmd = COMMANDS["python3 -c pass"]
         hyper_times, runner_walls = [], []
@@ -128,14 +140,17 @@ def main(argv=None) -> int:
     print(f"runner benchmark ({blocks} alternating blocks x {per_block} runs; launcher={results['launcher']}, "
           f"uid switch={results['uid_switch']})")
     print(f"{'throughput':<18}{'bare runs/s':>12}{'runner runs/s':>15}{'ratio':>8}{'median pair':>13}"
-          f"{'target':>9}")
+          f"{'target':>9}{'own CPU ms/run bare, runner':>30}")
     for name, r in results["throughput"].items():
+        own = r["self_cpu_ms_per_run"]
         print(f"{name:<18}{r['bare_runs_per_s']:>12.1f}{r['runner_runs_per_s']:>15.1f}{r['ratio']:>8.1%}"
-              f"{r['median_pair_ratio']:>13.1%}{'>= 95%':>9}")
+              f"{r['median_pair_ratio']:>13.1%}{'>= 95%':>9}{own['bare']:>22.2f}, {own['runner']:.2f}")
     a = results["accuracy"]["python3 -c pass"]
     print(f"{'duration (ms)':<18}{'hyperfine':>12}{'runner':>15}{'diff':>8}{'target':>9}")
     print(f"{'python3 -c pass':<18}{a['hyperfine_mean_ms']:>9.2f} ±{a['hyperfine_sd_ms']:.1f}"
           f"{a['runner_mean_ms']:>10.2f} ±{a['runner_sd_ms']:.1f}{a['difference_ms']:>+8.2f}{'|d|<=2':>9}")
+    print(f"{'  (medians)':<18}{a['hyperfine_median_ms']:>9.2f}{'':>5}{a['runner_median_ms']:>10.2f}{'':>5}"
+          f"{a['runner_median_ms'] - a['hyperfine_median_ms']:>+8.2f}")
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench_runner-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
