@@ -66,7 +66,7 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "spearman": {"warn": 0.90, "fail": 0.80},
     # swing of the p_tau pass rate (percentage points) across the intercept's CI
     "ptau_swing_pp": {"warn": 2.0, "fail": 5.0},
-    # campaigns whose fit against the anchor moved outside the previous campaign's CI
+    # campaigns whose map against the anchor changed from the previous campaign's (CI of the change excludes 0)
     "drift_changes": {"warn": 1.0, "fail": 2.0},
 }
 
@@ -366,7 +366,8 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "estimate": aff["estimate"].to_numpy(), "ci_low": aff["ci_low"].to_numpy(),
         "ci_high": aff["ci_high"].to_numpy(), "identity": identity,
         "drifted": ~((aff["ci_low"].to_numpy() <= identity) & (identity <= aff["ci_high"].to_numpy())),
-        "changed": False, "n_pairs": n_pairs, "n_problems": n_problems})
+        "change": np.nan, "change_low": np.nan, "change_high": np.nan, "changed": False,
+        "n_pairs": n_pairs, "n_problems": n_problems})
 
 
 def _thr(limits, name, higher_is_worse=True) -> str:
@@ -474,7 +475,8 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
         level = judge(n_changed, **limits["drift_changes"])
         which = ", ".join(sorted(set(changed["campaign"].astype(str)))) or "none"
         out.append(Finding(level, "drift_changes", n_changed, _thr(limits, "drift_changes"),
-                           f"campaigns whose affine map against the anchor left the previous campaign's CI: {which}"
+                           f"campaigns whose affine map against the anchor changed from the previous campaign's "
+                           f"(bootstrap CI of the change excludes 0): {which}"
                            + ("; the service drifts between campaigns: calibrate each campaign separately"
                               if level != "pass" else ""), pair))
     return out

@@ -754,6 +754,18 @@ def lopo_r2(
 
 # ----------------------------------------------------------------------------- bootstrap of parameters
 
+def _weighted_draws(x, y, codes, n_groups, family, weights, variance_ratio=1.0) -> np.ndarray:
+    """Natural parameters refitted under each row of group ``weights`` (B, G), from sufficient statistics."""
+    if family == "deming":
+        cx, cy = float(np.mean(x)), float(np.mean(y))
+        mom = _deming_moments(x, y, codes, n_groups, cx, cy)
+        return _deming_params(weights @ mom, variance_ratio, cx, cy)
+    basis = _make_basis(family, x)
+    a, b = _grouped_normal(basis.design(x), basis.target(y), codes, n_groups)
+    beta = _solve_stack(np.tensordot(weights, a, axes=1), weights @ b)
+    return _natural_params(family, beta @ basis.to_natural().T)
+
+
 def bootstrap_params(
     x,
     y,
@@ -796,16 +808,9 @@ def bootstrap_params(
     estimate = np.array([fit.params[n] for n in names])
     if n_groups < 2 or not n_boot:
         draws = np.full((0, len(names)), np.nan)
-    elif family == "deming":
-        cx, cy = float(np.mean(x)), float(np.mean(y))
-        mom = _deming_moments(x, y, codes, n_groups, cx, cy)
-        draws = _deming_params(_multinomial_counts(n_groups, n_boot, seed) @ mom, variance_ratio, cx, cy)
     elif robust is None:
-        basis = _make_basis(family, x)
-        a, b = _grouped_normal(basis.design(x), basis.target(y), codes, n_groups)
-        w = _multinomial_counts(n_groups, n_boot, seed)
-        beta = _solve_stack(np.tensordot(w, a, axes=1), w @ b)
-        draws = _natural_params(family, beta @ basis.to_natural().T)
+        draws = _weighted_draws(x, y, codes, n_groups, family, _multinomial_counts(n_groups, n_boot, seed),
+                                variance_ratio)
     else:
         rng = np.random.default_rng(seed)
         basis = _make_basis(family, x)
@@ -1110,20 +1115,24 @@ def campaign_drift(
     level: float = 0.95,
     seed: int | None = 0,
 ) -> pd.DataFrame:
-    """Per-campaign calibration against an anchor campaign, with drift flagged.
+    """Per-campaign calibration against an anchor campaign, with drift and changes flagged.
 
     Every campaign c != anchor (in ``campaigns`` order, default sorted) is
     paired with the anchor inside each environment and ``family`` is fitted
-    (y = campaign c, x = anchor). A parameter is ``drifted`` when its
-    no-drift value (slope 1, intercept 0, power b 1 / a 1) lies outside its
-    bootstrap CI, and ``changed`` when the previous campaign's estimate lies
-    outside this campaign's CI.
+    (y = campaign c, x = anchor). All campaigns of an environment share the
+    same bootstrap resamples of problems, so differences are paired:
+
+    * ``drifted``: the no-drift value (slope 1, intercept 0; power a 1, b 1)
+      lies outside the parameter's CI;
+    * ``change`` = estimate minus the previous campaign's estimate, with the
+      CI of that difference (``change_low``, ``change_high``); ``changed``:
+      the CI of the change excludes 0.
 
     Returns
     -------
     DataFrame
         ``environment, campaign, param, estimate, ci_low, ci_high, identity,
-        drifted, changed, n_pairs, n_problems``.
+        drifted, change, change_low, change_high, changed, n_pairs, n_problems``.
     """
     if family not in ("multiplicative", "affine", "power", "deming"):
         raise ValueError("drift is tracked with a two-parameter family: multiplicative, affine, power or deming")
@@ -1135,35 +1144,49 @@ def campaign_drift(
     if unknown:
         raise ValueError(f"campaign {unknown[0]!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
     identity = {"slope": 1.0, "intercept_s": 0.0, "a": 1.0, "b": 1.0}
+    names = _PARAM_NAMES[family]
+    alpha = (1 - level) / 2
     rows = []
-    environments = distinct_values(corpus["environment"])
-    for env in environments:  # loops over environments x campaigns (a handful each)
+    for env in distinct_values(corpus["environment"]):  # environments x campaigns: a handful each
         sub = corpus.loc[(corpus["environment"] == env).to_numpy()]
         present = set(distinct_values(sub["campaign"]))
         if anchor not in present:
             continue
+        problems = pd.Index(distinct_values(sub["problem"]))
+        weights = _multinomial_counts(len(problems), n_boot, seed) if n_boot and len(problems) > 1 else None
         previous = None
         for camp in campaigns:
             if camp not in present:
                 continue
             pairing = pair_medians(sub, source=anchor, target=camp, key="campaign")
-            if pairing.n_pairs < 3:
+            if pairing.n_problems < 2:
                 continue
             f = pairing.frame
-            ci = bootstrap_params(f["x"].to_numpy(), f["y"].to_numpy(), f["problem"].astype(str).to_numpy(), family,
-                                  n_boot=n_boot, level=level, seed=seed)
-            for rec in ci.to_dict("records"):
-                ident = identity[rec["param"]]
-                prev = None if previous is None else previous.get(rec["param"])
+            x, y = f["x"].to_numpy(dtype=float), f["y"].to_numpy(dtype=float)
+            codes = problems.get_indexer(f["problem"].astype(str)).astype(np.int64)
+            fit = fit_family(x, y, family)
+            estimate = np.array([fit.params[n] for n in names])
+            draws = (_weighted_draws(x, y, codes, len(problems), family, weights) if weights is not None
+                     else np.full((0, len(names)), np.nan))
+            for i, name in enumerate(names):
+                ci = _interval(estimate[i], draws[:, i] if len(draws) else [], level, pairing.n_problems)
+                change = change_low = change_high = np.nan
+                if previous is not None:
+                    change = float(estimate[i] - previous[0][i])
+                    diff = draws[:, i] - previous[1][:, i] if len(draws) else np.array([])
+                    diff = diff[np.isfinite(diff)]
+                    if len(diff):
+                        change_low, change_high = (float(v) for v in np.quantile(diff, [alpha, 1 - alpha]))
                 rows.append({
-                    "environment": env, "campaign": camp, "param": rec["param"], "estimate": rec["estimate"],
-                    "ci_low": rec["ci_low"], "ci_high": rec["ci_high"], "identity": ident,
-                    "drifted": bool(not rec["ci_low"] <= ident <= rec["ci_high"]),
-                    "changed": bool(prev is not None and not rec["ci_low"] <= prev <= rec["ci_high"]),
+                    "environment": env, "campaign": camp, "param": name, "estimate": ci.estimate,
+                    "ci_low": ci.low, "ci_high": ci.high, "identity": identity[name],
+                    "drifted": bool(not ci.low <= identity[name] <= ci.high),
+                    "change": change, "change_low": change_low, "change_high": change_high,
+                    "changed": bool(np.isfinite(change_low) and not change_low <= 0.0 <= change_high),
                     "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems})
-            previous = dict(zip(ci["param"], ci["estimate"]))
-    columns = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "changed",
-               "n_pairs", "n_problems"]
+            previous = (estimate, draws)
+    columns = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "change",
+               "change_low", "change_high", "changed", "n_pairs", "n_problems"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -116,11 +116,12 @@ def test_to_dict_has_the_issue_fields_and_is_json(drift_audit):
 
 
 def test_campaign_drift_inside_the_audit():
-    corpus = synthesize(campaigns=DRIFT + (("c2", 0.63, 0.09),), n_problems=10, n_candidates=0, seed=1).corpus
+    corpus = synthesize(campaigns=DRIFT + (("c2", 0.63, 0.09), ("c3", 0.63, 0.09)), n_problems=10, n_candidates=0,
+                        seed=1).corpus
     audit = run_calibration_audit(corpus, source="c0", target="c1", n_boot=200, n_boot_rank=10,
                                   families=["affine"])
     changed = audit.drift.loc[audit.drift["changed"], ["campaign", "param"]].values.tolist()
-    assert ["c2", "intercept_s"] in changed
+    assert ["c2", "intercept_s"] in changed and not [c for c in changed if c[0] == "c3"]
     finding = _finding(audit, "drift_changes")
     assert finding.level == "warn" and "c2" in finding.message
     assert len(audit.sensitivity) == 0  # no candidates: no p_tau sensitivity, no finding
@@ -218,7 +219,10 @@ def test_figures(drift_audit, busy_audit):
 def test_two_campaign_drift_table_equals_campaign_drift(drifted, drift_audit):
     from stats.calibration import campaign_drift
 
+    # same fit and flags; the CIs come from different (equally valid) resamples of problems
     direct = campaign_drift(drifted, anchor="c0", n_boot=300)
-    cols = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "changed",
-            "n_pairs", "n_problems"]
+    cols = ["environment", "campaign", "param", "estimate", "identity", "drifted", "changed", "n_pairs", "n_problems"]
     pd.testing.assert_frame_equal(drift_audit.drift[cols].reset_index(drop=True), direct[cols], check_dtype=False)
+    width = (direct["ci_high"] - direct["ci_low"]).to_numpy()
+    for end in ("ci_low", "ci_high"):
+        assert np.all(np.abs(drift_audit.drift[end].to_numpy() - direct[end].to_numpy()) < 0.3 * width)

@@ -337,12 +337,16 @@ def test_without_drift_the_stored_pool_already_agrees():
 # ---------------------------------------------------------------- drift and sensitivity
 
 def test_campaign_drift_flags_drift_and_changes():
-    corpus = synthesize(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.63, 0.053), ("c3", 0.9, 0.01)),
-                        n_problems=12, n_candidates=0, seed=9).corpus
+    corpus = synthesize(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.63, 0.053), ("c3", 0.9, 0.01),
+                                   ("c4", 0.9, 0.01)), n_problems=12, n_candidates=0, seed=9).corpus
     drift = campaign_drift(corpus, anchor="c0", n_boot=300).set_index(["campaign", "param"])
     assert drift.loc[("c1", "slope"), "drifted"] and drift.loc[("c1", "intercept_s"), "drifted"]
-    assert not drift.loc[("c2", "slope"), "changed"] and not drift.loc[("c2", "intercept_s"), "changed"]
+    assert np.isnan(drift.loc[("c1", "slope"), "change"]) and not drift.loc[("c1", "slope"), "changed"]
+    for same in ("c2", "c4"):  # planted like the previous campaign: no change flagged
+        assert not drift.loc[(same, "slope"), "changed"] and not drift.loc[(same, "intercept_s"), "changed"]
+        assert drift.loc[(same, "slope"), "change_low"] < 0 < drift.loc[(same, "slope"), "change_high"]
     assert drift.loc[("c3", "slope"), "changed"] and drift.loc[("c3", "intercept_s"), "changed"]
+    assert drift.loc[("c3", "slope"), "change"] == pytest.approx(0.9 - 0.63, abs=0.02)
     assert drift.loc[("c3", "slope"), "ci_low"] < 0.9 < drift.loc[("c3", "slope"), "ci_high"]
     with pytest.raises(ValueError, match="campaigns: c0, c1, c2, c3"):
         campaign_drift(corpus, anchor="c9")

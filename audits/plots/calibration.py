@@ -96,7 +96,7 @@ def drift_plot(audit) -> Figure:
     """Per-campaign fit against the anchor: one panel per parameter, estimate and CI per campaign.
 
     The no-drift value (slope 1, intercept 0) is the dashed line; campaigns
-    whose estimate moved outside the previous campaign's CI are drawn in red.
+    whose change from the previous campaign has a CI excluding 0 are drawn in red.
     """
     drift = audit.drift
     if drift is None or len(drift) == 0:
@@ -117,6 +117,6 @@ def drift_plot(audit) -> Figure:
         ax.set_title(param)
         ax.set_xlabel("campaign")
     axes[0][0].legend(fontsize=7, title="environment")
-    fig.suptitle("drift against the anchor campaign (red: outside the previous campaign's CI)", fontsize=9)
+    fig.suptitle("drift against the anchor campaign (red: changed from the previous campaign)", fontsize=9)
     fig.tight_layout()
     return fig
