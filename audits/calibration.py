@@ -28,7 +28,6 @@ from audits.findings import Finding, findings_table, judge, to_jsonable, worst_l
 from stats.bootstrap import Interval
 from stats.calibration import (
     FAMILIES,
-    OLS_FAMILIES,
     ROBUST_METHODS,
     BlandAltman,
     Fit,
