@@ -52,6 +52,7 @@ Example
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import dataclasses
 import hashlib
@@ -318,8 +319,6 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
     fails to build is skipped with its reason. ``work_dir`` must be reachable by the
     sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir).
     """
-    from audits.languages import BuildError, floor_program, prepare  # the suite engineer's module
-
     owns = work_dir is None
     if work_dir is not None:
         work_dir = Path(work_dir).resolve()
@@ -327,6 +326,18 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
         os.chmod(work_dir, 0o711)
     else:
         work_dir = scratch_root("speedaudit-collect-")
+    try:
+        plan = _plan_suite(suite, spec, work_dir)
+    except BaseException:
+        if owns:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        raise
+    return dataclasses.replace(plan, owns_work_dir=owns)
+
+
+def _plan_suite(suite, spec: CampaignSpec, work_dir: Path) -> Plan:
+    from audits.languages import BuildError, floor_program, prepare
+
     build_dir = work_dir / "build"
     skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
     units: list[Unit] = []
@@ -359,8 +370,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
                             f"(test kinds {', '.join(spec.test_kinds)}; {len(skipped)} skipped)"
                             + "".join(f"\n    {s.name}: {s.reason}" for s in skipped[:10]))
     extra = {"suite": str(getattr(suite, "root", ""))}
-    plan = plan_units(units, floor_units, spec, skipped=skipped, work_dir=work_dir, extra_fingerprint=extra)
-    return dataclasses.replace(plan, owns_work_dir=owns)
+    return plan_units(units, floor_units, spec, skipped=skipped, work_dir=work_dir, extra_fingerprint=extra)
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,6 +394,7 @@ def _worker_scratch(scratch: str | None) -> Path:
     with _CACHE_LOCK:  # a worker on another machine: its own scratch folder
         if "own" not in _SCRATCH:
             _SCRATCH["own"] = scratch_root("speedaudit-worker-")
+            atexit.register(shutil.rmtree, _SCRATCH["own"], True)
         return _SCRATCH["own"]
 
 
@@ -697,16 +708,27 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
     stop_after : int, optional
         Stop (without writing the corpus) after this many new jobs; for tests and dry runs.
     """
+    out = Path(out)
+    journal_path = journal_path_for(out)
+    try:
+        if restart and journal_path.exists():
+            journal_path.unlink()
+        if out.exists() and not journal_path.exists() and not overwrite:
+            raise CampaignError(f"{out} exists and there is no journal to resume\n"
+                                f"  -> pass --overwrite to collect again into it, or choose another --out")
+        return _run_campaign(plan, out, journal_path, progress=progress, keep_journal=keep_journal,
+                             stop_after=stop_after)
+    finally:
+        # the work dir (built programs, scratch) is rebuilt by every run; ours goes in any case
+        if plan.owns_work_dir and not keep_work_dir:
+            shutil.rmtree(plan.work_dir, ignore_errors=True)
+
+
+def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, keep_journal: bool,
+                  stop_after: int | None) -> CampaignResult:
     from tqdm.auto import tqdm
 
     spec = plan.spec
-    out = Path(out)
-    journal_path = journal_path_for(out)
-    if restart and journal_path.exists():
-        journal_path.unlink()
-    if out.exists() and not journal_path.exists() and not overwrite:
-        raise CampaignError(f"{out} exists and there is no journal to resume\n"
-                            f"  -> pass --overwrite to collect again into it, or choose another --out")
     sandbox = make_sandbox(spec.sandbox)
     try:
         sandbox.check()
@@ -771,7 +793,5 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
         written = save_corpus(corpus, out)
         if not keep_journal:
             journal_path.unlink()
-        if plan.owns_work_dir and not keep_work_dir:
-            shutil.rmtree(plan.work_dir, ignore_errors=True)
     return CampaignResult(written, journal_path, len(plan.jobs), len(done) - ran, ran, dict(statuses),
                           plan.skipped, tuple(errors), elapsed, spec.load.describe())

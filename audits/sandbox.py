@@ -1050,6 +1050,7 @@ def _staged_launcher(launcher: str) -> str:
             shutil.copy2(launcher, target)
             os.chmod(target, 0o755)
             staged = _STAGED[launcher] = str(target)
+            atexit.register(shutil.rmtree, folder, True)
         return staged
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from audits.campaign import (CampaignError, CampaignSpec, Journal, interleave, j
                              plan_campaign, run_campaign)
 from audits.cli import main as cli_main
 from audits.corpus import KEY, load_corpus
-from audits.sandbox import Limits
+from audits.sandbox import Limits, scratch_root
 from audits.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +175,9 @@ def test_journal_of_other_arguments_is_refused_unless_restarted(tmp_path):
     other = plan_campaign(suite, CampaignSpec(repeats=2, seed=1))
     with pytest.raises(CampaignError, match="other arguments"):
         run_campaign(other, out=out, progress=False)
-    result = run_campaign(other, out=out, progress=False, restart=True)
+    # a plan is used once (its work dir goes with the run), as the CLI does: plan again
+    result = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, seed=1)), out=out, progress=False,
+                          restart=True)
     assert result.resumed == 0 and len(pd.read_parquet(out)) == len(other.jobs)
     with pytest.raises(CampaignError, match="--overwrite"):
         run_campaign(other, out=out, progress=False)
@@ -200,12 +203,15 @@ def _spinner_pids(parent: int) -> list[int]:
     return found
 
 
-def test_campaign_killed_with_sigkill_resumes_to_exactly_one_row_per_job(tmp_path):
+def test_campaign_killed_with_sigkill_resumes_to_exactly_one_row_per_job(tmp_path, request):
     slow_add = "import time\ntime.sleep(0.05)\n" + ADD
     suite_dir = make_suite(tmp_path / "suite", accepted={"a.py": slow_add, "b.py": slow_add}, n_secret=3)
     out = tmp_path / "crash.parquet"
+    work = scratch_root("speedaudit-test-crash-")  # a SIGKILLed run cannot remove its own work dir
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
     cmd = [sys.executable, "-m", "audits.cli", "collect", str(suite_dir), "--out", str(out), "--repeats", "3",
-           "--timeout", "5", "--memory", "256M", "--no-progress", "--n-largest", "2", "--seed", "7"]
+           "--timeout", "5", "--memory", "256M", "--no-progress", "--n-largest", "2", "--seed", "7",
+           "--work-dir", str(work)]
     journal = journal_path_for(out)
     proc = subprocess.Popen(cmd + ["--load", "cpu=1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
