@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages that the sandbox tests need (bubblewrap for the bwrap sandbox,
-# hyperfine for the runner benchmark, g++ for C++ solutions). Installs only what is
+# hyperfine for the runner benchmark, g++ for C++ solutions; g++ brings gcc, which
+# builds the runner's small C launcher, audits/sandbox.py). Installs only what is
 # missing, and only when it can (root + apt-get); otherwise says what to install.
 set -euo pipefail
 missing=()
