@@ -43,6 +43,28 @@ __all__ = [
 STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")
 
 
+def status_codes(frame: pd.DataFrame) -> np.ndarray:
+    """Index into :data:`STATUSES` of every row's status (no per-row Python objects)."""
+    status = frame["status"]
+    if isinstance(status.dtype, pd.CategoricalDtype):
+        labels = [str(c) for c in status.cat.categories]
+        position = np.array([STATUSES.index(c) if c in STATUSES else -1 for c in labels] + [-1], dtype=np.int64)
+        codes = position[status.cat.codes.to_numpy(dtype=np.int64)]  # code -1 (missing) -> last entry, -1
+    else:
+        codes = pd.Categorical(status, categories=STATUSES).codes.astype(np.int64)
+    if (codes < 0).any():
+        bad = sorted({str(v) for v in status[codes < 0].unique()})[:5]
+        raise ValueError(f"unknown status values {bad}; expected one of {list(STATUSES)}")
+    return codes
+
+
+def _is_kind(frame: pd.DataFrame, column: str, value: str, default: bool) -> np.ndarray:
+    """Boolean mask ``frame[column] == value`` computed on category codes when possible."""
+    if column not in frame.columns:
+        return np.full(len(frame), default)
+    return (frame[column] == value).to_numpy(dtype=bool)
+
+
 def select_runs(
     corpus: pd.DataFrame,
     *,
@@ -68,7 +90,12 @@ def select_runs(
 def _require_single_run(frame: pd.DataFrame, what: str) -> None:
     for column in ("environment", "campaign"):
         if column in frame.columns:
-            values = pd.unique(frame[column].astype(object))
+            col = frame[column]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                present = np.unique(col.cat.codes.to_numpy())
+                values = [str(col.cat.categories[i]) for i in present if i >= 0]
+            else:
+                values = pd.unique(col)
             if len(values) > 1:
                 raise ValueError(
                     f"{what}: the rows span several {column} values {sorted(map(str, values))[:5]}; "
@@ -87,8 +114,8 @@ def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", 
     """
     by = list(by)
     codes, n_groups = group_codes(executions, by)
-    status = executions["status"].astype(object).to_numpy()
-    is_ok = status == "ok"
+    status_code = status_codes(executions)
+    is_ok = status_code == 0
     durations = executions["duration_s"].to_numpy(dtype=float)
     ok_rows = np.flatnonzero(is_ok & np.isfinite(durations))
     median = grouped_median(codes[ok_rows], durations[ok_rows], n_groups)
@@ -107,16 +134,11 @@ def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", 
 
     # Cell status: ok by majority; otherwise the commonest failure (ties: the
     # first in STATUSES order), counted with one bincount over (cell, status).
-    status_code = pd.Categorical(status, categories=STATUSES).codes.astype(np.int64)
-    if (status_code < 0).any():
-        bad = sorted(set(status[status_code < 0]))
-        raise ValueError(f"unknown status values {bad[:5]}; expected one of {list(STATUSES)}")
     k = len(STATUSES)
     tally = np.bincount(codes * k + status_code, minlength=n_groups * k).reshape(n_groups, k)
     tally[:, 0] = -1  # ok is decided by the majority rule, not here
-    commonest_failure = np.asarray(STATUSES, dtype=object)[tally.argmax(axis=1)]
-    cell_status = np.where(2 * n_ok >= n_runs, "ok", commonest_failure)
-    out["status"] = pd.Categorical(cell_status, categories=STATUSES)
+    cell_status = np.where(2 * n_ok >= n_runs, 0, tally.argmax(axis=1))
+    out["status"] = pd.Categorical.from_codes(cell_status, categories=STATUSES)
     return out
 
 
@@ -153,6 +175,22 @@ def reference_pools(corpus: pd.DataFrame) -> pd.DataFrame:
     refs = corpus.loc[mask, ["problem", "test", "solution", "duration_s", "status"]]
     cells = solution_cells(refs)
     return cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
+
+
+def _searchsorted_both(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``searchsorted`` left and right of many needles in a sorted haystack.
+
+    The needles are sorted first: at 10^7 random needles this turns cache-missing
+    binary searches into a near-sequential merge (measured ~5x faster), and an
+    already sorted input costs almost nothing to argsort.
+    """
+    order = np.argsort(needles, kind="stable")
+    ordered = needles[order]
+    left = np.empty(len(needles), dtype=np.int64)
+    right = np.empty(len(needles), dtype=np.int64)
+    left[order] = np.searchsorted(haystack, ordered, side="left")
+    right[order] = np.searchsorted(haystack, ordered, side="right")
+    return left, right
 
 
 def _joint_codes(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -217,18 +255,28 @@ def test_percentiles(
 
     exec_test, pool_test, n_tests = _joint_codes(executions, pools, ["problem", "test"])
     pool_d = pools["duration_s"].to_numpy(dtype=float)
-    # Exact integer keys: (test group, rank of the value among all values seen).
-    values = np.concatenate([pool_d, np.where(ok, durations, 0.0)])
-    uniq, inverse = np.unique(values, return_inverse=True)
-    pool_v, exec_v = inverse[: len(pool_d)], inverse[len(pool_d):]
-    radix = np.int64(len(uniq) + 1)
+    # Exact integer keys: (test group, position of the value among the pool's
+    # distinct values). A pool value uniq[j] gets 2j+1; an execution's value gets
+    # 2i+1 when it equals uniq[i] and 2i when it lies strictly between uniq[i-1]
+    # and uniq[i]: order and ties are kept exactly, and only the (small) pool is
+    # de-duplicated instead of every execution.
+    uniq, pool_inverse = np.unique(pool_d, return_inverse=True)
+    exec_d = np.where(ok, durations, 0.0)
+    pos, _ = _searchsorted_both(uniq, exec_d)
+    hit = pos < len(uniq)
+    equal_value = np.zeros(len(exec_d), dtype=bool)
+    equal_value[hit] = uniq[pos[hit]] == exec_d[hit]
+    pool_v = 2 * pool_inverse.astype(np.int64) + 1
+    exec_v = 2 * pos.astype(np.int64) + equal_value
+    radix = np.int64(2 * len(uniq) + 2)
     pool_key = np.sort(pool_test * radix + pool_v)
     exec_key = exec_test * radix + exec_v
 
     pool_size = np.bincount(pool_test, minlength=n_tests)
     block_start = np.concatenate(([0], np.cumsum(pool_size)[:-1]))
-    less = np.searchsorted(pool_key, exec_key, side="left") - block_start[exec_test]
-    less_equal = np.searchsorted(pool_key, exec_key, side="right") - block_start[exec_test]
+    less, less_equal = _searchsorted_both(pool_key, exec_key)
+    less -= block_start[exec_test]
+    less_equal -= block_start[exec_test]
     equal = less_equal - less
     n = pool_size[exec_test].astype(float)
     less = less.astype(float)
@@ -339,15 +387,10 @@ def problem_scores(
         by = ["problem", "solution"] + (["repeat"] if "repeat" in percentiles.columns else [])
     by = list(by)
     codes, n_groups = group_codes(percentiles, by)
-    kind = (
-        percentiles["test_kind"].astype(object).to_numpy()
-        if "test_kind" in percentiles.columns
-        else np.full(len(percentiles), "optimization", dtype=object)
-    )
-    is_opt = kind == "optimization"
-    status = percentiles["status"].astype(object).to_numpy()
-    ok = status == "ok"
-    fails_c = ~ok if timeout_fails_c else ~(ok | (status == "timeout"))
+    is_opt = _is_kind(percentiles, "test_kind", "optimization", default=True)
+    status = status_codes(percentiles)
+    ok = status == 0
+    fails_c = ~ok if timeout_fails_c else ~(ok | (status == STATUSES.index("timeout")))
     pct = percentiles["percentile"].to_numpy(dtype=float)
 
     use = is_opt & np.isfinite(pct)
