@@ -752,7 +752,7 @@ class Sandbox:
             except OSError as exc:
                 return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
                                  False, "", f"could not start {cmd[0]}: {exc}", self.name)
-            return self._watch(proc, t0, out, stdout_path, limits, {})
+            return self._watch(proc, t0, out, stdout_path, limits)
 
     def _watch_zygote(self, zygote: "_Zygote", t0: float, out, stdout_path: Path, limits: Limits, out_r: int,
                       err_r: int, inner_r: int | None) -> Execution:
@@ -880,94 +880,63 @@ class Sandbox:
         return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
                          self.name)
 
-    def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits,
-               reports: dict[str, int]) -> Execution:
-        # With the launcher the clock starts when it reports the fork (so the program gets
-        # its full wall_s); until then allow one extra second for the launcher to start.
-        report = reports.get("outer")
-        deadline = t0 + limits.wall_s + (1.0 if report is not None else 0.0)
+    def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits) -> Execution:
+        """The fallback watch (no launcher): our own child, its group killed by us."""
+        deadline = t0 + limits.wall_s
         pidfd = os.pidfd_open(proc.pid)
         sel = selectors.DefaultSelector()
-        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-        sel.register(out_fd, selectors.EVENT_READ, "out")
-        sel.register(err_fd, selectors.EVENT_READ, "err")
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "out")
+        sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "err")
         sel.register(pidfd, selectors.EVENT_READ, "exit")
-        for name, fd in reports.items():
-            sel.register(fd, selectors.EVENT_READ, name)
         written = 0
         truncated = False
         err_tail = bytearray()
-        texts = {name: bytearray() for name in reports}
         killed = None  # "wall" | "output" when the runner killed it
-        kill_sent = 0.0
 
-        def kill():
-            nonlocal kill_sent
-            kill_sent = time.monotonic()
+        def kill_group():
             try:
-                if report is not None:
-                    proc.send_signal(_signal.SIGTERM)  # the launcher kills the program's group
-                else:
-                    os.killpg(proc.pid, _signal.SIGKILL)
+                os.killpg(proc.pid, _signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
         def consume(key) -> None:
             nonlocal written, truncated
-            try:
-                chunk = os.read(key.fd, _READ)
-            except BlockingIOError:
-                return
+            chunk = os.read(key.fd, _READ)
             if not chunk:
                 sel.unregister(key.fd)
-                return
-            if key.data == "out":
+            elif key.data == "out":
                 room = limits.output_bytes - written
                 if len(chunk) > room:
                     truncated = True
                     chunk = chunk[:max(room, 0)]
-                if chunk:
-                    out.write(chunk)
-                    written += len(chunk)
-            elif key.data == "err":
+                out.write(chunk)
+                written += len(chunk)
+            else:
                 err_tail.extend(chunk)
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
-            else:
-                if key.data == "outer" and b"pid " in chunk and b"pid " not in texts["outer"]:
-                    nonlocal deadline
-                    deadline = time.monotonic() + limits.wall_s
-                texts[key.data].extend(chunk)
 
         try:
             exited = False
             while not exited:
-                now = time.monotonic()
-                if killed is None and now >= deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 and killed is None:
                     killed = "wall"
-                    kill()
-                elif killed is not None and report is not None and now - kill_sent > 2.0:
-                    os.killpg(proc.pid, _signal.SIGKILL)  # the launcher did not finish: kill it too
-                    kill_sent = now
-                wait = (deadline - now) if killed is None else 0.25
-                for key, _ in sel.select(max(wait, 0.0)):
+                    kill_group()
+                for key, _ in sel.select(max(remaining, 0.0) if killed is None else 0.25):
                     if key.data == "exit":
                         exited = True
                     elif key.data == "out" and truncated:
-                        sel.unregister(key.fd)  # over the cap: stop reading, the program is being killed
+                        sel.unregister(key.fd)
                     else:
                         consume(key)
                         if truncated and killed is None:
                             killed = "output"
-                            kill()
+                            kill_group()
             _, wstatus, usage = os.wait4(proc.pid, 0)
             t1 = time.monotonic()
             proc.returncode = os.waitstatus_to_exitcode(wstatus)
-            if report is None:  # stray descendants (same process group) must not outlive the run
-                try:
-                    os.killpg(proc.pid, _signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            kill_group()  # stray descendants in its group must not outlive the run
             drain_until = time.monotonic() + 1.0
             while any(k.data != "exit" for k in sel.get_map().values()) and time.monotonic() < drain_until:
                 for key, _ in sel.select(max(0.0, drain_until - time.monotonic())):
@@ -980,33 +949,15 @@ class Sandbox:
             os.close(pidfd)
             proc.stdout.close()
             proc.stderr.close()
-
-        wall = t1 - t0
+        code, sig = self._translate_exit(*_split_wait(wstatus))
         cpu = usage.ru_utime + usage.ru_stime
         rss = int(usage.ru_maxrss)
-        launcher_error = None
-        parsed = {name: _parse_report(text) for name, text in texts.items()}
-        if report is not None:
-            final, failed = parsed["outer"]
-            if final is not None:
-                wstatus, wall_ns, user_us, sys_us, rss = final
-                wall, cpu = wall_ns / 1e9, (user_us + sys_us) / 1e6
-            else:
-                launcher_error = failed or (f"the launcher ended without a report "
-                                            f"({_decode_status(*_split_wait(wstatus))})")
-        inner = parsed.get("inner", (None, None))[0]
-        if inner is not None:  # the program's own status, CPU and peak RSS, measured inside the sandbox
-            wstatus, _, user_us, sys_us, rss = inner
-            cpu = (user_us + sys_us) / 1e6
-            code, sig = _split_wait(wstatus)
-        else:
-            code, sig = self._translate_exit(*_split_wait(wstatus))
         tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
         status, reason = _classify(code, sig, killed, cpu, rss, tail, limits)
-        failure = self._sandbox_failure(code, sig, tail) or launcher_error
+        failure = self._sandbox_failure(code, sig, tail)
         if failure and killed is None:
             status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
-        return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
+        return Execution(status, t1 - t0, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
                          self.name)
 
     def _translate_exit(self, code, sig):
