@@ -140,6 +140,16 @@ class Aggregator:
                 "builtin": self.builtin}
 
 
+def _is(column: pd.Series, value: str) -> np.ndarray:
+    """Boolean array ``column == value``; compares categorical codes directly (no object strings)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = column.cat.categories
+        if value not in cats:
+            return np.zeros(len(column), dtype=bool)
+        return column.cat.codes.to_numpy() == cats.get_loc(value)
+    return np.array(column.astype(object) == value, dtype=bool)  # a writable copy
+
+
 # ----------------------------------------------------------------------------
 # Ranking helper (shared with the comparison)
 # ----------------------------------------------------------------------------
@@ -219,13 +229,13 @@ class AggregationContext:
 
     @cached_property
     def ok(self) -> np.ndarray:
-        return (self.cells["status"].astype(object) == "ok").to_numpy() & np.isfinite(self.duration)
+        return _is(self.cells["status"], "ok") & np.isfinite(self.duration)
 
     @cached_property
     def percentile(self) -> np.ndarray:
         if "percentile" in self.cells.columns:
             return self.cells["percentile"].to_numpy(dtype=float)
-        return test_percentiles(self.cells, self.pools)
+        return test_percentiles(self.cells, self.pools, leave_self_out="solution" in self.cells.columns)
 
     @cached_property
     def _tests(self) -> tuple[np.ndarray, np.ndarray, int]:
@@ -573,7 +583,7 @@ def _win_rate(ctx: AggregationContext) -> np.ndarray:
     p_sub = ctx.pools.iloc[p_idx]
     row_prob, p_prob, n_prob, row_ps, p_ps, n_ps = _problem_solution_codes(ctx, ctx.cells, p_sub)
     # Local slot of each reference within its problem (0..refs-1), for compact pair keys.
-    present = np.unique(p_ps)
+    present = np.flatnonzero(np.bincount(p_ps, minlength=n_ps) > 0)
     ps_problem = np.zeros(n_ps, dtype=np.int64)
     ps_problem[p_ps] = p_prob
     prob_of = ps_problem[present]
@@ -650,9 +660,11 @@ def _win_rate_dense(ctx, rows, d, row_test, row_prob, row_ps, p_test, p_dur, p_p
         return None
     unit = ctx.codes[rows]
     col = t_local[row_test]
-    key = unit * width + col
-    if len(np.unique(key)) != len(key):
+    occupied = np.zeros(ctx.n_groups * width, dtype=bool)
+    occupied[unit * width + col] = True
+    if np.count_nonzero(occupied) != len(unit):   # several rows on one (unit, test)
         return None
+    del occupied
     # test-major layout: summing booleans over the first axis adds contiguous (units, refs) slabs
     D = np.full((width, ctx.n_groups), np.nan)
     D[col, unit] = d
@@ -790,9 +802,9 @@ def floor_from_rows(frame: pd.DataFrame) -> float | None:
     """Sandbox floor: median duration of the ``ok`` rows with role ``floor`` (None when there are none)."""
     if "role" not in frame.columns:
         return None
-    mask = np.array(frame["role"].astype(object) == "floor", dtype=bool)
+    mask = _is(frame["role"], "floor")
     if "status" in frame.columns:
-        mask &= (frame["status"].astype(object) == "ok").to_numpy()
+        mask &= _is(frame["status"], "ok")
     d = frame["duration_s"].to_numpy(dtype=float)[mask]
     d = d[np.isfinite(d)]
     return float(np.median(d)) if len(d) else None
@@ -827,9 +839,9 @@ def aggregation_context(cells: pd.DataFrame, pools: pd.DataFrame, *, by: Sequenc
         raise ValueError(f"floor_s must be a finite duration >= 0 seconds, got {floor_s}")
     keep = np.ones(len(cells), dtype=bool)
     if "role" in cells.columns:
-        keep &= (cells["role"].astype(object) != "floor").to_numpy()
+        keep &= ~_is(cells["role"], "floor")
     if "test_kind" in cells.columns:
-        keep &= (cells["test_kind"].astype(object) == "optimization").to_numpy()
+        keep &= _is(cells["test_kind"], "optimization")
     opt = cells.loc[keep].reset_index(drop=True)
     codes, n_groups = group_codes(opt, by)
     first = first_rows(codes, n_groups)
@@ -932,7 +944,7 @@ def reference_percentile(scores: pd.DataFrame, *, score: str = "score", by: Sequ
     if reference_mask is None:
         reference_mask = np.ones(len(source), dtype=bool)
         if "role" in source.columns:
-            reference_mask &= (source["role"].astype(object) == "reference").to_numpy()
+            reference_mask &= _is(source["role"], "reference")
         if "correct" in source.columns:
             reference_mask &= source["correct"].to_numpy(dtype=bool)
     reference_mask = np.asarray(reference_mask, dtype=bool)
@@ -1144,7 +1156,7 @@ def compare_aggregators(
     if floor_s is None:
         floor_s = floor_from_rows(runs) or 0.0
     if "role" in runs.columns:
-        runs = runs.loc[(runs["role"].astype(object) != "floor").to_numpy()]
+        runs = runs.loc[~_is(runs["role"], "floor")]
     repeats = np.unique(runs["repeat"].to_numpy())
     if len(repeats) < 2:
         raise ValueError(f"compare_aggregators needs >= 2 repeats per cell; the runs have repeat values "
