@@ -204,35 +204,86 @@ def show_figure(fig, *, dpi: int = 110):
         plt.close(fig)
 
 
-def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
-    """Rows, problems, solutions and repeats per (environment, campaign): what the report is based on."""
-    frame = corpus[corpus["role"].astype(object) != "floor"]
-    grouped = frame.groupby(["environment", "campaign"], observed=True)
-    out = pd.DataFrame({
-        "rows": grouped.size(),
-        "problems": grouped["problem"].nunique(),
-        "solutions": grouped.apply(lambda g: len(g[["problem", "solution"]].drop_duplicates()),
-                                   include_groups=False),
-        "repeats": grouped["repeat"].max() + 1,
-        "ok_share": grouped["status"].apply(lambda s: float((s.astype(object) == "ok").mean())),
+def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
+    """``column == value`` as a bool array, fast for categoricals (compares codes, no object array)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = column.cat.categories
+        if value not in categories:
+            return np.zeros(len(column), dtype=bool)
+        return column.cat.codes.to_numpy() == categories.get_loc(value)
+    return (column.astype(object) == value).to_numpy()
+
+
+def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Per (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
+
+    Vectorised (dense group codes + ``np.bincount``; distinct counts via unique code pairs; no copy of
+    the corpus), so it stays in seconds at 10^7 rows. Returns the table and the non-floor row mask.
+    """
+    from stats._groups import first_rows, group_codes
+
+    body = ~_mask_equal(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
+    run_all, _ = group_codes(corpus, ["environment", "campaign"])
+    run, n_runs = pd.factorize(run_all[body])
+    run = run.astype(np.int64, copy=False)
+    n_runs = len(n_runs)
+    rows = np.bincount(run, minlength=n_runs)
+    first = np.flatnonzero(body)[first_rows(run, n_runs)] if n_runs else np.zeros(0, dtype=np.int64)
+
+    def distinct(columns):
+        unit, n_units = group_codes(corpus, columns)
+        pairs = np.unique(run * n_units + unit[body])
+        return np.bincount(pairs // n_units, minlength=n_runs)
+
+    if "repeat" in corpus.columns:
+        repeat = corpus["repeat"].to_numpy(dtype=np.int64)[body]
+    else:
+        repeat = np.zeros(len(run), dtype=np.int64)
+    max_repeat = np.full(n_runs, -1, dtype=np.int64)
+    np.maximum.at(max_repeat, run, repeat)
+    ok = _mask_equal(corpus["status"], "ok")[body]
+    table = pd.DataFrame({
+        "environment": corpus["environment"].iloc[first].astype(str).to_numpy(),
+        "campaign": corpus["campaign"].iloc[first].astype(str).to_numpy(),
+        "rows": rows,
+        "problems": distinct(["problem"]),
+        "solutions": distinct(["problem", "solution"]),
+        "repeats": max_repeat + 1,
+        "ok_share": np.bincount(run, weights=ok.astype(float), minlength=n_runs) / np.maximum(rows, 1),
     })
-    return out
+    return table.sort_values(["environment", "campaign"]).set_index(["environment", "campaign"]), body
+
+
+def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
+    """Rows, problems, solutions, repeats and ok share per (environment, campaign), floor rows excluded.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"environment": "e", "campaign": ["a", "a", "b"], "problem": "p",
+    ...     "solution": ["s", "t", "s"], "repeat": [0, 1, 0], "status": ["ok", "timeout", "ok"],
+    ...     "role": "reference"})
+    >>> corpus_overview(frame)[["rows", "solutions", "repeats", "ok_share"]].values.tolist()
+    [[2.0, 2.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
+    """
+    return _run_counts(corpus)[0]
 
 
 def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> str:
-    """One paragraph saying what the report is based on (files, runs, problems, solutions, repeats)."""
+    """One sentence saying what the report is based on (files, runs, problems, solutions, repeats)."""
     from pathlib import Path
+
+    from stats._groups import group_codes
 
     if isinstance(sources, str):
         sources = [sources]
-    runs = corpus[["environment", "campaign"]].drop_duplicates().astype(str)
-    run_text = ", ".join(f"{e}/{c}" for e, c in sorted(runs.itertuples(index=False)))
-    body = corpus[corpus["role"].astype(object) != "floor"]
-    n_problems = body["problem"].nunique()
-    n_solutions = len(body[["problem", "solution"]].drop_duplicates())
+    table, body = _run_counts(corpus)
+    run_text = ", ".join(f"{e}/{c}" for e, c in table.index)
+    n_problems = len(np.unique(group_codes(corpus, ["problem"])[0][body]))
+    n_solutions = len(np.unique(group_codes(corpus, ["problem", "solution"])[0][body]))
+    repeats = int(table["repeats"].max()) if len(table) else 0
     files = ", ".join(f"`{Path(s).name}`" for s in sources)
     return (f"**Corpus**: {len(corpus):,} executions from {files or 'memory'}: {n_problems:,} problems, "
-            f"{n_solutions:,} (problem, solution) pairs, up to {int(body['repeat'].max()) + 1} repeats, "
+            f"{n_solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
             f"runs (environment/campaign): {run_text}.")
 
 

@@ -149,11 +149,14 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     import pandas as pd
 
     from audits.corpus import CorpusError, load_corpus
+    from stats._groups import first_rows, group_codes
 
     frames, seen = [], {}
     for path in resolve_corpora(paths):
         frame = load_corpus(path)
-        runs = frame[["environment", "campaign"]].drop_duplicates().astype(str).itertuples(index=False)
+        codes, n_runs = group_codes(frame, ["environment", "campaign"])
+        first = first_rows(codes, n_runs)
+        runs = zip(frame["environment"].iloc[first].astype(str), frame["campaign"].iloc[first].astype(str))
         for env, campaign in runs:
             if (env, campaign) in seen:
                 raise CorpusError(f"{path}: environment {env!r} campaign {campaign!r} is also in {seen[env, campaign]}; "
@@ -163,16 +166,20 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
         frames.append(frame)
     if len(frames) == 1:
         return frames[0]
-    categorical = [c for c in frames[0].columns if isinstance(frames[0][c].dtype, pd.CategoricalDtype)]
-    stacked = pd.concat([f.astype({c: object for c in categorical if c in f.columns}) for f in frames],
-                        ignore_index=True)
-    for column in categorical:
-        ordered = frames[0][column].dtype.categories
-        if column in ("status", "role", "test_kind"):
-            stacked[column] = pd.Categorical(stacked[column], categories=ordered)
-        else:
-            stacked[column] = stacked[column].astype("category")
-    return stacked
+    # Stack without turning categoricals into object arrays (slow at 10^7 rows): give every frame the
+    # union of the categories, so concat keeps the categorical dtype and only remaps codes.
+    for column in frames[0].columns:
+        if not all(column in f.columns and isinstance(f[column].dtype, pd.CategoricalDtype) for f in frames):
+            continue
+        union = list(frames[0][column].cat.categories)
+        seen_values = set(union)
+        for f in frames[1:]:
+            union += [v for v in f[column].cat.categories if v not in seen_values]
+            seen_values.update(f[column].cat.categories)
+        for k, f in enumerate(frames):
+            if list(f[column].cat.categories) != union:
+                frames[k] = f.assign(**{column: f[column].cat.set_categories(union)})
+    return pd.concat(frames, ignore_index=True)
 
 
 @dataclass(frozen=True)
@@ -216,18 +223,21 @@ def select_pair(corpus, source: str, target: str) -> RunPair:
     >>> select_pair(runs, "quiet/b", "busy/b").key
     'environment'
     """
-    env_col = corpus["environment"].astype(str).to_numpy()
-    camp_col = corpus["campaign"].astype(str).to_numpy()
-    import numpy as np
+    from audits.narrative import _mask_equal
+    from stats._groups import first_rows, group_codes
 
-    available = sorted({f"{e}/{c}" for e, c in zip(env_col, camp_col)})
+    codes, n_runs = group_codes(corpus, ["environment", "campaign"])
+    first = first_rows(codes, n_runs)
+    available = sorted(f"{e}/{c}" for e, c in zip(corpus["environment"].iloc[first].astype(str),
+                                                    corpus["campaign"].iloc[first].astype(str)))
     (se, sc), (te, tc) = _split_run(source, available), _split_run(target, available)
     for run, (e, c) in ((source, (se, sc)), (target, (te, tc))):
         if f"{e}/{c}" not in available:
             raise UserError(f"run {run!r} is not in the corpus; it has: {', '.join(available)}")
     if (se, sc) == (te, tc):
         raise UserError(f"source and target are the same run {source!r}; name two different runs")
-    mask = ((env_col == se) & (camp_col == sc)) | ((env_col == te) & (camp_col == tc))
+    env, camp = corpus["environment"], corpus["campaign"]
+    mask = ((_mask_equal(env, se) & _mask_equal(camp, sc)) | (_mask_equal(env, te) & _mask_equal(camp, tc)))
     frame = corpus.loc[mask]
     if se != te:
         return RunPair(frame, se, te, "environment", source, target)
