@@ -33,7 +33,7 @@ from pathlib import Path
 
 from audits.report import ReportError, render_reports, repo_root
 
-__all__ = ["DemoRun", "demo_runs", "shipped_corpora", "main"]
+__all__ = ["DemoRun", "DemoError", "demo_runs", "demo_parameters", "shipped_corpora", "collect", "main"]
 
 CAMPAIGN = "today"
 #: Problems of the short demo campaign: two filterable (wide workload span) and two that are not.
@@ -48,6 +48,10 @@ class DemoRun:
     workers: int
     load: str | None
     description: str
+
+
+class DemoError(RuntimeError):
+    """A step of the demo failed; the reason and what to do were already printed."""
 
 
 def demo_runs(*, workers: int = 2) -> tuple[DemoRun, ...]:
@@ -84,7 +88,8 @@ def _say(text: str) -> None:
 
 def collect(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None, timeout: float,
             fresh: bool, step: str) -> Path:
-    """Run ``speedaudit collect`` for one environment (output streamed); raise SystemExit(1) with advice."""
+    """Run ``speedaudit collect`` for one environment (output streamed); on failure print why and what to do
+    and raise :class:`DemoError`."""
     cmd = _collect_command(run, suite, out, repeats=repeats, problems=problems, timeout=timeout, fresh=fresh)
     _say(f"{step} collecting {suite.name} in the {run.environment} environment ({run.description}), "
          f"{repeats} repeats -> {out}")
@@ -99,7 +104,7 @@ def collect(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str
              f"  command: {' '.join(cmd)}\n"
              "  the reports can still be rendered from the shipped corpora alone: "
              "speedaudit report fixtures/corpora/*.parquet --out reports")
-        raise SystemExit(1)
+        raise DemoError(f"collection of the {run.environment} run failed")
     _say(f"{step} {run.environment}: done in {time.perf_counter() - start:.0f} s")
     return out
 
@@ -149,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
                 _say(f"speedaudit demo: suite {suite} not found; pass --suite or check out fixtures/suites")
                 return 1
             problems = None if args.problems == "all" else args.problems
-            collect(run, suite, path, repeats=args.repeats, problems=problems, timeout=args.timeout,
-                    fresh=args.fresh, step=step)
+            try:
+                collect(run, suite, path, repeats=args.repeats, problems=problems, timeout=args.timeout,
+                        fresh=args.fresh, step=step)
+            except DemoError:
+                return 1
         fresh.append(path)
     corpora = fresh + shipped
     _say(f"[report] rendering the reports from {len(fresh)} fresh and {len(shipped)} shipped corpora "

@@ -246,3 +246,17 @@ def test_index_headline_is_the_worst_of_every_finding(rendered, corpus):
         by_name["reliability"].worst == "fail"  # reliability + discriminability share the report
     page = _text(index.path.read_text())
     assert "FAIL" in page and "WARN" in page and "PASS" in page
+
+
+def test_demo_says_why_collection_failed_and_what_to_do(tmp_path, capfd):
+    from audits import demo
+
+    suite = tmp_path / "empty-suite"  # a folder without problem packages: the real collector refuses it
+    suite.mkdir()
+    status = demo.main(["--out", str(tmp_path / "out"), "--suite", str(suite), "--problems", "all"])
+    assert status == 1
+    captured = capfd.readouterr()
+    assert "collecting the quiet run failed" in captured.out and "what to do" in captured.out
+    assert "speedaudit report fixtures/corpora/*.parquet --out reports" in captured.out
+    assert "audits.cli collect " + str(suite) in captured.out  # the command to rerun by hand
+    assert not (tmp_path / "out" / "index.html").exists()
