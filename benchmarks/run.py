@@ -233,7 +233,8 @@ def benchmark(sizes: list[int], *, baseline_max: float, budget: float, fast_budg
             t0 = time.perf_counter()
             path = ensure_corpus(size) if cache is None else ensure_corpus(size, cache=cache)
             log(f"== {size:,} executions: corpus {path.name} ready in {time.perf_counter() - t0:.1f} s (untimed)")
-            entry = {"rows": size, "corpus": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
+            entry = {"rows": size, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     "corpus": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
                      "load_average_start": os.getloadavg(), "stages": {}, "baselines": {}, "agreement": {}}
             for stage in stages:
                 fast = run_child(stage, path, impl="fast", budget=fast_budget, workdir=work)
@@ -370,13 +371,27 @@ def main(argv=None) -> int:
                         help="seconds a baseline stage may run before it is killed (default 300)")
     parser.add_argument("--stages", default=",".join(STAGES),
                         help=f"comma-separated subset of {','.join(STAGES)}")
+    parser.add_argument("--stage-budget", type=float, default=1800.0,
+                        help="seconds any fast stage may run before it is killed (default 1800)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results JSON (a .md table is written beside it)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other sizes already in --out (each size keeps its own load average and "
+                             "time stamp), e.g. to measure 1e7 separately from the smaller sizes")
     args = parser.parse_args(argv)
     stages = [s for s in args.stages.split(",") if s]
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         parser.error(f"unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")
-    result = benchmark(sorted(args.sizes), baseline_max=args.baseline_max, budget=args.budget, stages=stages)
+    result = benchmark(sorted(args.sizes), baseline_max=args.baseline_max, budget=args.budget,
+                       fast_budget=args.stage_budget, stages=stages)
+    out = Path(args.out)
+    if args.merge and out.exists():
+        previous = json.loads(out.read_text())
+        kept = {int(k): v for k, v in previous.get("sizes", {}).items() if int(k) not in result["sizes"]}
+        result["sizes"] = dict(sorted({**kept, **result["sizes"]}.items()))
+        result["merged_from"] = previous.get("merged_from", []) + [
+            {"started": previous.get("started"), "command": previous.get("command"), "sizes": sorted(kept)}]
+        result["targets"] = targets(result["sizes"])
     table = format_table(result)
     info = result["machine"]
     la0, la1 = result["load_average_start"], result["load_average_end"]
@@ -384,8 +399,11 @@ def main(argv=None) -> int:
               f"numpy {info['numpy']}, pandas {info['pandas']}\n"
               f"load average (1/5/15 min) at start {la0[0]:.2f}/{la0[1]:.2f}/{la0[2]:.2f}, "
               f"at end {la1[0]:.2f}/{la1[1]:.2f}/{la1[2]:.2f}\ncommand: {result['command']}")
+    for size, entry in result["sizes"].items():
+        la0, la1 = entry["load_average_start"], entry.get("load_average_end", la0)
+        header += (f"\n{int(size):.0e}: measured from {entry.get('started', result['started'])}, load average "
+                   f"{la0[0]:.2f} at start, {la1[0]:.2f} at end")
     print("\n" + header + "\n\n" + table + "\n\ntargets\n" + format_targets(result))
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(_jsonable(result), indent=1))
     out.with_suffix(".md").write_text(header + "\n\n" + table + "\n\ntargets\n\n" + format_targets(result) + "\n")

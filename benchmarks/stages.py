@@ -168,7 +168,7 @@ def _load(path):
     return load_corpus(path)
 
 
-def preload(impl: str = "fast") -> None:
+def preload(impl: str = "fast", stage: str | None = None) -> None:
     """Import every module a stage uses, so stage timings exclude imports (a one-off ~1-5 s)."""
     import audits.aggregation  # noqa: F401
     import audits.calibration  # noqa: F401
@@ -179,12 +179,15 @@ def preload(impl: str = "fast") -> None:
     import scipy.stats  # noqa: F401
 
     if impl == "baseline":
-        import pingouin  # noqa: F401
-        import sklearn.linear_model  # noqa: F401
-        import sklearn.model_selection  # noqa: F401
-        import sklearn.pipeline  # noqa: F401
-
         import benchmarks.baselines  # noqa: F401
+
+        if stage in (None, "reliability"):
+            import pingouin  # noqa: F401
+        if stage in (None, "calibration"):
+            import sklearn.linear_model  # noqa: F401
+            import sklearn.model_selection  # noqa: F401
+            import sklearn.pipeline  # noqa: F401
+            import sklearn.preprocessing  # noqa: F401
 
 
 def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
@@ -198,7 +201,7 @@ def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
     if impl not in ("fast", "baseline"):
         raise ValueError(f"impl must be 'fast' or 'baseline', got {impl!r}")
     if stage != "floor":
-        preload(impl)
+        preload(impl, stage)
     parts: dict[str, float] = {}
     checks: dict = {}
     if stage == "floor":

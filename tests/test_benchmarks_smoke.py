@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import baselines
 from benchmarks.corpora import PER_PROBLEM, ensure_corpus, spec_for
-from benchmarks.run import _close, benchmark, compare, format_table, run_child, targets
+from benchmarks.run import _close, _derive, benchmark, compare, format_table, run_child, targets
 from benchmarks.stages import run_stage
 
 ROWS = 20_000  # 2 problems (the fewest leave-one-problem-out can use) x 10^4 executions
@@ -77,15 +77,23 @@ def test_child_process_reports_rss_and_budget(corpus_path, tmp_path):
 
 
 def test_benchmark_end_to_end_and_targets(corpus_path, tmp_path):
-    result = benchmark([ROWS], baseline_max=ROWS, budget=120, stages=("floor", "calibration", "audit"),
+    result = benchmark([ROWS], baseline_max=ROWS, budget=120, stages=("floor", "percentiles"),
                        cache=corpus_path.parent, log=lambda *_: None)
     entry = result["sizes"][ROWS]
-    assert entry["agreement"]["calibration"]["agree"]
-    assert entry["floor_ratio"] == pytest.approx(entry["stages"]["audit"]["seconds"]
-                                                 / entry["stages"]["floor"]["seconds"])
-    assert set(entry["stages"]["audit"]["parts"]) == {"load", "percentiles", "reliability", "discriminability",
-                                                       "calibration", "aggregation", "simulation"}
-    assert "calibration" in format_table(result)
+    assert entry["agreement"]["percentiles"]["agree"]
+    base, fast = entry["baselines"]["percentiles"], entry["stages"]["percentiles"]
+    assert base["ratio"] == pytest.approx(base["seconds"] / fast["seconds"])
+    assert entry["speedup"]["stages"] == ["percentiles"]
+    assert "percentiles" in format_table(result) and "floor" in format_table(result)
+    # derived ratios on hand-made figures: the audit over the floor, a killed baseline gives a lower bound
+    hand = {"stages": {"audit": {"status": "ok", "seconds": 30.0}, "floor": {"status": "ok", "seconds": 2.0},
+                       "calibration": {"status": "ok", "seconds": 4.0}},
+            "baselines": {"calibration": {"status": "over budget", "budget_s": 300.0}}, "agreement": {}}
+    _derive(hand)
+    assert hand["floor_ratio"] == 15.0
+    assert hand["baselines"]["calibration"]["ratio_lower_bound"] == 75.0
+    assert hand["speedup"] == {"ratio": 75.0, "bound": True, "stages": ["calibration"], "baseline_s": 300.0,
+                               "fast_s": 4.0}
     # target logic on hand-made figures: growth 11x passes n log n (11.67x), 13x does not
     fake = {10**6: {"stages": {"audit": {"status": "ok", "seconds": 2.0, "maxrss_mb": 900}},
                     "speedup": {"ratio": 40.0, "bound": True}},
