@@ -363,9 +363,6 @@ class AggregationContext:
         out[has] = v[start[has] + lo] * (1 - frac) + v[start[has] + hi] * frac
         return out
 
-    def valid_percentile(self) -> np.ndarray:
-        return np.isfinite(self.percentile)
-
 
 def _grouped_extreme(out: np.ndarray, codes: np.ndarray, values: np.ndarray, ufunc) -> None:
     """out[g] = ufunc-reduce of values in group g (sort once, reduceat)."""
