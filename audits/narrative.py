@@ -36,7 +36,7 @@ __all__ = [
     "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
     "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
     "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
-    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview",
+    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "show_plot",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -254,6 +254,23 @@ def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     return table.sort_values(["environment", "campaign"]).set_index(["environment", "campaign"]), body
 
 
+def _skipped(audit) -> bool:
+    return bool(getattr(audit, "skipped", False))
+
+
+def show_plot(plot, audit, **options):
+    """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.plots`) once, as a PNG.
+
+    For a skipped audit (e.g. :class:`audits.report.CalibrationSkipped`) shows why instead.
+    """
+    from IPython.display import display
+
+    if _skipped(audit):
+        display(Markdown(f"*Not measured: {audit.reason}.*"))
+        return
+    show_figure(plot(audit, **options))
+
+
 def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
     """Rows, problems, solutions, repeats and ok share per (environment, campaign), floor rows excluded.
 
@@ -291,6 +308,9 @@ def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> 
 
 def calibration_fit_table(audit) -> pd.DataFrame:
     """The fitted families of a calibration audit, best LOPO R² first, with CIs as text columns."""
+    if _skipped(audit):
+        return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
+                                     "problems"]).set_index("family")
     fits = audit.fits
     out = pd.DataFrame({
         "family": fits["name"],
@@ -310,6 +330,8 @@ def describe_calibration(audit) -> str:
     Every number comes from the audit (``fits``, ``params``, ``bland_altman``, ``spearman_*``), with
     its bootstrap interval over problems and n.
     """
+    if _skipped(audit):
+        return f"**Not measured**: {audit.reason}."
     pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
     parts = [f"**{pair}**: {audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
              f"{audit.pairing.n_problems} problems."]

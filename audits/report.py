@@ -53,7 +53,8 @@ __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
     "repo_root", "notebook_dir", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
-    "default_audits", "RunPair", "select_pair",
+    "default_audits", "RunPair", "select_pair", "RUN_PARAMETERS", "suggest_runs", "CalibrationSkipped",
+    "calibrate_runs",
 ]
 
 
@@ -242,6 +243,88 @@ def select_pair(corpus, source: str, target: str) -> RunPair:
     if se != te:
         return RunPair(frame, se, te, "environment", source, target)
     return RunPair(frame, sc, tc, "campaign", source, target)
+
+
+#: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
+#: corpora without them (the templates' defaults name runs of the shipped corpora).
+RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggregation_environment",
+                  "simulation_environment")
+
+
+def _runs_of(corpus) -> list[tuple[str, str]]:
+    from audits.narrative import _run_counts
+
+    table, _ = _run_counts(corpus)
+    return [(str(e), str(c)) for e, c in table.index]
+
+
+def suggest_runs(corpus) -> dict:
+    """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`).
+
+    * ``stored_run``/``fresh_run``: the first two campaigns (sorted) of the first environment that has
+      two, ``quiet`` preferred; None when no environment has two campaigns;
+    * ``source_run``/``target_run``: two environments (``quiet`` first), in a campaign they share when
+      there is one, else each one's first campaign; None with a single environment;
+    * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"environment": ["busy", "quiet", "quiet"], "campaign": ["b", "a", "b"],
+    ...     "problem": "p", "solution": "s", "repeat": 0, "status": "ok", "role": "reference"})
+    >>> suggest_runs(runs)["stored_run"], suggest_runs(runs)["source_run"], suggest_runs(runs)["target_run"]
+    ('quiet/a', 'quiet/b', 'busy/b')
+    """
+    runs = _runs_of(corpus)
+    envs = sorted({e for e, _ in runs}, key=lambda e: (e != "quiet", e))
+    campaigns = {e: sorted(c for f, c in runs if f == e) for e in envs}
+    out: dict = dict.fromkeys(RUN_PARAMETERS)
+    with_two = [e for e in envs if len(campaigns[e]) >= 2]
+    if with_two:
+        e = with_two[0]
+        out["stored_run"], out["fresh_run"] = f"{e}/{campaigns[e][0]}", f"{e}/{campaigns[e][1]}"
+    if len(envs) >= 2:
+        a, b = envs[0], envs[1]
+        shared = sorted(set(campaigns[a]) & set(campaigns[b]))
+        ca, cb = (shared[-1], shared[-1]) if shared else (campaigns[a][0], campaigns[b][0])
+        out["source_run"], out["target_run"] = f"{a}/{ca}", f"{b}/{cb}"
+    if envs:
+        out["aggregation_environment"] = out["simulation_environment"] = envs[0]
+    return out
+
+
+@dataclass(frozen=True)
+class CalibrationSkipped:
+    """Stands in for a calibration audit when the corpus has no such pair of runs (``*_run`` is None)."""
+
+    source_run: str | None
+    target_run: str | None
+    reason: str
+    skipped: bool = True
+
+    @property
+    def findings(self) -> tuple:
+        from audits.findings import Finding
+
+        return (Finding("warn", "calibration_pair", None, "two runs to compare",
+                        f"not measured: {self.reason}; collect a second campaign (speedaudit collect --campaign "
+                        "NAME) or environment to audit calibration"),)
+
+
+def calibrate_runs(corpus, source_run: str | None, target_run: str | None, **options):
+    """:func:`audits.calibration.run_calibration_audit` between two ``environment/campaign`` runs.
+
+    When either run is None (the corpus has no such pair, see :func:`suggest_runs`) it returns a
+    :class:`CalibrationSkipped` whose one finding says so; the narrative and figure helpers show a note
+    for it instead of numbers. ``options`` go to ``run_calibration_audit``.
+    """
+    if source_run is None or target_run is None:
+        have = ", ".join(f"{e}/{c}" for e, c in _runs_of(corpus))
+        return CalibrationSkipped(source_run, target_run, f"the corpus has no such pair of runs (it has: {have})")
+    from audits.calibration import run_calibration_audit
+
+    pair = select_pair(corpus, source_run, target_run)
+    return run_calibration_audit(pair.frame, source=pair.source, target=pair.target, key=pair.key, **options)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -453,7 +536,7 @@ def render_notebook(
         papermill.execute_notebook(
             str(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
             log_output=False, cwd=str(template.parent), execution_timeout=timeout,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP-without-encryption warning per report
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # kernel chatter (TCP warning, shutdown)
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
@@ -614,10 +697,13 @@ def render_reports(
     params = dict(parameters or {})
     if corpora is not None:
         paths = resolve_corpora(corpora)
-        load_corpora(paths)  # fail fast, before starting any kernel, with the file and column named
+        corpus = load_corpora(paths)  # fail fast, before starting any kernel, with the file and column named
         params["corpora"] = [str(p) for p in paths]
+        # The templates' run defaults name runs of the shipped corpora: for the user's corpora, choose
+        # runs that exist (unless given with -p).
+        params.update({k: v for k, v in suggest_runs(corpus).items() if k not in params})
     declared = {n: template_parameters(Path(templates or notebook_dir()) / f"{n}.ipynb") for n in names}
-    stray = [k for k in params if k != "corpora" and not any(k in d for d in declared.values())]
+    stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
     if stray:
         known = sorted({k for d in declared.values() for k in d})
         raise ReportError(f"parameter(s) {', '.join(stray)} are not declared by any selected report; "

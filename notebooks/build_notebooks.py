@@ -51,9 +51,9 @@ floor_s = None  # the sandbox floor in seconds (None: median of the corpus's flo
 reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
 discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds'''
 
-CALIBRATION_PARAMETERS = '''stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings ...
+CALIBRATION_PARAMETERS = '''stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings (None: skip) ...
 fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
-source_run = "quiet/quiet-a"  # a run of one environment ...
+source_run = "quiet/quiet-a"  # a run of one environment (None: skip) ...
 target_run = "busy/busy-a"  # ... against a run of another
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
@@ -85,17 +85,11 @@ RUN_DISCRIMINABILITY = '''discriminability = run_discriminability_audit(
     corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
     thresholds=DiscriminabilityThresholds(**discriminability_thresholds))'''
 
-RUN_STORED = '''stored_pair = select_pair(corpus, stored_run, fresh_run)
-stored = run_calibration_audit(
-    stored_pair.frame, source=stored_pair.source, target=stored_pair.target, key=stored_pair.key,
-    calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
-    thresholds=calibration_thresholds)'''
+RUN_STORED = '''stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)'''
 
-RUN_ACROSS = '''across_pair = select_pair(corpus, source_run, target_run)
-across = run_calibration_audit(
-    across_pair.frame, source=across_pair.source, target=across_pair.target, key=across_pair.key,
-    calibration_family=calibration_family, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
-    thresholds=calibration_thresholds)'''
+RUN_ACROSS = '''across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)'''
 
 RUN_AGGREGATION = '''aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
                                     n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)'''
@@ -129,11 +123,10 @@ the details behind each verdict; the parameters below are the union of theirs.
     code(IMPORTS + '''
 
 from audits.aggregation import run_aggregation_audit
-from audits.calibration import run_calibration_audit
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 from audits.environments import load_environments
 from audits.reliability import ReliabilityThresholds, run_reliability_audit
-from audits.report import resolve_files, select_pair
+from audits.report import calibrate_runs, resolve_files
 from audits.simulation import run_simulation_audit'''),
     code("corpus = load_corpora(corpora)"),
     code(RUN_RELIABILITY + "\n" + RUN_DISCRIMINABILITY),
@@ -219,9 +212,8 @@ pooled over all held-out problems (DESIGN.md, "Calibration").
     code(COMMON_PARAMETERS + CALIBRATION_PARAMETERS, "parameters"),
     code(IMPORTS + '''
 
-from audits.calibration import run_calibration_audit
 from audits.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report import select_pair'''),
+from audits.report import calibrate_runs'''),
     code(LOAD),
     md("## Stored campaign → fresh campaign"),
     code(RUN_STORED + '''
@@ -229,18 +221,18 @@ narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_ru
     code("narrative.Markdown(narrative.describe_calibration(stored))"),
     code("narrative.calibration_fit_table(stored)"),
     md("Every fitted family on the paired medians (log-log), against the identity:"),
-    code("narrative.show_figure(calibration_scatter(stored, seed=seed))"),
+    code("narrative.show_plot(calibration_scatter, stored, seed=seed)"),
     md("Bland-Altman on the log scale: the ratio of the two runs against their size, with the bias and "
        "the 95 % limits of agreement (shaded: bootstrap CIs over problems):"),
-    code("narrative.show_figure(bland_altman_plot(stored, seed=seed))"),
+    code("narrative.show_plot(bland_altman_plot, stored, seed=seed)"),
     md("## One environment → another"),
     code(RUN_ACROSS + '''
 narrative.show_findings(across.findings, audit="calibration",
                         title=f"{source_run} → {target_run}")'''),
     code("narrative.Markdown(narrative.describe_calibration(across))"),
     code("narrative.calibration_fit_table(across)"),
-    code("narrative.show_figure(calibration_scatter(across, seed=seed))"),
-    code("narrative.show_figure(bland_altman_plot(across, seed=seed))"),
+    code("narrative.show_plot(calibration_scatter, across, seed=seed)"),
+    code("narrative.show_plot(bland_altman_plot, across, seed=seed)"),
 ]
 
 NOTEBOOKS["aggregation"] = [

@@ -22,9 +22,9 @@ from audits import narrative
 from audits.cli import UserError
 from audits.corpus import CorpusError, save_corpus
 from audits.findings import Finding, worst_level
-from audits.report import (REPORTS, RenderedReport, check_kernel, default_audits, load_corpora, notebook_dir,
+from audits.report import (REPORTS, RenderedReport, calibrate_runs, check_kernel, default_audits, load_corpora, notebook_dir,
                            notebook_findings, parse_parameter, repo_root, resolve_corpora, select_pair,
-                           template_parameters, write_index)
+                           suggest_runs, template_parameters, write_index)
 from audits.synthetic import synthesize
 
 NOTEBOOKS = sorted(notebook_dir().glob("*.ipynb"))
@@ -204,6 +204,32 @@ def test_select_pair_picks_the_rows_and_the_column_that_differs():
                        ("quiet/a", "same run")):
         with pytest.raises(UserError, match=match):
             select_pair(corpus, "quiet/a", bad) if bad == "quiet/a" else select_pair(corpus, bad, "quiet/a")
+
+
+def test_suggest_runs_names_runs_that_exist():
+    two = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
+    runs = suggest_runs(two)
+    assert (runs["stored_run"], runs["fresh_run"]) == ("quiet/a", "quiet/b")  # quiet preferred
+    assert (runs["source_run"], runs["target_run"]) == ("quiet/b", "busy/b")  # a shared campaign
+    assert runs["simulation_environment"] == runs["aggregation_environment"] == "quiet"
+    for source, target in (("stored_run", "fresh_run"), ("source_run", "target_run")):
+        select_pair(two, runs[source], runs[target])  # both pairs are valid
+    one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     environments=("lab",), seed=5).corpus
+    runs = suggest_runs(one)
+    assert runs["stored_run"] is runs["source_run"] is None and runs["simulation_environment"] == "lab"
+
+
+def test_skipped_calibration_is_a_warning_and_a_note():
+    one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     seed=5).corpus
+    skipped = calibrate_runs(one, None, None, n_boot=10)
+    assert [f.level for f in skipped.findings] == ["warn"] and "quiet/c0" in skipped.findings[0].message
+    assert narrative.describe_calibration(skipped).startswith("**Not measured**")
+    assert narrative.calibration_fit_table(skipped).empty
+    with pytest.raises(UserError, match="not in the corpus"):
+        calibrate_runs(one, "quiet/c0", "quiet/c9", n_boot=10)  # a named run that is missing is an error
 
 
 def test_kernel_is_this_environment():
