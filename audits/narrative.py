@@ -36,7 +36,7 @@ __all__ = [
     "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
     "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
     "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
-    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "show_plot",
+    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "show_plot", "show_verdicts",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -584,6 +584,34 @@ def verdict_overview(verdicts: Mapping[str, Sequence[Finding]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "worst finding"])
     frame["_order"] = frame["verdict"].map(order)
     return frame.sort_values("_order", kind="stable").drop(columns="_order").set_index("audit")
+
+
+class VerdictsDisplay:
+    """HTML table of :func:`verdict_overview` with coloured verdict badges, left-aligned."""
+
+    def __init__(self, verdicts: Mapping[str, Sequence[Finding]]):
+        self.table = verdict_overview(verdicts)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for audit, row in self.table.iterrows():
+            level = row["verdict"].lower()
+            label, fg, bg = _BADGE.get(level, (row["verdict"], "#57606a", "#eaeef2"))
+            rows.append(f"<tr><td><b>{html.escape(str(audit))}</b></td><td><span style='font-weight:bold;color:{fg};"
+                        f"background:{bg};padding:1px 6px;border-radius:4px'>{label}</span></td>"
+                        f"<td>{row['fail']}</td><td>{row['warn']}</td><td>{row['pass']}</td>"
+                        f"<td>{html.escape(str(row['worst finding']))}</td></tr>")
+        style = "<style>.sa-verdicts td, .sa-verdicts th {text-align: left !important;}</style>"
+        return (f"{style}<table class='sa-verdicts'><thead><tr><th>audit</th><th>verdict</th><th>fail</th>"
+                f"<th>warn</th><th>pass</th><th>worst finding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+    def __repr__(self) -> str:
+        return self.table.to_string()
+
+
+def show_verdicts(verdicts: Mapping[str, Sequence[Finding]]) -> VerdictsDisplay:
+    """Display object for the overview: one row per audit, worst first, with its worst finding."""
+    return VerdictsDisplay(verdicts)
 
 
 def describe_overview(verdicts: Mapping[str, Sequence[Finding]]) -> str:
