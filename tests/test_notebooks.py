@@ -251,3 +251,21 @@ def test_index_page_links_and_orders_findings(tmp_path):
     assert page.index("Busy worker") < page.index("Many tests near") < page.index("Repeats agree")
     assert "1 fail, 1 warn, 1 pass" in page and "/data/x.parquet" in page and "n_boot = 10" in page
     assert ok.worst == "fail" and broken.worst == "error"
+
+
+def test_verdict_overview_orders_audits_worst_first():
+    verdicts = {
+        "aggregation": [Finding("pass", "a", 1.0, 1, "fine")],
+        "reliability": FINDINGS,
+        "calibration": [Finding("warn", "c", 2.0, 1, "check it"), Finding("pass", "d", 0.0, 1, "ok")],
+        "empty": [],
+    }
+    table = narrative.verdict_overview(verdicts)
+    assert list(table.index) == ["reliability", "calibration", "aggregation", "empty"]
+    assert table.loc["reliability", ["verdict", "fail", "warn", "pass"]].tolist() == ["FAIL", 1, 1, 1]
+    assert table.loc["calibration", "worst finding"] == "c = 2 - check it"
+    assert table.loc["empty", "verdict"] == "NONE"
+    text = narrative.describe_overview(verdicts)
+    assert text.startswith("**4 audits**: 1 fail, 1 warn, 1 pass.") and "Start with **reliability**" in text
+    html_table = narrative.show_verdicts(verdicts)._repr_html_()
+    assert html_table.index("reliability") < html_table.index("calibration") < html_table.index("aggregation")
