@@ -10,8 +10,9 @@ implementation before any time is reported.
 * reliability: repeat CV by ``groupby(...).apply``, per-repeat q from the
   baseline percentiles and rank drift by groupby-apply, ICC per test with
   ``pingouin.intraclass_corr`` (targets = solutions, raters = repeats, on log
-  duration). It leaves out the variance components and the pairwise
-  Mann-Whitney tests the fast audit also runs, so its time is a lower bound.
+  duration), a ``scipy.stats.mannwhitneyu`` per pair of solutions with
+  Benjamini-Hochberg (statsmodels). It leaves out the variance components and
+  the bootstrap CIs the fast audit also computes, so its time is a lower bound.
 * discriminability: per-test reference medians and per-problem robust CV
   (IQR / median) by groupby-apply, the strong-weak gap in a per-problem loop.
 * calibration: pairs by groupby median, leave-one-problem-out predictions with
@@ -95,7 +96,27 @@ def reliability(corpus: pd.DataFrame) -> dict:
         iccs[key] = table["ICC"].iloc[1]  # row 1 = ICC2, two-way random, absolute agreement ("ICC(A,1)")
     icc = pd.Series(iccs).sort_index()
     return {"median_repeat_cv": float(cv.median()), "mean_rank_range": float(drift["range"].mean()),
-            "icc2": icc.to_numpy(dtype=float)}
+            "icc2": icc.to_numpy(dtype=float), "significant_share": _significant_share(q)}
+
+
+def _significant_share(q: pd.DataFrame, alpha: float = 0.05) -> float:
+    """Share of (faster, slower) reference pairs whose repeats differ: one scipy Mann-Whitney per pair, then BH."""
+    from scipy.stats import mannwhitneyu
+    from statsmodels.stats.multitest import multipletests
+
+    pvalues = []
+    for _, group in q.groupby("problem"):  # per-problem loop, then every pair of solutions
+        per_solution = {s: g["percentile"].to_numpy() for s, g in group.groupby("solution")}
+        for a, b in itertools.combinations(per_solution, 2):
+            xa, xb = per_solution[a], per_solution[b]
+            if np.median(xa) == np.median(xb):
+                continue
+            if np.median(xb) < np.median(xa):
+                xa, xb = xb, xa
+            pvalues.append(mannwhitneyu(xa, xb, alternative="less", method="exact").pvalue)
+    if not pvalues:
+        return float("nan")
+    return float(np.mean(multipletests(pvalues, alpha=alpha, method="fdr_bh")[0]))
 
 
 def discriminability(corpus: pd.DataFrame) -> dict:

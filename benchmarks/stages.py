@@ -130,7 +130,7 @@ def check_values(stage: str, result, corpus: pd.DataFrame) -> dict:
         env = result.environments["quiet"]
         icc = _sorted_by_keys(env.test_icc, ["problem", "test"])["ICC2"].to_numpy(dtype=float)
         return {"median_repeat_cv": env.median_repeat_cv.estimate, "mean_rank_range": env.drift.mean_range.estimate,
-                "icc2": icc}
+                "icc2": icc, "significant_share": env.significance.share.estimate}
     if stage == "discriminability":
         env = result.environments["quiet"]
         problems = env.problems.assign(problem=env.problems["problem"].astype(str)).sort_values("problem")
@@ -183,6 +183,7 @@ def preload(impl: str = "fast", stage: str | None = None) -> None:
 
         if stage in (None, "reliability"):
             import pingouin  # noqa: F401
+            import statsmodels.stats.multitest  # noqa: F401
         if stage in (None, "calibration"):
             import sklearn.linear_model  # noqa: F401
             import sklearn.model_selection  # noqa: F401
