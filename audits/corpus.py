@@ -368,6 +368,10 @@ def atomic_write(path: str | os.PathLike, writer) -> Path:
     os.close(fd)
     try:
         writer(tmp)
+        # mkstemp creates 0600 files; give the result the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

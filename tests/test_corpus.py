@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 
@@ -89,6 +90,9 @@ def test_save_roundtrip(tmp_path):
     again = load_corpus(path)
     pd.testing.assert_frame_equal(corpus, again, check_categorical=False)
     assert [p.name for p in path.parent.iterdir()] == ["c.parquet"]  # no temp file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as a plain open() would create it
 
 
 def test_summary_counts():
