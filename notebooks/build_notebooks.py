@@ -21,11 +21,15 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 
-SHIPPED = ["fixtures/corpora/speedbench-quiet-a.parquet"]
+#: The shipped corpora (fixtures/corpora/MANIFEST.json): the speedbench suite on a 2-core machine, quiet
+#: (1 worker) in two campaigns and busy (2 workers + CPU and memory load).
+SHIPPED = ["fixtures/corpora/quiet-a.parquet", "fixtures/corpora/quiet-b.parquet", "fixtures/corpora/busy-a.parquet"]
 
 COMMON_PARAMETERS = f'''# Parameters (papermill / `speedaudit report -p key=value` override them).
 # Paths are relative to the working directory or to the repository root.
-corpora = {SHIPPED!r}  # timing corpora, stacked into one
+corpora = [
+{chr(10).join(f'    "{p}",' for p in SHIPPED)}
+]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 '''
