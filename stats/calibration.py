@@ -904,9 +904,10 @@ def bland_altman(x, y, groups, *, level: float = 0.95, limits_z: float = 1.96, n
 # ----------------------------------------------------------------------------- percentile agreement
 
 def _runs(corpus, key, name, other, other_value):
+    # pandas 3 may hand out a read-only array here (copy-on-write): combine, don't update in place
     mask = (corpus[key] == name).to_numpy()
     if other_value is not None:
-        mask &= (corpus[other] == other_value).to_numpy()
+        mask = mask & (corpus[other] == other_value).to_numpy()
     return corpus.loc[mask]
 
 

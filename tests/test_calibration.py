@@ -128,6 +128,18 @@ def test_pair_medians_matches_within_the_other_column():
         pair_medians(partial, source="busy", target="quiet")
 
 
+def test_pair_medians_by_campaign_within_several_environments():
+    """Campaign key with two environments on each side (read-only masks under pandas 3 broke this)."""
+    corpus = synthesize(busy=True, campaigns=DRIFT, n_problems=3, n_tests=3, n_solutions=3, n_incorrect=0,
+                        n_candidates=0, n_correctness_tests=0, n_repeats=3, seed=2).corpus
+    pairing = pair_medians(corpus, source="c0", target="c1")
+    assert pairing.key == "campaign" and pairing.within == "environment"
+    assert pairing.n_pairs == 2 * 3 * 3 * 3
+    quiet = pair_medians(corpus.loc[corpus["environment"] == "quiet"], source="c0", target="c1").frame
+    both = pairing.frame.loc[pairing.frame["environment"] == "quiet"]
+    np.testing.assert_allclose(np.sort(both["y"]), np.sort(quiet["y"]))
+
+
 # ---------------------------------------------------------------- fits against independent implementations
 
 def test_fits_match_scipy_numpy_and_closed_forms():
