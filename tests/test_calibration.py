@@ -128,16 +128,24 @@ def test_pair_medians_matches_within_the_other_column():
         pair_medians(partial, source="busy", target="quiet")
 
 
-def test_pair_medians_by_campaign_within_several_environments():
-    """Campaign key with two environments on each side (read-only masks under pandas 3 broke this)."""
-    corpus = synthesize(busy=True, campaigns=DRIFT, n_problems=3, n_tests=3, n_solutions=3, n_incorrect=0,
-                        n_candidates=0, n_correctness_tests=0, n_repeats=3, seed=2).corpus
+def test_campaign_key_within_several_environments_from_parquet(tmp_path):
+    """Campaign key with two environments on each side, on a corpus read back from Parquet with
+    candidates (pandas 3 hands out read-only masks there; an in-place &= in the p_tau
+    sensitivity's run selection raised 'output array is read-only')."""
+    from audits.calibration import run_calibration_audit
+    from audits.corpus import load_corpus, save_corpus
+
+    generated = synthesize(busy=True, campaigns=DRIFT, n_problems=4, n_tests=3, n_solutions=4, n_incorrect=0,
+                           n_candidates=2, n_correctness_tests=0, n_repeats=3, seed=2).corpus
+    corpus = load_corpus(save_corpus(generated, tmp_path / "c.parquet"))
     pairing = pair_medians(corpus, source="c0", target="c1")
     assert pairing.key == "campaign" and pairing.within == "environment"
-    assert pairing.n_pairs == 2 * 3 * 3 * 3
+    assert pairing.n_pairs == 2 * 4 * 3 * (4 + 2)
     quiet = pair_medians(corpus.loc[corpus["environment"] == "quiet"], source="c0", target="c1").frame
     both = pairing.frame.loc[pairing.frame["environment"] == "quiet"]
     np.testing.assert_allclose(np.sort(both["y"]), np.sort(quiet["y"]))
+    audit = run_calibration_audit(corpus, source="c0", target="c1", n_boot=20, n_boot_rank=20)
+    assert audit.sensitivity is not None and len(audit.sensitivity) > 0
 
 
 # ---------------------------------------------------------------- fits against independent implementations
