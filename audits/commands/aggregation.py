@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 
 from audits.cli import UserError
-from audits.commands.corpus import add_corpus_input, read_corpus
+from audits.cli_common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
 
 
 def _run(args: argparse.Namespace) -> int:
     from audits.aggregation import run_aggregation_audit
-    from audits.findings import write_json
 
     corpus = read_corpus(args)
     names = [n for n in (args.aggregators or "").split(",") if n] or None
@@ -28,17 +27,14 @@ def _run(args: argparse.Namespace) -> int:
             n_boot=args.n_boot, seed=args.seed, thresholds=thresholds or None)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
-    print(audit.summary())
-    if args.json:
-        path = write_json(audit.to_dict(), args.json)
-        print(f"\nwrote {path}")
+    report_audit(audit, args)
     if args.figure:
         from audits.plots.aggregation import stability_range_figure
 
         fig = stability_range_figure(audit.table)
         fig.savefig(args.figure, dpi=120)
         print(f"wrote {args.figure}")
-    return 0
+    return exit_status(audit, args)
 
 
 def _defaults():
@@ -64,6 +60,6 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threshold", action="append", metavar="NAME=VALUE",
                    help="override a threshold, e.g. stability_warn=4 (repeatable; see docs/aggregation.md)")
-    p.add_argument("--json", metavar="OUT", help="write the result as JSON")
+    add_result_options(p)
     p.add_argument("--figure", metavar="OUT.png", help="write the stability vs dynamic range figure")
     p.set_defaults(func=_run)

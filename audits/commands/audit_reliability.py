@@ -6,8 +6,7 @@ import argparse
 from dataclasses import fields, replace
 
 from audits.cli import UserError
-from audits.commands.corpus import add_corpus_input, read_corpus
-from audits.findings import worst_level, write_json
+from audits.cli_common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
 
 
 def _threshold_overrides(cls, pairs: list[str] | None):
@@ -32,11 +31,8 @@ def _threshold_overrides(cls, pairs: list[str] | None):
 
 
 def _finish(audit, args) -> int:
-    print(audit.summary())
-    if args.json:
-        path = write_json(audit.to_dict(), args.json)
-        print(f"\nwrote {path}")
-    return 1 if (args.strict and worst_level(audit.findings) == "fail") else 0
+    report_audit(audit, args)
+    return exit_status(audit, args)
 
 
 def _reliability(args: argparse.Namespace) -> int:
@@ -69,13 +65,12 @@ def _discriminability(args: argparse.Namespace) -> int:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_corpus_input(parser)
-    parser.add_argument("--json", metavar="OUT", help="also write the full result as JSON to OUT")
+    add_result_options(parser)
     parser.add_argument("--campaign", help="campaign whose pool is used (default: each environment's first)")
     parser.add_argument("--threshold", action="append", metavar="NAME=VALUE",
                         help="override one threshold (repeatable), e.g. repeat_cv_warn=0.1")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default 1000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--strict", action="store_true", help="exit with status 1 when any finding fails")
 
 
 def register(commands, audit_commands) -> None:

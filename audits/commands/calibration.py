@@ -7,7 +7,7 @@ from pathlib import Path
 
 from audits.calibration import DEFAULT_THRESHOLDS, apply_calibration, run_calibration_audit
 from audits.cli import UserError
-from audits.commands.corpus import add_corpus_input, read_corpus
+from audits.cli_common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
 from audits.corpus import save_corpus
 from audits.findings import write_json
 from stats.calibration import FAMILIES, ROBUST_METHODS
@@ -52,10 +52,7 @@ def _audit(args: argparse.Namespace) -> int:
             n_boot_rank=args.n_boot_rank, seed=args.seed, thresholds=overrides)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
-    print(audit.summary())
-    if args.json:
-        path = write_json(audit.to_dict(), args.json)
-        print(f"\nwrote {path}")
+    report_audit(audit, args)
     if args.figures:
         from audits.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
 
@@ -67,7 +64,7 @@ def _audit(args: argparse.Namespace) -> int:
         for name, fig in figures.items():
             fig.savefig(out / f"{name}.png", dpi=110)
         print(f"wrote {len(figures)} figures to {out}")
-    return 0
+    return exit_status(audit, args)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -114,7 +111,7 @@ def register(commands, audit_commands) -> None:
                        help="bootstrap resamples for the Spearman CIs (default 200)")
     audit.add_argument("--threshold", type=_threshold, action="append", metavar="NAME.LEVEL=VALUE",
                        help="override a threshold, e.g. lopo_r2.fail=0.8 (repeatable)")
-    audit.add_argument("--json", metavar="OUT", help="write the full result as JSON")
+    add_result_options(audit)
     audit.add_argument("--figures", metavar="DIR", help="write the calibration figures as PNG into DIR")
     audit.set_defaults(func=_audit)
 

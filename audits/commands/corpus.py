@@ -4,20 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from audits.corpus import UNITS, load_corpus, save_corpus, summarize
-
-
-def add_corpus_input(parser: argparse.ArgumentParser) -> None:
-    """The corpus argument plus --map and --unit, shared by every command that reads a corpus."""
-    parser.add_argument("corpus", help="timing corpus: .parquet, .csv(.gz) or .jsonl (JSON lines)")
-    parser.add_argument("--map", dest="mapping", metavar="SRC=DST[,SRC=DST...]",
-                        help="rename file columns onto corpus columns, e.g. task_id=problem,runtime=duration_s")
-    parser.add_argument("--unit", choices=sorted(UNITS), default="s",
-                        help="unit of the duration columns in the file (default: s)")
-
-
-def read_corpus(args: argparse.Namespace):
-    return load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
+from audits.cli_common import add_corpus_input, read_corpus
+from audits.corpus import save_corpus, summarize
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from audits.cli import UserError
-from audits.commands.corpus import add_corpus_input, read_corpus
-from audits.findings import worst_level, write_json
+from audits.cli_common import add_corpus_input, exit_status, read_corpus, report_audit
+from audits.findings import write_json
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -83,9 +83,7 @@ def _simulate(args: argparse.Namespace) -> int:
                                      include_incorrect=args.include_incorrect)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
-    print(audit.summary())
-    if args.json:
-        print(f"\nwrote {write_json(audit.to_dict(), args.json)}")
+    report_audit(audit, args)
     if args.figures:
         from audits.plots.simulation import reward_curves, zero_advantage_by_group_size
 
@@ -95,7 +93,7 @@ def _simulate(args: argparse.Namespace) -> int:
                           ("zero_advantage", zero_advantage_by_group_size(audit))):
             fig.savefig(out / f"{name}.png", dpi=120)
         print(f"wrote {out}/reward_curves.png and {out}/zero_advantage.png")
-    return 1 if (args.strict and worst_level(audit.findings) == "fail") else 0
+    return exit_status(audit, args)
 
 
 def _score(args: argparse.Namespace) -> int:
