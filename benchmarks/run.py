@@ -262,6 +262,11 @@ def benchmark(sizes: list[int], *, baseline_max: float, budget: float, fast_budg
                         base["extrapolated_s"] = secs * size / m
                         base["extrapolated_from"] = m
                     entry["baselines"][stage] = {k: v for k, v in base.items() if k != "checks"}
+                elif stage in AUDIT_PARTS and stage in finished_at:
+                    m, secs = finished_at[stage]  # not run: labelled extrapolation, linear in problems
+                    entry["baselines"][stage] = {"stage": stage, "impl": "baseline", "status": "not run",
+                                                 "reason": "size > --baseline-max", "extrapolated_s": secs * size / m,
+                                                 "extrapolated_from": m}
                 entry["stages"][stage] = {k: v for k, v in fast.items() if k != "checks"}
             _derive(entry)
             entry["load_average_end"] = os.getloadavg()
@@ -297,6 +302,8 @@ def _derive(entry: dict) -> None:
             base["ratio"] = base["seconds"] / fast["seconds"]
         elif base["status"] == "over budget":
             base["ratio_lower_bound"] = base["budget_s"] / fast["seconds"]
+        if "extrapolated_s" in base:
+            base["ratio_extrapolated"] = base["extrapolated_s"] / fast["seconds"]
     if bases and all(stages.get(s, {}).get("status") == "ok" for s in bases):
         usable = [s for s in AUDIT_PARTS if s in bases and agree.get(s, {}).get("agree") is not False
                   and bases[s]["status"] in ("ok", "over budget")]
@@ -304,8 +311,9 @@ def _derive(entry: dict) -> None:
                          for s in usable)
         fast_total = sum(stages[s]["seconds"] for s in usable)
         bound = any(bases[s]["status"] != "ok" for s in usable)
-        entry["speedup"] = {"ratio": base_total / fast_total, "bound": bound, "stages": usable,
-                            "baseline_s": base_total, "fast_s": fast_total}
+        if usable:
+            entry["speedup"] = {"ratio": base_total / fast_total, "bound": bound, "stages": usable,
+                                "baseline_s": base_total, "fast_s": fast_total}
     audit, floor = stages.get("audit", {}), stages.get("floor", {})
     if audit.get("status") == "ok" and floor.get("status") == "ok":
         entry["floor_ratio"] = audit["seconds"] / floor["seconds"]
@@ -343,10 +351,14 @@ def format_table(result: dict) -> str:
                 mark = "" if ag.get("agree") else " (not compared)" if ag.get("agree") is None else " DISAGREE"
                 ratio = f" ({base['ratio']:.0f}x)" if "ratio" in base else ""
                 cells.append(f"{base['seconds']:.1f} s{ratio}{mark}")
-            elif base["status"] == "over budget":
-                extra = (f"; extrapolated {base['extrapolated_s']:.0f} s" if "extrapolated_s" in base else "")
+            elif base["status"] in ("over budget", "not run"):
+                extra = (f"; extrapolated {base['extrapolated_s']:.0f} s from {int(base['extrapolated_from']):.0e}"
+                         + (f" (~{base['ratio_extrapolated']:.0f}x)" if "ratio_extrapolated" in base else "")
+                         if "extrapolated_s" in base else "")
                 bound = f" (>{base['ratio_lower_bound']:.0f}x)" if "ratio_lower_bound" in base else ""
-                cells.append(f"not run (> {base['budget_s']:.0f} s budget){bound}{extra}")
+                why = (f"> {base['budget_s']:.0f} s budget" if base["status"] == "over budget"
+                       else "> --baseline-max")
+                cells.append(f"not run ({why}){bound}{extra}")
             else:
                 cells.append("error")
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
@@ -376,6 +388,12 @@ def format_table(result: dict) -> str:
             sp = entry["speedup"]
             extra.append(f"baseline / fast over the audit stages = {'>= ' if sp['bound'] else ''}{sp['ratio']:.0f}x "
                          f"({sp['baseline_s']:.0f} s vs {sp['fast_s']:.1f} s)")
+        guessed = [b for b in entry["baselines"].values() if b["status"] == "not run" and "extrapolated_s" in b]
+        if guessed and len(guessed) == len(AUDIT_PARTS) and "audit" in entry["stages"]:
+            fast_parts = sum(entry["stages"][b["stage"]]["seconds"] for b in guessed if b["stage"] in entry["stages"])
+            total = sum(b["extrapolated_s"] for b in guessed)
+            extra.append(f"EXTRAPOLATED (not measured) baseline / fast = ~{total / fast_parts:.0f}x "
+                         f"(~{total:.0f} s vs {fast_parts:.1f} s)")
         if extra:
             lines.append(f"\n{int(s):.0e}: " + "; ".join(extra))
     return "\n".join(lines)
