@@ -387,7 +387,7 @@ def format_table(result: dict) -> str:
         if "speedup" in entry:
             sp = entry["speedup"]
             extra.append(f"baseline / fast over the audit stages = {'>= ' if sp['bound'] else ''}{sp['ratio']:.0f}x "
-                         f"({sp['baseline_s']:.0f} s vs {sp['fast_s']:.1f} s)")
+                         f"({sp['baseline_s']:.3g} s vs {sp['fast_s']:.3g} s)")
         guessed = [b for b in entry["baselines"].values() if b["status"] == "not run" and "extrapolated_s" in b]
         if guessed and len(guessed) == len(AUDIT_PARTS) and "audit" in entry["stages"]:
             fast_parts = sum(entry["stages"][b["stage"]]["seconds"] for b in guessed if b["stage"] in entry["stages"])
