@@ -19,9 +19,12 @@ implementation before any time is reported.
   scikit-learn ``cross_val_predict(..., cv=LeaveOneGroupOut())`` for the five
   least-squares families, pooled R^2, and a 1,000-resample bootstrap of the
   affine fit over problems (a refit per resample).
-* aggregation: a Python loop over problems calling the library's 17
-  aggregators on that problem's rows (``stats.aggregation.aggregate``), then
-  stability by groupby-apply.
+* aggregation: a Python loop over problems calling the library's 17+
+  aggregators on that problem's rows (``stats.aggregation.aggregate``), each
+  repeat score turned into a percentile among the references' collapsed scores
+  with ``scipy.stats.percentileofscore`` (leave-self-out), stability (mean
+  |s_i - s_j| over pairs of repeats) by groupby-apply. It leaves out the
+  dynamic range, the Pareto front and the bootstraps.
 * simulation: a Python loop over environments and problems calling
   ``stats.rewards.apply_environment`` on that problem's rows.
 """
@@ -185,27 +188,38 @@ def calibration(corpus: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> d
 
 
 def aggregation(corpus: pd.DataFrame) -> dict:
+    """Stability of every aggregator, per campaign: a loop over problems, scipy for the score percentiles."""
     from stats.aggregation import AGGREGATORS, aggregate
     from stats.ranking import percentile_table, reference_pools
 
     stability = {}
     for campaign in ("c0", "c1"):
-        run = corpus[(corpus["campaign"].astype(str) == campaign) & (corpus["role"].astype(str) != "floor")]
-        scores = []
+        rows = corpus[corpus["campaign"].astype(str) == campaign]
+        is_floor = rows["role"].astype(str) == "floor"
+        floor_s = float(rows.loc[is_floor, "duration_s"].median()) if is_floor.any() else 0.0
+        run = rows[~is_floor]
+        per_problem = {name: [] for name in AGGREGATORS}
         for problem in run["problem"].astype(str).unique():  # the per-problem loop
             part = run[run["problem"].astype(str) == problem]
             pools = reference_pools(part)
-            cells = percentile_table(part, per_repeat=True, pools=pools)
+            rep = percentile_table(part, per_repeat=True, pools=pools)
+            col = percentile_table(part, per_repeat=False, pools=pools)
             for name in AGGREGATORS:
-                s = aggregate(cells, pools, name=name)
-                scores.append(s.assign(aggregator=name))
-        scores = pd.concat(scores, ignore_index=True)
-        # within-(problem, aggregator) rank of each repeat score; stability = mean |s_i - s_j| across repeats
-        scores["rank"] = scores.groupby(["aggregator", "problem", "repeat"], observed=True)["score"].rank(pct=True)
-        stab = scores.groupby(["aggregator", "problem", "solution"], observed=True)["rank"].apply(
-            lambda s: np.mean([abs(a - b) for a, b in itertools.combinations(s.to_numpy(), 2)]))
-        stability[campaign] = stab.groupby(level="aggregator").mean().to_dict()
-    return {"stability": stability, "n_scores": int(len(scores))}
+                s_rep = aggregate(rep, pools, name=name, floor_s=floor_s)
+                s_col = aggregate(col, pools, name=name, floor_s=floor_s)
+                pool = dict(zip(s_col["solution"].astype(str), s_col["score"]))
+                pct = []
+                for solution, score in zip(s_rep["solution"].astype(str), s_rep["score"]):
+                    others = np.array([v for k, v in pool.items() if k != solution and np.isfinite(v)])
+                    pct.append(percentileofscore(others, score, kind="mean")
+                               if len(others) and np.isfinite(score) else np.nan)
+                s_rep = s_rep.assign(pct=pct, solution=s_rep["solution"].astype(str))
+                diffs = s_rep.groupby("solution")["pct"].apply(
+                    lambda v: np.mean([abs(a - b) for a, b in itertools.combinations(v.dropna().to_numpy(), 2)])
+                    if v.notna().sum() >= 2 else np.nan)
+                per_problem[name].append(diffs.mean())
+        stability[campaign] = {name: float(np.nanmean(v)) for name, v in per_problem.items()}
+    return {"stability": stability}
 
 
 def simulation(corpus: pd.DataFrame, environments) -> dict:

@@ -142,6 +142,7 @@ COMPARED = {
                     "significant_share": (0.0, 0.005)},
     "discriminability": {"robust_cv": (1e-9, 1e-9), "mean_gap": (1e-9, 1e-9)},
     "calibration": {"lopo_r2": (1e-7, 1e-9)},
+    "aggregation": {"stability": (1e-9, 1e-9)},
     "simulation": {"environments": (1e-9, 1e-9)},
 }
 

@@ -2,7 +2,7 @@
 
 Runs the harness on a 2 x 10^4-execution corpus: the fast stages and the
 straightforward baselines must agree (percentiles, ICC, leave-one-problem-out
-R^2, discriminability, simulation), the child-process protocol must report a
+R^2, discriminability, aggregator stability), the child-process protocol must report a
 peak RSS, and the comparison must catch a planted disagreement.
 """
 
@@ -38,7 +38,7 @@ def test_corpus_geometry_is_honest(corpus_path):
     assert per_campaign.tolist() == [50, 50]
 
 
-@pytest.mark.parametrize("stage", ["percentiles", "reliability", "calibration", "discriminability"])
+@pytest.mark.parametrize("stage", ["percentiles", "reliability", "calibration", "discriminability", "aggregation"])
 def test_fast_and_baseline_agree(corpus_path, stage):
     fast = {"checks": run_stage(stage, corpus_path, impl="fast")["checks"]}
     base = {"checks": run_stage(stage, corpus_path, impl="baseline")["checks"]}
