@@ -17,8 +17,8 @@ implementation before any time is reported.
   (IQR / median) by groupby-apply, the strong-weak gap in a per-problem loop.
 * calibration: pairs by groupby median, leave-one-problem-out predictions with
   scikit-learn ``cross_val_predict(..., cv=LeaveOneGroupOut())`` for the five
-  least-squares families, pooled R^2, and a 1,000-resample bootstrap of the
-  affine fit over problems (a refit per resample).
+  least-squares families, pooled R^2, and per family a 1,000-resample bootstrap
+  over problems of the pooled R^2 and of the fit (a refit per resample).
 * aggregation: a Python loop over problems calling the library's 17+
   aggregators on that problem's rows (``stats.aggregation.aggregate``), each
   repeat score turned into a percentile among the references' collapsed scores
@@ -165,26 +165,34 @@ def calibration_pairs(corpus: pd.DataFrame) -> pd.DataFrame:
 
 
 def calibration(corpus: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    from sklearn.linear_model import LinearRegression
+    """LOPO R^2 of five families (sklearn), with the bootstraps over problems the audit also reports."""
+    from sklearn.base import clone
     from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
 
     pairs = calibration_pairs(corpus)
     x, y, groups = pairs["x"].to_numpy(), pairs["y"].to_numpy(), pairs["problem"].to_numpy()
-    r2 = {}
+    rng = np.random.default_rng(seed)
+    problems = np.unique(groups)
+    by_problem = {p: np.flatnonzero(groups == p) for p in problems}
+    resamples = [np.concatenate([by_problem[p] for p in rng.choice(problems, len(problems))]) for _ in range(n_boot)]
+    r2, r2_ci, params_ci = {}, {}, {}
     for family, (model, logs) in _lopo_models().items():
         features = np.log(x)[:, None] if logs else x[:, None]
         target = np.log(y) if logs else y
         pred = cross_val_predict(model, features, target, groups=groups, cv=LeaveOneGroupOut())
         pred = np.exp(pred) if logs else pred
         r2[family] = 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)
-    rng = np.random.default_rng(seed)
-    problems = np.unique(groups)
-    by_problem = {p: np.flatnonzero(groups == p) for p in problems}
-    slopes = []
-    for _ in range(n_boot):  # bootstrap over problems: a refit per resample
-        idx = np.concatenate([by_problem[p] for p in rng.choice(problems, len(problems))])
-        slopes.append(LinearRegression().fit(x[idx, None], y[idx]).coef_[0])
-    return {"lopo_r2": r2, "slope_ci": [float(np.quantile(slopes, 0.025)), float(np.quantile(slopes, 0.975))]}
+        # CI of the pooled R^2 (resample problems' out-of-fold predictions) and of the fitted
+        # parameters (a refit per resample)
+        draws, coefs = [], []
+        for idx in resamples:
+            draws.append(1 - np.sum((y[idx] - pred[idx]) ** 2) / np.sum((y[idx] - y[idx].mean()) ** 2))
+            fitted = clone(model).fit(features[idx], target[idx])
+            last = fitted[-1] if hasattr(fitted, "steps") else fitted
+            coefs.append(np.ravel(last.coef_)[0])
+        r2_ci[family] = [float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975))]
+        params_ci[family] = [float(np.quantile(coefs, 0.025)), float(np.quantile(coefs, 0.975))]
+    return {"lopo_r2": r2, "lopo_r2_ci": r2_ci, "slope_ci": params_ci["affine"]}
 
 
 def aggregation(corpus: pd.DataFrame) -> dict:
