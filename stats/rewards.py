@@ -57,6 +57,7 @@ __all__ = [
     "EnvironmentRun",
     "available_aggregators",
     "apply_environment",
+    "base_percentiles",
     "reward",
     "environment_rewards",
     "pass_at_k",
@@ -590,6 +591,52 @@ def _aggregated_q(frame: pd.DataFrame, pools: pd.DataFrame, name: str, by: list[
     return q
 
 
+def _without_floor(runs: pd.DataFrame) -> pd.DataFrame:
+    """The executions without the sandbox's ``floor`` rows (never scored)."""
+    if "role" not in runs.columns:
+        return runs
+    return runs.loc[~(runs["role"] == "floor").to_numpy()]
+
+
+def _scored_frame(runs: pd.DataFrame, *, roles: Sequence[str], per_repeat: bool) -> pd.DataFrame:
+    """The rows an environment scores: executions of ``roles`` (or their collapsed cells)."""
+    scored = runs
+    if "role" in runs.columns:
+        scored = runs.loc[runs["role"].isin(list(roles)).to_numpy()]
+    if per_repeat:
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                            "test_kind") if c in scored.columns]
+        return scored[cols].reset_index(drop=True)
+    return solution_cells(scored)
+
+
+def base_percentiles(
+    runs: pd.DataFrame,
+    *,
+    pools: pd.DataFrame,
+    roles: Sequence[str] = ("reference", "candidate"),
+    per_repeat: bool = True,
+) -> np.ndarray:
+    """Per-test percentiles of the rows :func:`apply_environment` scores, before any environment acts.
+
+    Pass the result as ``apply_environment(..., percentiles=...)`` when applying
+    many environments to the same runs: it replaces one ranking pass per
+    environment with one in all (the results are identical).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from stats.ranking import reference_pools
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "b", "x"], "repeat": 0,
+    ...     "duration_s": [1.0, 3.0, 2.0], "status": "ok", "correct": True,
+    ...     "role": ["reference", "reference", "candidate"]})
+    >>> base_percentiles(runs, pools=reference_pools(runs)).tolist()
+    [0.0, 100.0, 50.0]
+    """
+    runs = _without_floor(runs)
+    return test_percentiles(_scored_frame(runs, roles=roles, per_repeat=per_repeat), pools)
+
+
 def apply_environment(
     runs: pd.DataFrame,
     env: Environment,
@@ -597,6 +644,7 @@ def apply_environment(
     per_repeat: bool = True,
     roles: Sequence[str] = ("reference", "candidate"),
     pools: pd.DataFrame | None = None,
+    percentiles: np.ndarray | None = None,
 ) -> EnvironmentRun:
     """Apply an environment's filter, limit and ranking: (c, g, q) per scored unit.
 
@@ -616,6 +664,12 @@ def apply_environment(
     pools : DataFrame, optional
         ``stats.ranking.reference_pools(runs)`` when already computed (it is the
         costliest step; pass it when applying many environments to the same runs).
+    percentiles : ndarray, optional
+        :func:`base_percentiles` of the same ``runs``, ``pools``, ``roles`` and
+        ``per_repeat``: the per-test percentiles before the environment acts. An
+        environment's filter only drops rows and its limit only turns executions
+        into timeouts (percentile 100); the pool is never filtered or limited, so
+        every other execution keeps its rank and one pass serves every environment.
 
     Returns
     -------
@@ -643,7 +697,7 @@ def apply_environment(
         if is_floor.any() and env.post.aggregator != "mean_pct":
             floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
             floor_s = float(np.median(floor_d[np.isfinite(floor_d)])) if np.isfinite(floor_d).any() else None
-        runs = runs.loc[~is_floor]
+    runs = _without_floor(runs)
     if pools is None:
         pools = reference_pools(runs)
     tests = _test_table(runs, pools)
@@ -655,15 +709,10 @@ def apply_environment(
         refs_mask &= runs["correct"].to_numpy(dtype=bool)
     tests["limit_s"] = _scoped_limits(runs.loc[refs_mask], pools, tests, env.limit)
 
-    scored = runs
-    if "role" in runs.columns:
-        scored = runs.loc[runs["role"].isin(list(roles)).to_numpy()]
-    if per_repeat:
-        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
-                            "test_kind") if c in scored.columns]
-        frame = scored[cols].reset_index(drop=True)
-    else:
-        frame = solution_cells(scored)
+    frame = _scored_frame(runs, roles=roles, per_repeat=per_repeat)
+    if percentiles is not None and len(percentiles) != len(frame):
+        raise ValueError(f"percentiles has {len(percentiles)} values but the scored rows are {len(frame)}: "
+                         f"compute it with base_percentiles() on the same runs, roles and per_repeat")
     full = frame
     test_row = _row_lookup(frame, tests, ["problem", "test"])
     keep = tests["kept"].to_numpy()[test_row]
@@ -680,7 +729,12 @@ def apply_environment(
         durations[hit] = limit[hit]
         frame["status"] = pd.Categorical(status, categories=STATUSES)
         frame["duration_s"] = durations
-    frame["percentile"] = test_percentiles(frame, pools)
+    if percentiles is None:
+        frame["percentile"] = test_percentiles(frame, pools)
+    else:
+        ranked = np.asarray(percentiles, dtype=float)[keep]
+        ranked[hit] = 100.0  # what test_percentiles gives a timeout
+        frame["percentile"] = ranked
 
     by = ["problem", "solution"] + (["repeat"] if per_repeat and "repeat" in frame.columns else [])
     # Every unit keeps a row even when the filter removed all of its tests.

@@ -66,7 +66,8 @@ from scipy import stats as sps
 
 from stats._groups import first_rows, group_codes
 from stats.ranking import problem_scores, reference_pools, test_percentiles
-from stats.rewards import Environment, EnvironmentRun, _row_lookup, apply_environment, environment_rewards
+from stats.rewards import (Environment, EnvironmentRun, _row_lookup, apply_environment, base_percentiles,
+                           environment_rewards)
 
 __all__ = [
     "DegeneracyThresholds",
@@ -543,6 +544,7 @@ def simulate(
     *,
     quality: pd.DataFrame | None = None,
     pools: pd.DataFrame | None = None,
+    percentiles: np.ndarray | None = None,
     include_incorrect: bool = False,
     n_bins: int = 10,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
@@ -565,6 +567,9 @@ def simulate(
         :func:`repeat_quality` of ``runs`` (pass it when simulating many environments).
     pools : DataFrame, optional
         ``stats.ranking.reference_pools`` of ``runs`` without its ``floor`` rows (likewise).
+    percentiles : ndarray, optional
+        ``stats.rewards.base_percentiles(runs, pools=pools, roles=("reference",))``
+        (likewise: one ranking pass for every environment).
     include_incorrect : bool, default False
         Also use the incorrect references as rollouts (ranked by their q, failed
         tests at percentile 100). Only then can schemes that ignore correctness
@@ -598,7 +603,8 @@ def simulate(
         pools = _pools(runs)
     if quality is None:
         quality = repeat_quality(runs, pools=pools, include_incorrect=include_incorrect)
-    outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools)
+    outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools,
+                                                percentiles=percentiles)
     scores = outcome.scores
     scores = scores.assign(reward=environment_rewards(scores, env.reward))
 
@@ -739,5 +745,9 @@ def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **opt
     quality = options.pop("quality", None)
     if quality is None:
         quality = repeat_quality(runs, pools=pools, include_incorrect=options.get("include_incorrect", False))
-    results = [simulate(runs, env, quality=quality, pools=pools, **options) for env in environments]
+    percentiles = options.pop("percentiles", None)
+    if percentiles is None:
+        percentiles = base_percentiles(runs, pools=pools, roles=("reference",))
+    results = [simulate(runs, env, quality=quality, pools=pools, percentiles=percentiles, **options)
+               for env in environments]
     return rank_environments(results), results

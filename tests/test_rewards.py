@@ -387,3 +387,27 @@ def test_units_keep_a_row_when_every_test_is_filtered_out():
     assert scores["q"].isna().all() and scores["c"].all() and not scores["g"].any()
     assert scores["c"].dtype == bool and scores["g"].dtype == bool and (scores["n_opt_tests"] == 0).all()
     assert (environment_rewards(scores, env.reward) == -1).all()
+
+
+def test_precomputed_base_percentiles_give_identical_scores_for_every_shipped_environment():
+    """One ranking pass for all environments (base_percentiles) must change nothing: every
+    environment of the shipped grid, per repeat and collapsed, on a busy (timeout-rich) corpus."""
+    from audits.environments import load_grid
+    from stats.rewards import apply_environment, base_percentiles
+
+    synth = synthesize(n_problems=6, n_tests=5, n_solutions=6, n_repeats=3, busy=True, seed=5)
+    runs = select_runs(synth.corpus, environment="busy", campaign="c0")
+    pools = reference_pools(runs[runs["role"] != "floor"])
+    environments = load_grid("fixtures/environments/grid.yaml")
+    assert len(environments) > 10
+    for per_repeat in (True, False):
+        base = base_percentiles(runs, pools=pools, per_repeat=per_repeat)
+        n_limited = 0
+        for env in environments:
+            slow = apply_environment(runs, env, pools=pools, per_repeat=per_repeat)
+            fast = apply_environment(runs, env, pools=pools, per_repeat=per_repeat, percentiles=base)
+            pd.testing.assert_frame_equal(slow.scores, fast.scores)
+            n_limited += slow.n_limited
+        assert n_limited > 0  # the limits really turned executions into timeouts somewhere
+    with pytest.raises(ValueError, match="base_percentiles"):
+        apply_environment(runs, environments[0], pools=pools, percentiles=base[:-1])
