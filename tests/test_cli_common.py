@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from pathlib import Path
+
 from audits.cli import main
 from audits.corpus import save_corpus
 from audits.synthetic import synthesize
@@ -24,9 +26,12 @@ def busy_corpus(tmp_path_factory):
     ["audit", "reliability", "{corpus}", "--n-boot", "30"],
     ["audit", "aggregation", "{corpus}", "--environment", "busy", "--n-boot", "30", "--aggregators",
      "mean_pct,worst_pct"],
+    ["audit", "simulation", "{corpus}", "--environment", "busy", "--n-boot", "30", "--env",
+     "fixtures/environments/top30.yaml", "--env", "fixtures/environments/uniform_timeout.yaml"],
 ])
 def test_strict_and_json(busy_corpus, tmp_path, capsys, argv):
-    argv = [a.replace("{corpus}", str(busy_corpus)) for a in argv]
+    root = Path(__file__).resolve().parents[1]
+    argv = [a.replace("{corpus}", str(busy_corpus)).replace("fixtures/", f"{root}/fixtures/") for a in argv]
     out = tmp_path / "r.json"
     assert main(argv + ["--json", str(out)]) == 0  # findings never change the exit status by default
     findings = json.loads(out.read_text())["findings"]

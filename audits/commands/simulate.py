@@ -126,8 +126,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def register(commands, audit_commands) -> None:
-    sim = commands.add_parser(
-        "simulate", help="screen reward environments offline: reward-vs-quality curves, verdicts, ranking",
+    # `speedaudit simulate` and, like the other audits, `speedaudit audit simulation`
+    for parsers, name in ((commands, "simulate"), (audit_commands, "simulation")):
+        _add_simulate(parsers, name)
+    _add_score(commands)
+
+
+def _add_simulate(parsers, name: str) -> None:
+    sim = parsers.add_parser(
+        name, help="screen reward environments offline: reward-vs-quality curves, verdicts, ranking",
         description="Offline simulator (docs/rewards.md): correct reference solutions stand in for rollouts; "
                     "each one's quality comes from one repeat and its reward from another. Prints one row per "
                     "reward environment, best first, with AUC (sparse/saturated), monotonicity, steepness, "
@@ -150,6 +157,8 @@ def register(commands, audit_commands) -> None:
     sim.add_argument("--strict", action="store_true", help="exit with status 1 when any finding fails")
     sim.set_defaults(func=_simulate)
 
+
+def _add_score(commands) -> None:
     score = commands.add_parser(
         "score", help="p100/p50/p30/p10 of the corpus's candidate solutions under one environment",
         description="p_tau: a candidate succeeds when it is strictly correct and its q <= tau/100 under the "
