@@ -34,6 +34,7 @@ import pandas as pd
 
 from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
 from stats.aggregation import AggregatorComparison, compare_aggregators
+from stats._groups import first_rows, group_codes, label_mask
 from stats.ranking import select_runs
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit"]
@@ -301,16 +302,17 @@ def run_aggregation_audit(
         have = sorted({f"{e}/{c}" for e, c in zip(corpus["environment"].astype(str), corpus["campaign"].astype(str))})
         raise ValueError(f"aggregation audit: no rows for environment={environment!r}, campaign={campaign!r}; "
                          f"the corpus has {have[:10]}")
-    pairs = (runs[["environment", "campaign"]].astype(str).drop_duplicates()
-             .sort_values(["environment", "campaign"]).itertuples(index=False, name=None))
+    # (environment, campaign) runs from the category codes: no per-row string conversion.
+    run_code, n_runs = group_codes(runs, ["environment", "campaign"])
+    firsts = runs.iloc[first_rows(run_code, n_runs)]
+    labels = list(zip(firsts["environment"].astype(str), firsts["campaign"].astype(str)))
+    order = sorted(range(n_runs), key=lambda k: labels[k])
+    pairs = [labels[k] for k in order]
     comparisons, skipped, findings, frames = [], [], [], []
-    env_values = runs["environment"].astype(str).to_numpy()
-    camp_values = runs["campaign"].astype(str).to_numpy()
-    pairs = list(pairs)
-    for env, camp in pairs:
-        part = runs.loc[(env_values == env) & (camp_values == camp)]
+    for k, (env, camp) in zip(order, pairs):
+        part = runs.loc[run_code == k]
         where = env if len({c for _, c in pairs}) == 1 else f"{env}/{camp}"
-        real = part if "role" not in part.columns else part.loc[(part["role"].astype(object) != "floor").to_numpy()]
+        real = part if "role" not in part.columns else part.loc[~label_mask(part["role"], "floor")]
         if real["repeat"].nunique() < 2:
             skipped.append((env, camp))
             findings.append(Finding(

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from audits.findings import Finding, findings_table, judge, to_jsonable
-from stats._groups import group_codes
+from stats._groups import group_codes, present_labels
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import select_runs
 from stats.reliability import (
@@ -136,12 +136,7 @@ def environments_of(corpus: pd.DataFrame) -> list[str]:
     if len(corpus) == 0:
         return []
     rows = corpus if "role" not in corpus.columns else corpus.loc[(corpus["role"] != "floor").to_numpy()]
-    values = pd.unique(rows["environment"].astype(object).to_numpy())
-    column = corpus["environment"]
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        order = {v: i for i, v in enumerate(column.cat.categories)}
-        values = sorted(values, key=lambda v: order.get(v, len(order)))
-    return [str(v) for v in values]
+    return present_labels(rows["environment"])
 
 
 def campaign_for(rows: pd.DataFrame, campaign: str | None) -> str | None:
@@ -150,12 +145,7 @@ def campaign_for(rows: pd.DataFrame, campaign: str | None) -> str | None:
         return campaign
     if len(rows) == 0:
         return None
-    present = pd.unique(rows["campaign"].astype(object).to_numpy())
-    column = rows["campaign"]
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        order = {v: i for i, v in enumerate(column.cat.categories)}
-        present = sorted(present, key=lambda v: order.get(v, len(order)))
-    return str(present[0])
+    return present_labels(rows["campaign"])[0]
 
 
 def _reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -438,7 +428,7 @@ def run_reliability_audit(
     if not target_precision > 0:
         raise ValueError(f"target_precision must be > 0, got {target_precision}")
     if campaign is not None:
-        present = set(map(str, pd.unique(corpus["campaign"].astype(object))))
+        present = set(present_labels(corpus["campaign"]))
         if campaign not in present:
             raise ValueError(f"campaign {campaign!r} is not in the corpus; campaigns: {sorted(present)}")
         corpus = select_runs(corpus, campaign=campaign)

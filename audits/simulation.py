@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from audits.findings import Finding, to_jsonable
+from stats._groups import label_mask, present_labels
 from stats.ranking import select_runs
 from stats.rewards import Environment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, simulate_grid
@@ -43,7 +44,7 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
     Raises ValueError naming the available values when a name is unknown or
     several environments exist and none is chosen.
     """
-    envs = [str(e) for e in pd.unique(corpus["environment"].astype(object))] if "environment" in corpus else ["default"]
+    envs = present_labels(corpus["environment"]) if "environment" in corpus else ["default"]
     if environment is None:
         if len(envs) > 1:
             raise ValueError(f"the corpus holds several environments {sorted(envs)}; choose one with "
@@ -51,9 +52,8 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
         environment = envs[0]
     elif environment not in envs:
         raise ValueError(f"environment {environment!r} is not in the corpus; it has {sorted(envs)}")
-    rows = corpus.loc[(corpus["environment"].astype(object) == environment).to_numpy()] \
-        if "environment" in corpus else corpus
-    campaigns = sorted(str(c) for c in pd.unique(rows["campaign"].astype(object))) if "campaign" in rows else ["c0"]
+    rows = corpus.loc[label_mask(corpus["environment"], environment)] if "environment" in corpus else corpus
+    campaigns = sorted(present_labels(rows["campaign"])) if "campaign" in rows else ["c0"]
     if campaign is None:
         campaign = campaigns[0]
     elif campaign not in campaigns:

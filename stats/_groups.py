@@ -71,3 +71,27 @@ def grouped_median(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.n
     medians = pd.Series(values, copy=False).groupby(codes, sort=False).median()
     out[medians.index.to_numpy(dtype=np.int64)] = medians.to_numpy(dtype=float)
     return out
+
+
+def present_labels(column: pd.Series) -> list[str]:
+    """Distinct labels present in ``column``, as ``str``.
+
+    Categoricals are read from their codes (category order, no per-row string
+    conversion: at 10^7 rows ``astype(object)`` costs seconds); other columns
+    in first-seen order. Missing values are left out.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = np.unique(column.cat.codes.to_numpy())
+        categories = column.cat.categories
+        return [str(categories[c]) for c in codes if c >= 0]
+    return [str(v) for v in pd.unique(column.dropna())]
+
+
+def label_mask(column: pd.Series, value: str) -> np.ndarray:
+    """Writable boolean array ``column == value`` (on category codes for categoricals)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = column.cat.categories
+        if value not in categories:
+            return np.zeros(len(column), dtype=bool)
+        return column.cat.codes.to_numpy() == categories.get_loc(value)
+    return np.array(column == value, dtype=bool)

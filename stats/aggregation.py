@@ -1175,7 +1175,7 @@ def compare_aggregators(
         if "correct" in units.columns:
             m &= units["correct"].to_numpy(dtype=bool)
         if "role" in units.columns:
-            m &= units["role"].astype(object).isin(role_ok).to_numpy()
+            m &= units["role"].isin(role_ok).to_numpy()
         return m
 
     pool_mask = _flag(units_col, ["reference"])

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from stats._groups import first_rows, group_codes, grouped_median
+from stats._groups import first_rows, group_codes, grouped_median, label_mask
 from stats.bootstrap import bootstrap_ci
-from stats.ranking import STATUSES, problem_scores, reference_pools, solution_cells, test_percentiles
+from stats.ranking import (STATUSES, problem_scores, reference_pools, solution_cells, status_codes,
+                           test_percentiles)
 
 __all__ = [
     "LIMIT_KINDS",
@@ -720,14 +721,14 @@ def apply_environment(
     test_row = test_row[keep]
 
     durations = frame["duration_s"].to_numpy(dtype=float).copy()
-    status = frame["status"].astype(object).to_numpy()
+    status = status_codes(frame)  # index into STATUSES ("ok" = 0), no per-row strings
     limit = tests["limit_s"].to_numpy(dtype=float)[test_row]
-    hit = (status == "ok") & (durations > limit)  # NaN limit: never hit
+    hit = (status == 0) & (durations > limit)  # NaN limit: never hit
     if hit.any():
         status = status.copy()
-        status[hit] = "timeout"
+        status[hit] = STATUSES.index("timeout")
         durations[hit] = limit[hit]
-        frame["status"] = pd.Categorical(status, categories=STATUSES)
+        frame["status"] = pd.Categorical.from_codes(status, categories=STATUSES)
         frame["duration_s"] = durations
     if percentiles is None:
         frame["percentile"] = test_percentiles(frame, pools)
@@ -743,9 +744,9 @@ def apply_environment(
     units = units.reset_index(drop=True)
     scores = problem_scores(frame, tau=env.post.tau, timeout_fails_c=env.limit.timeout_fails_c, by=by)
     codes, n_units = group_codes(frame, by)
-    kind = (frame["test_kind"].astype(object).to_numpy() if "test_kind" in frame.columns
-            else np.full(len(frame), "optimization", dtype=object))
-    hard = (kind == "optimization") & (frame["status"].astype(object).to_numpy() != "ok")
+    is_opt = (label_mask(frame["test_kind"], "optimization") if "test_kind" in frame.columns
+              else np.ones(len(frame), dtype=bool))
+    hard = is_opt & (status_codes(frame) != 0)
     scores["hard_fail"] = np.bincount(codes, weights=hard.astype(float), minlength=n_units) > 0
     if env.post.aggregator != "mean_pct":
         q = _aggregated_q(frame, pools, env.post.aggregator, by, scores, floor_s)
