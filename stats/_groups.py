@@ -23,6 +23,27 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
+def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """One ``int64`` per row that is equal exactly when the rows' ``columns`` are equal.
+
+    The columns' codes are combined as a mixed-radix number
+    (key = (...(c1 * (k2+1) + c2) * (k3+1) + c3 ...), codes shifted by one so that
+    missing values stay distinct); when the radix would overflow int64, the key
+    built so far is first compacted with :func:`pandas.factorize`.
+    """
+    combined = np.zeros(len(frame), dtype=np.int64)
+    radix = 1
+    for name in columns:
+        codes, k = column_codes(frame[name])
+        k = max(k, 1)
+        if radix > (2**62) // (k + 1):
+            combined, uniques = pd.factorize(combined)
+            radix = max(len(uniques), 1)
+        combined = combined * (k + 1) + (codes + 1)
+        radix *= k + 1
+    return combined
+
+
 def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """Dense code per row for the combination of ``columns``.
 
@@ -35,18 +56,7 @@ def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray
     """
     if len(columns) == 0:
         return np.zeros(len(frame), dtype=np.int64), 1 if len(frame) else 0
-    combined = np.zeros(len(frame), dtype=np.int64)
-    radix = 1
-    for name in columns:
-        codes, k = column_codes(frame[name])
-        k = max(k, 1)
-        if radix > (2**62) // (k + 1):
-            # Overflow guard: compact what we have so far, then continue.
-            combined, uniques = pd.factorize(combined)
-            radix = max(len(uniques), 1)
-        combined = combined * (k + 1) + (codes + 1)
-        radix *= k + 1
-    dense, uniques = pd.factorize(combined, sort=False)
+    dense, uniques = pd.factorize(mixed_radix_key(frame, columns), sort=False)
     return dense.astype(np.int64, copy=False), len(uniques)
 
 
