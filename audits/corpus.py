@@ -296,7 +296,6 @@ def normalize(
         if column not in known_columns and column not in out.columns:
             out[column] = raw[column]
 
-
     key = list(KEY)
     if _has_duplicates(out, key):  # one sort; finding which rows (hashing 10^7 keys) only when needed
         key_code, n_keys = group_codes(out, key)
