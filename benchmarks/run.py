@@ -31,7 +31,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
+from audits.provenance import machine_info as provenance_machine_info
 
 from benchmarks.corpora import ensure_corpus
 from benchmarks.stages import AUDIT_PARTS, STAGES
@@ -163,27 +164,12 @@ def compare(stage: str, fast: dict, baseline: dict) -> dict:
 
 
 def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem_gb = int(line.split()[1]) / 1024**2
-    except OSError:
-        pass
+    """The machine (audits.provenance) plus the versions of the numerical stack."""
     import pandas
     import pyarrow
 
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb, "python": platform.python_version(),
-            "numpy": np.__version__, "pandas": pandas.__version__, "pyarrow": pyarrow.__version__,
-            "platform": platform.platform()}
+    return {**provenance_machine_info(), "numpy": np.__version__, "pandas": pandas.__version__,
+            "pyarrow": pyarrow.__version__}
 
 
 def _nlogn(n: float) -> float:
