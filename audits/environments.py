@@ -80,7 +80,7 @@ def load_environment(path: str | os.PathLike) -> Environment:
 
     Examples
     --------
-    >>> env = load_environment("fixtures/environments/top30.yaml")  # doctest: +SKIP
+    >>> env = load_environment("fixtures/environments/top30.yaml")  # from the repository root
     >>> env.post.tau
     30.0
     """
