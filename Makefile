@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m audits.demo
+	$(BIN)/python -m audits.report.demo
 
 test: $(STAMP)
 	bash scripts/system-deps.sh

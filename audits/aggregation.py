@@ -277,7 +277,7 @@ def run_aggregation_audit(
     Parameters
     ----------
     corpus : DataFrame
-        A timing corpus (``audits.corpus.load_corpus``); needs >= 2 repeats.
+        A timing corpus (``audits.corpus.io.load_corpus``); needs >= 2 repeats.
     environment, campaign : str, optional
         Restrict to one; default every (environment, campaign) present.
     names : sequence of str, optional
@@ -296,7 +296,7 @@ def run_aggregation_audit(
     for column in ("environment", "campaign", "repeat"):
         if column not in corpus.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
-                             "audits.corpus.load_corpus, which fills the defaults")
+                             "audits.corpus.io.load_corpus, which fills the defaults")
     runs = select_runs(corpus, environment=environment, campaign=campaign)
     if runs.empty:
         have = sorted({f"{e}/{c}" for e, c in zip(corpus["environment"].astype(str), corpus["campaign"].astype(str))})

@@ -253,7 +253,7 @@ def run_calibration_audit(
 
     Examples
     --------
-    >>> from audits.synthetic import synthesize
+    >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(campaigns=(("c0", 1, 0), ("c1", 0.63, 0.053)), n_problems=8).corpus
     >>> audit = run_calibration_audit(corpus, source="c0", target="c1", n_boot=100, n_boot_rank=20)
     >>> ci = audit.params.query("family == 'affine'").set_index("param")

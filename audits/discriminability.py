@@ -331,7 +331,7 @@ def run_discriminability_audit(
 
     Examples
     --------
-    >>> from audits.synthetic import synthesize
+    >>> from audits.corpus.synthetic import synthesize
     >>> audit = run_discriminability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
     >>> sorted(audit.environments), len(audit.environments["quiet"].problems)
     (['quiet'], 6)

@@ -119,7 +119,7 @@ def to_jsonable(obj):
 
 def write_json(obj, path: str | os.PathLike) -> Path:
     """Write ``obj`` as JSON atomically (temporary file, then rename)."""
-    from audits.corpus import atomic_write
+    from audits.corpus.io import atomic_write
 
     text = json.dumps(to_jsonable(obj), indent=2, allow_nan=False)
 

@@ -403,7 +403,7 @@ def run_reliability_audit(
     Parameters
     ----------
     corpus : DataFrame
-        A normalised timing corpus (:func:`audits.corpus.normalize`).
+        A normalised timing corpus (:func:`audits.corpus.io.normalize`).
     campaign : str, optional
         Restrict the audit to one campaign (default: every campaign for repeat
         CV and variance components, the first one for the pool-based metrics).
@@ -417,7 +417,7 @@ def run_reliability_audit(
 
     Examples
     --------
-    >>> from audits.synthetic import synthesize
+    >>> from audits.corpus.synthetic import synthesize
     >>> audit = run_reliability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
     >>> sorted(audit.environments), audit.to_frame()["median_repeat_cv"].round(2).tolist()
     (['quiet'], [0.05])

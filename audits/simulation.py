@@ -203,7 +203,7 @@ def run_simulation_audit(
     corpus : DataFrame
         A timing corpus (several repeats of correct reference solutions).
     environments : sequence of Environment
-        E.g. from :func:`audits.environments.load_environments`.
+        E.g. from :func:`audits.reward_environments.load_environments`.
     environment, campaign : str, optional
         Sandbox environment and campaign of the corpus to use (default: the only
         environment, and its first campaign in sorted order).
@@ -220,7 +220,7 @@ def run_simulation_audit(
 
     Examples
     --------
-    >>> from audits.synthetic import synthesize
+    >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(n_problems=6, n_repeats=3, seed=1).corpus
     >>> env = Environment.from_dict({"name": "top30", "post": {"tau": 30}})
     >>> audit = run_simulation_audit(corpus, environments=[env], n_boot=20)
@@ -231,7 +231,7 @@ def run_simulation_audit(
     if not environments:
         raise ValueError("no reward environment to simulate; pass at least one Environment")
     if not all(isinstance(e, Environment) for e in environments):
-        raise TypeError("environments must be stats.rewards.Environment objects (audits.environments.load_*)")
+        raise TypeError("environments must be stats.rewards.Environment objects (audits.reward_environments.load_*)")
     th = DegeneracyThresholds.from_any(thresholds)
     env_name, camp = choose_run(corpus, environment=environment, campaign=campaign)
     runs = select_runs(corpus, environment=env_name if "environment" in corpus else None,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import percentileofscore
 
-from audits.synthetic import synthesize
+from audits.corpus.synthetic import synthesize
 from stats.ranking import percentile_table, reference_pools
 
 

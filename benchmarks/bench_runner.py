@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from audits.sandbox import Limits, LocalSandbox, launcher_path, scratch_root  # noqa: E402
+from audits.collect.sandbox import Limits, LocalSandbox, launcher_path, scratch_root  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 COMMANDS = {"true": ["/bin/true"], "python3 -c pass": [PYTHON, "-c", "pass"]}

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audits.corpus import save_corpus
-from audits.synthetic import synthesize
+from audits.corpus.io import save_corpus
+from audits.corpus.synthetic import synthesize
 
 __all__ = ["CACHE", "GEOMETRY", "spec_for", "corpus_path", "ensure_corpus"]
 
@@ -31,7 +31,7 @@ PER_PROBLEM = GEOMETRY["n_tests"] * GEOMETRY["n_solutions"] * GEOMETRY["n_repeat
 
 
 def spec_for(rows: int, *, seed: int = 0) -> dict:
-    """:func:`audits.synthetic.synthesize` keywords for a corpus of about ``rows`` executions."""
+    """:func:`audits.corpus.synthetic.synthesize` keywords for a corpus of about ``rows`` executions."""
     n_problems = max(2, int(round(rows / PER_PROBLEM)))
     return dict(n_problems=n_problems, n_tests=GEOMETRY["n_tests"], n_correctness_tests=0,
                 n_solutions=GEOMETRY["n_solutions"], n_incorrect=0, n_candidates=0,

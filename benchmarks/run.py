@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from audits.provenance import machine_info as provenance_machine_info
+from audits.collect.provenance import machine_info as provenance_machine_info
 
 from benchmarks.corpora import ensure_corpus
 from benchmarks.stages import AUDIT_PARTS, STAGES
@@ -164,7 +164,7 @@ def compare(stage: str, fast: dict, baseline: dict) -> dict:
 
 
 def machine_info() -> dict:
-    """The machine (audits.provenance) plus the versions of the numerical stack."""
+    """The machine (audits.collect.provenance) plus the versions of the numerical stack."""
     import pandas
     import pyarrow
 

@@ -9,7 +9,7 @@ straightforward baseline (:mod:`benchmarks.baselines`).
 Stages (``fast`` implementation = the project's own code):
 
 =================  =====================================================================
-load               ``audits.corpus.load_corpus`` (read Parquet + validate + normalise)
+load               ``audits.corpus.io.load_corpus`` (read Parquet + validate + normalise)
 floor              the floor: ``pandas.read_parquet`` + one ``np.sort`` of ``duration_s``
 percentiles        ``stats.ranking.percentile_table(per_repeat=True)`` of campaign c0
 reliability        ``audits.reliability.run_reliability_audit`` (all campaigns)
@@ -51,7 +51,7 @@ N_BOOT = 1000  # the audits' default bootstrap sizes are kept (what a user gets)
 
 def example_environments():
     """The shipped example reward environments (every fixtures/environments/*.yaml except the grid)."""
-    from audits.environments import load_environments
+    from audits.reward_environments import load_environments
 
     files = sorted(p for p in ENVIRONMENT_DIR.glob("*.yaml") if p.name != "grid.yaml")
     return load_environments(files)
@@ -163,7 +163,7 @@ def check_values(stage: str, result, corpus: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 def _load(path):
-    from audits.corpus import load_corpus
+    from audits.corpus.io import load_corpus
 
     return load_corpus(path)
 
@@ -173,7 +173,7 @@ def preload(impl: str = "fast", stage: str | None = None) -> None:
     import audits.aggregation  # noqa: F401
     import audits.calibration  # noqa: F401
     import audits.discriminability  # noqa: F401
-    import audits.environments  # noqa: F401
+    import audits.reward_environments  # noqa: F401
     import audits.reliability  # noqa: F401
     import audits.simulation  # noqa: F401
     import scipy.stats  # noqa: F401

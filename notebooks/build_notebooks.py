@@ -9,7 +9,7 @@ Rules every template follows (tests/test_notebooks.py checks them):
 * defaults point at the shipped corpora (``fixtures/corpora``), resolved from the working directory
   or the repository root, so the template runs as it is in JupyterLab (``make lab``);
 * every other code cell only calls ``audits``/``stats`` functions and displays what they return;
-  prose that depends on numbers comes from :mod:`audits.narrative`.
+  prose that depends on numbers comes from :mod:`audits.report.narrative`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ IMPORTS = '''import warnings
 import pandas as pd
 from IPython.display import display
 
-from audits import narrative
-from audits.report import load_corpora
+from audits.report import narrative
+from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -128,9 +128,9 @@ the details behind each verdict; the parameters below are the union of theirs.
 
 from audits.aggregation import run_aggregation_audit
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
-from audits.environments import load_environments
+from audits.reward_environments import load_environments
 from audits.reliability import ReliabilityThresholds, run_reliability_audit
-from audits.report import calibrate_runs, resolve_files
+from audits.report.render import calibrate_runs, resolve_files
 from audits.simulation import run_simulation_audit'''),
     code("corpus = load_corpora(corpora)"),
     code(RUN_RELIABILITY + "\n" + RUN_DISCRIMINABILITY),
@@ -174,7 +174,7 @@ separate fast from slow solutions? Every environment of the corpus is audited si
     code(IMPORTS + '''
 
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
-from audits.plots.reliability import (near_floor_shares, rank_drift_ranges, repeat_cv_distributions,
+from audits.report.plots.reliability import (near_floor_shares, rank_drift_ranges, repeat_cv_distributions,
                                       robust_cv_per_problem)
 from audits.reliability import ReliabilityThresholds, run_reliability_audit'''),
     code(LOAD),
@@ -216,8 +216,8 @@ pooled over all held-out problems (DESIGN.md, "Calibration").
     code(COMMON_PARAMETERS + CALIBRATION_PARAMETERS, "parameters"),
     code(IMPORTS + '''
 
-from audits.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report import calibrate_runs'''),
+from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
+from audits.report.render import calibrate_runs'''),
     code(LOAD),
     md("## Stored campaign → fresh campaign"),
     code(RUN_STORED + '''
@@ -255,7 +255,7 @@ when no other is at least as stable and at least as separating (DESIGN.md, "Aggr
     code(IMPORTS + '''
 
 from audits.aggregation import run_aggregation_audit
-from audits.plots.aggregation import stability_range_figure'''),
+from audits.report.plots.aggregation import stability_range_figure'''),
     code(LOAD),
     code(RUN_AGGREGATION + '''
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")'''),
@@ -281,9 +281,9 @@ all equal (zero advantage) per group size (DESIGN.md, "Offline simulator").
     code(COMMON_PARAMETERS + SIMULATION_PARAMETERS, "parameters"),
     code(IMPORTS + '''
 
-from audits.environments import load_environments
-from audits.plots.simulation import reward_curves, zero_advantage_by_group_size
-from audits.report import resolve_files
+from audits.reward_environments import load_environments
+from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
+from audits.report.render import resolve_files
 from audits.simulation import run_simulation_audit'''),
     code(LOAD),
     code(RUN_SIMULATION + '''

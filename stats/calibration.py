@@ -1046,7 +1046,7 @@ def percentile_agreement(
 
     Examples
     --------
-    >>> from audits.synthetic import synthesize  # doctest: +SKIP
+    >>> from audits.corpus.synthetic import synthesize  # doctest: +SKIP
     >>> corpus = synthesize(campaigns=(("c0", 1, 0), ("c1", 0.63, 0.053))).corpus  # doctest: +SKIP
     >>> percentile_agreement(corpus, source="c0", target="c1", mapping=lambda d: 0.63 * d + 0.053)  # doctest: +SKIP
     """

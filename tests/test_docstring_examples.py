@@ -20,9 +20,9 @@ import stats
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(
     f"{package.__name__}.{info.name}"
-    for package in (stats, audits, importlib.import_module("audits.commands"), importlib.import_module("audits.plots"))
+    for package in (stats, audits, importlib.import_module("audits.cli"), importlib.import_module("audits.corpus"), importlib.import_module("audits.corpus.importers"), importlib.import_module("audits.collect"), importlib.import_module("audits.report"), importlib.import_module("audits.report.plots"))
     for info in pkgutil.iter_modules(package.__path__)
-    if info.name != "__main__"
+    if info.name != "__main__" and not info.ispkg
 )
 
 
@@ -39,7 +39,7 @@ def test_the_examples_are_really_run():
     cwd = os.getcwd()
     try:
         os.chdir(ROOT)
-        for name in ("stats.ranking", "stats.bootstrap", "audits.environments"):
+        for name in ("stats.ranking", "stats.bootstrap", "audits.reward_environments"):
             attempted += doctest.testmod(importlib.import_module(name), verbose=False).attempted
     finally:
         os.chdir(cwd)

@@ -1,0 +1,46 @@
+"""Pieces every ``speedaudit`` command that reads a corpus or prints an audit shares.
+
+Kept outside :mod:`audits.commands` (whose modules are discovered as commands).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from audits.corpus.io import UNITS, load_corpus
+from audits.findings import worst_level, write_json
+
+__all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status"]
+
+
+def add_corpus_input(parser: argparse.ArgumentParser) -> None:
+    """The corpus argument plus --map and --unit."""
+    parser.add_argument("corpus", help="timing corpus: .parquet, .csv(.gz) or .jsonl (JSON lines)")
+    parser.add_argument("--map", dest="mapping", metavar="SRC=DST[,SRC=DST...]",
+                        help="rename file columns onto corpus columns, e.g. task_id=problem,runtime=duration_s")
+    parser.add_argument("--unit", choices=sorted(UNITS), default="s",
+                        help="unit of the duration columns in the file (default: s)")
+
+
+def read_corpus(args: argparse.Namespace):
+    """Load and validate the corpus named by :func:`add_corpus_input`'s options."""
+    return load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
+
+
+def add_result_options(parser: argparse.ArgumentParser) -> None:
+    """--json OUT and --strict, for every audit command."""
+    parser.add_argument("--json", metavar="OUT", help="also write the full result as JSON to OUT")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 when any finding fails (for CI pipelines)")
+
+
+def report_audit(audit, args: argparse.Namespace) -> None:
+    """Print the audit's summary and write its JSON when --json was given."""
+    print(audit.summary())
+    if getattr(args, "json", None):
+        print(f"\nwrote {write_json(audit.to_dict(), args.json)}")
+
+
+def exit_status(audit, args: argparse.Namespace) -> int:
+    """1 under --strict when a finding fails, else 0."""
+    return 1 if (getattr(args, "strict", False) and worst_level(audit.findings) == "fail") else 0

@@ -1,0 +1,160 @@
+"""``speedaudit collect``: time a suite's submissions in a sandbox and write a corpus."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from audits.errors import UserError
+
+_DESCRIPTION = """\
+Run every submission of a suite (a folder of Kattis problem packages) on every test,
+REPEATS times, in a sandbox, in a seeded interleaved order, and write a timing corpus
+(Parquet). Every campaign also times the sandbox's floor (the empty program of each
+language; role 'floor'). Results go to a journal beside --out as they arrive
+(<out>.journal.jsonl); if the campaign is interrupted or killed, run the same command
+again and it finishes the remaining jobs (exactly one row per job).
+"""
+
+_EPILOG = """\
+sandboxes:
+  local          a child process under an unprivileged uid with rlimits, in a fresh scratch dir
+  bwrap          the same inside bubblewrap: read-only root, private /tmp, no network, own pid ns
+  cmd:TEMPLATE   any other sandbox command; {argv} expands to the program's arguments, and
+                 {workdir} {stdin} {wall_s} {cpu_s} {memory_bytes} {memory_mb} {nproc} are filled in,
+                 e.g. --sandbox 'cmd:prlimit --as={memory_bytes} -- {argv}'
+
+examples:
+  speedaudit collect fixtures/suites/mini --repeats 5 --out corpus.parquet
+  speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
+      --environment busy --campaign day1 --out busy.parquet
+  speedaudit collect archive/ --scheduler tcp://10.0.0.5:8786 --out corpus.parquet
+"""
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def _whole(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def _size(text: str) -> int:
+    from audits.collect.sandbox import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from audits.collect.background_load import LoadSpec
+    from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
+    from audits.collect.sandbox import Limits, SandboxError, make_sandbox
+    from audits.collect.suite import SuiteError, load_suite
+
+    try:
+        make_sandbox(args.sandbox)
+        load = LoadSpec.parse(args.load)
+        limits = Limits(wall_s=args.timeout, memory_bytes=args.memory, cpu_s=args.cpu_limit,
+                        output_bytes=args.output_limit, nproc=args.nproc)
+        kinds = tuple(_names(args.tests))
+        bad = [k for k in kinds if k not in ("correctness", "optimization")]
+        if bad or not kinds:
+            raise UserError(f"--tests {args.tests!r}: use correctness, optimization or both (comma-separated)")
+        spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
+                            repeats=args.repeats, workers=args.workers, limits=limits, seed=args.seed,
+                            floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
+                            scheduler=args.scheduler)
+        if args.scheduler and not load.empty:
+            print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
+        problems = _names(args.problems) if args.problems else None
+        suite = load_suite(args.suite, n_largest_optimization=args.n_largest, problems=problems,
+                           python=args.python)
+        plan = plan_campaign(suite, spec, work_dir=args.work_dir)
+        print(f"campaign {spec.environment}/{spec.campaign}: {len(plan.jobs):,} jobs "
+              f"({len(suite.problems)} problems, {spec.repeats} repeats, sandbox {spec.sandbox}, "
+              f"{'scheduler ' + spec.scheduler if spec.scheduler else f'{spec.workers} worker(s)'}), "
+              f"{len(plan.skipped)} skipped", file=sys.stderr)
+        result = run_campaign(plan, out=args.out, progress=not args.no_progress, keep_journal=args.keep_journal,
+                              restart=args.restart, overwrite=args.overwrite)
+    except (CampaignError, SandboxError, SuiteError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    print(result.summary())
+    return 0 if result.out is not None else 1
+
+
+def register(commands, audit_commands) -> None:
+    from audits.collect.languages import DEFAULT_PYTHON
+
+    p = commands.add_parser(
+        "collect", help="time a suite's submissions in a sandbox and write a timing corpus",
+        description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite", help="a folder of Kattis problem packages (or one package)")
+    p.add_argument("--out", required=True, help="the corpus to write (.parquet); the journal goes beside it")
+    g = p.add_argument_group("sandbox and limits")
+    g.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",
+                   help="where programs run (default: local; see below)")
+    g.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
+                   help="wall-clock limit per run; a timeout is recorded at the limit (default: 10)")
+    g.add_argument("--memory", type=_size, default="1G", metavar="SIZE",
+                   help="address-space limit per run, e.g. 512M, 1G (default: 1G)")
+    g.add_argument("--cpu-limit", type=_positive_float, default=None, metavar="SECONDS",
+                   help="CPU-time limit per run (default: none; the wall-clock limit applies)")
+    g.add_argument("--output-limit", type=_size, default="64M", metavar="SIZE",
+                   help="standard output kept per run; more is a runtime_error (default: 64M)")
+    g.add_argument("--nproc", type=_whole(1), default=64, metavar="N",
+                   help="processes/threads a program may have (default: 64)")
+    g.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
+                   help=f"interpreter for Python programs; must be readable by an unprivileged uid "
+                        f"(default: {DEFAULT_PYTHON})")
+    g = p.add_argument_group("campaign")
+    g.add_argument("--repeats", type=_whole(1), default=5, help="runs of every submission on every test (default: 5)")
+    g.add_argument("--campaign", default="c0", metavar="NAME", help="campaign name written into the rows (default: c0)")
+    g.add_argument("--environment", default="default", metavar="NAME",
+                   help="environment name written into the rows (default: default)")
+    g.add_argument("--workers", type=_whole(1), default=1, metavar="N",
+                   help="parallel runs on this machine (default: 1; more runs faster but measures a busier machine)")
+    g.add_argument("--load", default=None, metavar="cpu=N,mem=SIZE",
+                   help="background load while collecting: N CPU spinners and a memory hog (e.g. cpu=2,mem=1G)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the interleaved order (default: 0)")
+    g.add_argument("--floor-every", type=_whole(1), default=20, metavar="N",
+                   help="one floor run per N jobs, at least REPEATS per language (default: 20)")
+    g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="run the jobs on a Dask distributed cluster (suite and work dir on a shared filesystem)")
+    g = p.add_argument_group("suite selection")
+    g.add_argument("--problems", default=None, metavar="A,B", help="only these problem ids")
+    g.add_argument("--tests", default="correctness,optimization", metavar="KINDS",
+                   help="test kinds to run: correctness, optimization or both (default: both)")
+    g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
+                   help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
+                        "(default: 6)")
+    g = p.add_argument_group("files")
+    g.add_argument("--work-dir", default=None, metavar="DIR",
+                   help="where programs are built and run (default: a fresh folder in /dev/shm, else the temp dir, removed "
+                        "at the end); must be reachable by an unprivileged uid")
+    g.add_argument("--keep-journal", action="store_true", help="keep the journal after writing the corpus")
+    g.add_argument("--restart", action="store_true", help="discard an existing journal instead of resuming it")
+    g.add_argument("--overwrite", action="store_true", help="collect again into an existing --out")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)

@@ -1,0 +1,37 @@
+"""``speedaudit report``: render the audit notebooks into HTML reports and an index page."""
+
+from __future__ import annotations
+
+import argparse
+
+from audits.report.render import REPORTS, parse_parameter, render_reports
+
+
+def _run(args: argparse.Namespace) -> int:
+    parameters = dict(parse_parameter(text) for text in args.parameters or ())
+    index = render_reports(args.corpora or None, out_dir=args.out, audits=args.audits or None,
+                           parameters=parameters, show_code=args.show_code, kernel_name=args.kernel)
+    print(f"open {index.path.resolve()}")
+    return 0
+
+
+def register(commands, audit_commands) -> None:
+    names = ", ".join(REPORTS)
+    p = commands.add_parser(
+        "report", help="render the audit notebooks into self-contained HTML reports with an index page",
+        description="Execute the report notebooks (notebooks/*.ipynb) with papermill on one or more corpora, "
+                    "convert each to self-contained HTML (code hidden unless --show-code), keep the executed "
+                    "notebook beside it, and write OUT/index.html with the headline verdicts of every report. "
+                    f"Reports: {names}.",
+        epilog="example: speedaudit report fixtures/corpora/*.parquet -p n_boot=500 --out reports")
+    p.add_argument("corpora", nargs="*", metavar="CORPUS",
+                   help="timing corpora (.parquet/.csv/.jsonl), stacked into one; default: the templates' "
+                        "defaults (the shipped corpora in fixtures/corpora)")
+    p.add_argument("--audit", dest="audits", action="append", choices=sorted(REPORTS), metavar="NAME",
+                   help=f"render only this report (repeatable); one of {names}; default: all available")
+    p.add_argument("-p", "--parameter", dest="parameters", action="append", metavar="KEY=VALUE",
+                   help="set a notebook parameter (YAML value), e.g. -p n_boot=200 -p 'environments=[quiet,busy]'")
+    p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
+    p.add_argument("--kernel", default="python3", help="Jupyter kernel to execute with (default: python3)")
+    p.add_argument("--out", required=True, help="output folder (HTML, executed notebooks, index.html)")
+    p.set_defaults(func=_run)

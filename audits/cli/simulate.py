@@ -1,0 +1,172 @@
+"""``speedaudit simulate`` (screen reward environments offline) and ``speedaudit score`` (p_tau of candidates)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from audits.errors import UserError
+from audits.cli._common import add_corpus_input, exit_status, read_corpus, report_audit
+from audits.findings import write_json
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected integers like 2,4,8,16, got {text!r}") from exc
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 2,4,8,16, got {text!r}")
+    return values
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected numbers like 100,50,30,10, got {text!r}") from exc
+    if not values or any(not 0 <= v <= 100 for v in values):
+        raise argparse.ArgumentTypeError(f"expected thresholds in [0, 100] like 100,50,30,10, got {text!r}")
+    return values
+
+
+def _quality(text: str):
+    if text == "uniform":
+        return "uniform"
+    kind, _, params = text.partition(":")
+    try:
+        a, b = (float(x) for x in params.split(","))
+    except ValueError:
+        kind = ""
+    if kind != "beta" or a <= 0 or b <= 0:
+        raise argparse.ArgumentTypeError(f"expected 'uniform' or 'beta:A,B' with A, B > 0, got {text!r}")
+    return ("beta", a, b)
+
+
+def _thresholds(pairs):
+    from stats.simulator import DegeneracyThresholds
+
+    changes = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        try:
+            changes[name] = float(value) if sep else None
+        except ValueError as exc:
+            raise UserError(f"--threshold {pair!r}: {value!r} is not a number") from exc
+        if not sep:
+            raise UserError(f"--threshold {pair!r}: expected NAME=VALUE")
+    try:
+        return DegeneracyThresholds.from_any(changes)
+    except ValueError as exc:
+        raise UserError(f"--threshold: {exc}") from exc
+
+
+def _environments(args):
+    from audits.reward_environments import EnvironmentFileError, load_environments
+
+    try:
+        return load_environments(args.env or [], args.grid or [])
+    except EnvironmentFileError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from audits.simulation import run_simulation_audit
+
+    envs = _environments(args)
+    thresholds = _thresholds(args.threshold)
+    corpus = read_corpus(args)
+    try:
+        audit = run_simulation_audit(corpus, environments=envs, environment=args.environment, campaign=args.campaign,
+                                     group_sizes=args.group_sizes, seed=args.seed, thresholds=thresholds,
+                                     n_bins=args.bins, quality_distribution=args.quality, n_boot=args.n_boot,
+                                     include_incorrect=args.include_incorrect)
+    except ValueError as exc:
+        raise UserError(f"{args.corpus}: {exc}") from exc
+    report_audit(audit, args)
+    if args.figures:
+        from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
+
+        out = Path(args.figures)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, fig in (("reward_curves", reward_curves(audit)),
+                          ("zero_advantage", zero_advantage_by_group_size(audit))):
+            fig.savefig(out / f"{name}.png", dpi=120)
+        print(f"wrote {out}/reward_curves.png and {out}/zero_advantage.png")
+    return exit_status(audit, args)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from audits.simulation import score_candidates
+
+    envs = _environments(args)
+    if len(envs) != 1:
+        raise UserError(f"score needs exactly one environment (--env FILE); got {len(envs)}")
+    corpus = read_corpus(args)
+    try:
+        result = score_candidates(corpus, env=envs[0], environment=args.environment, campaign=args.campaign,
+                                  taus=args.taus, k=args.k, n_boot=args.n_boot, seed=args.seed)
+    except ValueError as exc:
+        raise UserError(f"{args.corpus}: {exc}") from exc
+    print(result.summary())
+    if args.json:
+        print(f"\nwrote {write_json(result.to_dict(), args.json)}")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_corpus_input(parser)
+    parser.add_argument("--env", action="append", metavar="ENV.yaml",
+                        help="reward environment file (YAML/JSON; repeatable), e.g. fixtures/environments/top30.yaml")
+    parser.add_argument("--environment", metavar="NAME",
+                        help="sandbox environment of the corpus to use (needed when the corpus has several)")
+    parser.add_argument("--campaign", help="campaign to use (default: the first in sorted order)")
+    parser.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def register(commands, audit_commands) -> None:
+    # `speedaudit simulate` and, like the other audits, `speedaudit audit simulation`
+    for parsers, name in ((commands, "simulate"), (audit_commands, "simulation")):
+        _add_simulate(parsers, name)
+    _add_score(commands)
+
+
+def _add_simulate(parsers, name: str) -> None:
+    sim = parsers.add_parser(
+        name, help="screen reward environments offline: reward-vs-quality curves, verdicts, ranking",
+        description="Offline simulator (docs/rewards.md): correct reference solutions stand in for rollouts; "
+                    "each one's quality comes from one repeat and its reward from another. Prints one row per "
+                    "reward environment, best first, with AUC (sparse/saturated), monotonicity, steepness, "
+                    "deviation from the ideal diagonal, curve noise, the GRPO zero-advantage rate and a verdict.")
+    _common(sim)
+    sim.add_argument("--grid", action="append", metavar="GRID.yaml",
+                     help="grid file expanding into many environments (repeatable), "
+                          "e.g. fixtures/environments/grid.yaml")
+    sim.add_argument("--group-sizes", type=_int_list, default=(2, 4, 8, 16), metavar="G,G,...",
+                     help="GRPO group sizes (default 2,4,8,16; the headline rate is at the largest)")
+    sim.add_argument("--bins", type=int, default=10, help="quality bins of the curve (default 10)")
+    sim.add_argument("--quality", type=_quality, default="uniform", metavar="uniform|beta:A,B",
+                     help="quality distribution of the rollouts in a GRPO group (default uniform)")
+    sim.add_argument("--threshold", action="append", metavar="NAME=VALUE",
+                     help="override a threshold (repeatable), e.g. auc_sparse_fail=0.02 (docs/rewards.md)")
+    sim.add_argument("--include-incorrect", action="store_true",
+                     help="also use incorrect reference solutions as rollouts (tells correctness-blind schemes apart)")
+    sim.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples over problems (default 200)")
+    sim.add_argument("--figures", metavar="DIR", help="also write reward_curves.png and zero_advantage.png to DIR")
+    sim.add_argument("--strict", action="store_true", help="exit with status 1 when any finding fails")
+    sim.set_defaults(func=_simulate)
+
+
+def _add_score(commands) -> None:
+    score = commands.add_parser(
+        "score", help="p100/p50/p30/p10 of the corpus's candidate solutions under one environment",
+        description="p_tau: a candidate succeeds when it is strictly correct and its q <= tau/100 under the "
+                    "environment's filter, limit and aggregator; pass@k is the unbiased estimator over the "
+                    "candidates of each problem, averaged over problems, with a bootstrap CI over problems.")
+    _common(score)
+    score.add_argument("--taus", type=_float_list, default=(100, 50, 30, 10), metavar="T,T,...",
+                       help="thresholds in percentile points (default 100,50,30,10)")
+    score.add_argument("--k", type=int, default=1, help="pass@k (default 1)")
+    score.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default 1000)")
+    score.set_defaults(func=_score, grid=None)

@@ -1,0 +1,51 @@
+"""``speedaudit suite``: load a suite of Kattis problem packages and print what it holds."""
+
+from __future__ import annotations
+
+import argparse
+
+from audits.errors import UserError
+from audits.collect.suite import SuiteError, load_suite
+
+
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    problems = [p for chunk in (args.problem or []) for p in chunk.split(",") if p] or None
+    try:
+        suite = load_suite(args.suite, n_largest_optimization=args.n_largest, include_samples=not args.no_samples,
+                           problems=problems, build_dir=args.build_dir, python=args.python)
+    except SuiteError as exc:
+        raise UserError(str(exc)) from exc
+    print(suite.summary())
+    if not suite.problems:
+        raise UserError(f"{args.suite}: no usable problem package (see the skipped list above)")
+    return 0
+
+
+def register(commands, audit_commands) -> None:
+    p = commands.add_parser(
+        "suite", help="load a folder of Kattis problem packages and print problems, tests, submissions, skips",
+        description="Load a suite (a folder of problem packages in the Kattis format, or one package) and print: "
+                    "problems, tests per kind (correctness / optimization), submissions per verdict folder, and "
+                    "everything skipped with the reason (interactive problems, unsupported languages, missing "
+                    ".ans files, malformed problem.yaml, validators that do not build). Exit 1 when the path is "
+                    "not a suite or no problem is usable.")
+    p.add_argument("suite", help="folder of problem packages, or one package (a folder with problem.yaml)")
+    p.add_argument("--n-largest", type=_nonnegative, default=6, metavar="N",
+                   help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
+                        "(default 6)")
+    p.add_argument("--no-samples", action="store_true", help="leave out data/sample tests")
+    p.add_argument("--problem", action="append", metavar="ID[,ID...]", help="load only these problems (repeatable)")
+    p.add_argument("--build-dir", default=None,
+                   help="where custom output validators are compiled (default ~/.cache/speedaudit/build)")
+    p.add_argument("--python", default=None, help="interpreter for Python validators (default /usr/bin/python3)")
+    p.set_defaults(func=_run)

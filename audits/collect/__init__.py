@@ -1,0 +1,1 @@
+"""Collecting a corpus: suites, the output checker, languages, sandboxes, campaigns, background load, provenance."""

@@ -1,0 +1,797 @@
+"""Campaigns: time every (submission x test x repeat) job of a suite in a sandbox.
+
+A campaign turns a suite (:func:`audits.collect.suite.load_suite`) into a list of jobs,
+runs them with N parallel workers (threads that drive sandboxed processes) or on
+a Dask cluster, appends every result to a journal as it arrives, and converts the
+journal into a timing corpus (Parquet) at the end.
+
+Jobs and order
+    A *unit* is one program on one test; a *job* is a unit and a repeat index.
+    Jobs run in rounds: round r holds every unit once, in a permutation drawn
+    from ``numpy.random.default_rng([seed, r])``; when a round would start with
+    the unit that ended the previous one, that unit is swapped with another, so
+    no two repeats of one unit are ever adjacent (given two units or more).
+    Every campaign also times the sandbox's *floor*: the empty program of each
+    language present (``audits.collect.languages.floor_program``), recorded with role
+    ``floor``, problem ``_floor``, test ``empty`` and solution = the language.
+    There are ``max(repeats, ceil(real jobs / floor_every))`` floor jobs per
+    language (default ``floor_every=20``, about 5 % of the runs), inserted at
+    seeded random positions among the real jobs.
+Job ids
+    ``job_id(problem, test, solution, repeat)``: the first 16 hex digits of the
+    SHA-256 of those four values. The journal is keyed by it.
+Journal and resume
+    ``<out>.journal.jsonl``: a header line (the campaign's fingerprint: suite,
+    environment, campaign, sandbox, limits, seed, interpreter, floor settings
+    and the ordered job ids) and one JSON line per finished job, each written
+    with a single ``write`` on an ``O_APPEND`` descriptor (so a SIGKILL loses
+    at most the jobs in flight; a half-written last line is dropped on resume)
+    and ``fsync``-ed at least once a second. Started again with the same
+    arguments, a campaign skips the jobs in the journal and runs only the rest:
+    exactly one row per job. A journal from different arguments is refused.
+Statuses
+    The sandbox's status (:mod:`audits.collect.sandbox`); an ``ok`` run whose output the
+    suite's checker rejects becomes ``wrong_answer``. ``duration_s`` is the
+    measured wall time, except for a timeout, where it is the limit (DESIGN.md);
+    the measured wall time is kept in ``wall_s``.
+Failures of the harness
+    A submission that does not compile is skipped with its reason (the campaign
+    goes on). A job whose *checker* or sandbox fails (a judge error, not the
+    program's fault) is not journaled; the campaign finishes the other jobs,
+    reports the errors and writes no corpus, so that running it again retries
+    exactly those jobs.
+
+Example
+-------
+>>> from audits.collect.suite import load_suite
+>>> suite = load_suite("fixtures/suites/mini")                      # doctest: +SKIP
+>>> plan = plan_campaign(suite, CampaignSpec(repeats=3))            # doctest: +SKIP
+>>> result = run_campaign(plan, out="corpus.parquet")               # doctest: +SKIP
+>>> print(result.summary())                                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from audits.collect.background_load import BackgroundLoad, LoadSpec
+from audits.corpus.io import normalize, save_corpus
+from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
+
+__all__ = [
+    "CampaignError",
+    "CampaignSpec",
+    "Unit",
+    "Job",
+    "Skip",
+    "Plan",
+    "CampaignResult",
+    "Journal",
+    "job_id",
+    "interleave",
+    "plan_campaign",
+    "plan_units",
+    "execute_job",
+    "run_campaign",
+    "journal_path_for",
+]
+
+FLOOR_PROBLEM = "_floor"
+FLOOR_TEST = "empty"
+JOURNAL_VERSION = 1
+#: How long to try reaching a Dask scheduler before giving up.
+DASK_CONNECT_TIMEOUT = "10s"
+
+
+class CampaignError(RuntimeError):
+    """A campaign that cannot start or finish (bad journal, unusable sandbox, harness errors)."""
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """How to run a campaign.
+
+    Parameters
+    ----------
+    environment, campaign : str
+        Names written into every row (the sandbox/machine and the session).
+    sandbox : str
+        ``local``, ``bwrap`` or ``cmd:TEMPLATE`` (:func:`audits.collect.sandbox.make_sandbox`).
+    repeats : int
+        Repeats of every (submission, test) unit.
+    workers : int
+        Parallel jobs (threads, each driving one sandboxed process). Ignored with a scheduler.
+    limits : Limits
+        Wall time, memory, ... of every run.
+    seed : int
+        Seed of the interleaved order.
+    floor_every : int
+        About one floor job per this many real jobs (at least ``repeats`` per language).
+    load : LoadSpec
+        Background load while the campaign runs (on this machine).
+    python : str
+        Interpreter for Python submissions and the Python floor.
+    test_kinds : tuple of str
+        Which test kinds to run (``correctness``, ``optimization``).
+    scheduler : str or None
+        ``tcp://HOST:PORT`` of a Dask scheduler; None runs locally.
+    """
+
+    environment: str = "default"
+    campaign: str = "c0"
+    sandbox: str = "local"
+    repeats: int = 5
+    workers: int = 1
+    limits: Limits = field(default_factory=Limits)
+    seed: int = 0
+    floor_every: int = 20
+    load: LoadSpec = field(default_factory=LoadSpec)
+    python: str = "/usr/bin/python3"
+    test_kinds: tuple[str, ...] = ("correctness", "optimization")
+    scheduler: str | None = None
+
+    def __post_init__(self):
+        for name in ("environment", "campaign"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise CampaignError(f"--{name} must be a non-empty name, got {value!r}")
+        for name, low in (("repeats", 1), ("workers", 1), ("floor_every", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise CampaignError(f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}")
+        if not self.test_kinds or any(k not in ("correctness", "optimization") for k in self.test_kinds):
+            raise CampaignError(f"--tests must name correctness and/or optimization, got {','.join(self.test_kinds)!r}")
+        if self.scheduler is not None and not str(self.scheduler).startswith(("tcp://", "tls://", "inproc://")):
+            raise CampaignError(f"--scheduler {self.scheduler!r}: give the scheduler address as tcp://HOST:PORT")
+
+    def fingerprint_fields(self) -> dict:
+        return {"environment": self.environment, "campaign": self.campaign, "sandbox": self.sandbox,
+                "repeats": self.repeats, "limits": self.limits.to_dict(), "seed": self.seed,
+                "floor_every": self.floor_every, "python": self.python, "test_kinds": list(self.test_kinds)}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One program on one test: everything a worker needs to run and judge it."""
+
+    problem: str
+    test: str
+    solution: str
+    role: str
+    correct: bool
+    test_kind: str
+    language: str
+    argv: tuple[str, ...]
+    input_path: str
+    answer_path: str | None
+    input_bytes: int
+    checker: object | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit, a repeat index, its position in the order and its limits."""
+
+    job_id: str
+    order: int
+    repeat: int
+    unit: Unit
+    limits: Limits
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Something left out of the campaign (a submission that does not compile, a package) and why."""
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ordered jobs of a campaign, what was skipped, and the fingerprint of the whole."""
+
+    spec: CampaignSpec
+    jobs: tuple[Job, ...]
+    skipped: tuple[Skip, ...]
+    fingerprint: str
+    work_dir: Path
+    owns_work_dir: bool = False
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"order": j.order, "job": j.job_id, "problem": j.unit.problem, "test": j.unit.test,
+                              "solution": j.unit.solution, "repeat": j.repeat, "role": j.unit.role}
+                             for j in self.jobs])
+
+
+def job_id(problem: str, test: str, solution: str, repeat: int) -> str:
+    """Deterministic id of one job: 16 hex digits of SHA-256 over its four key values.
+
+    >>> job_id("p", "t", "accepted/a.py", 0) == job_id("p", "t", "accepted/a.py", 0)
+    True
+    """
+    text = json.dumps([str(problem), str(test), str(solution), int(repeat)], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def interleave(n_units: int, repeats: int, *, seed: int, n_floor_units: int = 0, floor_repeats: int = 0
+               ) -> list[tuple[bool, int, int]]:
+    """The seeded interleaved order: a list of ``(is_floor, unit_index, repeat)``.
+
+    Real jobs run in ``repeats`` rounds, each a permutation of the units from
+    ``default_rng([seed, round])``; a round that would start with the unit that ended
+    the previous round has its first unit swapped with a random other one, so two
+    repeats of a unit are never adjacent (for two units or more). Floor jobs
+    (``n_floor_units`` x ``floor_repeats``, in rounds of their own) are inserted at
+    seeded random positions.
+
+    >>> order = interleave(3, 2, seed=0)
+    >>> sorted(order) == [(False, u, r) for u in range(3) for r in range(2)]
+    True
+    """
+    if n_units < 0 or repeats < 1:
+        raise ValueError("interleave needs n_units >= 0 and repeats >= 1")
+    real: list[tuple[bool, int, int]] = []
+    previous = None
+    for r in range(repeats):
+        rng = np.random.default_rng([seed, r])
+        perm = rng.permutation(n_units)
+        if n_units > 1 and perm[0] == previous:
+            k = int(rng.integers(1, n_units))
+            perm[0], perm[k] = perm[k], perm[0]
+        real.extend((False, int(u), r) for u in perm)
+        if n_units:
+            previous = perm[-1]
+    floors: list[tuple[bool, int, int]] = []
+    for r in range(floor_repeats):
+        rng = np.random.default_rng([seed, 1_000_003, r])
+        floors.extend((True, int(u), r) for u in rng.permutation(n_floor_units))
+    if not floors:
+        return real
+    total = len(real) + len(floors)
+    rng = np.random.default_rng([seed, 2_000_003])
+    is_floor = np.zeros(total, dtype=bool)
+    is_floor[rng.choice(total, size=len(floors), replace=False)] = True
+    out, fi, ri = [], iter(floors), iter(real)
+    for flag in is_floor:
+        out.append(next(fi) if flag else next(ri))
+    return out
+
+
+def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: CampaignSpec, *,
+               skipped: Sequence[Skip] = (), work_dir: Path | None = None, extra_fingerprint: dict | None = None
+               ) -> Plan:
+    """Order units into jobs (see :func:`interleave`) and fingerprint the campaign.
+
+    The lower-level entry point; :func:`plan_campaign` builds the units from a suite.
+    """
+    keys = [(u.problem, u.test, u.solution) for u in [*units, *floor_units]]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise CampaignError(f"two units share problem/test/solution {dup}; ids must be unique")
+    n_real = len(units) * spec.repeats
+    floor_repeats = 0
+    if floor_units:
+        floor_repeats = max(spec.repeats, math.ceil(n_real / spec.floor_every))
+    order = interleave(len(units), spec.repeats, seed=spec.seed, n_floor_units=len(floor_units),
+                       floor_repeats=floor_repeats)
+    jobs = []
+    for position, (is_floor, index, repeat) in enumerate(order):
+        unit = floor_units[index] if is_floor else units[index]
+        jobs.append(Job(job_id(unit.problem, unit.test, unit.solution, repeat), position, repeat, unit, spec.limits))
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"version": JOURNAL_VERSION, **spec.fingerprint_fields(), **(extra_fingerprint or {})},
+                             sort_keys=True).encode())
+    for job in jobs:
+        digest.update(job.job_id.encode())
+    owns = work_dir is None
+    if work_dir is None:
+        work_dir = scratch_root("speedaudit-collect-")
+    return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns)
+
+
+def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None) -> Plan:
+    """Prepare every submission of a suite and plan its jobs.
+
+    Submissions are prepared (C++ compiled once) into ``work_dir/build``; one that
+    fails to build is skipped with its reason. ``work_dir`` must be reachable by the
+    sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir).
+    """
+    owns = work_dir is None
+    if work_dir is not None:
+        work_dir = Path(work_dir).resolve()
+        work_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(work_dir, 0o711)
+    else:
+        work_dir = scratch_root("speedaudit-collect-")
+    try:
+        plan = _plan_suite(suite, spec, work_dir)
+    except BaseException:
+        if owns:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        raise
+    return dataclasses.replace(plan, owns_work_dir=owns)
+
+
+def _plan_suite(suite, spec: CampaignSpec, work_dir: Path) -> Plan:
+    from audits.collect.languages import BuildError, floor_program, prepare
+
+    build_dir = work_dir / "build"
+    skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
+    units: list[Unit] = []
+    languages: set[str] = set()
+    for problem in suite.problems:
+        tests = [t for t in problem.tests if t.kind in spec.test_kinds]
+        for submission in problem.submissions:
+            try:
+                program = prepare(submission, build_dir, python=spec.python)
+            except BuildError as exc:
+                skipped.append(Skip(f"{problem.id}/{submission.name}", f"build failed: {exc}"))
+                continue
+            languages.add(program.language)
+            for test in tests:
+                units.append(Unit(problem.id, test.name, submission.name, "reference", bool(submission.correct),
+                                  test.kind, program.language, tuple(program.argv), str(test.input_path),
+                                  str(test.answer_path), int(test.input_bytes), problem.checker_for(test)))
+    empty = work_dir / "empty.in"
+    empty.write_bytes(b"")
+    floor_units = []
+    for language in sorted(languages):
+        try:
+            program = floor_program(language, build_dir, python=spec.python)
+        except BuildError as exc:
+            raise CampaignError(f"cannot build the {language} floor program: {exc}") from exc
+        floor_units.append(Unit(FLOOR_PROBLEM, FLOOR_TEST, language, "floor", True, "optimization", language,
+                                tuple(program.argv), str(empty), None, 0, None))
+    if not units:
+        raise CampaignError(f"{getattr(suite, 'root', 'suite')}: nothing to run: no submission x test pairs "
+                            f"(test kinds {', '.join(spec.test_kinds)}; {len(skipped)} skipped)"
+                            + "".join(f"\n    {s.name}: {s.reason}" for s in skipped[:10]))
+    extra = {"suite": str(getattr(suite, "root", ""))}
+    return plan_units(units, floor_units, spec, skipped=skipped, work_dir=work_dir, extra_fingerprint=extra)
+
+
+# --------------------------------------------------------------------------------------------
+# Executing one job (runs in a worker thread, or on a Dask worker)
+
+_SANDBOXES: dict[str, object] = {}
+_SCRATCH: dict[str, Path] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _worker_sandbox(spec: str):
+    with _CACHE_LOCK:
+        if spec not in _SANDBOXES:
+            _SANDBOXES[spec] = make_sandbox(spec)
+        return _SANDBOXES[spec]
+
+
+def _worker_scratch(scratch: str | None) -> Path:
+    if scratch and os.path.isdir(scratch):
+        return Path(scratch)
+    with _CACHE_LOCK:  # a worker on another machine: its own scratch folder
+        if "own" not in _SCRATCH:
+            _SCRATCH["own"] = scratch_root("speedaudit-worker-")
+            atexit.register(shutil.rmtree, _SCRATCH["own"], True)
+        return _SCRATCH["own"]
+
+
+def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None) -> dict:
+    """Run one job in the sandbox, check its output, and return its measurement.
+
+    Returns a dict with ``job`` and either the measurement (``status``, ``wall_s``,
+    ``cpu_s``, ``max_rss_kb``, ``exit_code``, ``signal``, ``stdout_truncated``,
+    ``reason``, ``timestamp``) or ``error`` (a harness failure: sandbox or checker).
+    Self-contained so that it can run on a Dask worker.
+    """
+    unit = job.unit
+    try:
+        sandbox = _worker_sandbox(sandbox_spec)
+        workdir = Path(tempfile.mkdtemp(prefix="job-", dir=_worker_scratch(scratch)))
+    except Exception as exc:  # noqa: BLE001 - reported as a harness error
+        return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
+    try:
+        ex = sandbox.run(unit.argv, stdin_path=unit.input_path, workdir=workdir, limits=job.limits)
+        status, reason = ex.status, ex.reason
+        if status == "ok" and unit.checker is not None and unit.answer_path:
+            accepted, why = unit.checker.check(ex.stdout_path, input_path=Path(unit.input_path),
+                                               answer_path=Path(unit.answer_path), workdir=workdir / "check")
+            if not accepted:
+                status, reason = "wrong_answer", why
+        return {"job": job.job_id, "status": status, "wall_s": ex.wall_s, "cpu_s": ex.cpu_s,
+                "max_rss_kb": ex.max_rss_kb, "exit_code": ex.exit_code, "signal": ex.signal,
+                "stdout_truncated": ex.stdout_truncated, "reason": reason[:500],
+                "timestamp": datetime.now(timezone.utc).isoformat()}
+    except Exception as exc:  # noqa: BLE001 - a checker/sandbox failure is the harness's, not the program's
+        return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _row(job: Job, result: dict, spec: CampaignSpec) -> dict:
+    unit = job.unit
+    duration = job.limits.wall_s if result["status"] == "timeout" else result["wall_s"]
+    return {"job": job.job_id, "environment": spec.environment, "campaign": spec.campaign, "problem": unit.problem,
+            "test": unit.test, "solution": unit.solution, "repeat": job.repeat, "duration_s": duration,
+            "status": result["status"], "role": unit.role, "correct": unit.correct, "test_kind": unit.test_kind,
+            "cpu_s": result["cpu_s"], "max_rss_kb": result["max_rss_kb"], "input_bytes": unit.input_bytes,
+            "timeout_s": job.limits.wall_s, "timestamp": result["timestamp"], "wall_s": result["wall_s"],
+            "language": unit.language, "exit_code": result["exit_code"], "signal": result["signal"],
+            "stdout_truncated": result["stdout_truncated"], "reason": result["reason"], "order": job.order}
+
+
+# --------------------------------------------------------------------------------------------
+# The journal
+
+
+def journal_path_for(out: str | os.PathLike) -> Path:
+    """``corpus.parquet`` -> ``corpus.parquet.journal.jsonl`` (beside the output)."""
+    out = Path(out)
+    return out.with_name(out.name + ".journal.jsonl")
+
+
+class Journal:
+    """Append-only JSON-lines record of finished jobs, keyed by job id.
+
+    ``open()`` reads what an earlier run left (dropping a half-written last line),
+    checks the header's fingerprint, and returns the rows already done.
+    """
+
+    def __init__(self, path: str | os.PathLike, fingerprint: str, *, header: dict | None = None,
+                 fsync_every_s: float = 1.0):
+        self.path = Path(path)
+        self.fingerprint = fingerprint
+        self.header = {"type": "header", "version": JOURNAL_VERSION, "fingerprint": fingerprint, **(header or {})}
+        self.fsync_every_s = fsync_every_s
+        self._fd: int | None = None
+        self._last_sync = 0.0
+
+    def read(self) -> dict[str, dict]:
+        """Rows already in the journal ({job id: row}); validates the header."""
+        if not self.path.exists():
+            return {}
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1  # everything after the last newline is a half-written line
+        lines = data[:end].splitlines()
+        if not lines:
+            return {}
+        try:
+            head = json.loads(lines[0])
+        except json.JSONDecodeError:
+            head = None
+        if not isinstance(head, dict) or head.get("type") != "header":
+            raise CampaignError(f"{self.path}: not a speedaudit campaign journal (no header line)\n"
+                                f"  -> move it away, or choose another --out")
+        if head.get("fingerprint") != self.fingerprint:
+            raise CampaignError(
+                f"{self.path}: this journal belongs to a campaign with other arguments or another suite "
+                f"(journal {head.get('campaign')!r}/{head.get('environment')!r}, fingerprint "
+                f"{head.get('fingerprint')}; now {self.fingerprint})\n"
+                f"  -> resume with exactly the same arguments, or pass --restart to discard it")
+        rows: dict[str, dict] = {}
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CampaignError(f"{self.path}: line {number} is corrupt ({exc})\n"
+                                    f"  -> remove that line (the job will run again) or pass --restart") from None
+            if row.get("type") == "row":
+                rows.setdefault(row["job"], row)
+        return rows
+
+    def open(self) -> dict[str, dict]:
+        rows = self.read()
+        if self.path.exists():
+            data = self.path.read_bytes()
+            end = data.rfind(b"\n") + 1
+            if end != len(data):
+                os.truncate(self.path, end)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if fresh:
+            self._write(self.header)
+            os.fsync(self._fd)
+        return rows
+
+    def _write(self, obj: dict) -> None:
+        line = (json.dumps(obj, separators=(",", ":"), default=str) + "\n").encode()
+        os.write(self._fd, line)
+
+    def append(self, row: dict) -> None:
+        self._write({"type": "row", **row})
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_every_s:
+            os.fsync(self._fd)
+            self._last_sync = now
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+# --------------------------------------------------------------------------------------------
+# Executors: local threads, or a Dask cluster. Both call handle(result) in the calling thread.
+
+
+def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
+               workers: int) -> None:
+    window = max(2 * workers, 2)
+    it = iter(jobs)
+    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speedaudit-job") as pool:
+        running: set[cf.Future] = set()
+
+        def fill():
+            while len(running) < window:
+                job = next(it, None)
+                if job is None:
+                    return
+                running.add(pool.submit(execute_job, job, sandbox, scratch))
+
+        try:
+            fill()
+            while running:
+                done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    running.discard(future)
+                    handle(future.result())
+                fill()
+        except BaseException:
+            # Ctrl-C / crash: stop handing out jobs, let the running ones finish (their
+            # limits bound the wait) and record them, then re-raise.
+            for future in running:
+                future.cancel()
+            for future in cf.as_completed([f for f in running if not f.cancelled()]):
+                try:
+                    handle(future.result())
+                except Exception:  # noqa: BLE001 - already unwinding
+                    pass
+            raise
+
+
+def _run_dask(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
+              scheduler: str, tag: str) -> None:
+    from distributed import Client, as_completed
+
+    try:
+        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise CampaignError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
+                            f"  -> start one with 'dask scheduler' and 'dask worker {scheduler}'") from exc
+    try:
+        threads = sum(client.nthreads().values()) or 1
+        window = max(2 * threads, 4)
+        it = iter(jobs)
+        completed = as_completed()
+        in_flight = 0
+
+        def submit(job: Job):
+            nonlocal in_flight
+            completed.add(client.submit(execute_job, job, sandbox, scratch, key=f"speedaudit-{tag}-{job.job_id}",
+                                        pure=False, retries=0))
+            in_flight += 1
+
+        for _ in range(window):
+            job = next(it, None)
+            if job is None:
+                break
+            submit(job)
+        try:
+            for future in completed:
+                in_flight -= 1
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker died: harness error for that job
+                    result = {"job": future.key.rsplit("-", 1)[-1], "error": f"dask: {type(exc).__name__}: {exc}"}
+                future.release()
+                handle(result)
+                job = next(it, None)
+                if job is not None:
+                    submit(job)
+        except BaseException:
+            completed.clear()
+            raise
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Running a campaign
+
+
+@dataclass(frozen=True)
+class CampaignResult:
+    """What a campaign did."""
+
+    out: Path | None
+    journal: Path
+    n_jobs: int
+    resumed: int
+    ran: int
+    statuses: dict
+    skipped: tuple[Skip, ...]
+    errors: tuple[tuple[str, str], ...]
+    elapsed_s: float
+    load: str
+
+    def summary(self) -> str:
+        lines = [f"jobs {self.n_jobs:,}: {self.resumed:,} from the journal, {self.ran:,} run now "
+                 f"in {self.elapsed_s:.1f} s (background load: {self.load})",
+                 "status  " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items()))]
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)}:")
+            lines += [f"    {s.name}: {_short(s.reason)}" for s in self.skipped]
+        if self.errors:
+            lines.append(f"harness errors {len(self.errors)} (not recorded; run the same command again to retry):")
+            lines += [f"    job {j}: {e}" for j, e in self.errors[:10]]
+        if self.out is not None:
+            lines.append(f"wrote {self.out}")
+        else:
+            lines.append(f"no corpus written; the journal {self.journal} keeps what finished")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["out"] = None if self.out is None else str(self.out)
+        out["journal"] = str(self.journal)
+        return out
+
+
+def _short(reason: str, limit: int = 300) -> str:
+    """A reason on one line: its first line, plus the first line that says 'error' (compiler output)."""
+    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0]
+    detail = next((line for line in lines[1:] if "error" in line.lower()), None)
+    if detail:
+        text += " " + detail
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def journal_to_corpus(rows: Iterable[dict], *, source: str = "<journal>") -> pd.DataFrame:
+    """Journal rows -> a validated corpus (``audits.corpus.io.normalize``), sorted by execution order."""
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        raise CampaignError(f"{source}: no finished jobs to write")
+    frame = frame.drop(columns=[c for c in ("type", "job") if c in frame.columns])
+    frame = frame.sort_values("order", kind="stable").reset_index(drop=True)
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+    for column in ("exit_code", "signal"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return normalize(frame, source=source)
+
+
+def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, keep_journal: bool = False,
+                 restart: bool = False, overwrite: bool = False, keep_work_dir: bool = False,
+                 stop_after: int | None = None) -> CampaignResult:
+    """Run (or resume) a planned campaign and write its corpus.
+
+    Parameters
+    ----------
+    plan : Plan
+        From :func:`plan_campaign` or :func:`plan_units`.
+    out : path
+        The corpus Parquet. The journal is ``<out>.journal.jsonl``.
+    progress : bool
+        Show a tqdm bar (ETA, running count by status) on stderr.
+    keep_journal : bool
+        Keep the journal after the Parquet is written (default: remove it).
+    restart : bool
+        Discard an existing journal instead of resuming it.
+    overwrite : bool
+        Allow collecting again into an existing ``out`` that has no journal.
+    stop_after : int, optional
+        Stop (without writing the corpus) after this many new jobs; for tests and dry runs.
+    """
+    out = Path(out)
+    journal_path = journal_path_for(out)
+    try:
+        if restart and journal_path.exists():
+            journal_path.unlink()
+        if out.exists() and not journal_path.exists() and not overwrite:
+            raise CampaignError(f"{out} exists and there is no journal to resume\n"
+                                f"  -> pass --overwrite to collect again into it, or choose another --out")
+        return _run_campaign(plan, out, journal_path, progress=progress, keep_journal=keep_journal,
+                             stop_after=stop_after)
+    finally:
+        # the work dir (built programs, scratch) is rebuilt by every run; ours goes in any case
+        if plan.owns_work_dir and not keep_work_dir:
+            shutil.rmtree(plan.work_dir, ignore_errors=True)
+
+
+def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, keep_journal: bool,
+                  stop_after: int | None) -> CampaignResult:
+    from tqdm.auto import tqdm
+
+    spec = plan.spec
+    sandbox = make_sandbox(spec.sandbox)
+    try:
+        sandbox.check()
+    except SandboxError as exc:
+        raise CampaignError(str(exc)) from exc
+    journal = Journal(journal_path, plan.fingerprint,
+                      header={"campaign": spec.campaign, "environment": spec.environment, "n_jobs": len(plan.jobs),
+                              "created": datetime.now(timezone.utc).isoformat()})
+    done = journal.open()
+    by_id = {job.job_id: job for job in plan.jobs}
+    stale = [j for j in done if j not in by_id]
+    if stale:
+        journal.close()
+        raise CampaignError(f"{journal_path}: {len(stale)} rows are not jobs of this campaign\n"
+                            f"  -> pass --restart to discard the journal")
+    pending = [job for job in plan.jobs if job.job_id not in done]
+    if stop_after is not None:
+        pending = pending[:stop_after]
+    statuses = Counter(row["status"] for row in done.values())
+    errors: list[tuple[str, str]] = []
+    ran = 0
+    started = time.monotonic()
+    scratch = plan.work_dir / "runs"
+    scratch.mkdir(exist_ok=True)
+    os.chmod(scratch, 0o711)
+    bar = tqdm(total=len(plan.jobs), initial=len(done), desc=f"{spec.environment}/{spec.campaign}", unit="run",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+
+    def handle(result: dict) -> None:
+        nonlocal ran
+        job = by_id[result["job"]]
+        if "error" in result:
+            errors.append((f"{job.unit.problem}/{job.unit.test}/{job.unit.solution}#{job.repeat}", result["error"]))
+            statuses["harness_error"] += 1
+        else:
+            row = _row(job, result, spec)
+            journal.append(row)
+            done[job.job_id] = row
+            statuses[row["status"]] += 1
+            ran += 1
+        bar.update(1)
+        bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(statuses.items())), refresh=False)
+
+    load = BackgroundLoad(spec.load)
+    try:
+        with load:
+            if spec.scheduler:
+                _run_dask(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
+                          tag=plan.fingerprint[:10])
+            else:
+                _run_local(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers)
+    finally:
+        bar.close()
+        journal.close()
+        sandbox.sweep()
+    elapsed = time.monotonic() - started
+    statuses.pop("harness_error", None)
+    complete = len(done) == len(plan.jobs)
+    written = None
+    if complete and not errors:
+        corpus = journal_to_corpus(done.values(), source=str(journal_path))
+        written = save_corpus(corpus, out)
+        if not keep_journal:
+            journal_path.unlink()
+    return CampaignResult(written, journal_path, len(plan.jobs), len(done) - ran, ran, dict(statuses),
+                          plan.skipped, tuple(errors), elapsed, spec.load.describe())

@@ -1,0 +1,675 @@
+"""Suites: folders of problem packages in the Kattis problem-package format.
+
+This is the format of ICPC, Kattis, DOMjudge and BAPCtools archives::
+
+    <problem id>/
+        problem.yaml                 name, validation, validator_flags, limits
+        data/sample/*.in, *.ans      sample tests (correctness)
+        data/secret/**/*.in, *.ans   secret tests, optionally in nested groups
+        data/**/testdata.yaml        per-group output_validator_flags / _args (optional;
+                                     test_group.yaml in the 2025-09 format)
+        submissions/<verdict>/<file or folder>
+        output_validators/<name>/    custom output validator (``validation: custom``)
+        output_validator/            the same, in the 2023-07 layout
+        problem_statement/, generators/, input_validators/, ...   (ignored)
+
+:func:`load_suite` reads one package or a folder of them and never crashes on a
+package it cannot use: the package (or test, or submission) is listed in
+:attr:`Suite.skipped` with the reason, and everything else loads. A real archive
+loads unchanged.
+
+Decisions (where the issue is silent are marked *decision*):
+
+* **Test kinds.** Tests under ``data/secret/optimization/`` are the optimization
+  tests when that folder exists; otherwise the ``n_largest_optimization``
+  largest secret inputs (by bytes; ties by name). Everything else, samples
+  included, is a correctness test.
+* **Verdict folders.** ``accepted`` and ``time_limit_exceeded`` hold correct
+  references (the latter slow); every other folder holds incorrect ones.
+* **Validator flags** (*decision*): problem.yaml ``validator_flags`` followed by
+  the ``output_validator_flags`` of the nearest ``testdata.yaml`` at or above
+  the test's group (later flags win). ``Problem.checker`` carries the flags that
+  apply to ``data/``; a test whose group says otherwise carries its own in
+  :attr:`TestCase.validator_flags`; use :meth:`Problem.checker_for`.
+* **Time limit** (*decision*): ``limits.time_limit`` (2023-07 format), else a
+  BAPCtools ``.timelimit`` file, else ``timelimit`` in ``domjudge-problem.ini``,
+  else None (the legacy format derives it from the judge solutions).
+* Hidden files and folders (``.gitkeep``, ``.git``) are ignored silently.
+
+Example
+-------
+>>> suite = load_suite("fixtures/suites/mini")          # doctest: +SKIP
+>>> print(suite.summary())                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from audits.collect.checker import OutputChecker, parse_validator_flags
+from audits.collect.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, language_of, prepare
+
+__all__ = [
+    "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
+    "CORRECT_VERDICTS", "TEST_KINDS", "default_build_dir",
+]
+
+#: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow).
+CORRECT_VERDICTS = ("accepted", "time_limit_exceeded")
+TEST_KINDS = ("correctness", "optimization")
+
+
+class SuiteError(Exception):
+    """The path is not a suite (or an option does not fit it). Message says what to do."""
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One test of a problem.
+
+    ``name`` is the path below ``data/`` without extension (``secret/group1/05``),
+    unique within the problem; ``group`` is the folder below ``data/``
+    (``sample``, ``secret`` or ``secret/group1``). ``validator_flags`` is None
+    when the problem's checker applies unchanged, else the full flag list for
+    this test's group (see :meth:`Problem.checker_for`).
+    """
+
+    __test__ = False  # not a pytest class
+
+    problem: str
+    name: str
+    input_path: Path
+    answer_path: Path
+    kind: str
+    group: str
+    input_bytes: int
+    validator_flags: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict:
+        return {"problem": self.problem, "name": self.name, "input_path": str(self.input_path),
+                "answer_path": str(self.answer_path), "kind": self.kind, "group": self.group,
+                "input_bytes": self.input_bytes,
+                "validator_flags": None if self.validator_flags is None else list(self.validator_flags)}
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One judge submission: ``name`` is its path below ``submissions/`` (``accepted/fast.py``)."""
+
+    problem: str
+    name: str
+    path: Path
+    language: str
+    expected: str
+    correct: bool
+
+    def to_dict(self) -> dict:
+        return {"problem": self.problem, "name": self.name, "path": str(self.path), "language": self.language,
+                "expected": self.expected, "correct": self.correct}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something that was not loaded (a package, test or submission) and why."""
+
+    path: Path
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"path": str(self.path), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One loaded problem package."""
+
+    id: str
+    name: str
+    root: Path
+    tests: tuple[TestCase, ...]
+    submissions: tuple[Submission, ...]
+    checker: OutputChecker
+    time_limit_s: float | None
+    memory_limit_mb: int | None
+
+    def checker_for(self, test: TestCase) -> OutputChecker:
+        """The checker for one test: ``checker`` with the test group's flags when they differ."""
+        if test.validator_flags is None:
+            return self.checker
+        return self.checker.with_flags(test.validator_flags)
+
+    def tests_of_kind(self, kind: str) -> tuple[TestCase, ...]:
+        if kind not in TEST_KINDS:
+            raise ValueError(f"test kind must be one of {TEST_KINDS}, got {kind!r}")
+        return tuple(t for t in self.tests if t.kind == kind)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "root": str(self.root),
+                "tests": [t.to_dict() for t in self.tests], "submissions": [s.to_dict() for s in self.submissions],
+                "checker": self.checker.to_dict(), "time_limit_s": self.time_limit_s,
+                "memory_limit_mb": self.memory_limit_mb}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: the usable problems and everything skipped, with reasons."""
+
+    root: Path
+    problems: tuple[Problem, ...]
+    skipped: tuple[Skipped, ...]
+
+    def problem(self, problem_id: str) -> Problem:
+        for p in self.problems:
+            if p.id == problem_id:
+                return p
+        raise KeyError(f"no problem {problem_id!r} in {self.root}; problems: {', '.join(p.id for p in self.problems)}")
+
+    @property
+    def tests(self) -> tuple[TestCase, ...]:
+        return tuple(t for p in self.problems for t in p.tests)
+
+    @property
+    def submissions(self) -> tuple[Submission, ...]:
+        return tuple(s for p in self.problems for s in p.submissions)
+
+    def to_frame(self):
+        """One row per problem: tests per kind, submissions per language and correctness, checker, limits."""
+        import pandas as pd
+
+        rows = []
+        for p in self.problems:
+            kinds = Counter(t.kind for t in p.tests)
+            rows.append({
+                "problem": p.id, "name": p.name,
+                "correctness_tests": kinds.get("correctness", 0), "optimization_tests": kinds.get("optimization", 0),
+                "correct_submissions": sum(s.correct for s in p.submissions),
+                "incorrect_submissions": sum(not s.correct for s in p.submissions),
+                "python": sum(s.language == "python" for s in p.submissions),
+                "cpp": sum(s.language == "cpp" for s in p.submissions),
+                "checker": p.checker.describe(), "time_limit_s": p.time_limit_s,
+                "memory_limit_mb": p.memory_limit_mb,
+            })
+        columns = ["problem", "name", "correctness_tests", "optimization_tests", "correct_submissions",
+                   "incorrect_submissions", "python", "cpp", "checker", "time_limit_s", "memory_limit_mb"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def to_dict(self) -> dict:
+        return {"root": str(self.root), "problems": [p.to_dict() for p in self.problems],
+                "skipped": [s.to_dict() for s in self.skipped]}
+
+    def summary(self) -> str:
+        """Problems, tests per kind, submissions per verdict folder and language, and what was skipped."""
+        kinds = Counter(t.kind for t in self.tests)
+        verdicts = Counter(s.expected for s in self.submissions)
+        languages = Counter(s.language for s in self.submissions)
+        lines = [f"suite {self.root}",
+                 f"  problems: {len(self.problems)}",
+                 f"  tests: {len(self.tests)} ({kinds.get('correctness', 0)} correctness, "
+                 f"{kinds.get('optimization', 0)} optimization)"]
+        n_sub = len(self.submissions)
+        lang_text = ", ".join(f"{k} {v}" for k, v in sorted(languages.items()))
+        lines.append(f"  submissions: {n_sub}" + (f" ({lang_text})" if lang_text else ""))
+        order = sorted(verdicts, key=lambda v: (v not in CORRECT_VERDICTS, v))
+        for verdict in order:
+            tag = "correct" if verdict in CORRECT_VERDICTS else "incorrect"
+            lines.append(f"    {verdict:<22} {verdicts[verdict]:>6}  ({tag})")
+        if self.problems:
+            lines.append("  per problem:")
+            width = max(len(p.id) for p in self.problems)
+            for p in self.problems:
+                k = Counter(t.kind for t in p.tests)
+                n_ok = sum(s.correct for s in p.submissions)
+                lines.append(f"    {p.id:<{width}}  tests {k.get('correctness', 0):>3} corr + "
+                             f"{k.get('optimization', 0):>3} opt  submissions {n_ok:>3} correct + "
+                             f"{len(p.submissions) - n_ok:>3} incorrect  {p.checker.describe()}")
+        lines.append(f"  skipped: {len(self.skipped)}")
+        for s in self.skipped:
+            lines.append(f"    {_rel(s.path, self.root)}: {s.reason}")
+        return "\n".join(lines)
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        rel = Path(path).relative_to(root)
+        return str(rel) if str(rel) != "." else str(path)
+    except ValueError:
+        return str(path)
+
+
+def default_build_dir() -> Path:
+    """Where validators are compiled when no build_dir is given: $XDG_CACHE_HOME/speedaudit/build."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "speedaudit" / "build"
+
+
+_NATURAL = re.compile(r"(\d+)")
+
+
+def _natural_key(text: str):
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in _NATURAL.split(text)]
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+class _Skip(Exception):
+    """Internal: this package cannot be used; the message is the reason."""
+
+
+def _read_yaml(path: Path, what: str) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Skip(f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise _Skip(f"{what} cannot be read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _Skip(f"{what} is not valid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _Skip(f"{what} must be a YAML mapping (key: value lines), got a {type(data).__name__}")
+    return data
+
+
+def _flags_of(value, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(part for v in value for part in str(v).split())
+    if isinstance(value, (int, float)):
+        return (str(value),)
+    raise _Skip(f"{where} must be a string of flags (e.g. 'float_tolerance 1e-6'), got {value!r}")
+
+
+def _problem_name(pid: str, root: Path, config: dict) -> str:
+    name = config.get("name")
+    if isinstance(name, dict) and name:  # 2023-07: a map language -> name
+        name = name.get("en", next(iter(name.values())))
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    statement = root / "problem_statement"
+    if statement.is_dir():  # legacy: \problemname{...} in the LaTeX statement
+        for tex in sorted(statement.glob("problem*.tex")):
+            try:
+                match = re.search(r"\\problemname\{([^}]*)\}", tex.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if match and match.group(1).strip():
+                return match.group(1).strip()
+    return pid
+
+
+def _number(value, where: str, *, integer: bool = False):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _Skip(f"{where} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise _Skip(f"{where} must be a number, got {value!r}") from None
+    if not number > 0 or number != number or number == float("inf"):
+        raise _Skip(f"{where} must be a positive number, got {value!r}")
+    return int(number) if integer else number
+
+
+def _limits(root: Path, config: dict) -> tuple[float | None, int | None]:
+    limits = config.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise _Skip(f"problem.yaml: 'limits' must be a mapping (e.g. 'limits: {{memory: 1024}}'), got {limits!r}")
+    memory = _number(limits.get("memory"), "problem.yaml: limits.memory (MB)", integer=True)
+    time_limit = _number(limits.get("time_limit"), "problem.yaml: limits.time_limit (s)")
+    if time_limit is None and (root / ".timelimit").is_file():
+        text = (root / ".timelimit").read_text(errors="replace").strip()
+        time_limit = _number(text, ".timelimit (s)")
+    if time_limit is None and (root / "domjudge-problem.ini").is_file():
+        parser = configparser.ConfigParser()
+        try:
+            parser.read_string("[p]\n" + (root / "domjudge-problem.ini").read_text(errors="replace"))
+        except configparser.Error as exc:
+            raise _Skip(f"domjudge-problem.ini cannot be parsed: {exc}") from None
+        raw = parser.get("p", "timelimit", fallback=None)
+        if raw is not None:
+            time_limit = _number(raw.strip().strip("'\""), "domjudge-problem.ini: timelimit (s)")
+    return time_limit, memory
+
+
+def _problem_types(config: dict) -> tuple[str, set[str]]:
+    """(legacy validation string, set of 2023-07 types)."""
+    validation = config.get("validation", "default")
+    if validation is None:
+        validation = "default"
+    if not isinstance(validation, str):
+        raise _Skip(f"problem.yaml: 'validation' must be a string such as 'default' or 'custom', got {validation!r}")
+    types = config.get("type", "pass-fail")
+    if isinstance(types, str):
+        types = set(types.split())
+    elif isinstance(types, list):
+        types = {str(t) for t in types}
+    else:
+        raise _Skip(f"problem.yaml: 'type' must be a string or a list, got {types!r}")
+    return validation.strip(), types
+
+
+def _find_validator(root: Path) -> Path | None:
+    """The custom output validator: a folder or a single file in output_validators/ (or output_validator/)."""
+    for folder_name in ("output_validator", "output_validators"):
+        folder = root / folder_name
+        if not folder.is_dir():
+            continue
+        entries = sorted(p for p in folder.iterdir() if not _hidden(p.name))
+        if folder_name == "output_validator":
+            return folder
+        dirs = [p for p in entries if p.is_dir()]
+        files = [p for p in entries if p.is_file()]
+        if len(dirs) == 1 and not any(language_of(f) for f in files):
+            return dirs[0]
+        if not dirs and files:
+            sources = [f for f in files if language_of(f)]
+            return sources[0] if len(sources) == 1 else folder
+        if entries:
+            raise _Skip(f"{folder}: expected one validator (one folder or one source file), found "
+                        + ", ".join(p.name for p in entries))
+    return None
+
+
+def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
+    language = language_of(path)
+    if language is None:
+        found = sorted({p.suffix or p.name for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()})
+        raise _Skip(f"custom output validator {path} is neither Python nor C++ (found {', '.join(found) or 'no files'}); "
+                    f"supported: {', '.join(EXTENSIONS)}")
+    try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
+        return prepare(path, build_dir, python=python, cxx=cxx)
+    except BuildError as exc:
+        raise _Skip(f"custom output validator cannot be built: {exc}") from None
+
+
+def _testdata_flags(data: Path) -> dict[str, tuple[str, ...] | None]:
+    """group path (relative to data/, '' for data/) -> output_validator_flags set there (None = not set)."""
+    found: dict[str, tuple[str, ...] | None] = {}
+    for dirpath, dirnames, filenames in os.walk(data):
+        dirnames[:] = [d for d in dirnames if not _hidden(d)]
+        for config_name in ("test_group.yaml", "testdata.yaml"):  # 2025-09 name, then the legacy one
+            if config_name not in filenames:
+                continue
+            rel = Path(dirpath).relative_to(data).as_posix()
+            rel = "" if rel == "." else rel
+            config_path = Path(dirpath) / config_name
+            cfg = _read_yaml(config_path, str(config_path.relative_to(data.parent)))
+            key = "output_validator_args" if "output_validator_args" in cfg else "output_validator_flags"
+            value = cfg.get(key)
+            found[rel] = None if value is None else _flags_of(value, f"{config_path.relative_to(data.parent)}: {key}")
+            break
+    return found
+
+
+def _group_flags(group: str, testdata: dict) -> tuple[str, ...] | None:
+    parts = group.split("/") if group else []
+    for depth in range(len(parts), -1, -1):
+        key = "/".join(parts[:depth])
+        if testdata.get(key) is not None:
+            return testdata[key]
+    return None
+
+
+def _collect_tests(pid: str, root: Path, *, include_samples: bool, n_largest: int,
+                   skipped: list[Skipped]) -> list[tuple[str, str, Path, Path, int]]:
+    """(name, group, input, answer, bytes) for every usable .in file in data/sample and data/secret."""
+    data = root / "data"
+    found = []
+    for top in ("sample", "secret"):
+        base = data / top
+        if not base.is_dir() or (top == "sample" and not include_samples):
+            continue
+        seen: set[str] = set()
+        data_real = os.path.realpath(data)
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=True):  # archives symlink shared data
+            real = os.path.realpath(dirpath)
+            # a folder seen before (linked twice), or a link up to data/ or above (a loop): not again
+            if real in seen or real == data_real or data_real.startswith(real + os.sep):
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
+            for fname in sorted(filenames):
+                if _hidden(fname) or not fname.endswith(".in"):
+                    continue
+                inp = Path(dirpath) / fname
+                ans = inp.with_suffix(".ans")
+                rel = inp.relative_to(data).with_suffix("").as_posix()
+                if not ans.is_file():
+                    skipped.append(Skipped(inp, f"no answer file {ans.name} beside the input (test {rel} skipped)"))
+                    continue
+                try:
+                    size = inp.stat().st_size
+                except OSError as exc:
+                    skipped.append(Skipped(inp, f"input cannot be read ({exc.strerror})"))
+                    continue
+                group = Path(rel).parent.as_posix()
+                found.append((rel, group, inp, ans, size))
+    found.sort(key=lambda t: _natural_key(t[0]))
+    return found
+
+
+def _kinds(tests: list[tuple[str, str, Path, Path, int]], n_largest: int) -> list[str]:
+    opt_folder = [t[1] == "secret/optimization" or t[1].startswith("secret/optimization/") for t in tests]
+    if any(opt_folder):
+        return ["optimization" if flag else "correctness" for flag in opt_folder]
+    secret = [i for i, t in enumerate(tests) if t[1] == "secret" or t[1].startswith("secret/")]
+    largest = sorted(secret, key=lambda i: (-tests[i][4], _natural_key(tests[i][0])))[:n_largest]
+    chosen = set(largest)
+    return ["optimization" if i in chosen else "correctness" for i in range(len(tests))]
+
+
+def _collect_submissions(pid: str, root: Path, skipped: list[Skipped]) -> list[Submission]:
+    subs_dir = root / "submissions"
+    if not subs_dir.is_dir():
+        return []
+    out = []
+    for verdict_dir in sorted(subs_dir.iterdir()):
+        if _hidden(verdict_dir.name) or not verdict_dir.is_dir():
+            continue  # e.g. submissions.yaml (2023-07)
+        verdict = verdict_dir.name
+        for entry in sorted(verdict_dir.iterdir(), key=lambda p: _natural_key(p.name)):
+            if _hidden(entry.name):
+                continue
+            name = f"{verdict}/{entry.name}"
+            language = language_of(entry)
+            if language is None:
+                if entry.is_dir():
+                    reason = "language not supported (a folder without a single Python or C++ program)"
+                else:
+                    reason = f"language not supported ({entry.suffix or 'no extension'})"
+                skipped.append(Skipped(entry, f"{reason}; supported: {', '.join(EXTENSIONS)}"))
+                continue
+            out.append(Submission(pid, name, entry.resolve(), language, verdict, verdict in CORRECT_VERDICTS))
+    return out
+
+
+def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
+                 build_dir: Path | None = None, python: str | None = None, cxx: str = "g++"
+                 ) -> tuple[Problem | None, tuple[Skipped, ...]]:
+    """Load one problem package.
+
+    Returns ``(problem, skipped)``: ``problem`` is None when the whole package
+    cannot be used, and ``skipped`` lists it (or its unusable tests and
+    submissions) with the reasons. Options as in :func:`load_suite`.
+    """
+    root = Path(path).resolve()
+    pid = root.name
+    skipped: list[Skipped] = []
+    yaml_path = root / "problem.yaml"
+    try:
+        if not yaml_path.is_file():
+            raise _Skip("missing problem.yaml (every problem package needs one, even if empty)")
+        config = _read_yaml(yaml_path, "problem.yaml")
+        validation, types = _problem_types(config)
+        words = set(validation.split())
+        if "interactive" in words or "interactive" in types:
+            raise _Skip("interactive problem (validation: custom interactive): the program talks to a "
+                        "validator while it runs; speedaudit times batch programs only")
+        unsupported = types - {"pass-fail", "scoring"}
+        if unsupported:
+            raise _Skip(f"problem type {', '.join(sorted(unsupported))} is not supported "
+                        "(only pass-fail and scoring batch problems)")
+        if words - {"default", "custom", "score"} or (words and validation.split()[0] not in ("default", "custom")):
+            raise _Skip(f"problem.yaml: unknown validation {validation!r} "
+                        "(expected default, custom, custom score or custom interactive)")
+        name = _problem_name(pid, root, config)
+        time_limit, memory = _limits(root, config)
+        base_flags = _flags_of(config.get("validator_flags"), "problem.yaml: validator_flags")
+        data = root / "data"
+        testdata = _testdata_flags(data) if data.is_dir() else {}
+        root_flags = base_flags + (testdata.get("") or ())
+
+        validator = _find_validator(root)
+        custom = validation.startswith("custom") or (validator is not None and validation == "default"
+                                                     and (root / "output_validator").is_dir())
+        if custom:
+            if validator is None:
+                raise _Skip("validation is custom but there is no output_validators/<name>/ "
+                            "(or output_validator/) folder")
+            program = _prepare_validator(validator, Path(build_dir) if build_dir else default_build_dir(),
+                                         python or DEFAULT_PYTHON, cxx)
+            checker = OutputChecker.custom(program, flags=root_flags, source=validator)
+        else:
+            try:
+                checker = OutputChecker.default(root_flags)
+            except ValueError as exc:
+                raise _Skip(f"validator_flags: {exc}") from None
+        if not data.is_dir():
+            raise _Skip("no data/ folder (tests go in data/sample/ and data/secret/)")
+
+        raw = _collect_tests(pid, root, include_samples=include_samples, n_largest=n_largest_optimization,
+                             skipped=skipped)
+        kinds = _kinds(raw, n_largest_optimization)
+        tests = []
+        for (rel, group, inp, ans, size), kind in zip(raw, kinds):
+            flags = _group_flags(group, testdata)
+            effective = base_flags + (flags or ())
+            own = None if effective == root_flags else effective
+            if own is not None and checker.kind == "default":
+                try:
+                    parse_validator_flags(list(own))
+                except ValueError as exc:
+                    skipped.append(Skipped(inp, f"output_validator_flags of group {group}: {exc}"))
+                    continue
+            tests.append(TestCase(pid, rel, inp, ans, kind, group, size, own))
+        if not tests:
+            where = "data/secret" if not include_samples else "data/sample or data/secret"
+            raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
+        submissions = _collect_submissions(pid, root, skipped)
+    except _Skip as exc:
+        return None, (Skipped(root, str(exc)),)
+    problem = Problem(pid, name, root, tuple(tests), tuple(submissions), checker, time_limit, memory)
+    return problem, tuple(skipped)
+
+
+def _looks_like_package(path: Path) -> bool:
+    return any((path / part).exists() for part in ("problem.yaml", "data", "submissions", "problem_statement"))
+
+
+def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
+               problems: Sequence[str] | None = None, build_dir: Path | None = None,
+               python: str | None = None, cxx: str = "g++") -> Suite:
+    """Load a suite: a folder of problem packages, or one package (a folder with problem.yaml).
+
+    Parameters
+    ----------
+    path : path-like
+    n_largest_optimization : int, default 6
+        When a problem has no ``data/secret/optimization/`` folder, its this-many
+        largest secret inputs are its optimization tests (0 = none).
+    include_samples : bool, default True
+        Load ``data/sample`` tests (as correctness tests).
+    problems : sequence of str, optional
+        Load only these problem ids (folder names).
+    build_dir : Path, optional
+        Where custom output validators are compiled (default :func:`default_build_dir`).
+    python, cxx : str, optional
+        Interpreter for Python validators (default ``/usr/bin/python3``) and the C++ compiler.
+
+    Returns
+    -------
+    Suite
+        Problems sorted by id; ``skipped`` lists every package, test and
+        submission that could not be used, with the reason.
+
+    Raises
+    ------
+    SuiteError
+        ``path`` does not exist, is not a folder, holds no problem package, or
+        ``problems`` names ids that are not there.
+
+    Examples
+    --------
+    >>> suite = load_suite("my_archive", n_largest_optimization=4)   # doctest: +SKIP
+    >>> [t.name for t in suite.problems[0].tests_of_kind("optimization")]   # doctest: +SKIP
+    ['secret/07-max', 'secret/08-max-random', ...]
+    """
+    if isinstance(n_largest_optimization, bool) or not isinstance(n_largest_optimization, int) \
+            or n_largest_optimization < 0:
+        raise SuiteError(f"n_largest_optimization must be a non-negative integer, got {n_largest_optimization!r}")
+    root = Path(path)
+    if not root.exists():
+        raise SuiteError(f"{root}: no such folder; give a folder of problem packages or one package "
+                         f"(a folder with problem.yaml)")
+    if not root.is_dir():
+        raise SuiteError(f"{root}: not a folder; a suite is a folder of problem packages "
+                         f"(each a folder with problem.yaml, data/ and submissions/)")
+    root = root.resolve()
+    if (root / "problem.yaml").is_file():
+        candidates = [root]
+        suite_root = root
+    else:
+        candidates = sorted((p for p in root.iterdir() if p.is_dir() and not _hidden(p.name)),
+                            key=lambda p: p.name)
+        suite_root = root
+        if not any(_looks_like_package(p) for p in candidates):
+            if _looks_like_package(root):
+                raise SuiteError(f"{root}: looks like a problem package (it has data/ or submissions/) but has no "
+                                 f"problem.yaml; add one (it may be empty), or give the folder that holds packages")
+            raise SuiteError(f"{root}: not a suite: no problem package in it (a package is a folder with "
+                             f"problem.yaml, data/sample/, data/secret/ and submissions/)")
+    if problems is not None:
+        if isinstance(problems, str):
+            problems = [problems]
+        wanted = list(dict.fromkeys(problems))
+        names = {p.name for p in candidates}
+        missing = [w for w in wanted if w not in names]
+        if missing:
+            raise SuiteError(f"{root}: no problem {', '.join(map(repr, missing))}; "
+                             f"problems here: {', '.join(sorted(names)) or 'none'}")
+        candidates = [p for p in candidates if p.name in set(wanted)]
+    loaded: list[Problem] = []
+    skipped: list[Skipped] = []
+    for candidate in candidates:
+        if not _looks_like_package(candidate):
+            skipped.append(Skipped(candidate, "not a problem package (no problem.yaml, data/ or submissions/)"))
+            continue
+        problem, skips = load_problem(candidate, n_largest_optimization=n_largest_optimization,
+                                      include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx)
+        skipped.extend(skips)
+        if problem is not None:
+            loaded.append(problem)
+    return Suite(suite_root, tuple(loaded), tuple(skipped))

@@ -1,0 +1,1 @@
+"""Importers of other tools' result files into the timing corpus."""

@@ -1,0 +1,1 @@
+"""Reports: rendering the notebook templates, the narrative, plots and the demo."""

@@ -1,0 +1,211 @@
+"""The main job behind ``make demo``: measure this machine, then render every report.
+
+Steps (each prints progress; the whole run is sized for well under 10 minutes on 2 cores):
+
+1. **Collect** the shipped suite ``fixtures/suites/speedbench`` on this machine twice, with
+   ``speedaudit collect`` in real sandboxed processes: a *quiet* environment (one worker, no
+   background load) and a *busy* one (workers competing with a background CPU/memory load, the
+   situation of a busy RL training worker). The campaign is short: ``--repeats 3``, the optimization
+   tests of four problems (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time
+   limit. Both land in ``reports/demo/`` (git-ignored) under the campaign name ``today``; a rerun
+   reuses them (an interrupted collection resumes from its journal; ``--fresh`` measures again).
+2. **Render** every report (``speedaudit report``) into ``reports/`` from today's corpora plus the
+   shipped corpora in ``fixtures/corpora`` (collected from the same suite earlier on a real machine),
+   so calibration compares today's quiet run with the stored one and quiet with busy.
+3. Print the path of ``reports/index.html`` as the **last line**.
+
+If collection fails (no sandbox, missing interpreter), the demo says why and what to do, and exits 1.
+
+Examples
+--------
+``make demo`` or ``python -m audits.report.demo --repeats 3 --out reports``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from audits.report.render import ReportError, render_reports, repo_root
+
+__all__ = ["DemoRun", "DemoError", "demo_runs", "demo_parameters", "shipped_corpora", "stored_run", "collect",
+           "main"]
+
+CAMPAIGN = "today"
+#: Problems of the short demo campaign: two filterable (wide workload span) and two that are not.
+DEMO_PROBLEMS = ("lis", "sortdedup", "twosum", "unionfind")
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One collection run of the demo: environment name and the extra ``speedaudit collect`` options."""
+
+    environment: str
+    workers: int
+    load: str | None
+    description: str
+
+
+class DemoError(RuntimeError):
+    """A step of the demo failed; the reason and what to do were already printed."""
+
+
+def demo_runs(*, workers: int = 2) -> tuple[DemoRun, ...]:
+    """The two environments the demo measures: quiet (1 worker, idle) and busy (``workers`` + load)."""
+    return (
+        DemoRun("quiet", 1, None, "one worker, no background load"),
+        DemoRun("busy", workers, "cpu=2,mem=256M", f"{workers} workers plus 2 CPU burners and 256 MB of memory churn"),
+    )
+
+
+def shipped_corpora() -> list[Path]:
+    """The corpora that ship with the project (fixtures/corpora/*.parquet), sorted."""
+    return sorted((repo_root() / "fixtures" / "corpora").glob("*.parquet"))
+
+
+def _collect_command(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None,
+                     timeout: float, fresh: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "audits.cli", "collect", str(suite), "--sandbox", "local",
+           "--repeats", str(repeats), "--campaign", CAMPAIGN, "--environment", run.environment,
+           "--workers", str(run.workers), "--timeout", f"{timeout:g}", "--tests", "optimization",
+           "--out", str(out)]
+    if run.load:
+        cmd += ["--load", run.load]
+    if problems:
+        cmd += ["--problems", problems]
+    if fresh:
+        cmd += ["--overwrite", "--restart"]
+    return cmd
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def collect(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None, timeout: float,
+            fresh: bool, step: str) -> Path:
+    """Run ``speedaudit collect`` for one environment (output streamed); on failure print why and what to do
+    and raise :class:`DemoError`."""
+    cmd = _collect_command(run, suite, out, repeats=repeats, problems=problems, timeout=timeout, fresh=fresh)
+    _say(f"{step} collecting {suite.name} in the {run.environment} environment ({run.description}), "
+         f"{repeats} repeats -> {out}")
+    start = time.perf_counter()
+    result = subprocess.run(cmd, cwd=repo_root())
+    if result.returncode != 0 or not out.exists():
+        _say(f"speedaudit demo: collecting the {run.environment} run failed (exit status {result.returncode}); "
+             "the error is printed above.\n"
+             "  what to do: run the command below by hand to see it fail on one job; 'speedaudit collect --help' "
+             "lists the sandboxes (--sandbox local needs only Python; bwrap needs bubblewrap: "
+             "scripts/system-deps.sh installs it).\n"
+             f"  command: {' '.join(cmd)}\n"
+             "  the reports can still be rendered from the shipped corpora alone: "
+             "speedaudit report fixtures/corpora/*.parquet --out reports")
+        raise DemoError(f"collection of the {run.environment} run failed")
+    _say(f"{step} {run.environment}: done in {time.perf_counter() - start:.0f} s")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m audits.report.demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="reports", help="report folder (default: reports/)")
+    p.add_argument("--suite", default=str(repo_root() / "fixtures" / "suites" / "speedbench"))
+    p.add_argument("--repeats", type=int, default=3, help="repeats per job (default 3)")
+    p.add_argument("--problems", default=",".join(DEMO_PROBLEMS),
+                   help=f"comma-separated problems to measure, or 'all' (default: {','.join(DEMO_PROBLEMS)})")
+    p.add_argument("--workers", type=int, default=2, help="workers of the busy run (default 2)")
+    p.add_argument("--timeout", type=float, default=1.0,
+                   help="per-execution time limit in seconds (default 1: the time-limit-exceeded submissions "
+                        "would otherwise dominate the demo's run time)")
+    p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples in the reports (default 500)")
+    p.add_argument("--fresh", action="store_true", help="measure again even if today's corpora exist")
+    p.add_argument("--skip-collect", action="store_true",
+                   help="render from the corpora already collected in OUT/demo (no new measurements)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Path(args.out).resolve()
+    work = out / "demo"
+    work.mkdir(parents=True, exist_ok=True)
+    suite = Path(args.suite).resolve()
+    started = time.perf_counter()
+    _say("speedaudit demo: measure this machine (quiet and busy), then render every report")
+    shipped = shipped_corpora()
+    fresh = []
+    runs = demo_runs(workers=args.workers)
+    for i, run in enumerate(runs, 1):
+        path = work / f"{run.environment}-{CAMPAIGN}.parquet"
+        step = f"[collect {i}/{len(runs)}]"
+        if args.skip_collect or (path.exists() and not args.fresh):
+            if not path.exists():
+                _say(f"speedaudit demo: --skip-collect but {path} does not exist; run without --skip-collect")
+                return 1
+            _say(f"{step} {run.environment}: reusing {path} from an earlier run (--fresh measures again)")
+        else:
+            if not suite.is_dir():
+                _say(f"speedaudit demo: suite {suite} not found; pass --suite or check out fixtures/suites")
+                return 1
+            problems = None if args.problems == "all" else args.problems
+            try:
+                collect(run, suite, path, repeats=args.repeats, problems=problems, timeout=args.timeout,
+                        fresh=args.fresh, step=step)
+            except DemoError:
+                return 1
+        fresh.append(path)
+    corpora = fresh + shipped
+    _say(f"[report] rendering the reports from {len(fresh)} fresh and {len(shipped)} shipped corpora "
+         f"into {out}")
+    stored = stored_run(shipped)
+    if stored is None:
+        _say("speedaudit demo: note: no stored quiet campaign in fixtures/corpora/*.parquet (incomplete checkout?); "
+             "the calibration of stored reference timings is skipped")
+    parameters = demo_parameters(n_boot=args.n_boot, stored_run=stored)
+    try:
+        index = render_reports(corpora, out_dir=out, parameters=parameters,
+                               progress=lambda line: _say(f"[report] {line}"))
+    except ReportError as exc:
+        _say(f"speedaudit demo: a report failed:\n{exc}")
+        return 1
+    _say(f"speedaudit demo: done in {time.perf_counter() - started:.0f} s; open this page in a browser:")
+    _say(str(index.path))
+    return 0
+
+
+def stored_run(shipped: list[Path]) -> str | None:
+    """The stored run today's quiet run is compared with: the first quiet campaign of the shipped corpora."""
+    if not shipped:
+        return None
+    from audits.report.render import _runs_of, load_corpora
+
+    campaigns = sorted(c for e, c in _runs_of(load_corpora(shipped)) if e == "quiet" and c != CAMPAIGN)
+    return f"quiet/{campaigns[0]}" if campaigns else None
+
+
+def demo_parameters(*, n_boot: int, stored_run: str | None = "quiet/quiet-a") -> dict:
+    """Notebook parameters of the demo: today's quiet run against the stored one, quiet against busy today.
+
+    Reliability, aggregation and the simulator look at today's runs (this machine); calibration compares
+    ``stored_run`` (a shipped campaign) with today's quiet run, and today's quiet run with today's busy one.
+    """
+    return {"n_boot": n_boot, "seed": 0, "campaign": CAMPAIGN,
+            "stored_run": stored_run, "fresh_run": f"quiet/{CAMPAIGN}",
+            "source_run": f"quiet/{CAMPAIGN}", "target_run": f"busy/{CAMPAIGN}",
+            # The short campaign measures 4 of the suite's problems (optimization tests only), so most stored
+            # cells have no fresh partner by design: only flag the pairing when almost nothing pairs up.
+            "calibration_thresholds": {"pairs_lost_share.warn": 0.95, "pairs_lost_share.fail": 0.99},
+            "aggregation_environment": None, "aggregation_campaign": CAMPAIGN,
+            "simulation_environment": "quiet", "simulation_campaign": CAMPAIGN}
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("speedaudit demo: interrupted (rerun resumes the collection)", file=sys.stderr)
+        sys.exit(130)

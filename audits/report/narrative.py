@@ -1,0 +1,632 @@
+"""Prose and display helpers for the report notebooks.
+
+Everything a report *says* about its numbers comes from a function here, so a
+unit test can reach it (the notebooks only call these). Two kinds of helpers:
+
+* **verdict display**: :func:`show_findings` renders a list of
+  :class:`~audits.findings.Finding` as an HTML table and, beside it, as a
+  machine-readable output (mimetype :data:`FINDINGS_MIMETYPE`) that
+  :mod:`audits.report.render` reads back from the executed notebook to build the
+  index page's headline verdicts;
+* **interpretation**: small functions that turn an audit's numbers into one
+  or two sentences (``describe_*``), always quoting the number, its interval
+  and n, and saying what to do when a threshold is crossed.
+
+Examples
+--------
+>>> from audits.findings import Finding
+>>> f = [Finding("warn", "median_repeat_cv", 0.12, "<= 0.05 pass", "Timing is noisy.", "busy")]
+>>> verdict_sentence(f)
+'Verdict: WARN (0 fail, 1 warn, 0 pass). Worst: [busy] median_repeat_cv = 0.12 - Timing is noisy.'
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from audits.findings import LEVELS, Finding, to_jsonable, worst_level
+
+__all__ = [
+    "FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
+    "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
+    "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
+    "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
+    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "show_plot", "show_verdicts",
+]
+
+FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
+_BADGE = {"pass": ("PASS", "#1a7f37", "#dafbe1"), "warn": ("WARN", "#9a6700", "#fff8c5"),
+          "fail": ("FAIL", "#cf222e", "#ffebe9")}
+
+
+def format_value(value, digits: int = 3) -> str:
+    """Short text for a number (``'-'`` for None/NaN), ``digits`` significant digits.
+
+    >>> format_value(0.123456), format_value(float("nan")), format_value(12345.0)
+    ('0.123', '-', '1.23e+04')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if math.isnan(value):
+            return "-"
+        return f"{float(value):.{digits}g}"
+    return str(value)
+
+
+def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "") -> str:
+    """``estimate [low, high] (n=...)`` for a :class:`stats.bootstrap.Interval` (or a dict of one).
+
+    >>> from stats.bootstrap import Interval
+    >>> format_interval(Interval(0.05, 0.04, 0.061, 20))
+    '0.05 [0.04, 0.061] (n=20)'
+    >>> format_interval(Interval(0.05, 0.04, 0.061, 20), scale=100, unit="%")
+    '5% [4%, 6.1%] (n=20)'
+    """
+    if interval is None:
+        return "-"
+    if isinstance(interval, dict):
+        est, low, high, n = (interval.get("estimate"), interval.get("ci_low", interval.get("low")),
+                             interval.get("ci_high", interval.get("high")), interval.get("n"))
+    else:
+        est, low, high, n = interval.estimate, interval.low, interval.high, interval.n
+
+    def f(x):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format_value(x * scale, digits) + unit
+
+    return f"{f(est)} [{f(low)}, {f(high)}] (n={n})"
+
+
+def rank_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings ordered worst first (fail, warn, pass), keeping the audit's order within a level."""
+    rows = list(findings)
+    order = {level: i for i, level in enumerate(reversed(LEVELS))}
+    return sorted(rows, key=lambda f: order[f.level])
+
+
+def _finding_text(f: Finding) -> str:
+    where = f"[{f.environment}] " if f.environment else ""
+    return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
+
+
+def verdict_sentence(findings: Iterable[Finding]) -> str:
+    """One sentence: overall level, counts per level and the worst finding.
+
+    The overall level is the worst finding's (:func:`audits.findings.worst_level`).
+    """
+    rows = rank_findings(findings)
+    if not rows:
+        return "Verdict: no findings (the audit had nothing to judge on this corpus)."
+    counts = {level: sum(f.level == level for f in rows) for level in LEVELS}
+    level = worst_level(rows)
+    text = (f"Verdict: {level.upper()} ({counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass). "
+            f"Worst: {_finding_text(rows[0])}")
+    return text
+
+
+def findings_frame(findings: Iterable[Finding], *, audit: str | None = None) -> pd.DataFrame:
+    """Findings as a tidy table (one row per finding, worst first)."""
+    rows = [f.to_dict() for f in rank_findings(findings)]
+    frame = pd.DataFrame(rows, columns=["level", "metric", "value", "threshold", "message", "environment"])
+    if audit is not None:
+        frame.insert(0, "audit", audit)
+    return frame
+
+
+class FindingsDisplay:
+    """Rich display of findings: an HTML table plus a JSON copy for the index page."""
+
+    def __init__(self, findings: Sequence[Finding], *, audit: str, title: str | None = None):
+        self.findings = tuple(rank_findings(findings))
+        self.audit = audit
+        self.title = title
+
+    def to_dict(self) -> dict:
+        return {"audit": self.audit, "worst": worst_level(self.findings),
+                "findings": [f.to_dict() for f in self.findings]}
+
+    def _repr_html_(self) -> str:
+        head = f"<h3>{html.escape(self.title)}</h3>" if self.title else ""
+        sentence = html.escape(verdict_sentence(self.findings))
+        rows = []
+        for f in self.findings:
+            label, fg, bg = _BADGE[f.level]
+            rows.append(
+                "<tr>"
+                f"<td><span class='sa-badge sa-{f.level}' style='font-weight:bold;color:{fg};background:{bg};"
+                f"padding:1px 6px;border-radius:4px'>{label}</span></td>"
+                f"<td>{html.escape(f.environment or '')}</td>"
+                f"<td><code>{html.escape(f.metric)}</code></td>"
+                f"<td>{html.escape(format_value(f.value))}</td>"
+                f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
+                f"<td>{html.escape(f.message)}</td>"
+                "</tr>")
+        table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>environment</th><th>metric</th>"
+                 "<th>value</th><th>threshold</th><th>what it means / what to do</th>"
+                 "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        style = "<style>.sa-findings td, .sa-findings th {text-align: left !important;}</style>"
+        return f"{style}{head}<p class='sa-verdict'><b>{sentence}</b></p>{table}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self._repr_html_(), "text/plain": verdict_sentence(self.findings),
+                FINDINGS_MIMETYPE: to_jsonable(self.to_dict())}
+
+
+def show_findings(findings: Sequence[Finding], *, audit: str, title: str | None = None) -> FindingsDisplay:
+    """Display object for a notebook cell: verdict sentence + findings table (+ JSON for the index)."""
+    return FindingsDisplay(findings, audit=audit, title=title)
+
+
+class Markdown:
+    """Markdown text for a notebook output (a minimal stand-in that does not need IPython)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def figure_png(fig, *, dpi: int = 110) -> bytes:
+    """PNG bytes of a matplotlib Figure (tight bounding box)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def show_figure(fig, *, dpi: int = 110):
+    """Display a matplotlib Figure once, as a PNG, and close it.
+
+    The PNG is rendered here rather than by the notebook's inline backend: the plot modules select the
+    Agg backend, under which IPython has no figure formatter (the cell would show ``<Figure ...>``).
+    nbconvert turns the PNG into a data URI, so the HTML stays self-contained.
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    try:
+        display(Image(data=figure_png(fig, dpi=dpi), format="png"))
+    finally:
+        plt.close(fig)
+
+
+def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
+    """``column == value`` as a bool array, fast for categoricals (compares codes, no object array)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = column.cat.categories
+        if value not in categories:
+            return np.zeros(len(column), dtype=bool)
+        return column.cat.codes.to_numpy() == categories.get_loc(value)
+    return (column.astype(object) == value).to_numpy()
+
+
+def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Per (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
+
+    Vectorised (dense group codes + ``np.bincount``; distinct counts via unique code pairs; no copy of
+    the corpus), so it stays in seconds at 10^7 rows. Returns the table and the non-floor row mask.
+    """
+    from stats._groups import first_rows, group_codes
+
+    body = ~_mask_equal(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
+    run_all, _ = group_codes(corpus, ["environment", "campaign"])
+    run, n_runs = pd.factorize(run_all[body])
+    run = run.astype(np.int64, copy=False)
+    n_runs = len(n_runs)
+    rows = np.bincount(run, minlength=n_runs)
+    first = np.flatnonzero(body)[first_rows(run, n_runs)] if n_runs else np.zeros(0, dtype=np.int64)
+
+    def distinct(columns):
+        unit, n_units = group_codes(corpus, columns)
+        pairs = np.unique(run * n_units + unit[body])
+        return np.bincount(pairs // n_units, minlength=n_runs)
+
+    if "repeat" in corpus.columns:
+        repeat = corpus["repeat"].to_numpy(dtype=np.int64)[body]
+    else:
+        repeat = np.zeros(len(run), dtype=np.int64)
+    max_repeat = np.full(n_runs, -1, dtype=np.int64)
+    np.maximum.at(max_repeat, run, repeat)
+    ok = _mask_equal(corpus["status"], "ok")[body]
+    table = pd.DataFrame({
+        "environment": corpus["environment"].iloc[first].astype(str).to_numpy(),
+        "campaign": corpus["campaign"].iloc[first].astype(str).to_numpy(),
+        "rows": rows,
+        "problems": distinct(["problem"]),
+        "solutions": distinct(["problem", "solution"]),
+        "repeats": max_repeat + 1,
+        "ok_share": np.bincount(run, weights=ok.astype(float), minlength=n_runs) / np.maximum(rows, 1),
+    })
+    return table.sort_values(["environment", "campaign"]).set_index(["environment", "campaign"]), body
+
+
+def _skipped(audit) -> bool:
+    return bool(getattr(audit, "skipped", False))
+
+
+def show_plot(plot, audit, **options):
+    """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
+
+    For a skipped audit (e.g. :class:`audits.report.render.CalibrationSkipped`) shows why instead.
+    """
+    from IPython.display import display
+
+    if _skipped(audit):
+        display(Markdown(f"*Not measured: {audit.reason}.*"))
+        return
+    show_figure(plot(audit, **options))
+
+
+def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
+    """Rows, problems, solutions, repeats and ok share per (environment, campaign), floor rows excluded.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"environment": "e", "campaign": ["a", "a", "b"], "problem": "p",
+    ...     "solution": ["s", "t", "s"], "repeat": [0, 1, 0], "status": ["ok", "timeout", "ok"],
+    ...     "role": "reference"})
+    >>> corpus_overview(frame)[["rows", "solutions", "repeats", "ok_share"]].values.tolist()
+    [[2.0, 2.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
+    """
+    return _run_counts(corpus)[0]
+
+
+def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> str:
+    """One sentence saying what the report is based on (files, runs, problems, solutions, repeats)."""
+    from pathlib import Path
+
+    from stats._groups import group_codes
+
+    if isinstance(sources, str):
+        sources = [sources]
+    table, body = _run_counts(corpus)
+    run_text = ", ".join(f"{e}/{c}" for e, c in table.index)
+    n_problems = len(np.unique(group_codes(corpus, ["problem"])[0][body]))
+    n_solutions = len(np.unique(group_codes(corpus, ["problem", "solution"])[0][body]))
+    repeats = int(table["repeats"].max()) if len(table) else 0
+    files = ", ".join(f"`{Path(s).name}`" for s in sources)
+    return (f"**Corpus**: {len(corpus):,} executions from {files or 'memory'}: {n_problems:,} problems, "
+            f"{n_solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
+            f"runs (environment/campaign): {run_text}.")
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+def calibration_fit_table(audit) -> pd.DataFrame:
+    """The fitted families of a calibration audit, best LOPO R² first, with CIs as text columns."""
+    if _skipped(audit):
+        return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
+                                     "problems"]).set_index("family")
+    fits = audit.fits
+    out = pd.DataFrame({
+        "family": fits["name"],
+        "formula": fits["formula"],
+        "LOPO R²": fits["lopo_r2"].astype(float),
+        "R² 95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
+        "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
+        "pairs": fits["n_pairs"],
+        "problems": fits["n_problems"],
+    })
+    return out.sort_values("LOPO R²", ascending=False, na_position="last").set_index("family")
+
+
+def describe_calibration(audit) -> str:
+    """What a calibration audit says: best family and its R², the affine map, agreement, rank agreement.
+
+    Every number comes from the audit (``fits``, ``params``, ``bland_altman``, ``spearman_*``), with
+    its bootstrap interval over problems and n.
+    """
+    if _skipped(audit):
+        return f"**Not measured**: {audit.reason}."
+    pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
+    parts = [f"**{pair}**: {audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
+             f"{audit.pairing.n_problems} problems."]
+    if audit.best_family is None:
+        parts.append("No family could be validated (fewer than two problems pair up): collect both runs on the "
+                     "same problems.")
+        return " ".join(parts)
+    best = audit.fits.set_index("name").loc[audit.best_family]
+    r2 = float(best["lopo_r2"])
+    parts.append(f"The best family, **{audit.best_family}** (`{best['formula']}`), predicts held-out problems with "
+                 f"LOPO R² = {r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}] and a typical "
+                 f"error of ×{np.exp(float(best['lopo_log_rmse'])):.3f}.")
+    aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
+    if {"slope", "intercept_s"} <= set(aff.index):
+        a, b = aff.loc["slope"], aff.loc["intercept_s"]
+        parts.append(f"Affine map: {audit.target} ≈ {a['estimate']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}] × "
+                     f"{audit.source} + {b['estimate'] * 1000:.1f} ms [{b['ci_low'] * 1000:.1f}, "
+                     f"{b['ci_high'] * 1000:.1f}].")
+    ba = audit.bland_altman
+    if ba is not None:
+        parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
+                     f"{audit.source} one, and 95 % of single cells lie within ×{np.exp(ba.lower.estimate):.3f} .. "
+                     f"×{np.exp(ba.upper.estimate):.3f}.")
+    if audit.spearman_raw is not None:
+        text = (f"Scores against the stored pool rank re-run solutions like the fresh pool with Spearman ρ = "
+                f"{format_interval(audit.spearman_raw)}")
+        if audit.spearman_calibrated is not None:
+            text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
+        parts.append(text + ".")
+    if r2 <= audit.thresholds["lopo_r2"]["fail"]:
+        parts.append(f"**What to do**: {audit.source} cannot stand in for {audit.target}; time on {audit.target} "
+                     "itself (no calibration validates).")
+    elif any(f.level == "fail" for f in audit.findings):
+        parts.append(f"**What to do**: the map validates but the runs differ: calibrate the {audit.source} timings "
+                     f"with the {audit.calibration_family} map (`speedaudit calibrate`) before ranking against them.")
+    else:
+        parts.append(f"**What to do**: nothing; {audit.source} timings can be used for {audit.target} as they are "
+                     "or with the fitted map.")
+    return " ".join(parts)
+
+
+# --- reliability and discriminability ------------------------------------------------------------
+
+def _level_of(findings, environment: str, metric: str) -> str | None:
+    for f in findings:
+        if f.environment == environment and f.metric == metric:
+            return f.level
+    return None
+
+
+def reliability_table(audit) -> pd.DataFrame:
+    """Headline reliability metrics, one row per environment, CIs as text (from ``audit.to_frame()``)."""
+    rows = []
+    for name, env in audit.environments.items():
+        rows.append({
+            "environment": name, "campaign (pool)": env.campaign, "problems": env.n_problems,
+            "repeats": env.n_repeats,
+            "median repeat CV": format_interval(env.median_repeat_cv),
+            "median sd (ms)": format_interval(env.median_abs_sd_ms),
+            "mean rank range (points)": format_interval(env.drift.mean_range),
+            "mean rank sd (points)": format_interval(env.drift.mean_sd),
+            "worst rank range": format_value(env.drift.worst_range),
+            "ICC(A,1)": format_interval(env.icc_agreement),
+            "significant pairs": format_interval(env.significance.share),
+            "repeats needed": format_value(env.repeats_needed),
+        })
+    return pd.DataFrame(rows).set_index("environment")
+
+
+def describe_reliability(audit) -> str:
+    """One paragraph per environment: repeat CV, rank drift, ICC and repeats needed, with what to do."""
+    paragraphs = []
+    t = audit.thresholds
+    for name, env in audit.environments.items():
+        cv = env.median_repeat_cv
+        text = (f"**{name}**: the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+                f"cells of correct references; CI over problems), an absolute sd of "
+                f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
+                f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
+                f"(range over {env.n_repeats} repeats; worst {format_value(env.drift.worst_range)}), a within-problem "
+                f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
+                f"{format_interval(env.icc_agreement)}; "
+                f"{format_value(env.repeats_needed)} repeat(s) would give a per-problem score reliability of "
+                f"{env.target_reliability:g}.")
+        level = _level_of(audit.findings, name, "median_repeat_cv")
+        if cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_fail:
+            text += (f" **Too noisy** (fail at {t.repeat_cv_fail:g}): do not reward on single timings here; run "
+                     "fewer workers per machine, pin CPUs or take the median of several repeats.")
+        elif cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_warn:
+            text += f" **Noisy** (warn at {t.repeat_cv_warn:g}): use the median of repeats for rewards."
+        elif level is not None:
+            text += f" Repeatable at the {t.repeat_cv_warn:g} warn threshold."
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No environment had repeated reference timings."
+
+
+def discriminability_table(audit) -> pd.DataFrame:
+    """Headline discriminability metrics, one row per environment, CIs as text."""
+    rows = []
+    for name, env in audit.environments.items():
+        rows.append({
+            "environment": name, "campaign (pool)": env.campaign, "problems": len(env.problems),
+            "filterable share": format_interval(env.filterable_share),
+            "filterable (noise-aware)": format_interval(env.filterable_share_noise_aware),
+            "median robust CV": format_interval(env.median_robust_cv),
+            "strong-weak gap (points)": format_interval(env.gap.gap),
+            "floor (ms)": format_value(env.floor_s * 1000 if env.floor_s is not None else None),
+            "tests near floor": format_value(env.near_floor_test_share),
+            "problems near floor": len(env.flagged_problems),
+        })
+    return pd.DataFrame(rows).set_index("environment")
+
+
+def describe_discriminability(audit) -> str:
+    """One paragraph per environment: filterable share, strong-weak gap and the floor, with what to do."""
+    paragraphs = []
+    t = audit.thresholds
+    for name, env in audit.environments.items():
+        share = env.filterable_share
+        text = (f"**{name}**: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
+                f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
+                f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
+                f"repeat noise is discounted. The slowest quarter of references scores "
+                f"{format_interval(env.gap.gap)} points worse than the fastest quarter (strong-weak gap). The "
+                f"sandbox floor is {format_value(env.floor_s * 1000)} ms ({env.floor_source}); "
+                f"{format_value(env.near_floor_test_share * 100)} % of optimization tests have a reference median "
+                f"within {t.near_floor_factor:g}× of it.")
+        if env.flagged_problems:
+            shown = ", ".join(env.flagged_problems[:8]) + (" …" if len(env.flagged_problems) > 8 else "")
+            text += (f" Flagged problems (most tests near the floor: their ranks are start-up noise): {shown}. "
+                     "Enlarge their inputs or drop those tests from the speed score.")
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No environment had reference timings."
+
+
+# --- aggregation ---------------------------------------------------------------------------------
+
+def _ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
+    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high``."""
+    return (f"{format_value(row[column], digits)} [{format_value(row[column + low], digits)}, "
+            f"{format_value(row[column + high], digits)}]")
+
+
+def _sim_ci(row, column: str) -> str:
+    return _ci_text(row, column, 2, low="_ci_low", high="_ci_high")
+
+
+def aggregation_table(audit, *, environment: str | None = None, campaign: str | None = None) -> pd.DataFrame:
+    """Aggregators of one run (default: the audit's primary run), best stability/range ratio first."""
+    comp = audit.comparison(environment, campaign)
+    table = comp.table.sort_values("ratio", na_position="last")
+    return pd.DataFrame({
+        "aggregator": table["aggregator"],
+        "stability (points)": [_ci_text(r, "stability") for _, r in table.iterrows()],
+        "dynamic range (points)": [_ci_text(r, "dynamic_range") for _, r in table.iterrows()],
+        "ratio": [_ci_text(r, "ratio") for _, r in table.iterrows()],
+        "Pareto": table["pareto"].map({True: "yes", False: ""}),
+        "problems": table["n_problems"],
+    }).set_index("aggregator")
+
+
+def describe_aggregation(audit) -> str:
+    """Which aggregator to use on the primary run, how it compares with the default, and what to do."""
+    env, camp = audit.primary
+    comp = audit.comparison(env, camp)
+    table = comp.table.set_index("aggregator")
+    rec, default = comp.recommended, comp.default
+    parts = [f"**{env} / {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
+             f"{comp.n_repeats} repeats (stability = mean |score(repeat i) − score(repeat j)| in percentile points, "
+             "lower is better; dynamic range = slowest minus fastest reference quartile, higher is better)."]
+    if rec is not None and rec in table.index:
+        r = table.loc[rec]
+        parts.append(f"The recommended aggregator is **{rec}**: it moves {_ci_text(r, 'stability', 3)} points "
+                     f"between repeats and separates the reference quartiles by {_ci_text(r, 'dynamic_range', 3)} "
+                     f"points (ratio {format_value(r['ratio'])}).")
+    if default in table.index:
+        d = table.loc[default]
+        on_front = bool(d["pareto"])
+        parts.append(f"The default **{default}** has stability {_ci_text(d, 'stability', 3)}, range "
+                     f"{_ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
+                     + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
+        if rec is not None and rec != default and not on_front:
+            parts.append(f"**What to do**: set `post: {{aggregator: {rec}}}` in the reward environment for this "
+                         "sandbox, and re-check on more problems if the CIs overlap.")
+        else:
+            parts.append("**What to do**: keep the default.")
+    return " ".join(parts)
+
+
+# --- reward simulation ---------------------------------------------------------------------------
+
+def simulation_table(audit) -> pd.DataFrame:
+    """Reward environments ranked best first, diagnostics with CIs as text."""
+    d = audit.diagnostics
+    rows = d.to_dict(orient="records")
+    return pd.DataFrame({
+        "rank": d["rank"].to_numpy(),
+        "environment": d["environment"].to_numpy(),
+        "AUC": [_sim_ci(r, "auc") for r in rows],
+        "monotonicity": [_sim_ci(r, "monotonicity") for r in rows],
+        "steepness": [format_value(r["steepness"], 2) for r in rows],
+        "diagonal deviation": [_sim_ci(r, "diagonal_deviation") for r in rows],
+        "zero-advantage rate": [format_value(r["zero_advantage_rate"], 2) for r in rows],
+        "verdict": d["verdict"].to_numpy(),
+    }).set_index("rank")
+
+
+def describe_simulation(audit) -> str:
+    """Best environment, the degenerate ones and what their failure means."""
+    d = audit.diagnostics
+    if d.empty:
+        return "No reward environment was simulated."
+    head = d.iloc[0]
+    g = int(head["headline_group_size"])
+    parts = [f"Simulated on **{audit.corpus_environment} / {audit.campaign}**: {int(head['n_problems'])} problems, "
+             f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, quality from one repeat "
+             f"and reward from another ({int(head['n_pairs'])} repeat pairs)."]
+    parts.append(f"The best environment is **{head['environment']}** ({head['verdict']}): AUC "
+                 f"{_sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
+                 f"{_sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
+                 f"{_sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
+                 f"% of GRPO groups of {g} carry no advantage.")
+    failing = d.loc[d["level"] == "fail", "environment"].tolist()
+    if failing:
+        parts.append(f"Degenerate (fail): {', '.join(map(str, failing))}; do not train with them as they are "
+                     "(the findings say which property fails and what to change).")
+    else:
+        parts.append("No environment is degenerate on this corpus.")
+    return " ".join(parts)
+
+
+# --- overview ------------------------------------------------------------------------------------
+
+def verdict_overview(verdicts: Mapping[str, Sequence[Finding]]) -> pd.DataFrame:
+    """One row per audit: its verdict (worst level), counts per level and its worst finding; worst audits first.
+
+    Parameters
+    ----------
+    verdicts : mapping
+        Audit title -> its findings.
+    """
+    rows = []
+    for title, findings in verdicts.items():
+        ranked = rank_findings(findings)
+        counts = {level: sum(f.level == level for f in ranked) for level in LEVELS}
+        rows.append({"audit": title, "verdict": worst_level(ranked).upper() if ranked else "NONE",
+                     "fail": counts["fail"], "warn": counts["warn"], "pass": counts["pass"],
+                     "worst finding": _finding_text(ranked[0]) if ranked else "-"})
+    order = {"FAIL": 0, "WARN": 1, "PASS": 2, "NONE": 3}
+    frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "worst finding"])
+    frame["_order"] = frame["verdict"].map(order)
+    return frame.sort_values("_order", kind="stable").drop(columns="_order").set_index("audit")
+
+
+class VerdictsDisplay:
+    """HTML table of :func:`verdict_overview` with coloured verdict badges, left-aligned."""
+
+    def __init__(self, verdicts: Mapping[str, Sequence[Finding]]):
+        self.table = verdict_overview(verdicts)
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for audit, row in self.table.iterrows():
+            level = row["verdict"].lower()
+            label, fg, bg = _BADGE.get(level, (row["verdict"], "#57606a", "#eaeef2"))
+            rows.append(f"<tr><td><b>{html.escape(str(audit))}</b></td><td><span style='font-weight:bold;color:{fg};"
+                        f"background:{bg};padding:1px 6px;border-radius:4px'>{label}</span></td>"
+                        f"<td>{row['fail']}</td><td>{row['warn']}</td><td>{row['pass']}</td>"
+                        f"<td>{html.escape(str(row['worst finding']))}</td></tr>")
+        style = "<style>.sa-verdicts td, .sa-verdicts th {text-align: left !important;}</style>"
+        return (f"{style}<table class='sa-verdicts'><thead><tr><th>audit</th><th>verdict</th><th>fail</th>"
+                f"<th>warn</th><th>pass</th><th>worst finding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+    def __repr__(self) -> str:
+        return self.table.to_string()
+
+
+def show_verdicts(verdicts: Mapping[str, Sequence[Finding]]) -> VerdictsDisplay:
+    """Display object for the overview: one row per audit, worst first, with its worst finding."""
+    return VerdictsDisplay(verdicts)
+
+
+def describe_overview(verdicts: Mapping[str, Sequence[Finding]]) -> str:
+    """Headline sentence over every audit: how many fail / warn / pass, and where to start."""
+    table = verdict_overview(verdicts)
+    failing = table.index[table["verdict"] == "FAIL"].tolist()
+    warning = table.index[table["verdict"] == "WARN"].tolist()
+    text = (f"**{len(table)} audits**: {len(failing)} fail, {len(warning)} warn, "
+            f"{int((table['verdict'] == 'PASS').sum())} pass.")
+    if failing:
+        text += (f" Start with **{failing[0]}**: {table.loc[failing[0], 'worst finding']}. A failing audit means "
+                 "the measurement chain cannot be trusted at that step until the finding is addressed; the report "
+                 "of that audit shows the figures behind it.")
+    elif warning:
+        text += f" Nothing fails; look at **{warning[0]}** first: {table.loc[warning[0], 'worst finding']}."
+    else:
+        text += " Every audit passes its thresholds on this corpus."
+    return text

@@ -1,0 +1,735 @@
+"""Render the audit notebooks into self-contained HTML reports and an index page.
+
+Pipeline for one report (``render_notebook``):
+
+1. papermill executes the template ``notebooks/<name>.ipynb`` with the given
+   parameters (only those the template declares in its cell tagged
+   ``parameters``), in the Jupyter kernel ``python3`` of this virtual
+   environment, with the template's folder as working directory (as JupyterLab
+   would run it);
+2. the executed notebook is kept beside the HTML as ``<name>.ipynb``;
+3. nbconvert's :class:`~nbconvert.HTMLExporter` (``lab`` template) converts it
+   with the code hidden (``exclude_input=True``) unless ``show_code``; figures
+   are inline PNG data URIs, no external script is referenced, so the file
+   opens offline and can be mailed to a colleague;
+4. the HTML is written atomically (temporary file + rename): a failed run never
+   leaves a half-written report, and a stale HTML of the same name is removed.
+
+The headline verdicts of a report are read back from the executed notebook:
+:func:`audits.report.narrative.show_findings` emits the findings under the mimetype
+:data:`audits.report.narrative.FINDINGS_MIMETYPE`. ``render_reports`` renders several
+templates and writes ``index.html`` linking each with its worst level and top
+findings.
+
+A failing cell raises :class:`ReportError` naming the notebook, the cell (its
+index and first source line), the exception and the parameter values.
+
+Examples
+--------
+>>> index = render_reports(["fixtures/corpora/quiet-a.parquet"], out_dir="reports")  # doctest: +SKIP
+>>> index.path  # doctest: +SKIP
+PosixPath('reports/index.html')
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from audits.errors import UserError
+from audits.corpus.io import atomic_write
+from audits.findings import LEVELS
+from audits.report.narrative import FINDINGS_MIMETYPE, format_value
+
+__all__ = [
+    "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
+    "repo_root", "notebook_dir", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
+    "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
+    "default_audits", "RunPair", "select_pair", "RUN_PARAMETERS", "suggest_runs", "CalibrationSkipped",
+    "calibrate_runs",
+]
+
+
+class ReportError(UserError):
+    """A report could not be rendered (failing cell, bad parameter, missing kernel)."""
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """One report template: its name (= notebook file stem), title and one-line description."""
+
+    name: str
+    title: str
+    description: str
+    requires: tuple[str, ...] = ()  # modules the notebook imports (to leave it out until they exist)
+
+
+REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
+    ReportSpec("overview", "Overview: verdicts of every audit",
+               "All audits on this corpus, worst verdicts first, with what to do."),
+    ReportSpec("reliability", "Sandbox reliability and discriminability",
+               "Repeat CV per environment, rank drift, floor share, duration-filterable problems.",
+               ("audits.reliability", "audits.discriminability")),
+    ReportSpec("calibration", "Calibration of stored reference timings",
+               "Fitted families with leave-one-problem-out R², Bland-Altman, percentile agreement.",
+               ("audits.calibration",)),
+    ReportSpec("aggregation", "Aggregation of per-test timings",
+               "Stability vs dynamic range of the aggregators, with the Pareto front.",
+               ("audits.aggregation",)),
+    ReportSpec("simulation", "Reward learnability (offline simulator)",
+               "Reward-vs-quality curves, diagnostics, zero-advantage rate vs GRPO group size.",
+               ("audits.simulation",)),
+)}
+
+
+def repo_root() -> Path:
+    """The checkout this package runs from (the folder holding ``notebooks/`` and ``fixtures/``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def notebook_dir() -> Path:
+    return repo_root() / "notebooks"
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def default_audits() -> tuple[str, ...]:
+    """Report names rendered by default: every template whose template file and audit modules exist."""
+    return tuple(name for name, spec in REPORTS.items()
+                 if (notebook_dir() / f"{name}.ipynb").exists() and all(_importable(m) for m in spec.requires))
+
+
+def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, what: str = "file") -> list[Path]:
+    """Absolute paths; a relative path is looked up from the working directory, then the repo root.
+
+    Notebook defaults are written relative to the repository (``fixtures/...``) so that a template runs
+    as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        candidates = [path] if path.is_absolute() else [Path.cwd() / path, repo_root() / path]
+        found = next((c for c in candidates if c.exists()), None)
+        if found is None:
+            tried = ", ".join(dict.fromkeys(str(c) for c in candidates))
+            hint = ("pass an existing .parquet/.csv/.jsonl file, e.g. one of fixtures/corpora/*.parquet or the "
+                    "output of 'speedaudit collect'") if what == "corpus file" else "check the path"
+            raise UserError(f"{what} {raw} not found (looked in: {tried}); {hint}")
+        out.append(found.resolve())
+    return out
+
+
+def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """:func:`resolve_files` for corpus files (the error says how to get one)."""
+    return resolve_files(paths, what="corpus file")
+
+
+def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
+    """Load and validate one or more corpora and stack them into one.
+
+    The corpora must not overlap: each (environment, campaign) may come from one file only, because
+    its repeats would otherwise be mixed silently. Categories are unified.
+    """
+    import pandas as pd
+
+    from audits.corpus.io import CorpusError, load_corpus
+    from stats._groups import first_rows, group_codes
+
+    frames, seen = [], {}
+    for path in resolve_corpora(paths):
+        frame = load_corpus(path)
+        codes, n_runs = group_codes(frame, ["environment", "campaign"])
+        first = first_rows(codes, n_runs)
+        runs = zip(frame["environment"].iloc[first].astype(str), frame["campaign"].iloc[first].astype(str))
+        for env, campaign in runs:
+            if (env, campaign) in seen:
+                raise CorpusError(f"{path}: environment {env!r} campaign {campaign!r} is also in {seen[env, campaign]}; "
+                                  "give each file its own campaign name (speedaudit collect --campaign NAME) or "
+                                  "pass only one of them")
+            seen[env, campaign] = path
+        frames.append(frame)
+    if len(frames) == 1:
+        return frames[0]
+    # Stack without turning categoricals into object arrays (slow at 10^7 rows): give every frame the
+    # union of the categories, so concat keeps the categorical dtype and only remaps codes.
+    for column in frames[0].columns:
+        if not all(column in f.columns and isinstance(f[column].dtype, pd.CategoricalDtype) for f in frames):
+            continue
+        union = list(frames[0][column].cat.categories)
+        seen_values = set(union)
+        for f in frames[1:]:
+            union += [v for v in f[column].cat.categories if v not in seen_values]
+            seen_values.update(f[column].cat.categories)
+        for k, f in enumerate(frames):
+            if list(f[column].cat.categories) != union:
+                frames[k] = f.assign(**{column: f[column].cat.set_categories(union)})
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class RunPair:
+    """Two runs of a corpus prepared for :func:`audits.calibration.run_calibration_audit`.
+
+    ``frame`` holds only the rows of the two runs; ``source``/``target`` are the values of the column
+    ``key`` (``environment`` or ``campaign``) that tells them apart.
+    """
+
+    frame: object = field(repr=False)
+    source: str
+    target: str
+    key: str
+    source_run: str
+    target_run: str
+
+
+def _split_run(text: str, available: list[str]) -> tuple[str, str]:
+    env, sep, campaign = str(text).partition("/")
+    if not sep or not env or not campaign:
+        raise UserError(f"run {text!r} must be written 'environment/campaign'; this corpus has: "
+                        f"{', '.join(available)}")
+    return env, campaign
+
+
+def select_pair(corpus, source: str, target: str) -> RunPair:
+    """Select two runs, each named ``"environment/campaign"``, for a calibration between them.
+
+    When the environments differ the pair is compared by environment (each side has one campaign, so
+    campaigns need not match: ``quiet/today`` vs ``busy/today`` or ``quiet/a`` vs ``busy/b``); when only
+    the campaigns differ, by campaign (``quiet/stored`` vs ``quiet/today``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"environment": ["quiet", "quiet", "busy"], "campaign": ["a", "b", "b"]})
+    >>> pair = select_pair(runs, "quiet/a", "quiet/b")
+    >>> pair.key, pair.source, pair.target, len(pair.frame)
+    ('campaign', 'a', 'b', 2)
+    >>> select_pair(runs, "quiet/b", "busy/b").key
+    'environment'
+    """
+    from audits.report.narrative import _mask_equal
+    from stats._groups import first_rows, group_codes
+
+    codes, n_runs = group_codes(corpus, ["environment", "campaign"])
+    first = first_rows(codes, n_runs)
+    available = sorted(f"{e}/{c}" for e, c in zip(corpus["environment"].iloc[first].astype(str),
+                                                    corpus["campaign"].iloc[first].astype(str)))
+    (se, sc), (te, tc) = _split_run(source, available), _split_run(target, available)
+    for run, (e, c) in ((source, (se, sc)), (target, (te, tc))):
+        if f"{e}/{c}" not in available:
+            raise UserError(f"run {run!r} is not in the corpus; it has: {', '.join(available)}")
+    if (se, sc) == (te, tc):
+        raise UserError(f"source and target are the same run {source!r}; name two different runs")
+    env, camp = corpus["environment"], corpus["campaign"]
+    mask = ((_mask_equal(env, se) & _mask_equal(camp, sc)) | (_mask_equal(env, te) & _mask_equal(camp, tc)))
+    frame = corpus.loc[mask]
+    if se != te:
+        return RunPair(frame, se, te, "environment", source, target)
+    return RunPair(frame, sc, tc, "campaign", source, target)
+
+
+#: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
+#: corpora without them (the templates' defaults name runs of the shipped corpora).
+RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggregation_environment",
+                  "simulation_environment")
+
+
+def _runs_of(corpus) -> list[tuple[str, str]]:
+    from audits.report.narrative import _run_counts
+
+    table, _ = _run_counts(corpus)
+    return [(str(e), str(c)) for e, c in table.index]
+
+
+def suggest_runs(corpus) -> dict:
+    """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`).
+
+    * ``stored_run``/``fresh_run``: the first two campaigns (sorted) of the first environment that has
+      two, ``quiet`` preferred; None when no environment has two campaigns;
+    * ``source_run``/``target_run``: two environments (``quiet`` first), in a campaign they share when
+      there is one, else each one's first campaign; None with a single environment;
+    * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"environment": ["busy", "quiet", "quiet"], "campaign": ["b", "a", "b"],
+    ...     "problem": "p", "solution": "s", "repeat": 0, "status": "ok", "role": "reference"})
+    >>> suggest_runs(runs)["stored_run"], suggest_runs(runs)["source_run"], suggest_runs(runs)["target_run"]
+    ('quiet/a', 'quiet/b', 'busy/b')
+    """
+    runs = _runs_of(corpus)
+    envs = sorted({e for e, _ in runs}, key=lambda e: (e != "quiet", e))
+    campaigns = {e: sorted(c for f, c in runs if f == e) for e in envs}
+    out: dict = dict.fromkeys(RUN_PARAMETERS)
+    with_two = [e for e in envs if len(campaigns[e]) >= 2]
+    if with_two:
+        e = with_two[0]
+        out["stored_run"], out["fresh_run"] = f"{e}/{campaigns[e][0]}", f"{e}/{campaigns[e][1]}"
+    if len(envs) >= 2:
+        a, b = envs[0], envs[1]
+        shared = sorted(set(campaigns[a]) & set(campaigns[b]))
+        ca, cb = (shared[-1], shared[-1]) if shared else (campaigns[a][0], campaigns[b][0])
+        out["source_run"], out["target_run"] = f"{a}/{ca}", f"{b}/{cb}"
+    if envs:
+        out["aggregation_environment"] = out["simulation_environment"] = envs[0]
+    return out
+
+
+@dataclass(frozen=True)
+class CalibrationSkipped:
+    """Stands in for a calibration audit when the corpus has no such pair of runs (``*_run`` is None)."""
+
+    source_run: str | None
+    target_run: str | None
+    reason: str
+    skipped: bool = True
+
+    @property
+    def findings(self) -> tuple:
+        from audits.findings import Finding
+
+        return (Finding("warn", "calibration_pair", None, "two runs to compare",
+                        f"not measured: {self.reason}; collect a second campaign (speedaudit collect --campaign "
+                        "NAME) or environment to audit calibration"),)
+
+
+def calibrate_runs(corpus, source_run: str | None, target_run: str | None, **options):
+    """:func:`audits.calibration.run_calibration_audit` between two ``environment/campaign`` runs.
+
+    When either run is None (the corpus has no such pair, see :func:`suggest_runs`) it returns a
+    :class:`CalibrationSkipped` whose one finding says so; the narrative and figure helpers show a note
+    for it instead of numbers. ``options`` go to ``run_calibration_audit``.
+    """
+    if source_run is None or target_run is None:
+        have = ", ".join(f"{e}/{c}" for e, c in _runs_of(corpus))
+        return CalibrationSkipped(source_run, target_run, f"the corpus has no such pair of runs (it has: {have})")
+    from audits.calibration import run_calibration_audit
+
+    pair = select_pair(corpus, source_run, target_run)
+    return run_calibration_audit(pair.frame, source=pair.source, target=pair.target, key=pair.key, **options)
+
+
+def parse_parameter(text: str) -> tuple[str, object]:
+    """Parse ``key=value``; the value is read as YAML (numbers, lists, true/false, null).
+
+    >>> parse_parameter("n_boot=200"), parse_parameter("environments=[quiet, busy]")
+    (('n_boot', 200), ('environments', ['quiet', 'busy']))
+    >>> parse_parameter("campaign=c0")
+    ('campaign', 'c0')
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise UserError(f"parameter {text!r} is not of the form key=value (e.g. -p n_boot=200)")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else None
+    except yaml.YAMLError as exc:
+        raise UserError(f"parameter {key}: cannot read value {value!r} ({exc.__class__.__name__}); quote "
+                        "strings that contain ':' or brackets") from exc
+    return key, parsed
+
+
+def template_parameters(template: str | os.PathLike) -> dict[str, dict]:
+    """Parameters declared in a template's ``parameters`` cell: name -> {default, type, help}."""
+    import papermill
+
+    return {name: {"default": info.get("default"), "type": info.get("inferred_type_name"),
+                   "help": info.get("help", "")}
+            for name, info in papermill.inspect_notebook(str(template)).items()}
+
+
+def check_kernel(kernel_name: str = "python3") -> Path:
+    """Make sure the Jupyter kernel runs this Python (the virtual environment with speedaudit installed).
+
+    jupyter_client starts a kernel whose spec says ``python`` with the current interpreter, so a spec
+    installed by ``python -m ipykernel install --sys-prefix --name python3`` (the Makefile does this) is
+    the venv's. A spec pointing at another interpreter would run the notebooks without speedaudit.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel as exc:
+        raise ReportError(
+            f"no Jupyter kernel named {kernel_name!r}; install it into this environment with "
+            f"'{sys.executable} -m ipykernel install --sys-prefix --name {kernel_name}' (make install does)") from exc
+    program = spec.argv[0]
+    if program in {"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"}:
+        return Path(sys.executable)
+    if Path(program).resolve() != Path(sys.executable).resolve():
+        raise ReportError(
+            f"Jupyter kernel {kernel_name!r} ({spec.resource_dir}) runs {program}, not this environment's "
+            f"{sys.executable}; reinstall it with '{sys.executable} -m ipykernel install --sys-prefix --name "
+            f"{kernel_name}' or pass another --kernel")
+    return Path(program)
+
+
+def export_html(notebook, *, show_code: bool = False, title: str | None = None) -> str:
+    """Executed notebook -> self-contained HTML (lab template, code hidden unless ``show_code``).
+
+    Output figures are PNG data URIs; Markdown images are embedded too (``embed_images``). The
+    MathJax/require.js CDN references of the template are dropped so the page loads nothing from the
+    network.
+    """
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True, exclude_input=not show_code,
+                            exclude_input_prompt=not show_code, exclude_output_prompt=True)
+    exporter.mathjax_url = ""
+    exporter.require_js_url = ""
+    if title:
+        notebook.metadata["title"] = title
+    body, _ = exporter.from_notebook_node(notebook)
+    return _strip_remote_scripts(body)
+
+
+def _strip_remote_scripts(body: str) -> str:
+    """Remove <script src="http..."> tags (CDN MathJax / require.js) that the lab template adds."""
+    import re
+
+    return re.sub(r"<script[^>]*\bsrc=\"(https?://[^\"]*)?\"[^>]*>\s*</script>", "", body)
+
+
+def notebook_findings(notebook) -> list[dict]:
+    """Findings displayed by :func:`audits.report.narrative.show_findings` in an executed notebook, in order."""
+    found = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if FINDINGS_MIMETYPE in data:
+                payload = data[FINDINGS_MIMETYPE]
+                if isinstance(payload, str):
+                    payload = json.loads(payload)
+                found.append(payload)
+    return found
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    """One rendered report: where its files are and its headline verdicts."""
+
+    name: str
+    title: str
+    html: Path | None
+    notebook: Path | None
+    findings: tuple[dict, ...] = ()
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def worst(self) -> str:
+        if self.error:
+            return "error"
+        levels = [f["level"] for f in self.findings]
+        return next((lv for lv in reversed(LEVELS) if lv in levels), "pass" if levels else "none")
+
+    def top_findings(self, k: int = 3) -> list[dict]:
+        """The k worst findings (fail, then warn, then pass), in the notebook's order within a level."""
+        order = {lv: i for i, lv in enumerate(reversed(LEVELS))}
+        return sorted(self.findings, key=lambda f: order.get(f["level"], 9))[:k]
+
+    def counts(self) -> dict[str, int]:
+        return {lv: sum(f["level"] == lv for f in self.findings) for lv in LEVELS}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "title": self.title, "html": str(self.html) if self.html else None,
+                "notebook": str(self.notebook) if self.notebook else None, "worst": self.worst,
+                "counts": self.counts(), "findings": list(self.findings), "seconds": self.seconds,
+                "error": self.error}
+
+
+def _first_line(source: str) -> str:
+    return next((line for line in source.splitlines() if line.strip()), "").strip()[:120]
+
+
+def _failure_message(name: str, template: Path, exc, parameters: Mapping) -> str:
+    """Name the notebook, the failing cell (1-based position in the template and first line) and parameters."""
+    import nbformat
+
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    source = getattr(exc, "source", None)
+    cell = "an unknown cell"
+    if source is not None:
+        # papermill's cell index counts its injected-parameters cell: locate the cell in the template the
+        # user edits instead (1-based, counting markdown cells, as JupyterLab lists them).
+        cells = nbformat.read(template, as_version=4).cells
+        position = next((i for i, c in enumerate(cells) if c.source == source), None)
+        where = f"cell {position + 1} of {template.name}" if position is not None else f"a cell of {template.name}"
+        cell = f"{where} ({_first_line(source)!r})"
+    params = ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "(template defaults)"
+    return (f"report {name!r} failed in notebook {template} at {cell}: {ename}: {evalue}\n"
+            f"  parameters: {params}\n"
+            f"  the executed notebook with the traceback is kept for inspection; fix the parameter or the "
+            f"corpus and rerun")
+
+
+def render_notebook(
+    name: str,
+    out_dir: str | os.PathLike,
+    *,
+    parameters: Mapping[str, object] | None = None,
+    show_code: bool = False,
+    kernel_name: str = "python3",
+    templates: str | os.PathLike | None = None,
+    timeout: float | None = 1800,
+) -> RenderedReport:
+    """Execute one template with papermill and convert it to ``<out_dir>/<name>.html``.
+
+    Parameters
+    ----------
+    name : str
+        Template stem (``reliability`` for ``notebooks/reliability.ipynb``).
+    out_dir : path
+        Where ``<name>.ipynb`` (executed) and ``<name>.html`` go.
+    parameters : mapping, optional
+        Values for the template's ``parameters`` cell. Keys the template does not declare are ignored
+        (so one set of parameters can be passed to every report).
+    show_code : bool, default False
+        Keep code cells in the HTML.
+    kernel_name : str, default "python3"
+    templates : path, optional
+        Folder of templates (default: the repository's ``notebooks/``).
+    timeout : float, optional
+        Seconds per cell.
+
+    Raises
+    ------
+    ReportError
+        When a cell fails: names the notebook, the cell and the parameters. The HTML is not written.
+    """
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    template = Path(templates or notebook_dir()) / f"{name}.ipynb"
+    if not template.exists():
+        raise ReportError(f"no report template {template}; available: {', '.join(sorted(REPORTS))}")
+    spec = REPORTS.get(name, ReportSpec(name, name, ""))
+    declared = template_parameters(template)
+    used = {k: v for k, v in (parameters or {}).items() if k in declared}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path, nb_path = out_dir / f"{name}.html", out_dir / f"{name}.ipynb"
+    check_kernel(kernel_name)
+    start = time.perf_counter()
+    tmp_nb = out_dir / f".{name}.running.ipynb"
+    try:
+        papermill.execute_notebook(
+            str(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
+            log_output=False, cwd=str(template.parent), execution_timeout=timeout,
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # kernel chatter (TCP warning, shutdown)
+    except PapermillExecutionError as exc:
+        if tmp_nb.exists():
+            os.replace(tmp_nb, nb_path)
+        html_path.unlink(missing_ok=True)
+        raise ReportError(_failure_message(name, template, exc, used)) from None
+    except BaseException:
+        tmp_nb.unlink(missing_ok=True)
+        html_path.unlink(missing_ok=True)
+        raise
+    os.replace(tmp_nb, nb_path)
+    executed = nbformat.read(nb_path, as_version=4)
+    body = export_html(executed, show_code=show_code, title=spec.title)
+
+    def writer(tmp):
+        Path(tmp).write_text(body, encoding="utf-8")
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; reports are meant to be shared
+
+    atomic_write(html_path, writer)
+    findings = tuple(f for block in notebook_findings(executed) for f in block["findings"])
+    return RenderedReport(name=name, title=spec.title, html=html_path, notebook=nb_path, findings=findings,
+                          seconds=time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class ReportIndex:
+    """The index page and the reports it links."""
+
+    path: Path
+    reports: tuple[RenderedReport, ...] = field(default_factory=tuple)
+
+    @property
+    def failed(self) -> tuple[RenderedReport, ...]:
+        return tuple(r for r in self.reports if r.error)
+
+    def to_dict(self) -> dict:
+        return {"index": str(self.path), "reports": [r.to_dict() for r in self.reports]}
+
+
+_LEVEL_STYLE = {"pass": ("#1a7f37", "#dafbe1"), "warn": ("#9a6700", "#fff8c5"), "fail": ("#cf222e", "#ffebe9"),
+                "error": ("#ffffff", "#cf222e"), "none": ("#57606a", "#eaeef2")}
+
+
+def _badge(level: str) -> str:
+    fg, bg = _LEVEL_STYLE.get(level, _LEVEL_STYLE["none"])
+    return (f"<span class='badge {html.escape(level)}' style='color:{fg};background:{bg};font-weight:bold;"
+            f"padding:2px 8px;border-radius:4px'>{html.escape(level.upper())}</span>")
+
+
+def write_index(
+    reports: Sequence[RenderedReport],
+    out_dir: str | os.PathLike,
+    *,
+    corpora: Sequence[str | os.PathLike] = (),
+    parameters: Mapping[str, object] | None = None,
+    top: int = 3,
+    title: str = "speedaudit reports",
+) -> Path:
+    """Write ``index.html``: one row per report with a link, its worst level and its ``top`` worst findings.
+
+    Links are relative, so the folder can be moved or zipped. Written atomically.
+    """
+    out_dir = Path(out_dir)
+    rows = []
+    for report in reports:
+        link = (f"<a href='{html.escape(report.html.name)}'>{html.escape(report.title)}</a>" if report.html
+                else html.escape(report.title))
+        if report.error:
+            detail = f"<pre class='error'>{html.escape(report.error)}</pre>"
+        else:
+            items = []
+            for f in report.top_findings(top):
+                where = f"[{html.escape(str(f.get('environment')))}] " if f.get("environment") else ""
+                items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
+                             f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")
+            counts = report.counts()
+            detail = (f"<div class='counts'>{counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass</div>"
+                      f"<ul>{''.join(items)}</ul>" if items else "<div class='counts'>no findings</div>")
+        nb_link = (f" <a class='nb' href='{html.escape(report.notebook.name)}'>(notebook)</a>" if report.notebook
+                   else "")
+        rows.append(f"<tr><td class='name'>{link}{nb_link}<div class='desc'>"
+                    f"{html.escape(REPORTS[report.name].description if report.name in REPORTS else '')}</div></td>"
+                    f"<td>{_badge(report.worst)}</td><td>{detail}</td></tr>")
+    corpus_items = "".join(f"<li><code>{html.escape(str(c))}</code></li>" for c in corpora)
+    param_items = "".join(f"<li><code>{html.escape(k)} = {html.escape(repr(v))}</code></li>"
+                          for k, v in (parameters or {}).items())
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1f2328; }}
+table {{ border-collapse: collapse; width: 100%; }}
+td, th {{ border-bottom: 1px solid #d0d7de; padding: 8px; vertical-align: top; text-align: left; }}
+td.name a {{ font-weight: bold; font-size: 1.1em; }} .desc {{ color: #57606a; font-size: 0.9em; }}
+a.nb {{ font-size: 0.8em; font-weight: normal; }} .counts {{ color: #57606a; }}
+ul {{ margin: 4px 0; padding-left: 1.2em; }} pre.error {{ white-space: pre-wrap; color: #cf222e; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>Rendered {stamp}. Each report leads with its verdicts; a verdict is the worst of its findings
+(<b>fail</b> &gt; <b>warn</b> &gt; <b>pass</b>), each held to a documented threshold.</p>
+<table><thead><tr><th>report</th><th>verdict</th><th>top findings</th></tr></thead><tbody>
+{''.join(rows)}
+</tbody></table>
+<h2>Inputs</h2><ul>{corpus_items or '<li>(template defaults)</li>'}</ul>
+{f'<h2>Parameters</h2><ul>{param_items}</ul>' if param_items else ''}
+</body></html>
+"""
+    path = out_dir / "index.html"
+
+    def writer(tmp):
+        Path(tmp).write_text(page, encoding="utf-8")
+        os.chmod(tmp, 0o644)
+
+    return atomic_write(path, writer)
+
+
+def render_reports(
+    corpora: Sequence[str | os.PathLike] | None,
+    *,
+    out_dir: str | os.PathLike,
+    audits: Sequence[str] | None = None,
+    parameters: Mapping[str, object] | None = None,
+    show_code: bool = False,
+    kernel_name: str = "python3",
+    templates: str | os.PathLike | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> ReportIndex:
+    """Render several reports and write the index page.
+
+    Parameters
+    ----------
+    corpora : sequence of paths, optional
+        Passed to every template as ``corpora`` (absolute paths). None keeps the templates' defaults
+        (the shipped corpora).
+    out_dir : path
+    audits : sequence of str, optional
+        Report names (default :func:`default_audits`).
+    parameters : mapping, optional
+        Extra template parameters (``-p key=value``); each report gets those it declares. A key that no
+        selected template declares is an error (it is most likely a typo).
+    show_code, kernel_name, templates
+        See :func:`render_notebook`.
+    progress : callable, optional
+        Called with one line per report (default ``print``).
+
+    Returns
+    -------
+    ReportIndex
+        The reports are rendered even when one fails; failures are listed on the index page and then
+        raised together as one :class:`ReportError`.
+    """
+    say = progress or (lambda line: None)
+    names = list(audits) if audits else list(default_audits())
+    unknown = [n for n in names if n not in REPORTS and not (Path(templates or notebook_dir()) / f"{n}.ipynb").exists()]
+    if unknown:
+        raise ReportError(f"unknown report(s) {', '.join(unknown)}; available: {', '.join(REPORTS)}")
+    if not names:
+        raise ReportError("no report templates found in " + str(templates or notebook_dir()))
+    params = dict(parameters or {})
+    if corpora is not None:
+        paths = resolve_corpora(corpora)
+        corpus = load_corpora(paths)  # fail fast, before starting any kernel, with the file and column named
+        params["corpora"] = [str(p) for p in paths]
+        # The templates' run defaults name runs of the shipped corpora: for the user's corpora, choose
+        # runs that exist (unless given with -p).
+        params.update({k: v for k, v in suggest_runs(corpus).items() if k not in params})
+    declared = {n: template_parameters(Path(templates or notebook_dir()) / f"{n}.ipynb") for n in names}
+    stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
+    if stray:
+        known = sorted({k for d in declared.values() for k in d})
+        raise ReportError(f"parameter(s) {', '.join(stray)} are not declared by any selected report; "
+                          f"known parameters: {', '.join(known)}")
+    check_kernel(kernel_name)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rendered = []
+    for i, name in enumerate(names, 1):
+        say(f"[{i}/{len(names)}] {name}: executing notebooks/{name}.ipynb ...")
+        try:
+            report = render_notebook(name, out_dir, parameters=params, show_code=show_code,
+                                     kernel_name=kernel_name, templates=templates)
+        except ReportError as exc:
+            nb = out_dir / f"{name}.ipynb"
+            report = RenderedReport(name=name, title=REPORTS.get(name, ReportSpec(name, name, "")).title, html=None,
+                                    notebook=nb if nb.exists() else None, error=str(exc))
+            say(f"[{i}/{len(names)}] {name}: FAILED ({str(exc).splitlines()[0]})")
+        else:
+            c = report.counts()
+            say(f"[{i}/{len(names)}] {name}: {report.worst.upper()} ({c['fail']} fail, {c['warn']} warn, "
+                f"{c['pass']} pass) in {report.seconds:.1f} s -> {report.html}")
+        rendered.append(report)
+    path = write_index(rendered, out_dir, corpora=params.get("corpora", ()),
+                       parameters={k: v for k, v in params.items() if k != "corpora"})
+    index = ReportIndex(path=path, reports=tuple(rendered))
+    if index.failed:
+        raise ReportError("\n".join(r.error for r in index.failed) + f"\n(index with the other reports: {path})")
+    return index

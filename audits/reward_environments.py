@@ -1,0 +1,187 @@
+"""Reward-environment files: loading, validation and grids.
+
+An environment file (YAML or JSON) holds one mapping in the layout of
+:class:`stats.rewards.Environment`::
+
+    name: top30
+    pre: {max_reference_s: 2.0, max_input_chars: 1000, keep_slowest_fraction: 0.5}
+    limit: {kind: uniform, seconds: 10}
+    post: {aggregator: mean_pct, tau: 30}
+    reward: {scheme: collapsed}
+
+``name`` defaults to the file's stem. A **grid** file expands into many
+environments: a ``base`` environment and ``vary``, a mapping from dotted keys to
+lists of values whose Cartesian product is taken; plus optional explicit
+``environments`` (a list of mappings) and ``include`` (environment files,
+relative to the grid file)::
+
+    base: {name: grid, post: {tau: 30}, reward: {scheme: collapsed}}
+    vary:
+      post.tau: [10, 30, 50]
+      reward.scheme: [collapsed, two_gate]
+
+Grid members are named ``<base name>[tau=10,scheme=collapsed]`` (the last part
+of each dotted key; a mapping value is written as its values joined by ``/``).
+Every error names the file and the key that is wrong, and the allowed values.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import yaml
+
+from stats.rewards import Environment, EnvironmentSpecError
+
+__all__ = ["EnvironmentFileError", "read_mapping", "load_environment", "load_grid", "expand_grid",
+           "load_environments"]
+
+
+class EnvironmentFileError(ValueError):
+    """An environment or grid file that cannot be used (the message names the file and the key)."""
+
+
+def read_mapping(path: str | os.PathLike) -> dict:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file that must hold one mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise EnvironmentFileError(f"{path}: no such environment file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise EnvironmentFileError(f"{path}: unknown file type {path.suffix!r}; use .yaml, .yml or .json")
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise EnvironmentFileError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise EnvironmentFileError(f"{path}: expected a mapping at the top level (keys such as name, pre, limit, "
+                                   f"post, reward), got {type(data).__name__}")
+    return data
+
+
+def _build(data: Mapping, source: str, default_name: str) -> Environment:
+    try:
+        return Environment.from_dict(data, name=default_name)
+    except EnvironmentSpecError as exc:
+        where = f" (key {exc.key})" if exc.key else ""
+        raise EnvironmentFileError(f"{source}{where}: {exc.detail}") from exc
+
+
+def load_environment(path: str | os.PathLike) -> Environment:
+    """Load and validate one environment file (``name`` defaults to the file stem).
+
+    Examples
+    --------
+    >>> env = load_environment("fixtures/environments/top30.yaml")  # from the repository root
+    >>> env.post.tau
+    30.0
+    """
+    path = Path(path)
+    data = read_mapping(path)
+    if "base" in data or "vary" in data:
+        raise EnvironmentFileError(f"{path}: this is a grid file (it has 'base'/'vary'); pass it with --grid "
+                                   "(audits.reward_environments.load_grid)")
+    return _build(data, str(path), path.stem)
+
+
+def _set_dotted(data: dict, dotted: str, value, source: str) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise EnvironmentFileError(f"{source} (key vary.{dotted}): {part!r} is not a mapping in the base")
+        node = child
+    node[parts[-1]] = copy.deepcopy(value)
+
+
+def _label(value) -> str:
+    if isinstance(value, Mapping):
+        return "/".join(_label(v) for v in value.values())
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.PathLike | None = None
+                ) -> list[Environment]:
+    """Environments of a grid mapping (see the module docstring)."""
+    allowed = ("base", "vary", "environments", "include", "description")
+    unknown = [k for k in grid if k not in allowed]
+    if unknown:
+        raise EnvironmentFileError(f"{source} (key {unknown[0]}): unknown key; allowed grid keys: "
+                                   f"{', '.join(allowed)}")
+    out: list[Environment] = []
+    base = grid.get("base")
+    vary = grid.get("vary") or {}
+    if vary and base is None:
+        raise EnvironmentFileError(f"{source} (key base): required when 'vary' is given")
+    if base is not None:
+        if not isinstance(base, dict):
+            raise EnvironmentFileError(f"{source} (key base): expected a mapping, got {type(base).__name__}")
+        if not isinstance(vary, dict):
+            raise EnvironmentFileError(f"{source} (key vary): expected a mapping of dotted keys to lists")
+        for key, values in vary.items():
+            if not isinstance(values, list) or not values:
+                raise EnvironmentFileError(f"{source} (key vary.{key}): expected a non-empty list of values")
+        base_name = str(base.get("name", Path(source).stem))
+        keys = list(vary)
+        for combo in itertools.product(*(vary[k] for k in keys)):
+            data = copy.deepcopy(base)
+            for key, value in zip(keys, combo):
+                if key == "name":
+                    raise EnvironmentFileError(f"{source} (key vary.name): names are generated; vary other keys")
+                _set_dotted(data, key, value, source)
+            label = ",".join(f"{k.split('.')[-1]}={_label(v)}" for k, v in zip(keys, combo))
+            data["name"] = f"{base_name}[{label}]" if label else base_name
+            out.append(_build(data, f"{source} (member {data['name']})", data["name"]))
+    for i, item in enumerate(grid.get("environments") or []):
+        if not isinstance(item, dict):
+            raise EnvironmentFileError(f"{source} (key environments[{i}]): expected a mapping")
+        out.append(_build(item, f"{source} (environments[{i}])", f"{Path(source).stem}-{i}"))
+    includes = grid.get("include") or []
+    if not isinstance(includes, list):
+        raise EnvironmentFileError(f"{source} (key include): expected a list of environment files")
+    for item in includes:
+        path = Path(item)
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        out.append(load_environment(path))
+    if not out:
+        raise EnvironmentFileError(f"{source}: the grid defines no environment; give base + vary, environments "
+                                   "or include")
+    return out
+
+
+def load_grid(path: str | os.PathLike) -> list[Environment]:
+    """Load a grid file (YAML/JSON) into its environments."""
+    path = Path(path)
+    return expand_grid(read_mapping(path), source=str(path), base_dir=path.parent)
+
+
+def load_environments(env_paths: Iterable[str | os.PathLike] = (), grid_paths: Iterable[str | os.PathLike] = ()
+                      ) -> list[Environment]:
+    """All environments of some environment files and grid files, checked for unique names."""
+    envs = [load_environment(p) for p in env_paths]
+    for grid in grid_paths:
+        envs.extend(load_grid(grid))
+    if not envs:
+        raise EnvironmentFileError("no environment given: pass --env FILE (and/or --grid FILE)")
+    seen: dict[str, int] = {}
+    for env in envs:
+        seen[env.name] = seen.get(env.name, 0) + 1
+    repeated = sorted(n for n, c in seen.items() if c > 1)
+    if repeated:
+        raise EnvironmentFileError(f"environment names must be unique; repeated: {', '.join(repeated)} "
+                                   "(set 'name:' in the files)")
+    return envs

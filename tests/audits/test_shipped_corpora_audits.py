@@ -1,0 +1,71 @@
+"""The audits on the real corpora shipped in fixtures/corpora (collected from fixtures/suites/speedbench).
+
+Each check compares an audit's number with an independent pandas computation on the same files, or
+with what the suite was built to be (the `speedbench:` block of every problem.yaml).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from audits.calibration import run_calibration_audit
+from audits.discriminability import run_discriminability_audit
+from audits.reliability import run_reliability_audit
+from audits.report.render import load_corpora
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = [ROOT / "fixtures" / "corpora" / f"{name}.parquet" for name in ("quiet-a", "quiet-b", "busy-a")]
+SUITE = ROOT / "fixtures" / "suites" / "speedbench"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpora([str(p) for p in CORPORA])
+
+
+def _reference_opt_ok(corpus):
+    rows = corpus[(corpus["role"] == "reference") & corpus["correct"] & (corpus["status"] == "ok")
+                  & (corpus["test_kind"] == "optimization")]
+    return rows.astype({c: str for c in ("environment", "campaign", "problem", "test", "solution")})
+
+
+def test_median_repeat_cv_equals_a_plain_pandas_computation(corpus):
+    audit = run_reliability_audit(corpus, n_boot=50)
+    rows = _reference_opt_ok(corpus)
+    cells = rows.groupby(["environment", "campaign", "problem", "test", "solution"])["duration_s"]
+    cv = (cells.std(ddof=1) / cells.mean()).dropna()
+    expected = cv.groupby(level="environment").median()
+    for env, result in audit.environments.items():
+        assert result.median_repeat_cv.estimate == pytest.approx(expected[env], rel=1e-9)
+
+
+def test_filterable_problems_are_the_ones_designed_to_span_a_wide_workload(corpus):
+    designed = {p.parent.name: yaml.safe_load(p.read_text())["speedbench"]["filterable"]
+                for p in SUITE.glob("*/problem.yaml")}
+    assert sum(designed.values()) == 9 and len(designed) == 12
+    audit = run_discriminability_audit(corpus, n_boot=50)
+    for env, result in audit.environments.items():
+        measured = dict(zip(result.problems["problem"].astype(str), result.problems["filterable"].astype(bool)))
+        assert measured == designed, env
+
+
+def test_busy_environment_has_a_slower_floor_than_the_quiet_one(corpus):
+    audit = run_discriminability_audit(corpus, n_boot=50)
+    floor_rows = corpus[(corpus["role"] == "floor") & (corpus["status"] == "ok")]
+    for env, result in audit.environments.items():
+        rows = floor_rows[(floor_rows["environment"] == env) & (floor_rows["campaign"] == result.campaign)]
+        assert result.floor_s == pytest.approx(np.median(rows["duration_s"]))
+    assert audit.environments["busy"].floor_s > audit.environments["quiet"].floor_s
+
+
+def test_two_quiet_campaigns_on_one_machine_calibrate_almost_one_to_one(corpus):
+    quiet = corpus[corpus["environment"] == "quiet"]
+    audit = run_calibration_audit(quiet, source="quiet-a", target="quiet-b", n_boot=100, n_boot_rank=50)
+    affine = audit.fit("affine")
+    assert 0.8 < affine.params["slope"] < 1.2
+    assert audit.fits["lopo_r2"].max() > 0.9

@@ -1,0 +1,181 @@
+"""Languages: detecting, compiling (real g++) and running prepared programs (real processes)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from audits.collect.languages import DEFAULT_PYTHON, BuildError, Program, floor_program, language_of, prepare
+from audits.collect.suite import Submission
+
+ADD_PY = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+ADD_CPP = "#include <cstdio>\nint main(){long long a,s=0;while(scanf(\"%lld\",&a)==1)s+=a;printf(\"%lld\\n\",s);}\n"
+
+
+def _run(program: Program, stdin: str = "", **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(program.argv, input=stdin.encode(), capture_output=True, timeout=30, **kw)
+
+
+def test_language_of_files_and_folders(tmp_path):
+    expected = {"a.py": "python", "b.py3": "python", "c.cpp": "cpp", "d.cc": "cpp", "E.PY": "python",
+                "Main.java": None, "main.kt": None, "run.sh": None, "noext": None, "x.c": None}
+    for name, lang in expected.items():
+        assert language_of(tmp_path / name) == lang, name
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.py").write_text("")
+    (mixed / "b.cpp").write_text("")
+    assert language_of(mixed) is None
+    cpp_dir = tmp_path / "cppdir"
+    cpp_dir.mkdir()
+    (cpp_dir / "main.cpp").write_text("")
+    (cpp_dir / "util.h").write_text("")
+    assert language_of(cpp_dir) == "cpp"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert language_of(empty) is None
+
+
+def test_python_program_runs_with_the_system_interpreter(tmp_path):
+    src = tmp_path / "add.py"
+    src.write_text(ADD_PY)
+    program = prepare(src, tmp_path / "build")
+    assert program.language == "python" and program.argv[0] == DEFAULT_PYTHON and program.build_s == 0.0
+    assert program.source == src.resolve()
+    copy = Path(program.argv[1])
+    assert copy.is_absolute() and copy.read_text() == ADD_PY and copy.parent.parent == (tmp_path / "build")
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o644
+    proc = _run(program, "1 2 39\n")
+    assert proc.returncode == 0 and proc.stdout == b"42\n"
+    # another interpreter can be chosen: the one running these tests
+    other = prepare(src, tmp_path / "build", python=sys.executable)
+    assert other.argv[0] == os.path.abspath(sys.executable) and _run(other, "2 3").stdout == b"5\n"
+
+
+def test_submission_object_is_accepted(tmp_path):
+    src = tmp_path / "fast.py3"
+    src.write_text(ADD_PY)
+    sub = Submission("p", "accepted/fast.py3", src, "python", "accepted", True)
+    assert _run(prepare(sub, tmp_path / "build"), "4 4").stdout == b"8\n"
+
+
+def test_cpp_compiled_once_and_cached_by_content(tmp_path):
+    src = tmp_path / "add.cpp"
+    src.write_text(ADD_CPP)
+    first = prepare(src, tmp_path / "build")
+    exe = Path(first.argv[0])
+    assert first.language == "cpp" and first.build_s > 0 and exe.is_absolute() and os.access(exe, os.X_OK)
+    assert _run(first, "5 6 7").stdout == b"18\n"
+    mtime = exe.stat().st_mtime_ns
+    again = prepare(src, tmp_path / "build")
+    assert again.argv == first.argv and again.build_s == 0.0 and exe.stat().st_mtime_ns == mtime
+    # the same source elsewhere hits the same cache entry; a changed source builds a new program
+    elsewhere = tmp_path / "copy" / "add.cpp"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(ADD_CPP)
+    assert prepare(elsewhere, tmp_path / "build").argv == first.argv
+    src.write_text(ADD_CPP.replace("s+=a", "s+=2*a"))
+    changed = prepare(src, tmp_path / "build")
+    assert changed.argv != first.argv and _run(changed, "5 6 7").stdout == b"36\n"
+    assert _run(first, "5 6 7").stdout == b"18\n"
+
+
+def test_cpp_is_optimised_with_O2(tmp_path):
+    # __OPTIMIZE__ is defined by g++ exactly when optimisation is on
+    src = tmp_path / "opt.cpp"
+    src.write_text("#include <cstdio>\nint main(){\n#ifdef __OPTIMIZE__\nputs(\"O\");\n#else\nputs(\"-\");\n#endif\n}\n")
+    assert _run(prepare(src, tmp_path / "build")).stdout == b"O\n"
+
+
+def test_compile_error_names_the_file_and_carries_gxx_message(tmp_path):
+    src = tmp_path / "broken.cpp"
+    src.write_text("int main() { return undefined_name; }\n")
+    with pytest.raises(BuildError) as info:
+        prepare(src, tmp_path / "build")
+    message = str(info.value)
+    assert str(src) in message and "g++ failed" in message and "undefined_name" in message
+    assert not list((tmp_path / "build").rglob("prog"))  # nothing half-built left behind
+
+
+def test_unsupported_and_missing_inputs(tmp_path):
+    java = tmp_path / "Main.java"
+    java.write_text("class Main {}")
+    with pytest.raises(BuildError, match="language not supported"):
+        prepare(java, tmp_path / "build")
+    with pytest.raises(BuildError, match="no such file"):
+        prepare(tmp_path / "nope.py", tmp_path / "build")
+    src = tmp_path / "a.py"
+    src.write_text("pass")
+    with pytest.raises(BuildError, match="Python interpreter 'no-such-python3' not found"):
+        prepare(src, tmp_path / "build", python="no-such-python3")
+    cpp = tmp_path / "a.cpp"
+    cpp.write_text("int main(){}")
+    with pytest.raises(BuildError, match="C\\+\\+ compiler"):
+        prepare(cpp, tmp_path / "build", cxx="no-such-g++")
+
+
+def test_multi_file_submissions(tmp_path):
+    py = tmp_path / "pysol"
+    py.mkdir()
+    (py / "helper.py").write_text("def add(xs):\n    return sum(xs)\n")
+    (py / "main.py").write_text("import sys\nfrom helper import add\nprint(add(map(int, sys.stdin.read().split())))\n")
+    program = prepare(py, tmp_path / "build")
+    assert Path(program.argv[1]).name == "main.py" and _run(program, "1 1 1").stdout == b"3\n"
+    cpp = tmp_path / "cppsol"
+    cpp.mkdir()
+    (cpp / "lib.h").write_text("long long twice(long long);\n")
+    (cpp / "lib.cpp").write_text('#include "lib.h"\nlong long twice(long long x){return 2*x;}\n')
+    (cpp / "main.cpp").write_text('#include <cstdio>\n#include "lib.h"\nint main(){long long a;scanf("%lld",&a);'
+                                  'printf("%lld\\n",twice(a));}\n')
+    built = prepare(cpp, tmp_path / "build")
+    assert _run(built, "21").stdout == b"42\n"
+    # editing only a header is a new program (the cache key covers headers too)
+    (cpp / "lib.h").write_text("long long twice(long long);\n#define UNUSED 1\n")
+    assert prepare(cpp, tmp_path / "build").argv != built.argv
+    ambiguous = tmp_path / "amb"
+    ambiguous.mkdir()
+    (ambiguous / "a.py").write_text("")
+    (ambiguous / "b.py").write_text("")
+    with pytest.raises(BuildError, match="cannot tell which one to run"):
+        prepare(ambiguous, tmp_path / "build")
+
+
+@pytest.mark.parametrize("language", ["python", "cpp"])
+def test_floor_program_does_nothing(tmp_path, language):
+    program = floor_program(language, tmp_path / "build")
+    assert program.language == language and program.source is None
+    proc = _run(program, "ignored input\n")
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    assert floor_program(language, tmp_path / "build").argv == program.argv  # stable across calls
+
+
+def test_floor_program_rejects_unknown_language(tmp_path):
+    with pytest.raises(BuildError, match="no floor program for language 'java'"):
+        floor_program("java", tmp_path)
+
+
+def test_prepared_programs_run_as_an_unprivileged_uid():
+    """Why DEFAULT_PYTHON is Debian's python3: the runner drops privileges before it starts a program.
+
+    As root (as on these machines and in CI) the programs are run as uid/gid 65534 (nobody); otherwise
+    as the current user, which is already unprivileged.
+    """
+    base = Path(tempfile.mkdtemp(prefix="speedaudit-lang-"))  # under /tmp, so another uid can traverse it
+    try:
+        os.chmod(base, 0o755)
+        (base / "src").mkdir(mode=0o700)  # sources may sit where the unprivileged uid cannot read them
+        (base / "src" / "add.py").write_text(ADD_PY)
+        (base / "src" / "add.cpp").write_text(ADD_CPP)
+        kwargs = {"user": 65534, "group": 65534, "extra_groups": []} if os.geteuid() == 0 else {}
+        for name in ("add.py", "add.cpp"):
+            program = prepare(base / "src" / name, base / "build")
+            proc = _run(program, "20 22", cwd="/", **kwargs)
+            assert proc.returncode == 0 and proc.stdout == b"42\n", (name, proc.stderr)
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=True)

@@ -1,0 +1,216 @@
+"""The shipped speedbench suite and the corpora collected from it.
+
+* every accepted and time_limit_exceeded submission passes every correctness test (samples and
+  ``data/secret/correctness``: all small, so the slow-but-correct programs finish quickly);
+* every wrong_answer submission fails at least one of those tests;
+* the suite loads with ``audits.collect.suite.load_suite`` with nothing skipped and has the promised shape;
+* the seeded generators reproduce the shipped inputs byte for byte;
+* each shipped corpus validates with ``audits.corpus.io.load_corpus`` and matches its manifest.
+
+Programs run for real with the interpreter the corpora were collected with (Debian's
+``/usr/bin/python3``, the default of ``speedaudit collect``), checked with the suite's own checker.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.corpus.io import load_corpus
+from audits.collect.languages import DEFAULT_PYTHON
+from audits.collect.suite import load_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "fixtures" / "suites" / "speedbench"
+CORPORA = ROOT / "fixtures" / "corpora"
+RUN_TIMEOUT_S = 20.0   # generous: the machine is shared; correctness tests take ~20 ms each
+
+
+
+def _load_script(path: Path, name: str):
+    """Import a standalone script (not a package module) under a unique module name."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the suite's own, standard-library-only build script, and the docs' table snippet
+suite_build = _load_script(SUITE / "build.py", "_speedbench_build")
+summarize = _load_script(CORPORA / "summarize.py", "_speedbench_summarize")
+robust_cv_by_problem, speed_spread = summarize.robust_cv_by_problem, summarize.speed_spread
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite(SUITE)
+
+
+def _run(program: Path, test) -> tuple[bytes | None, str]:
+    with open(test.input_path, "rb") as fin:
+        try:
+            proc = subprocess.run([DEFAULT_PYTHON, str(program)], stdin=fin, capture_output=True,
+                                  timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, "timeout"
+    if proc.returncode != 0:
+        return None, f"exit {proc.returncode}: {proc.stderr.decode(errors='replace')[-300:]}"
+    return proc.stdout, "ok"
+
+
+@pytest.fixture(scope="module")
+def verdicts(suite, tmp_path_factory):
+    """{(problem, submission): [(test, passed, reason), ...]} over every correctness test."""
+    work = tmp_path_factory.mktemp("runs")
+    jobs = [(p, s, t) for p in suite.problems for s in p.submissions for t in p.tests_of_kind("correctness")]
+
+    def judge(job):
+        problem, sub, test = job
+        out, reason = _run(sub.path, test)
+        if out is None:
+            return problem.id, sub.name, test.name, False, reason
+        out_path = work / f"{problem.id}-{sub.name.replace('/', '_')}-{test.name.replace('/', '_')}.out"
+        out_path.write_bytes(out)
+        ok, why = problem.checker_for(test).check(out_path, input_path=test.input_path,
+                                                  answer_path=test.answer_path, workdir=work)
+        return problem.id, sub.name, test.name, ok, why
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(judge, jobs))
+    table: dict = {}
+    for pid, sub, test, ok, why in results:
+        table.setdefault((pid, sub), []).append((test, ok, why))
+    return table
+
+
+def test_suite_loads_completely_with_the_promised_shape(suite):
+    assert suite.skipped == ()
+    assert len(suite.problems) >= 12
+    for p in suite.problems:
+        by_verdict = {}
+        for s in p.submissions:
+            by_verdict.setdefault(s.expected, []).append(s)
+            assert s.language == "python"
+        assert len(by_verdict.get("accepted", [])) >= 5, p.id
+        assert len(by_verdict.get("wrong_answer", [])) >= 2, p.id
+        assert len(by_verdict.get("time_limit_exceeded", [])) >= 1, p.id
+        opt = p.tests_of_kind("optimization")
+        assert len(opt) >= 6, p.id
+        assert all(t.group == "secret/optimization" for t in opt), p.id
+        assert any(t.group == "sample" for t in p.tests), p.id
+        assert any(t.group == "secret/correctness" for t in p.tests), p.id
+        assert p.time_limit_s == 3 and p.memory_limit_mb == 1024, p.id
+
+
+def test_suite_stays_small():
+    total = sum(f.stat().st_size for f in SUITE.rglob("*") if f.is_file())
+    assert total < 20 * 2**20, f"suite is {total / 2**20:.1f} MB; the issue allows 20 MB"
+
+
+def test_correct_submissions_pass_every_correctness_test(suite, verdicts):
+    failures = [f"{pid}/{sub} on {test}: {why}"
+                for (pid, sub), rows in verdicts.items()
+                if sub.split("/")[0] in ("accepted", "time_limit_exceeded")
+                for test, ok, why in rows if not ok]
+    assert not failures, "\n".join(failures)
+    # every correct submission was actually judged on every correctness test
+    for p in suite.problems:
+        n = len(p.tests_of_kind("correctness"))
+        for s in p.submissions:
+            assert len(verdicts[(p.id, s.name)]) == n >= 4
+
+
+def test_wrong_answer_submissions_fail_a_correctness_test(suite, verdicts):
+    never_fail = [f"{pid}/{sub}" for (pid, sub), rows in verdicts.items()
+                  if sub.startswith("wrong_answer/") and all(ok for _test, ok, _why in rows)]
+    assert not never_fail, f"these wrong answers pass every correctness test: {never_fail}"
+    # and they fail as wrong answers (the checker rejects the output), not by crashing
+    crashes = [f"{pid}/{sub} on {test}: {why}" for (pid, sub), rows in verdicts.items()
+               if sub.startswith("wrong_answer/") for test, ok, why in rows
+               if not ok and (why.startswith("exit ") or why == "timeout")]
+    assert not crashes, "\n".join(crashes)
+
+
+def test_generators_reproduce_the_shipped_inputs(suite):
+    """The seeded generators (run as build.py runs them) give back every shipped .in file."""
+    for p in suite.problems:
+        specs = suite_build.read_tests(p.root)
+        shipped = {t.name for t in p.tests}
+        assert {path for path, *_ in specs} == shipped, p.id
+        for path, kind, size, seed in specs:
+            gen = subprocess.run([DEFAULT_PYTHON, str(p.root / "generators" / "gen.py"), kind, str(size),
+                                  str(seed)], capture_output=True, check=True, timeout=RUN_TIMEOUT_S)
+            assert gen.stdout == (p.root / "data" / f"{path}.in").read_bytes(), f"{p.id}/{path}"
+
+
+def test_build_answer_agreement_uses_the_float_tolerance():
+    # hand-worked: 1e-6 tolerance is absolute OR relative, like the Kattis default validator
+    assert suite_build.outputs_agree("2.5000004\n7", "2.5 7", 1e-6)
+    assert not suite_build.outputs_agree("0.500002 7", "0.5 7", 1e-6)      # 2e-6 abs, 4e-6 rel
+    assert suite_build.outputs_agree("1000000.5", "1000000.0", 1e-6)       # relative
+    assert not suite_build.outputs_agree("3", "3 4", 1e-6)
+    assert not suite_build.outputs_agree("3.0000001", "3", None)           # exact without tolerance
+    assert suite_build.float_tolerance(SUITE / "rangeavg") == 1e-6
+    assert suite_build.float_tolerance(SUITE / "lis") is None
+
+
+def _manifest():
+    path = CORPORA / "MANIFEST.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def test_shipped_corpora_validate_and_match_the_manifest(suite):
+    manifest = _manifest()
+    assert manifest is not None, "fixtures/corpora/MANIFEST.json is missing"
+    files = sorted(CORPORA.glob("*.parquet"))
+    assert {f.name for f in files} == set(manifest["corpora"]), "manifest and parquet files differ"
+    assert sum(f.stat().st_size for f in files) < 10 * 2**20
+    environments = set()
+    for f in files:
+        entry = manifest["corpora"][f.name]
+        corpus = load_corpus(f)
+        assert len(corpus) == entry["rows"], f.name
+        assert entry["command"].startswith("speedaudit collect fixtures/suites/speedbench")
+        env = corpus["environment"].astype(str).unique().tolist()
+        campaign = corpus["campaign"].astype(str).unique().tolist()
+        assert env == [entry["environment"]] and campaign == [entry["campaign"]], f.name
+        environments.add(entry["environment"])
+        ref = corpus[corpus["role"] == "reference"]
+        assert set(ref["problem"].astype(str)) == {p.id for p in suite.problems}, f.name
+        assert ref["repeat"].nunique() >= 5, f.name
+        assert (corpus["role"] == "floor").any(), f.name
+        # accepted programs should essentially always be ok; TLE programs must time out somewhere
+        acc = ref[ref["solution"].astype(str).str.startswith("accepted/")]
+        assert (acc["status"] == "ok").mean() > 0.99, f.name
+        tle = ref[ref["solution"].astype(str).str.startswith("time_limit_exceeded/")]
+        assert (tle["status"] == "timeout").any(), f.name
+        wa = ref[ref["solution"].astype(str).str.startswith("wrong_answer/")]
+        assert (wa["status"] == "wrong_answer").any(), f.name
+    assert {"quiet", "busy"} <= environments
+
+
+def test_doc_helpers_against_hand_computation():
+    rows = []
+    # problem p: 2 reference solutions x 4 tests; per-test reference medians 0.01 .. 0.08
+    for t, base in enumerate([0.01, 0.02, 0.04, 0.08]):
+        for s, factor in (("accepted/a", 0.5), ("accepted/b", 1.5)):
+            for r in range(3):
+                rows.append(("e", "c", "p", f"t{t}", s, r, base * factor * (1 + 0.01 * r), "ok", "reference",
+                             True, "optimization", 100 * (t + 1)))
+    frame = pd.DataFrame(rows, columns=["environment", "campaign", "problem", "test", "solution", "repeat",
+                                        "duration_s", "status", "role", "correct", "test_kind", "input_bytes"])
+    cv = robust_cv_by_problem(frame)
+    med = np.array([0.01, 0.02, 0.04, 0.08]) * 1.01    # mean of 0.5x and 1.5x, median repeat (+1%)
+    expected = (np.percentile(med, 75) - np.percentile(med, 25)) / np.median(med)
+    assert cv["robust_cv"].iloc[0] == pytest.approx(expected)
+    assert cv["robust_cv"].iloc[0] == pytest.approx(0.0325 / 0.03)       # the docstring's example
+    assert bool(cv["filterable"].iloc[0])
+    spread = speed_spread(frame)
+    assert spread["test"].iloc[0] == "t3"
+    assert spread["ratio"].iloc[0] == pytest.approx(3.0)

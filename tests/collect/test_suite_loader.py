@@ -1,0 +1,468 @@
+"""Loading Kattis problem packages: real packages built in tmp_path, real validators run as processes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audits.cli import main
+from audits.collect.suite import CORRECT_VERDICTS, SuiteError, load_problem, load_suite
+
+ADD_PY = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+def numbers(n: int) -> str:
+    return " ".join(["1"] * n) + "\n"
+
+
+def basic_package(root: Path, **extra) -> Path:
+    """A default-validator problem: samples, nested secret groups, one input without .ans, mixed submissions."""
+    files = {
+        "problem.yaml": "name: Sum It Up\nvalidator_flags: float_tolerance 1e-6\nlimits:\n  memory: 512\n",
+        "data/sample/1.in": "1 2\n", "data/sample/1.ans": "3\n",
+        "data/sample/2.in": "5\n", "data/sample/2.ans": "5\n",
+        "data/secret/01-small.in": numbers(3), "data/secret/01-small.ans": "3\n",
+        "data/secret/group1/02.in": numbers(50), "data/secret/group1/02.ans": "50\n",
+        "data/secret/group1/10.in": numbers(400), "data/secret/group1/10.ans": "400\n",
+        "data/secret/group1/deeper/03.in": numbers(200), "data/secret/group1/deeper/03.ans": "200\n",
+        "data/secret/group2/04.in": numbers(100), "data/secret/group2/04.ans": "100\n",
+        "data/secret/group2/05-noans.in": numbers(1000),
+        "submissions/accepted/sum.py": ADD_PY,
+        "submissions/accepted/sum.cpp": "int main(){}\n",
+        "submissions/time_limit_exceeded/slow.py3": ADD_PY,
+        "submissions/wrong_answer/off_by_one.cc": "int main(){}\n",
+        "submissions/run_time_error/crash.py": "raise SystemExit(1)\n",
+        "submissions/accepted/Sum.java": "class Sum {}\n",
+        "submissions/accepted/.gitkeep": "",
+    }
+    files.update(extra)
+    return write(root, files)
+
+
+# ---------------------------------------------------------------- tests, groups, kinds
+
+
+def test_tests_groups_and_largest_inputs_as_optimization(tmp_path):
+    basic_package(tmp_path / "suite" / "sum")
+    suite = load_suite(tmp_path / "suite", n_largest_optimization=2)
+    (problem,) = suite.problems
+    assert problem.id == "sum" and problem.name == "Sum It Up" and problem.memory_limit_mb == 512
+    by_name = {t.name: t for t in problem.tests}
+    assert list(by_name) == ["sample/1", "sample/2", "secret/01-small", "secret/group1/02", "secret/group1/10",
+                             "secret/group1/deeper/03", "secret/group2/04"]
+    assert by_name["secret/group1/deeper/03"].group == "secret/group1/deeper"
+    assert by_name["sample/2"].group == "sample" and by_name["secret/01-small"].group == "secret"
+    for t in problem.tests:
+        assert t.problem == "sum" and t.input_path.read_bytes() and t.answer_path.suffix == ".ans"
+        assert t.input_bytes == os.path.getsize(t.input_path)
+    # the two largest secret inputs with an answer (the 1000-number one has none) are the optimization tests
+    secret = [t for t in problem.tests if t.group.startswith("secret")]
+    largest = sorted(secret, key=lambda t: -t.input_bytes)[:2]
+    assert {t.name for t in problem.tests_of_kind("optimization")} == {t.name for t in largest} \
+        == {"secret/group1/10", "secret/group1/deeper/03"}
+    assert all(t.kind == "correctness" for t in problem.tests if t not in largest)
+    # the missing answer is listed with its reason
+    (skip,) = [s for s in suite.skipped if s.path.suffix == ".in"]
+    assert skip.path.name == "05-noans.in" and "no answer file 05-noans.ans" in skip.reason
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 10])
+def test_n_largest_is_an_option(tmp_path, n):
+    basic_package(tmp_path / "sum")
+    (problem,) = load_suite(tmp_path, n_largest_optimization=n).problems
+    secret = sorted((t for t in problem.tests if t.group != "sample"), key=lambda t: -t.input_bytes)
+    assert [t.name for t in problem.tests if t.kind == "optimization"] == \
+        sorted((t.name for t in secret[:n]), key=[t.name for t in problem.tests].index)
+
+
+def test_optimization_folder_wins_over_sizes(tmp_path):
+    basic_package(tmp_path / "sum", **{
+        "data/secret/optimization/a.in": numbers(5), "data/secret/optimization/a.ans": "5\n",
+        "data/secret/optimization/big/b.in": numbers(7), "data/secret/optimization/big/b.ans": "7\n",
+    })
+    (problem,) = load_suite(tmp_path).problems
+    assert {t.name for t in problem.tests_of_kind("optimization")} == \
+        {"secret/optimization/a", "secret/optimization/big/b"}
+    assert len(problem.tests_of_kind("correctness")) == 7  # the larger inputs elsewhere stay correctness tests
+
+
+def test_samples_can_be_left_out_and_problems_selected(tmp_path):
+    basic_package(tmp_path / "a")
+    basic_package(tmp_path / "b")
+    suite = load_suite(tmp_path, include_samples=False, problems=["b"])
+    assert [p.id for p in suite.problems] == ["b"]
+    assert not [t for t in suite.problems[0].tests if t.group == "sample"]
+    with pytest.raises(SuiteError, match="no problem 'zzz'.*problems here: a, b"):
+        load_suite(tmp_path, problems=["zzz"])
+    with pytest.raises(SuiteError, match="n_largest_optimization"):
+        load_suite(tmp_path, n_largest_optimization=-1)
+
+
+# ---------------------------------------------------------------- submissions
+
+
+def test_submissions_verdicts_languages_and_skips(tmp_path):
+    basic_package(tmp_path / "sum", **{
+        "submissions/accepted/multi/main.py": "from helper import f\n", "submissions/accepted/multi/helper.py": "",
+        "submissions/wrong_answer/Main.kt": "fun main() {}\n",
+    })
+    suite = load_suite(tmp_path)
+    subs = {s.name: s for s in suite.problems[0].submissions}
+    assert subs.keys() == {"accepted/multi", "accepted/sum.cpp", "accepted/sum.py", "time_limit_exceeded/slow.py3",
+                           "wrong_answer/off_by_one.cc", "run_time_error/crash.py"}
+    for s in subs.values():
+        assert s.correct == (s.expected in CORRECT_VERDICTS) and s.expected == s.name.split("/")[0]
+        assert s.path.exists() and s.problem == "sum"
+    assert subs["time_limit_exceeded/slow.py3"].correct and not subs["run_time_error/crash.py"].correct
+    assert subs["accepted/sum.cpp"].language == "cpp" and subs["accepted/multi"].language == "python"
+    skipped = {s.path.name: s.reason for s in suite.skipped}
+    assert skipped["Sum.java"].startswith("language not supported (.java)")
+    assert skipped["Main.kt"].startswith("language not supported (.kt)")
+    assert ".gitkeep" not in skipped
+
+
+# ---------------------------------------------------------------- problem.yaml, skipping whole packages
+
+
+def test_broken_packages_are_listed_not_fatal(tmp_path):
+    basic_package(tmp_path / "good")
+    write(tmp_path / "badyaml", {"problem.yaml": "name: [unclosed\nvalidation: default\n", "data/sample/1.in": "1"})
+    write(tmp_path / "listyaml", {"problem.yaml": "- name\n- other\n", "data/sample/1.in": "1"})
+    write(tmp_path / "noyaml", {"data/secret/1.in": "1", "data/secret/1.ans": "1"})
+    write(tmp_path / "badlimits", {"problem.yaml": "limits:\n  memory: lots\n", "data/secret/1.in": "1"})
+    write(tmp_path / "interactive", {"problem.yaml": "validation: custom interactive\n",
+                                     "output_validators/interactor/interactor.py": "", "data/sample/1.interaction": ""})
+    write(tmp_path / "interactive2023", {"problem.yaml": "problem_format_version: 2023-07-draft\ntype: interactive\n",
+                                         "data/sample/1.in": "1"})
+    write(tmp_path / "boolfind", {"problem.yaml": "problem_format_version: 2023-07-draft\ntype:\n  - pass-fail\n"
+                                                  "  - interactive\n", "data/sample/1.in": "1"})
+    write(tmp_path / "multipass", {"problem.yaml": "problem_format_version: 2025-09\ntype: multi-pass\n",
+                                   "data/sample/1.in": "1"})
+    write(tmp_path / "badtestdata", {"problem.yaml": "name: x\n", "data/secret/testdata.yaml": "a: [\n",
+                                     "data/secret/1.in": "1", "data/secret/1.ans": "1"})
+    write(tmp_path / "weird", {"problem.yaml": "validation: fancy\n", "data/sample/1.in": "1"})
+    write(tmp_path / "nodata", {"problem.yaml": "name: x\n"})
+    write(tmp_path / "badflags", {"problem.yaml": "validator_flags: float_tolerance\n", "data/sample/1.in": "1"})
+    write(tmp_path / "scripts", {"make_pdf.sh": "#!/bin/sh\n"})
+    suite = load_suite(tmp_path)
+    assert [p.id for p in suite.problems] == ["good"]
+    reasons = {s.path.name: s.reason for s in suite.skipped if s.path.parent == tmp_path.resolve()}
+    assert reasons["badyaml"].startswith("problem.yaml is not valid YAML at line 2")
+    assert "must be a YAML mapping" in reasons["listyaml"]
+    assert reasons["noyaml"].startswith("missing problem.yaml")
+    assert "limits.memory (MB) must be a number, got 'lots'" in reasons["badlimits"]
+    assert reasons["interactive"].startswith("interactive problem")
+    assert reasons["interactive2023"].startswith("interactive problem")
+    assert reasons["boolfind"].startswith("interactive problem")
+    assert reasons["multipass"] == "problem type multi-pass is not supported (only pass-fail and scoring batch problems)"
+    assert reasons["badtestdata"].startswith("data/secret/testdata.yaml is not valid YAML")
+    assert "unknown validation 'fancy'" in reasons["weird"]
+    assert reasons["nodata"].startswith("no data/ folder")
+    assert "validator_flags" in reasons["badflags"] and "needs a number" in reasons["badflags"]
+    assert reasons["scripts"].startswith("not a problem package")
+    # every skip is printed by the summary with its reason
+    text = suite.summary()
+    for name, reason in reasons.items():
+        assert f"{name}: {reason}" in text
+
+
+def test_symlinked_groups_and_problems_without_tests(tmp_path):
+    shared = write(tmp_path / "shared", {"big.in": "9 9 9\n", "big.ans": "27\n"})
+    basic_package(tmp_path / "suite" / "sum")
+    os.symlink(shared, tmp_path / "suite" / "sum" / "data" / "secret" / "linked")
+    os.symlink(tmp_path / "suite" / "sum" / "data", tmp_path / "suite" / "sum" / "data" / "secret" / "loop")
+    write(tmp_path / "suite" / "empty", {"problem.yaml": "name: e\n", "data/sample/1.in": "1"})
+    write(tmp_path / "suite" / "onlysamples", {"problem.yaml": "", "data/sample/1.in": "1", "data/sample/1.ans": "1"})
+    suite = load_suite(tmp_path / "suite", include_samples=False)
+    (problem,) = suite.problems
+    assert "secret/linked/big" in {t.name for t in problem.tests}
+    assert not any("loop" in t.name for t in problem.tests)  # a symlink loop is not followed forever
+    reasons = {s.path.name: s.reason for s in suite.skipped}
+    assert reasons["empty"] == "no tests: no NAME.in with NAME.ans under data/secret"
+    assert reasons["onlysamples"] == "no tests: no NAME.in with NAME.ans under data/secret"
+    assert [p.id for p in load_suite(tmp_path / "suite").problems] == ["onlysamples", "sum"]
+
+
+def test_single_package_path_and_not_a_suite(tmp_path):
+    root = basic_package(tmp_path / "sum")
+    suite = load_suite(root)
+    assert [p.id for p in suite.problems] == ["sum"] and suite.root == root.resolve()
+    problem, skips = load_problem(root)
+    assert problem == suite.problems[0] and skips == suite.skipped
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SuiteError, match="not a suite"):
+        load_suite(tmp_path / "empty")
+    with pytest.raises(SuiteError, match="no such folder"):
+        load_suite(tmp_path / "missing")
+    with pytest.raises(SuiteError, match="not a folder"):
+        load_suite(root / "problem.yaml")
+    (root / "problem.yaml").unlink()
+    with pytest.raises(SuiteError, match="looks like a problem package .* but has no problem.yaml"):
+        load_suite(root)
+
+
+ONE_TEST = {"data/secret/1.in": "1\n", "data/secret/1.ans": "1\n"}
+
+
+def test_limits_from_every_known_place(tmp_path):
+    write(tmp_path / "a", {"problem.yaml": "limits:\n  time_limit: 2.5\n  memory: 2048\n", **ONE_TEST})
+    write(tmp_path / "b", {"problem.yaml": "name: b\n", ".timelimit": "3\n", **ONE_TEST})
+    write(tmp_path / "c", {"problem.yaml": "", "domjudge-problem.ini": "timelimit='1.5'\n", **ONE_TEST})
+    write(tmp_path / "d", {"problem.yaml": "limits:\n  time_multiplier: 5\n", **ONE_TEST})
+    problems = {p.id: p for p in load_suite(tmp_path).problems}
+    assert (problems["a"].time_limit_s, problems["a"].memory_limit_mb) == (2.5, 2048)
+    assert problems["b"].time_limit_s == 3.0 and problems["c"].time_limit_s == 1.5
+    assert problems["d"].time_limit_s is None and problems["d"].memory_limit_mb is None
+    assert problems["c"].name == "c"  # no name anywhere: the folder name
+
+
+def test_name_from_latex_statement_and_language_map(tmp_path):
+    write(tmp_path / "a", {"problem.yaml": "source: NCPC\n", **ONE_TEST,
+                           "problem_statement/problem.en.tex": "\\problemname{Alpha Centauri}\nText.\n"})
+    write(tmp_path / "b", {"problem.yaml": "name:\n  en: Bravo\n  sv: Brava\n", **ONE_TEST})
+    names = {p.id: p.name for p in load_suite(tmp_path).problems}
+    assert names == {"a": "Alpha Centauri", "b": "Bravo"}
+
+
+# ---------------------------------------------------------------- output checking as loaded
+
+
+def test_validator_flags_from_problem_yaml_and_testdata_yaml(tmp_path):
+    basic_package(tmp_path / "sum", **{
+        "problem.yaml": "name: s\nvalidator_flags: case_sensitive\n",
+        "data/testdata.yaml": "output_validator_flags: float_absolute_tolerance 0.5\n",
+        "data/secret/group2/testdata.yaml": "output_validator_flags: float_absolute_tolerance 10\n",
+    })
+    (problem,) = load_suite(tmp_path).problems
+    assert problem.checker.kind == "default"
+    assert problem.checker.flags == ("case_sensitive", "float_absolute_tolerance", "0.5")
+    tests = {t.name: t for t in problem.tests}
+    assert tests["secret/group1/02"].validator_flags is None
+    assert problem.checker_for(tests["secret/group1/02"]) is problem.checker
+    assert tests["secret/group2/04"].validator_flags == ("case_sensitive", "float_absolute_tolerance", "10")
+    out = tmp_path / "out"
+    out.write_text("96\n")  # the answer is 100
+    t04, t02 = tests["secret/group2/04"], tests["secret/group1/02"]
+    assert problem.checker_for(t04).check(out, input_path=t04.input_path, answer_path=t04.answer_path,
+                                          workdir=tmp_path)[0]
+    out.write_text("50.4")  # the answer is 50
+    assert problem.checker_for(t02).check(out, input_path=t02.input_path, answer_path=t02.answer_path,
+                                          workdir=tmp_path)[0]
+    out.write_text("50.6")
+    assert not problem.checker_for(t02).check(out, input_path=t02.input_path, answer_path=t02.answer_path,
+                                              workdir=tmp_path)[0]
+
+
+def test_newer_formats_output_validator_args_and_test_group_yaml(tmp_path):
+    """BAPCtools / 2025-09 spell the flags output_validator_args and the group file test_group.yaml."""
+    write(tmp_path / "fltcmp", {
+        "problem.yaml": "problem_format_version: 2025-09\ntype: pass-fail\nname: {en: Float compare}\n",
+        "data/testdata.yaml": "output_validator_args: float_tolerance 1E-6\n",
+        "data/secret/strict/test_group.yaml": "output_validator_args: [float_absolute_tolerance, '1e-9', "
+                                              "float_relative_tolerance, '0']\n",
+        "data/secret/1.in": "", "data/secret/1.ans": "1.5\n",
+        "data/secret/strict/2.in": "", "data/secret/strict/2.ans": "1.5\n"})
+    (problem,) = load_suite(tmp_path).problems
+    assert problem.name == "Float compare" and problem.checker.flags == ("float_tolerance", "1E-6")
+    assert _check(problem, "secret/1", "1.5000001", tmp_path)[0]
+    assert not _check(problem, "secret/strict/2", "1.5000001", tmp_path)[0]
+    assert _check(problem, "secret/strict/2", "1.5000000000001", tmp_path)[0]
+
+
+PY_VALIDATOR = """import sys
+want = open(sys.argv[2]).read().split()
+got = sys.stdin.read().split()
+# accepts any permutation of the answer's tokens
+if sorted(want) == sorted(got):
+    sys.exit(42)
+open(sys.argv[3] + "judgemessage.txt", "w").write("not a permutation")
+sys.exit(43)
+"""
+
+CPP_VALIDATOR = """#include <fstream>
+#include <iostream>
+#include "validate.h"
+int main(int argc, char** argv) {
+    std::ifstream ans(argv[2]);
+    long long want, got;
+    ans >> want;
+    if (!(std::cin >> got)) return WRONG;
+    return (got % MODULUS == want % MODULUS) ? ACCEPTED : WRONG;
+}
+"""
+
+
+def _check(problem, test_name: str, output: str, tmp_path: Path):
+    test = next(t for t in problem.tests if t.name == test_name)
+    out = tmp_path / "output.txt"
+    out.write_text(output)
+    return problem.checker_for(test).check(out, input_path=test.input_path, answer_path=test.answer_path,
+                                           workdir=tmp_path / "work")
+
+
+def test_custom_validators_python_folder_cpp_with_header_and_unsupported(tmp_path):
+    build = tmp_path / "build"
+    write(tmp_path / "suite" / "perm", {
+        "problem.yaml": "name: Perm\nvalidation: custom\n",
+        "output_validators/perm_check/perm_check.py": PY_VALIDATOR,
+        "data/secret/1.in": "3\n", "data/secret/1.ans": "1 2 3\n",
+        "submissions/accepted/p.py": "print(3, 2, 1)\n"})
+    write(tmp_path / "suite" / "mod", {
+        "problem.yaml": "validation: custom\nvalidator_flags: ignored_by_this_validator\n",
+        "output_validators/modcheck/check.cpp": CPP_VALIDATOR,
+        "output_validators/modcheck/validate.h": "#define ACCEPTED 42\n#define WRONG 43\n#define MODULUS 7\n",
+        "data/secret/1.in": "x\n", "data/secret/1.ans": "3\n"})
+    write(tmp_path / "suite" / "java_validator", {
+        "problem.yaml": "validation: custom\n", "output_validators/v/Validator.java": "class Validator {}\n",
+        "data/secret/1.in": "1", "data/secret/1.ans": "1"})
+    write(tmp_path / "suite" / "broken_cpp", {
+        "problem.yaml": "validation: custom\n", "output_validators/v/v.cpp": "int main( { }\n",
+        "data/secret/1.in": "1", "data/secret/1.ans": "1"})
+    write(tmp_path / "suite" / "missing_validator", {
+        "problem.yaml": "validation: custom\n", "data/secret/1.in": "1", "data/secret/1.ans": "1"})
+    suite = load_suite(tmp_path / "suite", build_dir=build)
+    problems = {p.id: p for p in suite.problems}
+    assert problems.keys() == {"perm", "mod"}
+    perm, mod = problems["perm"], problems["mod"]
+    assert perm.checker.kind == "custom" and perm.checker.program.language == "python"
+    assert perm.checker.source.name == "perm_check"
+    assert _check(perm, "secret/1", "3 1 2\n", tmp_path) == (True, "accepted")
+    assert _check(perm, "secret/1", "1 2\n", tmp_path) == (False, "validator: not a permutation")
+    assert mod.checker.program.language == "cpp" and Path(mod.checker.program.argv[0]).is_relative_to(build)
+    assert mod.checker.flags == ("ignored_by_this_validator",)
+    assert _check(mod, "secret/1", "10", tmp_path) == (True, "accepted")
+    assert _check(mod, "secret/1", "11", tmp_path) == (False, "validator: wrong answer")
+    reasons = {s.path.name: s.reason for s in suite.skipped}
+    assert "neither Python nor C++" in reasons["java_validator"] and ".java" in reasons["java_validator"]
+    assert "cannot be built" in reasons["broken_cpp"] and "g++ failed" in reasons["broken_cpp"] \
+        and "v.cpp" in reasons["broken_cpp"]
+    assert "no output_validators/<name>/" in reasons["missing_validator"]
+
+
+def test_2023_07_layout_output_validator_folder(tmp_path):
+    write(tmp_path / "p", {
+        "problem.yaml": "problem_format_version: 2023-07-draft\nname:\n  en: New\ntype: pass-fail\n"
+                        "limits:\n  time_limit: 1.0\n",
+        "output_validator/validator.py": PY_VALIDATOR,
+        "data/secret/1.in": "", "data/secret/1.ans": "a b\n"})
+    (problem,) = load_suite(tmp_path, build_dir=tmp_path / "build").problems
+    assert problem.checker.kind == "custom" and problem.time_limit_s == 1.0
+    assert _check(problem, "secret/1", "b a", tmp_path)[0]
+
+
+# ---------------------------------------------------------------- a real archive loads unchanged
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def bapc_archive(root: Path) -> Path:
+    """A contest folder laid out like a BAPCtools / ICPC archive (with the clutter real ones carry)."""
+    write(root, {
+        "contest.yaml": "name: Mock Contest 2026\n", "problems.yaml": "- id: hello\n- id: floaty\n",
+        ".gitignore": "build/\n", "solve_stats/activity/hello.pdf": b"%PDF-1.4\n",
+    })
+    for pid, answer in (("hello", "Hello World!\n"), ("floaty", "0.333333333\n")):
+        flags = "" if pid == "hello" else "validator_flags: float_tolerance 1e-6\n"
+        write(root / pid, {
+            "problem.yaml": f"name: {pid.title()}\nauthor: Jury\nsource: Mock 2026\nlicense: cc by-sa\n"
+                            f"rights_owner: Jury\nuuid: 1234\n{flags}limits:\n  time_multipliers:\n"
+                            f"    ac_to_time_limit: 2\n  memory: 1024\n",
+            ".timelimit": "1.0\n",
+            "problem_statement/problem.en.tex": "\\problemname{%s}\nStatement.\n" % pid.title(),
+            "problem_statement/sample.png": b"\x89PNG\r\n",
+            "generators/generators.yaml": "solution: /submissions/accepted/sol.py\ndata:\n  secret: {}\n",
+            "generators/gen.py": "print(1)\n",
+            "input_validators/validate/validate.cpp": "int main(){return 42;}\n",
+            "input_validators/validate/validation.h": "// header\n",
+            "input_format_validators/old.ctd": "INT(1,10) NEWLINE\n",
+            "data/sample/1.in": "", "data/sample/1.ans": answer, "data/sample/1.png": b"\x89PNG\r\n",
+            "data/secret/testdata.yaml": "on_reject: continue\n",
+            "data/secret/group1/01.in": "", "data/secret/group1/01.ans": answer,
+            "data/secret/group1/01.desc": "smallest case\n",
+            "data/secret/group1/02.in": "x" * 40, "data/secret/group1/02.ans": answer,
+            "data/secret/group2/03-max.in": "x" * 90, "data/secret/group2/03-max.ans": answer,
+            "data/secret/group2/03-max.hint": "max\n",
+            "data/invalid_inputs/bad.in": "oops\n",
+            "submissions/accepted/sol.py": "# @EXPECTED_RESULTS@: ACCEPTED\nprint('x')\n",
+            "submissions/accepted/sol.cpp": "int main(){}\n",
+            "submissions/wrong_answer/wa.py": "print(0)\n",
+            "submissions/time_limit_exceeded/tle.cpp": "int main(){for(;;);}\n",
+            "submissions/run_time_error/rte.py": "1/0\n",
+        })
+    return root
+
+
+def test_real_archive_layout_loads_unchanged(tmp_path):
+    root = bapc_archive(tmp_path / "contest")
+    before = _tree_digest(root)
+    suite = load_suite(root, n_largest_optimization=1, build_dir=tmp_path / "build")
+    assert _tree_digest(root) == before  # nothing written into the archive
+    assert [p.id for p in suite.problems] == ["floaty", "hello"]
+    # the only skip is solve_stats/, which is not a problem; invalid_inputs, generators etc. are ignored
+    assert [(s.path.name, s.reason.split(" (")[0]) for s in suite.skipped] == \
+        [("solve_stats", "not a problem package")]
+    for problem in suite.problems:
+        assert problem.time_limit_s == 1.0 and problem.memory_limit_mb == 1024
+        assert [t.name for t in problem.tests] == ["sample/1", "secret/group1/01", "secret/group1/02",
+                                                   "secret/group2/03-max"]
+        assert [t.name for t in problem.tests_of_kind("optimization")] == ["secret/group2/03-max"]
+        assert sorted(s.name for s in problem.submissions) == [
+            "accepted/sol.cpp", "accepted/sol.py", "run_time_error/rte.py", "time_limit_exceeded/tle.cpp",
+            "wrong_answer/wa.py"]
+    floaty = suite.problem("floaty")
+    assert floaty.checker.options["float_absolute_tolerance"] == 1e-6
+    assert _check(floaty, "secret/group1/01", "0.3333334", tmp_path)[0]
+    assert not _check(floaty, "secret/group1/01", "0.3334", tmp_path)[0]
+    frame = suite.to_frame()
+    assert frame.set_index("problem").loc["hello", ["optimization_tests", "correct_submissions"]].tolist() == [1, 3]
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_cli_prints_summary(tmp_path, capsys):
+    root = bapc_archive(tmp_path / "contest")
+    basic_package(root / "sum")
+    assert main(["suite", str(root), "--n-largest", "2", "--build-dir", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "problems: 3" in out
+    # 3 problems: hello/floaty have 2 correctness + 2 optimization each; sum has 5 + 2 (one input lacks .ans)
+    assert "tests: 15 (9 correctness, 6 optimization)" in out
+    assert "accepted                    6  (correct)" in out
+    assert "time_limit_exceeded         3  (correct)" in out
+    assert "wrong_answer                3  (incorrect)" in out
+    assert "skipped: 3" in out and "Sum.java: language not supported (.java)" in out
+    assert "05-noans.in: no answer file" in out
+
+
+CLI = [sys.executable, "-c", "import sys; from audits.cli import main; sys.exit(main())"]
+
+
+def test_cli_exit_status_as_a_real_process(tmp_path):
+    (tmp_path / "nothing").mkdir()
+    proc = subprocess.run([*CLI, "suite", str(tmp_path / "nothing")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "not a suite" in proc.stderr and "Traceback" not in proc.stderr
+    write(tmp_path / "only_bad", {"p/problem.yaml": "validation: custom interactive\n"})
+    proc = subprocess.run([*CLI, "suite", str(tmp_path / "only_bad")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "interactive problem" in proc.stdout and "no usable problem" in proc.stderr

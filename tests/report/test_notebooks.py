@@ -1,0 +1,271 @@
+"""The report templates and the helpers they call (no kernel is started here; see test_report.py).
+
+Checks: the committed notebooks are exactly what notebooks/build_notebooks.py generates, carry no
+outputs, have one `parameters` cell whose defaults point at files that exist, hold no logic; the
+narrative helpers say what the numbers say (hand-worked examples); the index reads findings back.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.report import narrative
+from audits.errors import UserError
+from audits.corpus.io import CorpusError, save_corpus
+from audits.findings import Finding, worst_level
+from audits.report.render import (REPORTS, RenderedReport, calibrate_runs, check_kernel, default_audits, load_corpora, notebook_dir,
+                           notebook_findings, parse_parameter, repo_root, resolve_corpora, select_pair,
+                           suggest_runs, template_parameters, write_index)
+from audits.corpus.synthetic import synthesize
+
+NOTEBOOKS = sorted(notebook_dir().glob("*.ipynb"))
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_notebooks", notebook_dir() / "build_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_template_is_known_and_generated(tmp_path):
+    builder = _builder()
+    assert {p.stem for p in NOTEBOOKS} == set(builder.NOTEBOOKS)
+    assert set(builder.NOTEBOOKS) <= set(REPORTS)
+    builder.main([str(tmp_path)])
+    for path in NOTEBOOKS:
+        committed = json.loads(path.read_text())
+        fresh = json.loads((tmp_path / path.name).read_text())
+        assert committed == fresh, f"{path.name} differs from build_notebooks.py output: rerun the builder"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_template_shape(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec["name"] == "python3"
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = [c for c in code_cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    assert all(not c.outputs and c.execution_count is None for c in code_cells), "commit templates without outputs"
+    # The markdown title comes first, the parameters next: what a reader edits is at the top.
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    assert code_cells[0] is tagged[0]
+    for cell in code_cells:
+        tree = ast.parse(cell.source)
+        loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef,
+                                                                ast.If, ast.IfExp, ast.ListComp, ast.Lambda))]
+        assert not loops, f"{path.name}: logic in a notebook cell ({type(loops[0]).__name__}); move it to audits/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_default_parameters_point_at_shipped_files(path):
+    params = template_parameters(path)
+    assert {"corpora", "n_boot", "seed"} <= set(params)
+    corpora = ast.literal_eval(params["corpora"]["default"])
+    assert corpora and all(c.startswith("fixtures/corpora/") for c in corpora)
+    for resolved in resolve_corpora(corpora):
+        assert resolved.is_file() and resolved.is_relative_to(repo_root() / "fixtures" / "corpora")
+
+
+def test_default_audits_are_existing_templates():
+    names = default_audits()
+    assert "overview" in names
+    assert all((notebook_dir() / f"{n}.ipynb").exists() for n in names)
+
+
+# --- narrative helpers ---------------------------------------------------------------------------
+
+FINDINGS = [
+    Finding("pass", "median_repeat_cv", 0.021, "<= 0.05 pass", "Repeats agree.", "quiet"),
+    Finding("fail", "median_repeat_cv", 0.31, "<= 0.05 pass, > 0.2 fail", "Busy worker: rerun quieter.", "busy"),
+    Finding("warn", "floor_share", 0.4, 0.25, "Many tests near the floor."),
+]
+
+
+def test_verdict_sentence_counts_and_worst():
+    text = narrative.verdict_sentence(FINDINGS)
+    assert text.startswith("Verdict: FAIL (1 fail, 1 warn, 1 pass).")
+    assert "[busy] median_repeat_cv = 0.31 - Busy worker: rerun quieter." in text
+    assert narrative.verdict_sentence([]).startswith("Verdict: no findings")
+
+
+def test_rank_findings_is_stable_worst_first():
+    ranked = narrative.rank_findings(FINDINGS + [Finding("fail", "x", 1.0, 0.5, "second fail")])
+    assert [f.level for f in ranked] == ["fail", "fail", "warn", "pass"]
+    assert ranked[1].metric == "x"  # audit order kept within a level
+
+
+def test_findings_frame_and_display_round_trip():
+    frame = narrative.findings_frame(FINDINGS, audit="reliability")
+    assert list(frame["level"]) == ["fail", "warn", "pass"]
+    assert set(frame["audit"]) == {"reliability"}
+    display = narrative.show_findings(FINDINGS, audit="reliability", title="Reliability")
+    bundle = display._repr_mimebundle_()
+    payload = bundle[narrative.FINDINGS_MIMETYPE]
+    assert payload["worst"] == worst_level(FINDINGS) == "fail"
+    assert [f["metric"] for f in payload["findings"]] == ["median_repeat_cv", "floor_share", "median_repeat_cv"]
+    assert "FAIL" in bundle["text/html"] and "Busy worker: rerun quieter." in bundle["text/html"]
+    json.dumps(payload)  # plain JSON, as it is stored in the executed notebook
+    # The index reads the same payload back from an executed notebook's outputs.
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("show")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={narrative.FINDINGS_MIMETYPE: payload,
+                                                                  "text/plain": "x"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+    assert notebook_findings(nb) == [payload]
+
+
+@pytest.mark.parametrize("value, text", [(0.123456, "0.123"), (float("nan"), "-"), (None, "-"), (3, "3"),
+                                         (12000, "12,000"), (np.float64(2.5e-5), "2.5e-05"), ("x", "x")])
+def test_format_value(value, text):
+    assert narrative.format_value(value) == text
+
+
+def test_format_interval_from_object_and_dict():
+    from stats.bootstrap import Interval, bootstrap_ci
+
+    ci = bootstrap_ci(np.array([0.01, 0.02, 0.03, 0.04]), n_boot=200, seed=0)
+    text = narrative.format_interval(ci)
+    assert text.startswith("0.025 [") and text.endswith("(n=4)")
+    assert narrative.format_interval(ci.to_dict()) == text
+    assert narrative.format_interval(Interval(0.5, 0.25, 0.75, 9), scale=100, unit="%") == "50% [25%, 75%] (n=9)"
+
+
+def test_describe_corpus_and_overview_count_the_corpus():
+    synth = synthesize(n_problems=3, n_tests=2, n_correctness_tests=1, n_solutions=3, n_incorrect=1,
+                       n_candidates=1, n_repeats=2, busy=True, seed=3)
+    corpus = synth.corpus
+    text = narrative.describe_corpus(corpus, ["/x/a.parquet"])
+    assert f"{len(corpus):,} executions" in text and "3 problems" in text and "15 (problem, solution)" in text
+    assert "quiet/c0" in text and "busy/c0" in text and "`a.parquet`" in text
+    table = narrative.corpus_overview(corpus).reset_index().set_index("environment")
+    body = corpus[corpus["role"] != "floor"]
+    for env in ("quiet", "busy"):
+        sub = body[body["environment"] == env]
+        assert table.loc[env, "rows"] == len(sub)
+        assert table.loc[env, "solutions"] == 15 and table.loc[env, "repeats"] == 2
+        assert table.loc[env, "ok_share"] == pytest.approx((sub["status"] == "ok").mean())
+
+
+# --- inputs --------------------------------------------------------------------------------------
+
+def test_parse_parameter_reads_yaml_values():
+    assert parse_parameter("n_boot=200") == ("n_boot", 200)
+    assert parse_parameter("pairs=[[quiet/a, quiet/b]]") == ("pairs", [["quiet/a", "quiet/b"]])
+    assert parse_parameter("tau=12.5") == ("tau", 12.5)
+    assert parse_parameter("campaign=") == ("campaign", None)
+    for bad in ("n_boot", "=3", "2x=1", "a=[1,"):
+        with pytest.raises(UserError):
+            parse_parameter(bad)
+
+
+def test_load_corpora_stacks_and_refuses_overlap(tmp_path):
+    a = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                   campaigns=(("a", 1.0, 0.0),), seed=1).corpus
+    b = synthesize(n_problems=3, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                   campaigns=(("b", 1.0, 0.0),), seed=2).corpus
+    save_corpus(a, tmp_path / "a.parquet")
+    save_corpus(b, tmp_path / "b.parquet")
+    both = load_corpora([tmp_path / "a.parquet", tmp_path / "b.parquet"])
+    assert len(both) == len(a) + len(b)
+    assert sorted(both["campaign"].cat.categories) == ["a", "b"]
+    assert list(both["status"].cat.categories) == list(a["status"].cat.categories)
+    counts = both.groupby("campaign", observed=True).size()
+    assert counts["a"] == len(a) and counts["b"] == len(b)
+    save_corpus(a, tmp_path / "a2.parquet")
+    with pytest.raises(CorpusError, match="campaign 'a' is also in"):
+        load_corpora([tmp_path / "a.parquet", tmp_path / "a2.parquet"])
+    with pytest.raises(UserError, match="not found"):
+        resolve_corpora([tmp_path / "missing.parquet"])
+
+
+def test_select_pair_picks_the_rows_and_the_column_that_differs():
+    corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                        busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
+    runs = corpus["environment"].astype(str) + "/" + corpus["campaign"].astype(str)
+    pair = select_pair(corpus, "quiet/a", "quiet/b")
+    assert (pair.key, pair.source, pair.target) == ("campaign", "a", "b")
+    assert len(pair.frame) == int(runs.isin(["quiet/a", "quiet/b"]).sum())
+    pair = select_pair(corpus, "quiet/a", "busy/b")  # campaigns may differ between environments
+    assert (pair.key, pair.source, pair.target) == ("environment", "quiet", "busy")
+    assert sorted(set(pair.frame["campaign"].astype(str) + pair.frame["environment"].astype(str))) == ["aquiet",
+                                                                                                       "bbusy"]
+    for bad, match in (("quiet", "environment/campaign"), ("quiet/zz", "not in the corpus"),
+                       ("quiet/a", "same run")):
+        with pytest.raises(UserError, match=match):
+            select_pair(corpus, "quiet/a", bad) if bad == "quiet/a" else select_pair(corpus, bad, "quiet/a")
+
+
+def test_suggest_runs_names_runs_that_exist():
+    two = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
+    runs = suggest_runs(two)
+    assert (runs["stored_run"], runs["fresh_run"]) == ("quiet/a", "quiet/b")  # quiet preferred
+    assert (runs["source_run"], runs["target_run"]) == ("quiet/b", "busy/b")  # a shared campaign
+    assert runs["simulation_environment"] == runs["aggregation_environment"] == "quiet"
+    for source, target in (("stored_run", "fresh_run"), ("source_run", "target_run")):
+        select_pair(two, runs[source], runs[target])  # both pairs are valid
+    one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     environments=("lab",), seed=5).corpus
+    runs = suggest_runs(one)
+    assert runs["stored_run"] is runs["source_run"] is None and runs["simulation_environment"] == "lab"
+
+
+def test_skipped_calibration_is_a_warning_and_a_note():
+    one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
+                     seed=5).corpus
+    skipped = calibrate_runs(one, None, None, n_boot=10)
+    assert [f.level for f in skipped.findings] == ["warn"] and "quiet/c0" in skipped.findings[0].message
+    assert narrative.describe_calibration(skipped).startswith("**Not measured**")
+    assert narrative.calibration_fit_table(skipped).empty
+    with pytest.raises(UserError, match="not in the corpus"):
+        calibrate_runs(one, "quiet/c0", "quiet/c9", n_boot=10)  # a named run that is missing is an error
+
+
+def test_kernel_is_this_environment():
+    assert check_kernel("python3").resolve() == Path(sys.executable).resolve()
+    with pytest.raises(UserError, match="ipykernel install"):
+        check_kernel("no-such-kernel-speedaudit")
+
+
+def test_index_page_links_and_orders_findings(tmp_path):
+    (tmp_path / "reliability.html").write_text("<html></html>")
+    ok = RenderedReport("reliability", "Reliability", tmp_path / "reliability.html", tmp_path / "reliability.ipynb",
+                        findings=tuple(f.to_dict() for f in FINDINGS))
+    broken = RenderedReport("calibration", "Calibration", None, None, error="report 'calibration' failed at cell 4")
+    path = write_index([ok, broken], tmp_path, corpora=["/data/x.parquet"], parameters={"n_boot": 10})
+    page = path.read_text()
+    assert "href='reliability.html'" in page and "href='reliability.ipynb'" in page
+    assert "calibration.html" not in page and "failed at cell 4" in page
+    # Top findings worst first: the busy fail before the floor warn before the quiet pass.
+    assert page.index("Busy worker") < page.index("Many tests near") < page.index("Repeats agree")
+    assert "1 fail, 1 warn, 1 pass" in page and "/data/x.parquet" in page and "n_boot = 10" in page
+    assert ok.worst == "fail" and broken.worst == "error"
+
+
+def test_verdict_overview_orders_audits_worst_first():
+    verdicts = {
+        "aggregation": [Finding("pass", "a", 1.0, 1, "fine")],
+        "reliability": FINDINGS,
+        "calibration": [Finding("warn", "c", 2.0, 1, "check it"), Finding("pass", "d", 0.0, 1, "ok")],
+        "empty": [],
+    }
+    table = narrative.verdict_overview(verdicts)
+    assert list(table.index) == ["reliability", "calibration", "aggregation", "empty"]
+    assert table.loc["reliability", ["verdict", "fail", "warn", "pass"]].tolist() == ["FAIL", 1, 1, 1]
+    assert table.loc["calibration", "worst finding"] == "c = 2 - check it"
+    assert table.loc["empty", "verdict"] == "NONE"
+    text = narrative.describe_overview(verdicts)
+    assert text.startswith("**4 audits**: 1 fail, 1 warn, 1 pass.") and "Start with **reliability**" in text
+    html_table = narrative.show_verdicts(verdicts)._repr_html_()
+    assert html_table.index("reliability") < html_table.index("calibration") < html_table.index("aggregation")
