@@ -36,13 +36,14 @@ from pathlib import Path
 
 import yaml
 
+from audits.errors import UserError
 from stats.rewards import Environment, EnvironmentSpecError
 
 __all__ = ["EnvironmentFileError", "read_mapping", "load_environment", "load_grid", "expand_grid",
            "load_environments"]
 
 
-class EnvironmentFileError(ValueError):
+class EnvironmentFileError(UserError, ValueError):
     """An environment or grid file that cannot be used (the message names the file and the key)."""
 
 

@@ -40,6 +40,9 @@ __all__ = [
     "problem_scores",
 ]
 
+#: The estimators' input contract: the statuses they know, ``ok`` first (their codes index this
+#: tuple). stats imports nothing of audits, so the corpus schema (``audits.corpus.schema.STATUSES``)
+#: states them for the corpus and a test (tests/corpus/test_schema.py) checks that the two agree.
 STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
 
 _DESCRIPTION = """\
@@ -79,7 +80,7 @@ def _run(args: argparse.Namespace) -> int:
         limits = Limits(wall_s=args.timeout, memory_bytes=args.memory, cpu_s=args.cpu_limit,
                         output_bytes=args.output_limit, nproc=args.nproc)
         kinds = tuple(_names(args.tests))
-        bad = [k for k in kinds if k not in ("correctness", "optimization")]
+        bad = [k for k in kinds if k not in TEST_KINDS]
         if bad or not kinds:
             raise UserError(f"--tests {args.tests!r}: use correctness, optimization or both (comma-separated)")
         spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
@@ -130,9 +131,10 @@ def register(commands, audit_commands) -> None:
                         f"(default: {DEFAULT_PYTHON})")
     g = p.add_argument_group("campaign")
     g.add_argument("--repeats", type=_whole(1), default=5, help="runs of every submission on every test (default: 5)")
-    g.add_argument("--campaign", default="c0", metavar="NAME", help="campaign name written into the rows (default: c0)")
-    g.add_argument("--environment", default="default", metavar="NAME",
-                   help="environment name written into the rows (default: default)")
+    g.add_argument("--campaign", default=OPTIONAL_DEFAULTS["campaign"], metavar="NAME",
+                   help=f"campaign name written into the rows (default: {OPTIONAL_DEFAULTS['campaign']})")
+    g.add_argument("--environment", default=OPTIONAL_DEFAULTS["environment"], metavar="NAME",
+                   help=f"environment name written into the rows (default: {OPTIONAL_DEFAULTS['environment']})")
     g.add_argument("--workers", type=_whole(1), default=1, metavar="N",
                    help="parallel runs on this machine (default: 1; more runs faster but measures a busier machine)")
     g.add_argument("--load", default=None, metavar="cpu=N,mem=SIZE",
@@ -144,7 +146,7 @@ def register(commands, audit_commands) -> None:
                    help="run the jobs on a Dask distributed cluster (suite and work dir on a shared filesystem)")
     g = p.add_argument_group("suite selection")
     g.add_argument("--problems", default=None, metavar="A,B", help="only these problem ids")
-    g.add_argument("--tests", default="correctness,optimization", metavar="KINDS",
+    g.add_argument("--tests", default=",".join(TEST_KINDS), metavar="KINDS",
                    help="test kinds to run: correctness, optimization or both (default: both)")
     g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "

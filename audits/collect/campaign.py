@@ -75,6 +75,8 @@ import pandas as pd
 
 from audits.collect.background_load import BackgroundLoad, LoadSpec
 from audits.corpus.io import normalize, save_corpus
+from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
+from audits.errors import UserError
 from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
 
 __all__ = [
@@ -102,7 +104,7 @@ JOURNAL_VERSION = 1
 DASK_CONNECT_TIMEOUT = "10s"
 
 
-class CampaignError(RuntimeError):
+class CampaignError(UserError, RuntimeError):
     """A campaign that cannot start or finish (bad journal, unusable sandbox, harness errors)."""
 
 
@@ -136,8 +138,8 @@ class CampaignSpec:
         ``tcp://HOST:PORT`` of a Dask scheduler; None runs locally.
     """
 
-    environment: str = "default"
-    campaign: str = "c0"
+    environment: str = OPTIONAL_DEFAULTS["environment"]
+    campaign: str = OPTIONAL_DEFAULTS["campaign"]
     sandbox: str = "local"
     repeats: int = 5
     workers: int = 1
@@ -146,7 +148,7 @@ class CampaignSpec:
     floor_every: int = 20
     load: LoadSpec = field(default_factory=LoadSpec)
     python: str = "/usr/bin/python3"
-    test_kinds: tuple[str, ...] = ("correctness", "optimization")
+    test_kinds: tuple[str, ...] = TEST_KINDS
     scheduler: str | None = None
 
     def __post_init__(self):
@@ -158,7 +160,7 @@ class CampaignSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise CampaignError(f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}")
-        if not self.test_kinds or any(k not in ("correctness", "optimization") for k in self.test_kinds):
+        if not self.test_kinds or any(k not in TEST_KINDS for k in self.test_kinds):
             raise CampaignError(f"--tests must name correctness and/or optimization, got {','.join(self.test_kinds)!r}")
         if self.scheduler is not None and not str(self.scheduler).startswith(("tcp://", "tls://", "inproc://")):
             raise CampaignError(f"--scheduler {self.scheduler!r}: give the scheduler address as tcp://HOST:PORT")

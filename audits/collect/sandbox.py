@@ -78,6 +78,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from audits.corpus.schema import PROCESS_STATUSES
+from audits.errors import UserError
+
 __all__ = [
     "Limits",
     "Execution",
@@ -93,13 +96,13 @@ __all__ = [
     "RUN_STATUSES",
 ]
 
-RUN_STATUSES = ("ok", "timeout", "runtime_error", "memory_limit")
+RUN_STATUSES = PROCESS_STATUSES
 _MEMORY_MARKERS = ("memoryerror", "std::bad_alloc", "cannot allocate memory", "out of memory")
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _READ = 1 << 16
 
 
-class SandboxError(RuntimeError):
+class SandboxError(UserError, RuntimeError):
     """The sandbox itself cannot be used (missing tool, bad directory, bad template)."""
 
 

@@ -56,6 +56,8 @@ import yaml
 
 from audits.collect.checker import OutputChecker, parse_validator_flags
 from audits.collect.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, language_of, prepare
+from audits.corpus.schema import TEST_KINDS
+from audits.errors import UserError
 
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
@@ -64,10 +66,9 @@ __all__ = [
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow).
 CORRECT_VERDICTS = ("accepted", "time_limit_exceeded")
-TEST_KINDS = ("correctness", "optimization")
 
 
-class SuiteError(Exception):
+class SuiteError(UserError):
     """The path is not a suite (or an option does not fit it). Message says what to do."""
 
 

@@ -19,8 +19,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audits.corpus.schema import (
+    DURATION_COLUMNS,
+    INCORRECT_STATUSES,
+    KEY,
+    NUMERIC_EXTRAS,
+    OPTIONAL_DEFAULTS,
+    REQUIRED,
+    ROLES,
+    STATUSES,
+    TEST_KINDS,
+    key_columns,
+)
+from audits.errors import UserError
 from stats._groups import group_codes, mixed_radix_key
-from stats.ranking import STATUSES
 
 __all__ = [
     "CorpusError",
@@ -39,27 +51,14 @@ __all__ = [
     "CorpusSummary",
 ]
 
-REQUIRED = ("problem", "test", "solution", "duration_s", "status")
-ROLES = ("reference", "candidate", "floor")
-TEST_KINDS = ("correctness", "optimization")
-OPTIONAL_DEFAULTS = {
-    "environment": "default",
-    "campaign": "c0",
-    "repeat": 0,
-    "role": "reference",
-    "test_kind": "optimization",
-}
-KEY = ("environment", "campaign", "problem", "test", "solution", "repeat")
+# The schema (columns, dtypes, statuses, roles, test kinds, key, defaults) is audits.corpus.schema;
+# its names are re-exported here for callers of this module.
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-DURATION_COLUMNS = ("duration_s", "cpu_s", "timeout_s")
-NUMERIC_EXTRAS = ("cpu_s", "max_rss_kb", "instructions", "input_bytes", "timeout_s")
-CATEGORICAL = ("problem", "test", "solution", "environment", "campaign")
-# Statuses that make a solution "incorrect" when no `correct` label is given.
-_INCORRECT_STATUSES = ("wrong_answer", "runtime_error")
+_INCORRECT_STATUSES = INCORRECT_STATUSES
 _SHOW_ROWS = 5
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError, ValueError):
     """A corpus that cannot be used, with the file, column and rows named."""
 
 
@@ -288,22 +287,31 @@ def normalize(
         incorrect = np.bincount(solution_code[incorrect_row], minlength=n_solutions) > 0
         out["correct"] = ~incorrect[solution_code]
 
-    for column in ("timestamp",):
-        if column in raw.columns:
-            out[column] = raw[column]
+    if "timestamp" in raw.columns:
+        out["timestamp"] = raw["timestamp"]
+    if "language" in raw.columns:
+        codes, labels = _codes_and_labels(raw["language"])
+        out["language"] = pd.Categorical.from_codes(codes, categories=list(labels))
+    if "run" in raw.columns:
+        numeric = pd.to_numeric(raw["run"], errors="coerce")
+        bad = (numeric.isna() | (numeric < 0) | (numeric != np.floor(numeric))).to_numpy()
+        if bad.any():
+            _fail(source, "run", "process-run indices must be whole numbers >= 0", "number runs 0, 1, 2, ...",
+                  raw, bad)
+        out["run"] = numeric.astype(np.int64)
     known_columns = set(out.columns) | set(REQUIRED)
     for column in raw.columns:
         if column not in known_columns and column not in out.columns:
             out[column] = raw[column]
 
-    key = list(KEY)
+    key = key_columns(out.columns)
     if _has_duplicates(out, key):  # one sort; finding which rows (hashing 10^7 keys) only when needed
         key_code, n_keys = group_codes(out, key)
         duplicated = np.bincount(key_code, minlength=n_keys)[key_code] > 1
-        _fail(source, "repeat", "duplicate (environment, campaign, problem, test, solution, repeat) keys",
+        _fail(source, "repeat", f"duplicate ({', '.join(key)}) keys",
               "each execution needs its own repeat index (or campaign/environment)", out, duplicated, key)
 
-    ordered = list(KEY) + ["duration_s", "status", "role", "correct", "test_kind"]
+    ordered = key + ["duration_s", "status", "role", "correct", "test_kind"]
     return out[ordered + [c for c in out.columns if c not in ordered]]
 
 

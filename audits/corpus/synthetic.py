@@ -42,8 +42,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from audits.corpus.io import ROLES, TEST_KINDS, atomic_write, save_corpus
-from stats.ranking import STATUSES, percentile_table, problem_scores
+from audits.corpus.io import atomic_write, save_corpus
+from audits.corpus.schema import ROLES, STATUSES, TEST_KINDS
+from stats.ranking import percentile_table, problem_scores
 
 __all__ = ["SyntheticSpec", "SyntheticCorpus", "synthesize", "write_synthetic"]
 
