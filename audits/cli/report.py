@@ -19,7 +19,7 @@ def register(commands, audit_commands) -> None:
     names = ", ".join(REPORTS)
     p = commands.add_parser(
         "report", help="render the audit notebooks into self-contained HTML reports with an index page",
-        description="Execute the report notebooks (notebooks/*.ipynb) with papermill on one or more corpora, "
+        description="Execute the report notebooks (notebooks/*.py) with papermill on one or more corpora, "
                     "convert each to self-contained HTML (code hidden unless --show-code), keep the executed "
                     "notebook beside it, and write OUT/index.html with the headline verdicts of every report. "
                     f"Reports: {names}.",

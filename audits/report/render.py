@@ -2,7 +2,8 @@
 
 Pipeline for one report (``render_notebook``):
 
-1. papermill executes the template ``notebooks/<name>.ipynb`` with the given
+1. papermill executes the template ``notebooks/<name>.py`` (a jupytext percent-format
+   notebook source, read into a notebook by :func:`read_template`) with the given
    parameters (only those the template declares in its cell tagged
    ``parameters``), in the Jupyter kernel ``python3`` of this virtual
    environment, with the template's folder as working directory (as JupyterLab
@@ -51,7 +52,7 @@ from audits.report.narrative import FINDINGS_MIMETYPE, format_value
 
 __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
-    "repo_root", "notebook_dir", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
+    "repo_root", "notebook_dir", "TEMPLATE_SUFFIX", "template_path", "read_template", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
     "default_audits", "RunPair", "select_pair", "RUN_PARAMETERS", "suggest_runs", "CalibrationSkipped",
     "calibrate_runs",
@@ -96,7 +97,38 @@ def repo_root() -> Path:
 
 
 def notebook_dir() -> Path:
+    """The folder of the report templates (``notebooks/`` of the checkout)."""
     return repo_root() / "notebooks"
+
+
+#: Templates are jupytext percent-format sources (``# %%`` cells), the only copy in git; the notebook
+#: papermill executes is built from them at render time (docs/reports.md, "Templates").
+TEMPLATE_SUFFIX = ".py"
+
+
+def template_path(name: str, templates: str | os.PathLike | None = None) -> Path:
+    """Path of the template of report ``name`` in ``templates`` (default: :func:`notebook_dir`)."""
+    return Path(templates or notebook_dir()) / f"{name}{TEMPLATE_SUFFIX}"
+
+
+def read_template(path: str | os.PathLike):
+    """Read a percent-format template into a notebook (:class:`nbformat.NotebookNode`) without outputs.
+
+    The notebook carries the kernelspec of the source's header, ``language_info`` ``python`` and cell ids
+    ``<stem>-<index>`` (stable, so two renders of one template give the same executed notebook); the
+    jupytext bookkeeping metadata is dropped.
+    """
+    import jupytext
+    import nbformat
+
+    path = Path(path)
+    nb = jupytext.read(path, fmt="py:percent")
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["language_info"] = {"name": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{path.stem}-{i:02d}"
+    nbformat.validate(nb)
+    return nb
 
 
 def _importable(module: str) -> bool:
@@ -111,7 +143,7 @@ def _importable(module: str) -> bool:
 def default_audits() -> tuple[str, ...]:
     """Report names rendered by default: every template whose template file and audit modules exist."""
     return tuple(name for name, spec in REPORTS.items()
-                 if (notebook_dir() / f"{name}.ipynb").exists() and all(_importable(m) for m in spec.requires))
+                 if template_path(name).exists() and all(_importable(m) for m in spec.requires))
 
 
 def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, what: str = "file") -> list[Path]:
@@ -353,7 +385,7 @@ def template_parameters(template: str | os.PathLike) -> dict[str, dict]:
 
     return {name: {"default": info.get("default"), "type": info.get("inferred_type_name"),
                    "help": info.get("help", "")}
-            for name, info in papermill.inspect_notebook(str(template)).items()}
+            for name, info in papermill.inspect_notebook(read_template(template)).items()}
 
 
 def check_kernel(kernel_name: str = "python3") -> Path:
@@ -462,8 +494,6 @@ def _first_line(source: str) -> str:
 
 def _failure_message(name: str, template: Path, exc, parameters: Mapping) -> str:
     """Name the notebook, the failing cell (1-based position in the template and first line) and parameters."""
-    import nbformat
-
     ename = getattr(exc, "ename", type(exc).__name__)
     evalue = getattr(exc, "evalue", str(exc))
     source = getattr(exc, "source", None)
@@ -471,7 +501,7 @@ def _failure_message(name: str, template: Path, exc, parameters: Mapping) -> str
     if source is not None:
         # papermill's cell index counts its injected-parameters cell: locate the cell in the template the
         # user edits instead (1-based, counting markdown cells, as JupyterLab lists them).
-        cells = nbformat.read(template, as_version=4).cells
+        cells = read_template(template).cells
         position = next((i for i, c in enumerate(cells) if c.source == source), None)
         where = f"cell {position + 1} of {template.name}" if position is not None else f"a cell of {template.name}"
         cell = f"{where} ({_first_line(source)!r})"
@@ -497,7 +527,7 @@ def render_notebook(
     Parameters
     ----------
     name : str
-        Template stem (``reliability`` for ``notebooks/reliability.ipynb``).
+        Template stem (``reliability`` for ``notebooks/reliability.py``).
     out_dir : path
         Where ``<name>.ipynb`` (executed) and ``<name>.html`` go.
     parameters : mapping, optional
@@ -520,7 +550,7 @@ def render_notebook(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    template = Path(templates or notebook_dir()) / f"{name}.ipynb"
+    template = template_path(name, templates)
     if not template.exists():
         raise ReportError(f"no report template {template}; available: {', '.join(sorted(REPORTS))}")
     spec = REPORTS.get(name, ReportSpec(name, name, ""))
@@ -534,7 +564,7 @@ def render_notebook(
     tmp_nb = out_dir / f".{name}.running.ipynb"
     try:
         papermill.execute_notebook(
-            str(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
+            read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
             log_output=False, cwd=str(template.parent), execution_timeout=timeout,
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # kernel chatter (TCP warning, shutdown)
     except PapermillExecutionError as exc:
@@ -689,7 +719,7 @@ def render_reports(
     """
     say = progress or (lambda line: None)
     names = list(audits) if audits else list(default_audits())
-    unknown = [n for n in names if n not in REPORTS and not (Path(templates or notebook_dir()) / f"{n}.ipynb").exists()]
+    unknown = [n for n in names if n not in REPORTS and not template_path(n, templates).exists()]
     if unknown:
         raise ReportError(f"unknown report(s) {', '.join(unknown)}; available: {', '.join(REPORTS)}")
     if not names:
@@ -702,7 +732,7 @@ def render_reports(
         # The templates' run defaults name runs of the shipped corpora: for the user's corpora, choose
         # runs that exist (unless given with -p).
         params.update({k: v for k, v in suggest_runs(corpus).items() if k not in params})
-    declared = {n: template_parameters(Path(templates or notebook_dir()) / f"{n}.ipynb") for n in names}
+    declared = {n: template_parameters(template_path(n, templates)) for n in names}
     stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
     if stray:
         known = sorted({k for d in declared.values() for k in d})
@@ -713,7 +743,7 @@ def render_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     rendered = []
     for i, name in enumerate(names, 1):
-        say(f"[{i}/{len(names)}] {name}: executing notebooks/{name}.ipynb ...")
+        say(f"[{i}/{len(names)}] {name}: executing notebooks/{name}{TEMPLATE_SUFFIX} ...")
         try:
             report = render_notebook(name, out_dir, parameters=params, show_code=show_code,
                                      kernel_name=kernel_name, templates=templates)

@@ -1,14 +1,14 @@
 """The report templates and the helpers they call (no kernel is started here; see test_report.py).
 
-Checks: the committed notebooks are exactly what notebooks/build_notebooks.py generates, carry no
-outputs, have one `parameters` cell whose defaults point at files that exist, hold no logic; the
+Checks: the templates (jupytext percent-format sources notebooks/*.py) are exactly the known reports,
+read into valid notebooks without outputs, have one `parameters` cell whose defaults point at files that
+exist, hold no logic; the
 narrative helpers say what the numbers say (hand-worked examples); the index reads findings back.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -23,34 +23,36 @@ from audits.errors import UserError
 from audits.corpus.io import CorpusError, save_corpus
 from audits.findings import Finding, worst_level
 from audits.report.render import (REPORTS, RenderedReport, calibrate_runs, check_kernel, default_audits, load_corpora, notebook_dir,
-                           notebook_findings, parse_parameter, repo_root, resolve_corpora, select_pair,
-                           suggest_runs, template_parameters, write_index)
+                           notebook_findings, parse_parameter, read_template, repo_root, resolve_corpora, select_pair,
+                           suggest_runs, template_parameters, template_path, write_index)
 from audits.corpus.synthetic import synthesize
 
-NOTEBOOKS = sorted(notebook_dir().glob("*.ipynb"))
+NOTEBOOKS = sorted(p for p in notebook_dir().glob("*.py") if not p.name.startswith("_"))
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("build_notebooks", notebook_dir() / "build_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def test_every_report_has_a_template_and_every_template_is_a_report():
+    assert {p.stem for p in NOTEBOOKS} == set(REPORTS)
+    assert all(template_path(name) in NOTEBOOKS for name in REPORTS)
 
 
-def test_every_template_is_known_and_generated(tmp_path):
-    builder = _builder()
-    assert {p.stem for p in NOTEBOOKS} == set(builder.NOTEBOOKS)
-    assert set(builder.NOTEBOOKS) <= set(REPORTS)
-    builder.main([str(tmp_path)])
-    for path in NOTEBOOKS:
-        committed = json.loads(path.read_text())
-        fresh = json.loads((tmp_path / path.name).read_text())
-        assert committed == fresh, f"{path.name} differs from build_notebooks.py output: rerun the builder"
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_template_source_is_percent_format(path):
+    # Every cell of the source starts with a "# %%" marker, so jupytext and JupyterLab read the cells the
+    # file shows; text before the first marker would become a cell of its own.
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("# ---\n# jupyter:\n"), "the jupytext header (kernelspec) comes first"
+    header_end = text.index("# ---\n", 1) + len("# ---\n")
+    assert text[header_end:].lstrip("\n").startswith("# %% [markdown]\n")
+    nb = read_template(path)
+    markers = sum(line.startswith("# %%") for line in text.splitlines())
+    assert markers == len(nb.cells)
+    assert [c.id for c in nb.cells] == [f"{path.stem}-{i:02d}" for i in range(len(nb.cells))]
+    assert nb.metadata.get("jupytext") is None and nb.metadata.language_info == {"name": "python"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_template_shape(path):
-    nb = nbformat.read(path, as_version=4)
+    nb = read_template(path)
     nbformat.validate(nb)
     assert nb.metadata.kernelspec["name"] == "python3"
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
@@ -80,7 +82,7 @@ def test_default_parameters_point_at_shipped_files(path):
 def test_default_audits_are_existing_templates():
     names = default_audits()
     assert "overview" in names
-    assert all((notebook_dir() / f"{n}.ipynb").exists() for n in names)
+    assert all(template_path(n).exists() for n in names)
 
 
 # --- narrative helpers ---------------------------------------------------------------------------

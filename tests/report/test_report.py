@@ -138,8 +138,8 @@ def test_failing_cell_names_notebook_cell_and_parameters(tmp_path, corpus_path):
     with pytest.raises(ReportError) as info:
         render_notebook("aggregation", tmp_path, parameters={"corpora": [missing], "n_boot": 7})
     message = str(info.value)
-    assert "aggregation.ipynb" in message
-    assert "corpus = load_corpora(corpora)" in message and re.search(r"at cell 4 of aggregation\.ipynb", message)
+    assert "aggregation.py" in message  # the template the user edits
+    assert "corpus = load_corpora(corpora)" in message and re.search(r"at cell 4 of aggregation\.py", message)
     assert "n_boot=7" in message and missing in message and "not found" in message
     assert not (tmp_path / "aggregation.html").exists()
     assert (tmp_path / "aggregation.ipynb").exists()  # executed notebook with the traceback kept
@@ -197,7 +197,7 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
 
     from audits.aggregation import run_aggregation_audit
     from audits.reward_environments import load_environments
-    from audits.report.render import notebook_dir, repo_root, template_parameters
+    from audits.report.render import repo_root, template_parameters, template_path
     from audits.simulation import run_simulation_audit
 
     _, out, _ = rendered
@@ -205,7 +205,7 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
     text = _text(_page(out, "aggregation"))
     assert f"The recommended aggregator is {agg.recommended}" in text
     assert len(_parse(_page(out, "aggregation")).imgs) == 1
-    files = ast.literal_eval(template_parameters(notebook_dir() / "simulation.ipynb")["environment_files"]["default"])
+    files = ast.literal_eval(template_parameters(template_path("simulation"))["environment_files"]["default"])
     envs = load_environments([repo_root() / f for f in files])
     sim = run_simulation_audit(corpus, environments=envs, environment="quiet", campaign="c0",
                                group_sizes=[2, 4, 8, 16, 32], seed=0, n_boot=N_BOOT)

@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Calibration of stored reference timings
+#
+# Can timings from one run stand in for another? Two comparisons: a **stored campaign against a fresh
+# one** in the same environment (do yesterday's reference timings still match today's service?), and
+# **one environment against another** in the same campaign (can a quiet local sandbox stand in for a
+# busy worker?). Each is paired per (problem, test, solution) on median durations and fitted with every
+# family (multiplicative, affine, power, polynomial, Deming); validity is leave-one-problem-out R²
+# pooled over all held-out problems (DESIGN.md, "Calibration").
+
+# %% tags=["parameters"]
+# Parameters (papermill / `speedaudit report -p key=value` override them).
+# Paths are relative to the working directory or to the repository root.
+corpora = [
+    "fixtures/corpora/quiet-a.parquet",
+    "fixtures/corpora/quiet-b.parquet",
+    "fixtures/corpora/busy-a.parquet",
+]  # timing corpora, stacked into one
+n_boot = 1000  # bootstrap resamples over problems for every interval
+seed = 0  # seed of the bootstrap and of the simulator
+stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings (None: skip) ...
+fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
+source_run = "quiet/quiet-a"  # a run of one environment (None: skip) ...
+target_run = "busy/busy-a"  # ... against a run of another
+calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
+calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}
+
+# %%
+import warnings
+
+import pandas as pd
+from IPython.display import display
+
+from audits.report import narrative
+from audits.report.render import load_corpora
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+pd.set_option("display.precision", 4)
+pd.set_option("display.max_colwidth", None)
+
+from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
+from audits.report.render import calibrate_runs
+
+# %%
+corpus = load_corpora(corpora)
+display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+narrative.corpus_overview(corpus)
+
+# %% [markdown]
+# ## Stored campaign → fresh campaign
+
+# %%
+stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_run} → {fresh_run}")
+
+# %%
+narrative.Markdown(narrative.describe_calibration(stored))
+
+# %%
+narrative.calibration_fit_table(stored)
+
+# %% [markdown]
+# Every fitted family on the paired medians (log-log), against the identity:
+
+# %%
+narrative.show_plot(calibration_scatter, stored, seed=seed)
+
+# %% [markdown]
+# Bland-Altman on the log scale: the ratio of the two runs against their size, with the bias and the 95 % limits of agreement (shaded: bootstrap CIs over problems):
+
+# %%
+narrative.show_plot(bland_altman_plot, stored, seed=seed)
+
+# %% [markdown]
+# ## One environment → another
+
+# %%
+across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+narrative.show_findings(across.findings, audit="calibration",
+                        title=f"{source_run} → {target_run}")
+
+# %%
+narrative.Markdown(narrative.describe_calibration(across))
+
+# %%
+narrative.calibration_fit_table(across)
+
+# %%
+narrative.show_plot(calibration_scatter, across, seed=seed)
+
+# %%
+narrative.show_plot(bland_altman_plot, across, seed=seed)

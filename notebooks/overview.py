@@ -1,0 +1,147 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # speedaudit overview
+#
+# The verdicts of every audit on this corpus, worst first. Each line is a finding: what was measured,
+# the value, the threshold it was held to, and what to do. The other reports hold the figures and
+# the details behind each verdict; the parameters below are the union of theirs.
+
+# %% tags=["parameters"]
+# Parameters (papermill / `speedaudit report -p key=value` override them).
+# Paths are relative to the working directory or to the repository root.
+corpora = [
+    "fixtures/corpora/quiet-a.parquet",
+    "fixtures/corpora/quiet-b.parquet",
+    "fixtures/corpora/busy-a.parquet",
+]  # timing corpora, stacked into one
+n_boot = 1000  # bootstrap resamples over problems for every interval
+seed = 0  # seed of the bootstrap and of the simulator
+
+campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
+stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings (None: skip) ...
+fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
+source_run = "quiet/quiet-a"  # a run of one environment (None: skip) ...
+target_run = "busy/busy-a"  # ... against a run of another
+calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
+calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}
+aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
+aggregation_campaign = None  # campaign (None: every campaign of that environment)
+aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability_warn": 4}
+simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
+simulation_campaign = None  # campaign (None: the environment's first)
+environment_files = [
+    "fixtures/environments/top30.yaml",
+    "fixtures/environments/uniform_timeout.yaml",
+    "fixtures/environments/ranked_worst_p80.yaml",
+    "fixtures/environments/duration_filter_2s.yaml",
+    "fixtures/environments/duration_filter_0.5s.yaml",
+    "fixtures/environments/duration_filter_0.1s.yaml",
+    "fixtures/environments/length_filter_1k.yaml",
+]  # reward environments to screen (audits/environments.py format)
+grid_files = []  # grid files, e.g. ["fixtures/environments/grid.yaml"]
+group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
+simulation_thresholds = {}  # overrides of stats.simulator.DegeneracyThresholds
+
+# %%
+import warnings
+
+import pandas as pd
+from IPython.display import display
+
+from audits.report import narrative
+from audits.report.render import load_corpora
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+pd.set_option("display.precision", 4)
+pd.set_option("display.max_colwidth", None)
+
+from audits.aggregation import run_aggregation_audit
+from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+from audits.reward_environments import load_environments
+from audits.reliability import ReliabilityThresholds, run_reliability_audit
+from audits.report.render import calibrate_runs, resolve_files
+from audits.simulation import run_simulation_audit
+
+# %%
+corpus = load_corpora(corpora)
+
+# %%
+reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
+                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+discriminability = run_discriminability_audit(
+    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
+    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+
+# %%
+stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
+                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+
+# %%
+aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
+                                    n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)
+
+# %%
+reward_environments = load_environments(resolve_files(environment_files), resolve_files(grid_files))
+simulation = run_simulation_audit(corpus, environments=reward_environments, environment=simulation_environment,
+                                  campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
+                                  thresholds=simulation_thresholds, n_boot=n_boot)
+
+# %% [markdown]
+# ## Verdicts
+
+# %%
+verdicts = {
+    "sandbox reliability": reliability.findings,
+    "discriminability": discriminability.findings,
+    f"calibration, stored → fresh ({stored_run} → {fresh_run})": stored.findings,
+    f"calibration, environment → environment ({source_run} → {target_run})": across.findings,
+    "aggregation": aggregation.findings,
+    "reward simulation": simulation.findings,
+}
+narrative.show_verdicts(verdicts)
+
+# %%
+narrative.Markdown(narrative.describe_overview(verdicts))
+
+# %% [markdown]
+# ## Findings per audit
+
+# %%
+narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")
+
+# %%
+narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
+
+# %%
+narrative.show_findings(stored.findings, audit="calibration",
+                        title=f"Calibration {stored_run} → {fresh_run}")
+
+# %%
+narrative.show_findings(across.findings, audit="calibration",
+                        title=f"Calibration {source_run} → {target_run}")
+
+# %%
+narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")
+
+# %%
+narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
+
+# %% [markdown]
+# ## The corpus
+
+# %%
+display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+narrative.corpus_overview(corpus)

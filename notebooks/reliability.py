@@ -1,0 +1,105 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Sandbox reliability and discriminability
+#
+# Is this sandbox's timing repeatable, does it rank programs the same way twice, and do the tests
+# separate fast from slow solutions? Every environment of the corpus is audited side by side
+# (DESIGN.md, "Repeat CV", "Rank drift", "Robust CV"); intervals are bootstrap CIs over problems.
+
+# %% tags=["parameters"]
+# Parameters (papermill / `speedaudit report -p key=value` override them).
+# Paths are relative to the working directory or to the repository root.
+corpora = [
+    "fixtures/corpora/quiet-a.parquet",
+    "fixtures/corpora/quiet-b.parquet",
+    "fixtures/corpora/busy-a.parquet",
+]  # timing corpora, stacked into one
+n_boot = 1000  # bootstrap resamples over problems for every interval
+seed = 0  # seed of the bootstrap and of the simulator
+campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
+
+# %%
+import warnings
+
+import pandas as pd
+from IPython.display import display
+
+from audits.report import narrative
+from audits.report.render import load_corpora
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+pd.set_option("display.precision", 4)
+pd.set_option("display.max_colwidth", None)
+
+from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+from audits.report.plots.reliability import (near_floor_shares, rank_drift_ranges, repeat_cv_distributions,
+                                      robust_cv_per_problem)
+from audits.reliability import ReliabilityThresholds, run_reliability_audit
+
+# %%
+corpus = load_corpora(corpora)
+display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+narrative.corpus_overview(corpus)
+
+# %% [markdown]
+# ## Repeatability
+
+# %%
+reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
+                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")
+
+# %%
+narrative.Markdown(narrative.describe_reliability(reliability))
+
+# %%
+narrative.reliability_table(reliability)
+
+# %% [markdown]
+# Repeat CV (sd/mean of a cell's `ok` repeats) of every (problem, test, solution) cell, per environment, with the warn and fail thresholds:
+
+# %%
+narrative.show_figure(repeat_cv_distributions(reliability, seed=seed))
+
+# %% [markdown]
+# Rank drift: each solution is scored once per repeat against a fixed pool; the peak-to-peak range of its score (100·q) across repeats, per environment and per problem:
+
+# %%
+narrative.show_figure(rank_drift_ranges(reliability, seed=seed))
+
+# %% [markdown]
+# ## Discriminability
+
+# %%
+discriminability = run_discriminability_audit(
+    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
+    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
+
+# %%
+narrative.Markdown(narrative.describe_discriminability(discriminability))
+
+# %%
+narrative.discriminability_table(discriminability)
+
+# %% [markdown]
+# Robust CV (IQR / median of a problem's optimization-test reference medians) of every problem, sorted, with the 0.3 line above which a problem is duration-filterable:
+
+# %%
+narrative.show_figure(robust_cv_per_problem(discriminability))
+
+# %% [markdown]
+# Share of each problem's optimization tests whose reference median is within 2× the sandbox floor (the empty program): their ranks are start-up noise.
+
+# %%
+narrative.show_figure(near_floor_shares(discriminability))

@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Reward learnability (offline simulator)
+#
+# Is a reward environment learnable before anyone trains with it? Human reference solutions stand in
+# for rollouts: each one's quality u (0 = fastest) is measured from one repeat and its reward from
+# another. Per quality bin the mean reward, rescaled to [0, 1], gives the reward-vs-quality curve; the
+# ideal is the diagonal 1 − u. Diagnostics: AUC (near 0 = sparse, near 1 = saturated), monotonicity,
+# steepness, deviation from the diagonal, curve noise, and the share of GRPO groups whose rewards are
+# all equal (zero advantage) per group size (DESIGN.md, "Offline simulator").
+
+# %% tags=["parameters"]
+# Parameters (papermill / `speedaudit report -p key=value` override them).
+# Paths are relative to the working directory or to the repository root.
+corpora = [
+    "fixtures/corpora/quiet-a.parquet",
+    "fixtures/corpora/quiet-b.parquet",
+    "fixtures/corpora/busy-a.parquet",
+]  # timing corpora, stacked into one
+n_boot = 1000  # bootstrap resamples over problems for every interval
+seed = 0  # seed of the bootstrap and of the simulator
+simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
+simulation_campaign = None  # campaign (None: the environment's first)
+environment_files = [
+    "fixtures/environments/top30.yaml",
+    "fixtures/environments/uniform_timeout.yaml",
+    "fixtures/environments/ranked_worst_p80.yaml",
+    "fixtures/environments/duration_filter_2s.yaml",
+    "fixtures/environments/duration_filter_0.5s.yaml",
+    "fixtures/environments/duration_filter_0.1s.yaml",
+    "fixtures/environments/length_filter_1k.yaml",
+]  # reward environments to screen (audits/environments.py format)
+grid_files = []  # grid files, e.g. ["fixtures/environments/grid.yaml"]
+group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
+simulation_thresholds = {}  # overrides of stats.simulator.DegeneracyThresholds
+
+# %%
+import warnings
+
+import pandas as pd
+from IPython.display import display
+
+from audits.report import narrative
+from audits.report.render import load_corpora
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+pd.set_option("display.precision", 4)
+pd.set_option("display.max_colwidth", None)
+
+from audits.reward_environments import load_environments
+from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
+from audits.report.render import resolve_files
+from audits.simulation import run_simulation_audit
+
+# %%
+corpus = load_corpora(corpora)
+display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+narrative.corpus_overview(corpus)
+
+# %%
+reward_environments = load_environments(resolve_files(environment_files), resolve_files(grid_files))
+simulation = run_simulation_audit(corpus, environments=reward_environments, environment=simulation_environment,
+                                  campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
+                                  thresholds=simulation_thresholds, n_boot=n_boot)
+narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
+
+# %%
+narrative.Markdown(narrative.describe_simulation(simulation))
+
+# %%
+narrative.simulation_table(simulation)
+
+# %% [markdown]
+# Reward against measured quality, one line per environment (best first), against the ideal diagonal 1 − u; the band is ±1 sd across repeat pairs:
+
+# %%
+narrative.show_figure(reward_curves(simulation))
+
+# %% [markdown]
+# Share of GRPO groups whose rewards are all equal (no advantage, no gradient) against the group size:
+
+# %%
+narrative.show_figure(zero_advantage_by_group_size(simulation))
