@@ -56,7 +56,7 @@ def runner_loop(box, argv, stdin_path: Path, work: Path, n: int, limits: Limits)
     """Seconds for n runner executions (including scratch creation and clean-up), and their wall_s."""
     walls = []
     t0 = time.perf_counter()
-    for i in range(n):
+    for _ in range(n):
         workdir = Path(tempfile.mkdtemp(dir=work))
         ex = box.run(argv, stdin_path=stdin_path, workdir=workdir, limits=limits)
         if ex.status != "ok":
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                      "cpus": os.cpu_count(), "launcher": launcher_path() is not None, "uid_switch": box.uid is not None,
                      "blocks": blocks, "per_block": per_block, "throughput": {}, "accuracy": {}}
     try:
-        for name, cmd in COMMANDS.items():  # warm caches
+        for cmd in COMMANDS.values():  # warm caches
             bare_loop(cmd, stdin_path, 3)
             runner_loop(box, cmd, stdin_path, work, 3, limits)
         # (a) throughput: bare and runner alternate run by run, so load changes hit both alike

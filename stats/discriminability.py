@@ -25,7 +25,6 @@ Vectorised over problems and tests (sorts + ``np.bincount``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np

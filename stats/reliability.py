@@ -46,7 +46,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from stats._groups import first_rows, group_codes
-from stats.bootstrap import Interval, bootstrap_ci, cluster_bootstrap_ci
+from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import percentile_table, problem_scores, reference_pools
 
 __all__ = [

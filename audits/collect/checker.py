@@ -245,7 +245,7 @@ def compare_tokens(output: bytes, answer: bytes, *, case_sensitive: bool = False
                 continue
             token_no += 1
             if o == b"" or a == b"":
-                def what(seg, parts):
+                def what(seg, parts, k=k):  # bound now (ruff B023)
                     return _show(seg) if seg else ("whitespace" if k + 1 < len(parts) else "end of output")
                 return False, f"token {token_no}: expected {what(a, ans_parts)}, got {what(o, out_parts)}"
             why = _token_matches(o, a, case_sensitive=case_sensitive, abs_tol=abs_tol, rel_tol=rel_tol)

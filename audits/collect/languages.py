@@ -239,7 +239,7 @@ def _copy_python(source: Path, build_dir: Path, python: str) -> Path:
 
 
 def _make_readable(root: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o644)

@@ -173,7 +173,6 @@ def synthesize(spec: SyntheticSpec | None = None, **overrides) -> SyntheticCorpu
 
     env_list = list(spec.environments) + ([spec.busy_name] if spec.busy else [])
     frames = []
-    n_cells = P * T * S
     for campaign, slope, intercept in spec.campaigns:
         d_campaign = slope * d_true + intercept
         for env in env_list:

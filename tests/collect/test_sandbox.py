@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
-import pandas as pd
 import pytest
 
 from audits.report import narrative

@@ -170,7 +170,7 @@ def test_reliability_values_in_html_equal_the_audit(rendered, corpus):
     assert busy.median_repeat_cv.estimate > 3 * quiet.median_repeat_cv.estimate
     assert "Too noisy" in text and "FAIL" in text
     disc = run_discriminability_audit(corpus, n_boot=N_BOOT, seed=0)
-    for name, env in disc.environments.items():
+    for env in disc.environments.values():
         assert f"{format_interval(env.filterable_share)}" in text
         assert f"{format_interval(env.gap.gap)} points worse" in text
 

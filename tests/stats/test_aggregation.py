@@ -249,7 +249,7 @@ def test_loss_rate_with_several_rows_per_test(random_case):
     for (p, s), g in opt.groupby(["problem", "solution"]):
         refs = pools[(pools.problem == p) & (pools.solution != s)]
         beats = []
-        for j, pj in refs.groupby("solution"):
+        for _, pj in refs.groupby("solution"):
             ref_d = dict(zip(pj["test"], pj["duration_s"]))
             w = []
             for t, d, status in zip(g["test"], g["duration_s"], g["status"]):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats as sps
 
