@@ -19,7 +19,9 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     """Integer codes (0..k-1, -1 for missing) of one column and k."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.cat.codes.to_numpy(dtype=np.int64), len(column.cat.categories)
-    codes, uniques = pd.factorize(column, sort=False)
+    # sort=True: codes follow the values' order, not their first appearance, so
+    # every group numbering (and what is derived from it) ignores row order.
+    codes, uniques = pd.factorize(column, sort=True)
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
@@ -37,7 +39,7 @@ def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
         codes, k = column_codes(frame[name])
         k = max(k, 1)
         if radix > (2**62) // (k + 1):
-            combined, uniques = pd.factorize(combined)
+            combined, uniques = pd.factorize(combined, sort=True)
             radix = max(len(uniques), 1)
         combined = combined * (k + 1) + (codes + 1)
         radix *= k + 1
@@ -56,7 +58,7 @@ def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray
     """
     if len(columns) == 0:
         return np.zeros(len(frame), dtype=np.int64), 1 if len(frame) else 0
-    dense, uniques = pd.factorize(mixed_radix_key(frame, columns), sort=False)
+    dense, uniques = pd.factorize(mixed_radix_key(frame, columns), sort=True)
     return dense.astype(np.int64, copy=False), len(uniques)
 
 
@@ -88,13 +90,14 @@ def present_labels(column: pd.Series) -> list[str]:
 
     Categoricals are read from their codes (category order, no per-row string
     conversion: at 10^7 rows ``astype(object)`` costs seconds); other columns
-    in first-seen order. Missing values are left out.
+    sorted (not in first-seen order, which would depend on row order). Missing
+    values are left out.
     """
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = np.unique(column.cat.codes.to_numpy())
         categories = column.cat.categories
         return [str(categories[c]) for c in codes if c >= 0]
-    return [str(v) for v in pd.unique(column.dropna())]
+    return sorted(str(v) for v in pd.unique(column.dropna()))
 
 
 def label_mask(column: pd.Series, value: str) -> np.ndarray:
@@ -105,3 +108,18 @@ def label_mask(column: pd.Series, value: str) -> np.ndarray:
             return np.zeros(len(column), dtype=bool)
         return column.cat.codes.to_numpy() == categories.get_loc(value)
     return np.array(column == value, dtype=bool)
+
+
+def canonical_order(frame: pd.DataFrame, columns: Sequence[str], value: str = "duration_s") -> np.ndarray:
+    """Row positions that sort ``frame`` by its group key, then by ``value``.
+
+    Grouped floating-point sums (``np.bincount`` with weights, pandas' grouped
+    std) add values in row order, so a shuffled corpus gives results that differ
+    in the last bit. Reducing in this order instead makes every such sum a
+    function of the rows as a set: rows of one group that tie on ``value`` are
+    interchangeable for any reduction of ``value``.
+    """
+    codes, _ = group_codes(frame, [c for c in columns if c in frame.columns])
+    if value in frame.columns:
+        return np.lexsort((frame[value].to_numpy(dtype=float), codes))
+    return np.argsort(codes, kind="stable")

@@ -83,6 +83,7 @@ import numpy as np
 import pandas as pd
 
 from stats._groups import first_rows, group_codes, grouped_median
+from stats._ties import snap, tail_weights
 from stats.ranking import _joint_codes, test_percentiles
 
 __all__ = [
@@ -898,7 +899,10 @@ def _run(agg: Aggregator, ctx: AggregationContext) -> np.ndarray:
     scores = np.asarray(agg.func(ctx), dtype=float)
     if scores.shape != (ctx.n_groups,):
         raise ValueError(f"aggregator {agg.name!r} returned shape {scores.shape}, expected ({ctx.n_groups},)")
-    return scores
+    # One documented rounding (12 significant digits, stats._ties.snap) before any
+    # ranking: scores built from percentiles are rationals, and equal rationals
+    # reached through different test sets must compare equal.
+    return snap(scores)
 
 
 def reference_percentile(scores: pd.DataFrame, *, score: str = "score", by: Sequence[str] = ("problem",),
@@ -1114,7 +1118,9 @@ def compare_aggregators(
        score; k = floor(n/4) fastest and k slowest form the quartiles; range =
        mean score over the *other* repeats of the slowest k minus that of the
        fastest k (an independent repeat, so a noisy aggregator cannot select its
-       own lucky extremes). Ties in the ranking keep input order.
+       own lucky extremes). References tied across a quartile cut share it
+       (tie-averaged weights, :func:`stats._ties.tail_weights`); scores are
+       snapped to 12 significant digits (:func:`stats._ties.snap`) first.
     5. ratio = stability / dynamic range (lower = better); Pareto front on
        (low stability, high range); paired percentile-bootstrap CIs over problems.
 
@@ -1198,7 +1204,7 @@ def compare_aggregators(
     same_as = []
     for name in names:
         agg = _REGISTRY[name]
-        s_rep = _run(agg, ctx_rep)
+        s_rep = _run(agg, ctx_rep)                  # snapped: equal rational scores compare equal
         s_col = _run(agg, ctx_col)[pool_mask]
         pct = _self_out_percentile(x_group, x_sol, s_rep, p_group, p_sol, s_col, n_g, n_sol)
         key = hash(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes())
@@ -1224,16 +1230,14 @@ def compare_aggregators(
         with np.errstate(invalid="ignore", divide="ignore"):
             later = np.where(later_n > 0, later_sum / np.maximum(later_n, 1), np.nan)
         eligible = np.flatnonzero(np.isfinite(first_score) & np.isfinite(later))
-        order = eligible[np.lexsort((first_score[eligible], ps_problem[eligible]))]
-        prob = ps_problem[order]
+        prob = ps_problem[eligible]
         n_ref = np.bincount(prob, minlength=n_g)
-        start = np.concatenate(([0], np.cumsum(n_ref)[:-1]))
-        rank = np.arange(len(order)) - start[prob]
         k = n_ref // 4
-        fast = rank < k[prob]
-        slow = rank >= (n_ref - k)[prob]
-        fast_mean = np.bincount(prob[fast], weights=later[order][fast], minlength=n_g) / np.maximum(k, 1)
-        slow_mean = np.bincount(prob[slow], weights=later[order][slow], minlength=n_g) / np.maximum(k, 1)
+        # Tie-averaged quartiles (stats._ties.tail_weights): references whose
+        # quartile-repeat scores tie across the cut share it, never input order.
+        fast, slow = tail_weights(prob, first_score[eligible], k)
+        fast_mean = np.bincount(prob, weights=fast * later[eligible], minlength=n_g) / np.maximum(k, 1)
+        slow_mean = np.bincount(prob, weights=slow * later[eligible], minlength=n_g) / np.maximum(k, 1)
         range_pp.append(np.where(n_ref >= 4, slow_mean - fast_mean, np.nan))
 
     stab_pp, range_pp = np.array(stab_pp), np.array(range_pp)

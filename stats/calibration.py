@@ -564,7 +564,9 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
 # ----------------------------------------------------------------------------- LOPO
 
 def _group_index(groups) -> tuple[np.ndarray, int]:
-    codes, uniques = pd.factorize(np.asarray(groups), sort=False)
+    # sort=True: problems are numbered by name, never by first appearance, so that
+    # bootstrap draws (one count per problem code) do not depend on row order.
+    codes, uniques = pd.factorize(np.asarray(groups), sort=True)
     return codes.astype(np.int64), len(uniques)
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from stats._groups import first_rows, group_codes, grouped_median
+from stats._groups import canonical_order, first_rows, group_codes, grouped_median
+from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
 from stats.reliability import grouped_icc
 
@@ -132,7 +133,11 @@ def test_table(run: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> pd.Da
     if "test_kind" in run.columns:
         mask &= (run["test_kind"] == "optimization").to_numpy()
     refs = run.loc[mask]
-    logd = np.log(d[mask])
+    # Reduce in a canonical row order: grouped sums are then bit-identical for any row order.
+    order = canonical_order(refs, ["problem", "test", "solution"])
+    refs = refs.iloc[order]
+    d, mask = d[mask][order], np.ones(len(order), dtype=bool)
+    logd = np.log(d)
     cell, n_cell = group_codes(refs, ["problem", "test", "solution"])
     if pools is None:
         cell_med = grouped_median(cell, d[mask], n_cell)
@@ -338,7 +343,9 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     rank the solutions, odd positions score them (score = mean over those
     repeats of 100*q). Per problem with n references, k = max(1,
     floor(quantile * n)); fastest = the k lowest ranking scores, slowest = the
-    k highest::
+    k highest; references whose ranking scores tie across the cut share it
+    (tie-averaged weights, :func:`stats._ties.tail_weights`; ranking scores
+    snapped to 12 significant digits first)::
 
         gap_p = mean(score | slowest k) - mean(score | fastest k)
 
@@ -378,19 +385,15 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     c_mean = np.bincount(s[~ranking], weights=q[~ranking], minlength=n_s) / np.maximum(c_cnt, 1)
     both = (r_cnt > 0) & (c_cnt > 0)
     sols = sc.iloc[first_rows(s, n_s)][["problem"]].reset_index(drop=True).loc[both].reset_index(drop=True)
-    r_mean, c_mean = r_mean[both], c_mean[both]
+    r_mean, c_mean = snap(r_mean[both]), c_mean[both]
     p, n_p = group_codes(sols, ["problem"])
-    order = np.lexsort((r_mean, p))
     n = np.bincount(p, minlength=n_p)
-    start = np.concatenate(([0], np.cumsum(n)[:-1]))
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order)) - start[p[order]]
-    k = np.maximum(1, np.floor(quantile * n).astype(np.int64))
-    fast = rank < k[p]
-    slow = rank >= (n - k)[p]
+    k = np.minimum(n, np.maximum(1, np.floor(quantile * n).astype(np.int64)))
+    # Tie-averaged tails (stats._ties): equal ranking scores share the tail slots.
+    fast, slow = tail_weights(p, r_mean, k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        fast_mean = np.bincount(p[fast], weights=c_mean[fast], minlength=n_p) / np.bincount(p[fast], minlength=n_p)
-        slow_mean = np.bincount(p[slow], weights=c_mean[slow], minlength=n_p) / np.bincount(p[slow], minlength=n_p)
+        fast_mean = np.bincount(p, weights=fast * c_mean, minlength=n_p) / np.bincount(p, weights=fast, minlength=n_p)
+        slow_mean = np.bincount(p, weights=slow * c_mean, minlength=n_p) / np.bincount(p, weights=slow, minlength=n_p)
     gap = np.where(n >= 2, slow_mean - fast_mean, np.nan)
     per = sols.iloc[first_rows(p, n_p)][["problem"]].reset_index(drop=True)
     per["n_refs"] = n

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from stats._groups import group_codes, grouped_median
+from stats._ties import snap
 
 __all__ = [
     "STATUSES",
@@ -357,7 +358,9 @@ def problem_scores(
 ) -> pd.DataFrame:
     """Problem-level q, c and g of every solution (default aggregator ``mean_pct``).
 
-    q = mean over optimization tests of r_t/100 (NaN tests ignored);
+    q = mean over optimization tests of r_t/100 (NaN tests ignored), rounded
+    to 12 significant digits (:func:`stats._ties.snap`) so that equal
+    rationals reached through different test sets compare equal;
     c = all correctness and optimization tests ok;
     g = (q <= tau/100) and no optimization test non-ok.
 
@@ -403,6 +406,10 @@ def problem_scores(
     counts = np.bincount(codes[use], minlength=n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_pct = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    # One documented rounding (stats._ties.snap, 12 significant digits): q is a
+    # rational (a mean of multiples of 50/n_t), and equal rationals reached
+    # through different test sets must compare equal in every later ranking.
+    mean_pct = snap(mean_pct)
     q = mean_pct / 100.0
     c = np.bincount(codes, weights=fails_c.astype(float), minlength=n_groups) == 0
     hard_fail = np.bincount(codes, weights=(is_opt & ~ok).astype(float), minlength=n_groups) > 0

@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from stats._groups import first_rows, group_codes
+from stats._groups import canonical_order, first_rows, group_codes
+from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import percentile_table, problem_scores, reference_pools
 
@@ -127,6 +128,8 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
     """
     by = [c for c in by if c in executions.columns]
     _require(executions, ["duration_s"], "repeat_cv")
+    # Reduce in a canonical row order: sums are then bit-identical for any row order.
+    executions = executions.iloc[canonical_order(executions, by)]
     codes, n = group_codes(executions, by)
     d, ok = _ok_durations(executions)
     c_ok, d_ok = codes[ok], d[ok]
@@ -547,6 +550,7 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
     VarianceComponents
     """
     _require(executions, ["problem", "test", "solution", "duration_s"], "variance_components")
+    executions = executions.iloc[canonical_order(executions, ["problem", "test", "solution", "campaign"])]
     d, ok = _ok_durations(executions)
     ok &= d > 0
     frame = executions.loc[ok]
@@ -776,7 +780,7 @@ def pairwise_significance(
     _require(scores, ["problem", "solution", value], "pairwise_significance")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    x_all = scores[value].to_numpy(dtype=float)
+    x_all = snap(scores[value].to_numpy(dtype=float))  # equal rationals compare equal (stats._ties)
     sc = scores.loc[np.isfinite(x_all)]
     x_all = x_all[np.isfinite(x_all)]
     codes, n_sol = group_codes(sc, ["problem", "solution"])

@@ -396,7 +396,14 @@ def _brute_force_mean_pct_comparison(runs):
         first = refs[refs.repeat == 0].sort_values("pct", kind="stable")
         later = refs[refs.repeat != 0].groupby("solution", observed=True)["pct"].mean()
         k = len(first) // 4
-        rng_[p] = later[first["solution"].iloc[-k:]].mean() - later[first["solution"].iloc[:k]].mean()
+        # Ties across a quartile cut: the range averaged over every order of the tied references
+        # (each tie-breaking equally likely), i.e. never the input order.
+        blocks = [list(b["solution"]) for _, b in first.groupby("pct", sort=True)]
+        ranges = []
+        for orders in itertools.product(*(itertools.permutations(b) for b in blocks)):
+            ranked = [s for block in orders for s in block]
+            ranges.append(later[ranked[-k:]].mean() - later[ranked[:k]].mean())
+        rng_[p] = np.mean(ranges)
     return stab, rng_
 
 

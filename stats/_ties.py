@@ -1,0 +1,104 @@
+"""Exact ties: one documented rounding before any ranking, and tie-averaged tails.
+
+Two rules keep every rank-based figure a function of the data as a set
+(DESIGN.md, "Set semantics"):
+
+1. **Equal rationals compare equal.** Per-test percentiles are multiples of
+   50/n, so q and every score built from them are rationals; floating-point
+   sums of the same rational computed through different test sets differ in
+   the last bit (1/18 comes out as 0.05555555555555556 or
+   0.055555555555555546). Every score is therefore passed through
+   :func:`snap` -- rounded to ``SIGNIFICANT`` = 12 significant decimal digits --
+   before it is ranked, compared or used to pick a tail.
+
+   What the rounding guarantees: float copies of one rational v = a/D (a mean
+   of T percentiles) lie within about T * 2^-53 * |v| of v. They snap to the
+   same value unless v lies that close to a midpoint between two 12-digit
+   neighbours; the distance of a/D to such a midpoint is either 0 (only when
+   D has the form 2^i 5^j with large exponents) or at least 1/(2 * 10^12 * D)
+   relative, which exceeds the float error whenever D * T < 4.5e3 (for
+   instance T <= 5 tests with equal pools of <= 90 references; D divides
+   2 T lcm(n_t)). Beyond that the merge is overwhelmingly likely but not
+   certain. Two *different* values are merged only when they agree to 12
+   significant digits, which no decision of an audit depends on.
+
+2. **Tails are tie-averaged.** "The k fastest of n" is ambiguous when the
+   k-th and (k+1)-th values tie. Instead of letting input order (or a name)
+   decide, every member of a tied block that straddles the cut belongs to the
+   tail with weight (slots of the block inside the tail) / (block size), so a
+   tail always has total weight k (:func:`tail_weights`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SIGNIFICANT", "snap", "tail_weights"]
+
+SIGNIFICANT = 12
+
+
+def snap(values) -> np.ndarray:
+    """Round to :data:`SIGNIFICANT` significant digits (NaN, inf and 0 unchanged).
+
+    Examples
+    --------
+    >>> a = (0.0 + 100 / 9) / 2 / 100          # 1/18 through two tests
+    >>> b = (0.0 + 0.0 + 50 / 3) / 3 / 100     # 1/18 through three tests
+    >>> a == b, bool(snap(a) == snap(b))
+    (False, True)
+    """
+    x = np.asarray(values, dtype=float)
+    out = np.array(x, dtype=float, copy=True)
+    nz = np.isfinite(x) & (x != 0)
+    if nz.any():
+        v = x[nz]
+        exponent = np.floor(np.log10(np.abs(v)))
+        scale = 10.0 ** (SIGNIFICANT - 1 - exponent)
+        out[nz] = np.round(v * scale) / scale
+    return out if out.ndim else out[()]
+
+
+def tail_weights(groups: np.ndarray, values: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tie-averaged membership of the k lowest and k highest values of every group.
+
+    Parameters
+    ----------
+    groups : array of int
+        Group code (0..G-1) of every value.
+    values : array of float
+        Finite ranking values (already :func:`snap`-ped when they are sums).
+    k : array of int, length G
+        Tail size of each group (0 <= k <= group size).
+
+    Returns
+    -------
+    low, high : arrays of float in [0, 1]
+        With the values of a group sorted, a block of m equal values occupying
+        ranks [a, a+m) gets low weight clip(k - a, 0, m)/m and high weight
+        clip(a + m - (n - k), 0, m)/m. Sum over a group = k for both.
+
+    Examples
+    --------
+    >>> low, high = tail_weights(np.zeros(4, int), np.array([1.0, 2.0, 2.0, 3.0]), np.array([2]))
+    >>> low.tolist(), high.tolist()
+    ([1.0, 0.5, 0.5, 0.0], [0.0, 0.5, 0.5, 1.0])
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    values = np.asarray(values, dtype=float)
+    k = np.asarray(k, dtype=np.int64)
+    if len(values) == 0:
+        return np.zeros(0), np.zeros(0)
+    _, dense = np.unique(values, return_inverse=True)
+    radix = np.int64(dense.max() + 1)
+    keys = groups * radix + dense
+    sorted_keys = np.sort(keys)
+    sizes = np.bincount(groups, minlength=len(k))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    a = np.searchsorted(sorted_keys, keys, side="left") - starts[groups]
+    m = np.searchsorted(sorted_keys, keys, side="right") - starts[groups] - a
+    n = sizes[groups]
+    kk = k[groups]
+    low = np.clip(kk - a, 0, m) / m
+    high = np.clip(a + m - (n - kk), 0, m) / m
+    return low.astype(float), high.astype(float)
