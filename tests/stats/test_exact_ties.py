@@ -42,8 +42,9 @@ def _one_eighteenth_corpus() -> pd.DataFrame:
             add("p1", test, f"r{i}", 0.1 * i, status="timeout" if (i == 3 and test != "t3") else "ok")
         for i in range(1, 10):
             add("p2", test, f"r{i}", 0.1 * i, status="timeout" if (i >= 3 and test == "t1") else "ok")
-    add("p1", "t1", "A", 0.05, "candidate"); add("p1", "t2", "A", 0.05, "candidate"); add("p1", "t3", "A", 0.1, "candidate")
-    add("p2", "t1", "B", 0.05, "candidate"); add("p2", "t2", "B", 0.1, "candidate"); add("p2", "t3", "B", 0.15, "candidate")
+    for test, a, b in (("t1", 0.05, 0.05), ("t2", 0.05, 0.1), ("t3", 0.1, 0.15)):
+        add("p1", test, "A", a, "candidate")
+        add("p2", test, "B", b, "candidate")
     return pd.DataFrame(rows)
 
 
