@@ -6,8 +6,9 @@ Kept outside :mod:`audits.commands` (whose modules are discovered as commands).
 from __future__ import annotations
 
 import argparse
+import sys
 
-from audits.corpus.io import UNITS, load_corpus
+from audits.corpus.io import UNITS, load_corpus, unit_warnings
 from audits.findings import worst_level, write_json
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status"]
@@ -23,8 +24,15 @@ def add_corpus_input(parser: argparse.ArgumentParser) -> None:
 
 
 def read_corpus(args: argparse.Namespace):
-    """Load and validate the corpus named by :func:`add_corpus_input`'s options."""
-    return load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
+    """Load and validate the corpus named by :func:`add_corpus_input`'s options.
+
+    Warnings that the durations look like another unit (:func:`audits.corpus.io.unit_warnings`)
+    go to stderr, so an audit never reports a 10-second empty program without a word.
+    """
+    corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
+    for warning in unit_warnings(corpus, unit=args.unit, source=args.corpus):
+        print(f"speedaudit: warning: {warning}", file=sys.stderr)
+    return corpus
 
 
 def add_result_options(parser: argparse.ArgumentParser) -> None:

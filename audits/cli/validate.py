@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from audits.cli._common import add_corpus_input, read_corpus
-from audits.corpus.io import save_corpus, summarize
+from audits.cli._common import add_corpus_input
+from audits.corpus.io import load_corpus, save_corpus, summarize, unit_warnings
+
+
+def _load(args: argparse.Namespace):
+    corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
+    return corpus, unit_warnings(corpus, unit=args.unit, source=args.corpus)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    corpus = read_corpus(args)
+    corpus, warnings = _load(args)
     print(f"{args.corpus}: valid timing corpus")
     print(summarize(corpus).summary())
+    for warning in warnings:
+        print(f"warning: {warning}")
     return 0
 
 
 def _convert(args: argparse.Namespace) -> int:
-    corpus = read_corpus(args)
+    corpus, warnings = _load(args)
+    for warning in warnings:
+        print(f"speedaudit: warning: {warning}", file=sys.stderr)
     path = save_corpus(corpus, args.out)
     print(f"wrote {path} ({len(corpus):,} rows)")
     return 0
@@ -26,7 +36,9 @@ def register(commands, audit_commands) -> None:
     validate = commands.add_parser(
         "validate", help="check a corpus and print a summary (exit 1 with the reason if invalid)",
         description="Check a timing corpus against the schema (README, 'The timing corpus') and print "
-                    "rows, problems, tests, solutions, environments, campaigns, repeats and status counts.")
+                    "rows, problems (without the floor pseudo-problem), tests, solutions, environments, "
+                    "campaigns, runs, repeats per solution cell and status counts; warn when the durations "
+                    "look like another unit than --unit.")
     add_corpus_input(validate)
     validate.set_defaults(func=_validate)
 

@@ -10,8 +10,14 @@ a half-written corpus behind.
 
 from __future__ import annotations
 
+import csv
+import errno
+import gzip
+import json
 import os
+import stat
 import tempfile
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +50,13 @@ __all__ = [
     "UNITS",
     "parse_mapping",
     "read_table",
+    "check_input_file",
     "normalize",
     "load_corpus",
     "save_corpus",
     "summarize",
+    "unit_warnings",
+    "MAX_DURATION_S",
     "CorpusSummary",
 ]
 
@@ -56,6 +65,8 @@ __all__ = [
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _INCORRECT_STATUSES = INCORRECT_STATUSES
 _SHOW_ROWS = 5
+#: An ``ok`` execution longer than this is taken for a wrong unit (or a broken timer).
+MAX_DURATION_S = 86_400.0
 
 
 class CorpusError(UserError, ValueError):
@@ -113,6 +124,30 @@ def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np
     return codes, labels
 
 
+def _check_names(codes: np.ndarray, labels: np.ndarray, source: str, column: str, raw: pd.DataFrame) -> None:
+    """Reject ids with control characters (NUL, tab, newline, ESC, DEL, C1) or surrounding white space.
+
+    Names are data and are never altered, so an id with leading or trailing
+    spaces is rejected rather than stripped: stripping could silently merge two
+    ids that differ only in spaces ("a" and "a ") or split one a user meant.
+    Checked on the distinct labels, so the cost does not grow with the rows.
+    """
+    if not len(labels):
+        return
+    control = np.array([any(unicodedata.category(ch) == "Cc" for ch in lab) for lab in labels], dtype=bool)
+    if control.any():
+        shown = [repr(lab) for lab in labels[control][:3]]
+        _fail(source, column, f"ids with control characters (NUL, tab, newline, escape...): {', '.join(shown)}",
+              "remove the control characters from these ids (a broken export or a binary column?)",
+              raw, control[np.maximum(codes, 0)] & (codes >= 0))
+    padded = np.array([lab != lab.strip() for lab in labels], dtype=bool)
+    if padded.any():
+        shown = [repr(lab) for lab in labels[padded][:3]]
+        _fail(source, column, f"ids with leading or trailing white space: {', '.join(shown)}",
+              "strip the spaces in the file (ids are used exactly as written, so 'a' and 'a ' would be two ids)",
+              raw, padded[np.maximum(codes, 0)] & (codes >= 0))
+
+
 def _enumerated(values: pd.Series, allowed: tuple[str, ...], source: str, column: str, fix: str,
                 raw: pd.DataFrame, default: str | None = None) -> pd.Categorical:
     """A column restricted to ``allowed`` labels, as a Categorical over exactly those."""
@@ -143,31 +178,151 @@ def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
     return mapping
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a Parquet, CSV (.csv, .csv.gz) or JSON-lines (.jsonl, .ndjson, .json) file."""
+def check_input_file(path: str | os.PathLike, *, what: str = "a corpus file",
+                     hint: str = "pass a .parquet, .csv or .jsonl file") -> Path:
+    """A path that names a readable regular file, or a :class:`CorpusError` that says why not.
+
+    Tells apart a missing file, a dangling symlink, a symlink loop, a directory,
+    a FIFO / socket / device (which would block or never end when read) and a
+    file the current user may not read, instead of reporting each as "no such
+    file". Hand-written because :meth:`pathlib.Path.exists` folds all of them
+    into ``False``.
+
+    Examples
+    --------
+    >>> check_input_file("/")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    audits.corpus.io.CorpusError: /: is a directory, not a corpus file
+    ...
+    """
     path = Path(path)
     source = str(path)
-    if not path.exists():
-        raise CorpusError(f"{source}: no such file\n  -> check the path")
-    if path.is_dir():
-        raise CorpusError(f"{source}: is a directory, not a corpus file\n  -> pass a .parquet, .csv or .jsonl file")
-    if path.stat().st_size == 0:
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorpusError(f"{source}: symbolic link loop (the link points, directly or not, to itself)\n"
+                              f"  -> point the link at a real file, or pass the file itself") from exc
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            raise CorpusError(f"{source}: dangling symbolic link (it points to {os.readlink(path)!r}, "
+                              f"which does not exist)\n  -> fix the link or pass the file itself") from exc
+        if exc.errno == errno.ENOENT:
+            raise CorpusError(f"{source}: no such file\n  -> check the path") from exc
+        if exc.errno == errno.ENOTDIR:
+            raise CorpusError(f"{source}: a component of the path is a file, not a folder\n"
+                              f"  -> check the path") from exc
+        if exc.errno == errno.EACCES:
+            raise CorpusError(f"{source}: permission denied while looking the file up\n"
+                              f"  -> run as a user who may read its folder, or copy the file elsewhere") from exc
+        raise CorpusError(f"{source}: cannot be looked up ({exc.strerror})\n  -> check the path") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise CorpusError(f"{source}: is a directory, not {what}\n  -> {hint}")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
+        raise CorpusError(f"{source}: is {kind}, not {what}\n  -> {hint} (save the data to a regular file first)")
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError as exc:
+        raise CorpusError(f"{source}: permission denied (the file exists but this user may not read it)\n"
+                          f"  -> make it readable (chmod a+r) or run as a user who may read it") from exc
+    except OSError as exc:
+        raise CorpusError(f"{source}: cannot be opened ({exc.strerror})\n  -> {hint}") from exc
+    if info.st_size == 0:
         raise CorpusError(f"{source}: the file is empty (0 bytes)\n  -> collect or export timings into it first")
+    return path
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8", newline="") if path.name.lower().endswith(".gz") \
+        else open(path, encoding="utf-8", newline="")
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The header row as written (pandas renames a repeated name to ``name.1``, so read it with :mod:`csv`)."""
+    with _open_text(path) as handle:
+        return next(csv.reader(handle, delimiter=sep), [])
+
+
+def _read_json_lines(path: Path) -> pd.DataFrame:
+    """JSON lines, one object a line, naming the first broken line and repeated keys.
+
+    Hand-written over :mod:`json` because :func:`pandas.read_json` reports neither
+    the line number of a broken line nor repeated keys (it keeps the last value).
+    """
+    source = str(path)
+
+    def no_repeats(pairs):
+        keys = [k for k, _ in pairs]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise _RepeatedKey(repeated)
+        return dict(pairs)
+
+    records = []
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line, object_pairs_hook=no_repeats)
+            except _RepeatedKey as exc:
+                raise CorpusError(f"{source}: line {number}: the key(s) {exc.args[0]} appear twice in one record\n"
+                                  f"  -> give every field once per line") from None
+            except json.JSONDecodeError as exc:
+                raise CorpusError(f"{source}: line {number}: not valid JSON ({exc.msg} at column {exc.colno})\n"
+                                  f"  -> fix or remove that line (one JSON object per line)") from None
+            if not isinstance(record, dict):
+                raise CorpusError(f"{source}: line {number}: a JSON {type(record).__name__}, not an object\n"
+                                  f"  -> write one JSON object ({{\"problem\": ..., ...}}) per line")
+            records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a Parquet, CSV (.csv, .csv.gz), TSV or JSON-lines (.jsonl, .ndjson, .json(.gz)) file.
+
+    Rejects, with the file named: missing, unreadable or special files
+    (:func:`check_input_file`), repeated column names, and broken JSON lines
+    (with the line number).
+    """
+    path = check_input_file(path)
+    source = str(path)
     name = path.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):
-            return pd.read_parquet(path)
-        if name.endswith((".csv", ".csv.gz", ".tsv")):
-            return pd.read_csv(path, sep="\t" if name.endswith(".tsv") else ",", low_memory=False)
-        if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz")):
-            return pd.read_json(path, lines=True, precise_float=True)
+            frame = pd.read_parquet(path)
+        elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+            sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
+            header = _csv_header(path, sep)
+            repeated = sorted({c for c in header if header.count(c) > 1})
+            if repeated:
+                raise CorpusError(f"{source}: column '{repeated[0]}': the header names it "
+                                  f"{header.count(repeated[0])} times (repeated columns: {repeated})\n"
+                                  f"  -> give each column once (rename or drop the copies)")
+            frame = pd.read_csv(path, sep=sep, low_memory=False)
+        elif name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
+            frame = _read_json_lines(path)
+        else:
+            raise CorpusError(f"{source}: unknown file type '{path.suffix}'\n"
+                              f"  -> use .parquet, .csv, .csv.gz, .tsv or .jsonl (JSON lines)")
     except CorpusError:
         raise
     except Exception as exc:  # the reader's own message is the useful part
         raise CorpusError(f"{source}: cannot be read as {path.suffix} ({type(exc).__name__}: {exc})\n"
                           f"  -> check that the file is complete and of the format its name says") from exc
-    raise CorpusError(f"{source}: unknown file type '{path.suffix}'\n"
-                      f"  -> use .parquet, .csv, .csv.gz, .tsv or .jsonl (JSON lines)")
+    columns = [str(c) for c in frame.columns]
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise CorpusError(f"{source}: column '{repeated[0]}' appears {columns.count(repeated[0])} times\n"
+                          f"  -> give each column once (rename or drop the copies)")
+    return frame
 
 
 def normalize(
@@ -225,6 +380,7 @@ def normalize(
         bad = (codes < 0) | (blank[np.maximum(codes, 0)] if len(blank) else True)
         if bad.any():
             _fail(source, column, "empty or missing ids", "every row needs a problem, test and solution id", raw, bad)
+        _check_names(codes, labels, source, column, raw)
         out[column] = pd.Categorical.from_codes(codes, categories=list(labels))
 
     out["status"] = _enumerated(raw["status"], STATUSES, source, "status",
@@ -251,6 +407,10 @@ def normalize(
         (ok & np.isnan(d), "missing (NaN) duration on ok rows", "an ok execution needs its measured duration"),
         (np.isinf(d), "infinite durations", "record the measured wall time (for a timeout: the limit)"),
         (d < 0, "negative durations", "durations are elapsed wall-clock time and cannot be negative"),
+        (ok & (d == 0), "zero durations on ok rows",
+         "a finished execution takes some time: check the timer, or store failed runs with their status"),
+        (ok & (d > MAX_DURATION_S), f"durations above one day ({MAX_DURATION_S:,.0f} s) on ok rows",
+         "check the unit: pass --unit ms, us or ns when the file is not in seconds"),
     ]
     for mask, problem, fix in checks:
         if mask.any():
@@ -277,6 +437,7 @@ def normalize(
                                       raw, default)
         else:
             codes, labels = _codes_and_labels(values, default)
+            _check_names(codes, labels, source, column, raw)
             out[column] = pd.Categorical.from_codes(codes, categories=list(labels))
 
     if "correct" in raw.columns:
@@ -291,6 +452,7 @@ def normalize(
         out["timestamp"] = raw["timestamp"]
     if "language" in raw.columns:
         codes, labels = _codes_and_labels(raw["language"])
+        _check_names(codes, labels, source, "language", raw)
         out["language"] = pd.Categorical.from_codes(codes, categories=list(labels))
     if "run" in raw.columns:
         numeric = pd.to_numeric(raw["run"], errors="coerce")
@@ -351,10 +513,28 @@ def load_corpus(
 
 
 def atomic_write(path: str | os.PathLike, writer) -> Path:
-    """Call ``writer(tmp_path)`` and move the result into place only on success."""
+    """Call ``writer(tmp_path)`` and move the result into place only on success.
+
+    The temporary file sits beside the target (same file system, so the final
+    rename is atomic) and is removed on any failure. File-system failures
+    (a folder that cannot be created or written, a target that is a directory,
+    a full disk) become a :class:`CorpusError` naming the path and what to do.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = str(path)
+    if path.is_dir():
+        raise CorpusError(f"{target}: is a directory; cannot write the output onto it\n"
+                          f"  -> name a file, e.g. {os.path.join(target, 'corpus.parquet')}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CorpusError(f"{target}: cannot create the folder {str(path.parent)!r} ({exc.strerror or exc})\n"
+                          f"  -> choose an output path in a folder you can write") from exc
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise CorpusError(f"{target}: cannot write into the folder {str(path.parent)!r} ({exc.strerror or exc})\n"
+                          f"  -> choose an output path in a folder you can write") from exc
     os.close(fd)
     try:
         writer(tmp)
@@ -363,10 +543,12 @@ def atomic_write(path: str | os.PathLike, writer) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except OSError as exc:
+        raise CorpusError(f"{target}: writing failed ({exc.strerror or exc}); nothing was written\n"
+                          f"  -> free space or choose another output path") from exc
+    finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
     return path
 
 
@@ -375,9 +557,69 @@ def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
     return atomic_write(path, lambda tmp: corpus.to_parquet(tmp, index=False))
 
 
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+
+
+def unit_warnings(corpus: pd.DataFrame, *, unit: str = "s", source: str = "<corpus>") -> tuple[str, ...]:
+    """Warnings when the durations look like they are in another unit than ``unit``.
+
+    Two signs, on ``ok`` rows: (1) the floor (role ``floor``, the sandbox's empty
+    program) has a median above 1 s; (2) every duration, read in ``unit``, is a
+    whole number of at least 1,000 (the look of integer milliseconds or
+    nanoseconds stored as seconds). Each warning names the ``--unit`` that
+    fits: for (1) the coarsest unit that puts the floor's median below 1 s,
+    for (2) the coarsest that puts the median duration at or below 10 s.
+    A corpus without a floor is checked by (2) only.
+
+    Examples
+    --------
+    >>> ms = normalize(pd.DataFrame({"problem": "p", "test": "t", "solution": "a", "status": "ok",
+    ...     "duration_s": [1200, 1350, 1500], "repeat": [0, 1, 2]}))
+    >>> print(unit_warnings(ms)[0].splitlines()[-1])
+      -> load it with --unit ms (the median would be 1.35 s)
+    """
+    if unit not in UNITS:
+        raise CorpusError(f"{source}: unknown unit '{unit}'\n  -> use one of {', '.join(UNITS)}")
+    d = corpus["duration_s"].to_numpy(dtype=float)
+    ok = (corpus["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
+    raw = d / UNITS[unit]
+    coarse_to_fine = ("s", "ms", "us", "ns")
+    warnings = []
+    if "role" in corpus.columns:
+        floor = ok & (corpus["role"] == "floor").to_numpy()
+        if floor.any():
+            median = float(np.median(d[floor]))
+            if median > 1.0:
+                fits = next((u for u in coarse_to_fine if np.median(raw[floor]) * UNITS[u] < 1.0), "ns")
+                warnings.append(
+                    f"{source}: the floor (the empty program, role 'floor') takes a median of {median:.3g} s; "
+                    f"an empty program rarely takes over 1 s, so the durations look like {_UNIT_WORDS[fits]}\n"
+                    f"  -> load it with --unit {fits} (the floor would be "
+                    f"{np.median(raw[floor]) * UNITS[fits]:.3g} s)")
+    if ok.any():
+        values = raw[ok]
+        whole = np.abs(values - np.round(values)) <= 1e-9 * np.maximum(1.0, np.abs(values))
+        if whole.all() and values.min() >= 1000:
+            median = float(np.median(values))
+            fits = next((u for u in coarse_to_fine if median * UNITS[u] <= 10.0), "ns")
+            if fits != unit:
+                warnings.append(
+                    f"{source}: every ok duration is a whole number of at least 1,000 {unit} "
+                    f"(median {median:,.0f}); that is how integer {_UNIT_WORDS[fits]} look\n"
+                    f"  -> load it with --unit {fits} (the median would be {median * UNITS[fits]:.3g} s)")
+    return tuple(warnings)
+
+
 @dataclass(frozen=True)
 class CorpusSummary:
-    """Counts that describe a corpus (``speedaudit validate``)."""
+    """Counts that describe a corpus as a user thinks of it (``speedaudit validate``).
+
+    ``problems``, ``tests`` and ``solutions`` leave out the floor pseudo-problem
+    (rows of role ``floor``: the sandbox's empty program), which is counted
+    apart in ``floor_rows``. ``repeats_per_cell`` is (min, median, max) of the
+    number of repeats of one solution on one test in one run; ``runs`` lists
+    every (environment, campaign) with its rows.
+    """
 
     rows: int
     problems: int
@@ -388,16 +630,31 @@ class CorpusSummary:
     repeats: int
     roles: dict
     statuses: dict
+    floor_rows: int = 0
+    floor_problems: tuple[str, ...] = ()
+    repeats_per_cell: tuple[int, float, int] = (0, 0.0, 0)
+    runs: tuple[tuple[str, str, int], ...] = ()
+    process_runs: int | None = None
 
     def summary(self) -> str:
+        low, mid, high = self.repeats_per_cell
+        spread = f"{low}" if low == high else f"{low}-{high}, median {mid:g}"
+        floor = (f"  (+ the floor: {self.floor_rows:,} rows of the empty program, problem "
+                 f"{', '.join(map(repr, self.floor_problems))}, not counted)" if self.floor_rows else "")
         lines = [
             f"rows          {self.rows:,}",
-            f"problems      {self.problems:,}",
+            f"problems      {self.problems:,}{floor}",
             f"tests         {self.tests:,}  (problem, test) pairs",
             f"solutions     {self.solutions:,}  (problem, solution) pairs",
             f"environments  {len(self.environments)}: {', '.join(self.environments)}",
             f"campaigns     {len(self.campaigns)}: {', '.join(self.campaigns)}",
-            f"repeats       {self.repeats} (max per cell)",
+            f"runs          {len(self.runs)} (environment, campaign): "
+            + "; ".join(f"{e} / {c} ({n:,} rows)" for e, c, n in self.runs),
+            f"repeats       {spread} per solution cell (solution x test x run)",
+        ]
+        if self.process_runs is not None:
+            lines.append(f"process runs  {self.process_runs} at most per cell (column 'run')")
+        lines += [
             "roles         " + ", ".join(f"{k} {v:,}" for k, v in self.roles.items()),
             "status        " + ", ".join(f"{k} {v:,}" for k, v in self.statuses.items()),
         ]
@@ -405,12 +662,44 @@ class CorpusSummary:
 
 
 def summarize(corpus: pd.DataFrame) -> CorpusSummary:
-    """Count rows, problems, tests, solutions, environments, campaigns, repeats and statuses."""
-    _, n_tests = group_codes(corpus, ["problem", "test"])
-    _, n_solutions = group_codes(corpus, ["problem", "solution"])
+    """Count rows, problems, tests, solutions, runs, repeats per cell and statuses.
+
+    Examples
+    --------
+    >>> runs = normalize(pd.DataFrame({"problem": ["p", "p", "_floor"], "test": ["t", "t", "empty"],
+    ...     "solution": ["a", "a", "python"], "duration_s": [1.0, 1.1, 0.02], "status": "ok",
+    ...     "repeat": [0, 1, 0], "role": ["reference", "reference", "floor"]}))
+    >>> s = summarize(runs)
+    >>> s.problems, s.floor_rows, s.repeats_per_cell
+    (1, 1, (2, 2.0, 2))
+    """
+    is_floor = (corpus["role"] == "floor").to_numpy() if "role" in corpus.columns else np.zeros(len(corpus), bool)
+    real = corpus.loc[~is_floor]
+    floor_problems = set(map(str, corpus.loc[is_floor, "problem"].unique())) - set(map(str, real["problem"].unique()))
+    _, n_tests = group_codes(real, ["problem", "test"]) if len(real) else (None, 0)
+    _, n_solutions = group_codes(real, ["problem", "solution"]) if len(real) else (None, 0)
+    if len(real):
+        cell_code, n_cells = group_codes(real, ["environment", "campaign", "problem", "test", "solution"])
+        # distinct repeat indices per cell (with a 'run' column, several rows share one repeat)
+        rep_code, n_rep = group_codes(real, ["environment", "campaign", "problem", "test", "solution", "repeat"])
+        cell_of_repeat = np.zeros(n_rep, dtype=np.int64)
+        cell_of_repeat[rep_code] = cell_code
+        per_cell = np.bincount(cell_of_repeat, minlength=n_cells)
+        repeats_per_cell = (int(per_cell.min()), float(np.median(per_cell)), int(per_cell.max()))
+    else:
+        repeats_per_cell = (0, 0.0, 0)
+    run_code, n_runs = group_codes(corpus, ["environment", "campaign"])
+    counts = np.bincount(run_code, minlength=n_runs)
+    first_row = np.full(n_runs, len(corpus), dtype=np.int64)
+    np.minimum.at(first_row, run_code, np.arange(len(corpus)))
+    runs = sorted((str(corpus["environment"].iloc[r]), str(corpus["campaign"].iloc[r]), int(counts[k]))
+                  for k, r in enumerate(first_row))
+    process_runs = None
+    if "run" in corpus.columns and len(corpus):
+        process_runs = int(corpus["run"].max()) + 1
     return CorpusSummary(
         rows=len(corpus),
-        problems=int(corpus["problem"].nunique()),
+        problems=int(real["problem"].nunique()),
         tests=n_tests,
         solutions=n_solutions,
         environments=tuple(sorted(map(str, corpus["environment"].unique()))),
@@ -418,4 +707,9 @@ def summarize(corpus: pd.DataFrame) -> CorpusSummary:
         repeats=int(corpus["repeat"].max()) + 1 if len(corpus) else 0,
         roles={str(k): int(v) for k, v in corpus["role"].value_counts().items() if v},
         statuses={str(k): int(v) for k, v in corpus["status"].value_counts().items() if v},
+        floor_rows=int(is_floor.sum()),
+        floor_problems=tuple(sorted(floor_problems)),
+        repeats_per_cell=repeats_per_cell,
+        runs=tuple(runs),
+        process_runs=process_runs,
     )
