@@ -23,12 +23,16 @@ def register(commands, audit_commands) -> None:
     formats.required = True
     p = formats.add_parser(
         "pyperf", help="pyperf / pyperformance JSON result files",
-        description="Each file is one build (solution: its commit_id, else the file name); each benchmark "
-                    "a problem with one test; each process run's values the repeats (warmups dropped, "
-                    "calibration runs skipped); the machine (hostname/CPU) the environment; the date of the "
-                    "first run the campaign.")
-    p.add_argument("files", nargs="+", help="pyperf JSON files (.json or .json.gz)")
+        description="Each file is one build on one machine in one session. Solution: the build (commit_id, a "
+                    "short hash merged with the full hash of the same commit; else the file name) with its "
+                    "variant flags (JIT, NOGIL, ... from bench_runner folder/file names or python_config_args); "
+                    "environment: hostname / OS / architecture / CPU and the machine name of bench_runner file "
+                    "names; campaign: the day of the file's first run (one per file); each benchmark a problem "
+                    "with one test; each value a repeat, each process run a 'run' (warmups dropped, "
+                    "calibration runs skipped). Folders are searched for *.json and *.json.gz; files in them "
+                    "that are not pyperf results are skipped with the reason.")
+    p.add_argument("files", nargs="+", help="pyperf JSON files (.json or .json.gz) or folders of them")
     p.add_argument("--out", required=True, help="output corpus (.parquet)")
-    p.add_argument("--environment", help="environment name (default: hostname/CPU from the metadata)")
-    p.add_argument("--campaign", help="campaign name (default: date of the first run)")
+    p.add_argument("--environment", help="one environment name for every file (default: from the metadata)")
+    p.add_argument("--campaign", help="one campaign name for every file (default: the day of each file's first run)")
     p.set_defaults(func=_pyperf)

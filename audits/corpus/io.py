@@ -649,8 +649,8 @@ class CorpusSummary:
             f"environments  {len(self.environments)}: {', '.join(self.environments)}",
             f"campaigns     {len(self.campaigns)}: {', '.join(self.campaigns)}",
             f"runs          {len(self.runs)} (environment, campaign): "
-            + "; ".join(f"{e} / {c} ({n:,} rows)" for e, c, n in self.runs),
-            f"repeats       {spread} per solution cell (solution x test x run)",
+            + "; ".join(f"{e!r}, {c!r} ({n:,} rows)" for e, c, n in self.runs),
+            f"repeats       {spread} per solution cell (one solution on one test in one run)",
         ]
         if self.process_runs is not None:
             lines.append(f"process runs  {self.process_runs} at most per cell (column 'run')")

@@ -1,22 +1,45 @@
-"""Import pyperf / pyperformance JSON result files as a timing corpus.
+"""Import pyperf / pyperformance JSON result files (a whole multi-machine archive) as a timing corpus.
 
-Mapping (one input file = one build of the code under test):
+Mapping (one input file = one build of the code under test on one machine, in one session):
 
-* one benchmark           -> one ``problem`` with one ``test`` ("benchmark")
-* the file's build/commit -> ``solution``: metadata ``commit_id`` when present,
-                             otherwise the file name without ``.json(.gz)``
-* the machine             -> ``environment``: ``hostname/cpu_model_name`` from
-                             the metadata (``--environment`` overrides)
-* each process run's values -> ``repeat`` 0, 1, 2, ... in file order; warmup
-                             values are dropped and calibration runs (no values, or
-                             ``calibrate_loops`` / ``recalibrate_loops`` metadata)
-                             skipped
-* the file's date         -> ``campaign``: the date (YYYY-MM-DD) of its first run
-                             (``--campaign`` overrides)
+* one benchmark             -> one ``problem`` with one ``test`` ("benchmark")
+* the file's build          -> ``solution``: metadata ``commit_id`` when present (else the file
+                               name without ``.json(.gz)``), plus its variant flags in brackets,
+                               e.g. ``2e91dba437fe5c56c6f8 [JIT]``
+* the machine               -> ``environment``: hostname, OS (the system name that starts
+                               ``platform``), architecture (``cpu_machine``, ``arch`` or the
+                               architecture named in ``platform``) and ``cpu_model_name`` when
+                               present, and the machine name in the file name, joined by `` / ``,
+                               e.g. ``WIN-5FKPU9U7KDT / Windows / pythonperf1_win32-x86``
+                               (``--environment`` overrides; the whole ``platform`` string is kept
+                               in the ``platform`` column)
+* the file                  -> ``campaign``: the date (YYYY-MM-DD) of the file's earliest run, the
+                               same for every benchmark of the file even when it runs past midnight;
+                               the file name when the file has no dates (``--campaign`` overrides)
+* each process run          -> ``run`` 0, 1, 2, ... (pyperf's worker processes, in file order)
+* each value of a run       -> ``repeat`` 0, 1, 2, ... over the benchmark's values in file order;
+                               warmups are dropped and calibration runs (no values, or
+                               ``calibrate_loops`` / ``recalibrate_loops`` metadata) skipped
 
-Values are seconds per loop; benchmarks whose ``unit`` is not ``second`` are
-skipped with a reason. The format is read as plain JSON (pyperf itself is not
-needed at run time).
+Build ids: a commit id made of 7 to 40 hex digits that is the start of exactly one longer id
+in the imported files is that build (``2e91dba`` and ``2e91dba437fe...`` are one build; the
+longest id names it). Ids are compared in lower case; other ids are kept as they are.
+
+Variants and machine names from file and folder names follow faster-cpython's bench_runner
+archive layout (``results/bm-YYYYMMDD-VERSION-HASH[-FLAGS]/bm-YYYYMMDD-NICK-ARCH-FORK-REF-
+VERSION-HASH[-FLAGS].json``, with ``-`` inside a field written ``%2d``): the machine name is
+``NICK-ARCH`` (e.g. ``pythonperf1_win32-x86``), and the flags are the fields after the field
+that starts the file's commit id (e.g. ``JIT``, ``NOGIL``, ``PYTHON_UOPS``). Builds configured
+with ``--enable-experimental-jit`` or ``--disable-gil`` (pyperf's ``python_config_args``) are the
+variants ``JIT`` / ``NOGIL`` whatever their names. Names of other layouts are not parsed.
+
+Two files that give the same build on the same machine on the same day are two sessions: their
+campaigns are the date followed by the file name, e.g. ``2024-01-24 (rerun.json)``.
+
+Values are seconds per loop; benchmarks whose ``unit`` is not ``second`` are skipped with a
+reason. Directories are searched for ``*.json`` / ``*.json.gz``; JSON files in them that are not
+pyperf results (pystats, configuration) are skipped with the reason. The format is read as plain
+JSON (pyperf itself is not needed at run time).
 """
 
 from __future__ import annotations
@@ -24,47 +47,76 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from audits.corpus.io import CorpusError, normalize
+from audits.corpus.io import CorpusError, check_input_file, normalize
 
-__all__ = ["PyperfImport", "import_pyperf", "read_pyperf_file"]
+__all__ = ["PyperfImport", "import_pyperf", "read_pyperf_file", "normalize_build_ids"]
 
 _CALIBRATION_KEYS = ("calibrate_loops", "recalibrate_loops", "calibrate_warmups", "recalibrate_warmups")
+# Architecture names as platform.platform() and uname report them (looked up, the string is not split).
+_ARCHITECTURES = ("x86_64", "amd64", "AMD64", "i386", "i686", "x86", "aarch64", "arm64", "armv7l", "armv6l",
+                  "ppc64le", "ppc64", "s390x", "riscv64", "loongarch64")
+_HEX = re.compile(r"[0-9a-f]{7,40}")
+_BENCH_RUNNER = re.compile(r"^bm-\d{8}-")
+_CONFIG_FLAGS = (("--enable-experimental-jit", "JIT"), ("--disable-gil", "NOGIL"))
 
 
 @dataclass(frozen=True)
 class PyperfImport:
-    """The imported corpus and what was left out, with reasons."""
+    """The imported corpus, what it holds and what was left out, with reasons."""
 
     corpus: pd.DataFrame
     skipped: tuple[tuple[str, str], ...]
     warmups_dropped: int
     calibration_runs_skipped: int
+    files: int = 0
+    builds: int = 0
+    merged_build_ids: dict = field(default_factory=dict)
+    split_campaigns: tuple[str, ...] = ()
+
+    @property
+    def machines(self) -> int:
+        return int(self.corpus["environment"].nunique())
+
+    @property
+    def benchmarks(self) -> int:
+        return int(self.corpus["problem"].nunique())
 
     def summary(self) -> str:
-        lines = [f"{len(self.corpus):,} executions from {self.corpus['solution'].nunique()} file(s), "
-                 f"{self.corpus['problem'].nunique()} benchmark(s); {self.warmups_dropped} warmup values dropped, "
-                 f"{self.calibration_runs_skipped} calibration runs skipped"]
+        c = self.corpus
+        lines = [
+            f"{len(c):,} values from {self.files} file(s): {self.builds} build(s) "
+            f"({c['solution'].nunique()} with their variants), {self.machines} machine(s), "
+            f"{self.benchmarks} benchmark(s), {c['campaign'].nunique()} campaign(s); "
+            f"{self.warmups_dropped:,} warmup values dropped, {self.calibration_runs_skipped:,} calibration runs skipped",
+            "machines: " + "; ".join(sorted(map(str, c["environment"].unique()))),
+        ]
+        if self.merged_build_ids:
+            lines.append("build ids merged (a short id and the full id of one commit): "
+                         + ", ".join(f"{short} -> {full}" for short, full in sorted(self.merged_build_ids.items())))
+        lines += [f"same build, machine and day in several files; campaigns named by file: {name}"
+                  for name in self.split_campaigns]
         lines += [f"skipped {what}: {why}" for what, why in self.skipped]
         return "\n".join(lines)
 
 
 def read_pyperf_file(path: str | os.PathLike) -> dict:
     """Parse one pyperf JSON file (plain or gzip), naming the file on error."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"{path}: no such file\n  -> pass pyperf JSON result files (e.g. written by 'pyperf timeit -o')")
+    path = check_input_file(path, what="a pyperf result file",
+                            hint="pass pyperf JSON result files (e.g. written by 'pyperf timeit -o')")
     try:
         opener = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: not a readable pyperf JSON file ({exc})\n"
                           f"  -> pass files written by pyperf/pyperformance (.json or .json.gz)") from exc
     if not isinstance(data, dict) or "benchmarks" not in data or not isinstance(data["benchmarks"], list):
@@ -81,40 +133,187 @@ def _stem(path: Path) -> str:
     return path.stem
 
 
+def _expand(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, bool]]:
+    """Files to read, each marked whether it was named (errors) or found in a folder (skipped)."""
+    found: list[tuple[Path, bool]] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.name.endswith((".json", ".json.gz")) and p.is_file())
+            found.extend((p, False) for p in inside)
+        else:
+            found.append((path, True))
+    return found
+
+
+def normalize_build_ids(ids) -> dict[str, str]:
+    """Map each build id to its canonical form: a hex id that starts exactly one longer one becomes it.
+
+    Parameters
+    ----------
+    ids : iterable of str
+        Commit ids as found (any case, short or full).
+
+    Returns
+    -------
+    dict
+        ``{id as given: canonical id}``. Hex ids (7-40 digits) are lower-cased; an
+        id that is the prefix of several different longer ids stays as it is
+        (ambiguous); other ids map to themselves.
+
+    Examples
+    --------
+    >>> normalize_build_ids(["2e91dba", "2E91DBA437FE5C56", "abc1234", "main"])
+    {'2e91dba': '2e91dba437fe5c56', '2E91DBA437FE5C56': '2e91dba437fe5c56', 'abc1234': 'abc1234', 'main': 'main'}
+    """
+    ids = list(dict.fromkeys(ids))
+    hexes = sorted({i.lower() for i in ids if _HEX.fullmatch(i.lower())}, key=len, reverse=True)
+    canonical: dict[str, str] = {}
+    for h in hexes:
+        longer = [o for o in hexes if len(o) > len(h) and o.startswith(h)]
+        # the longest that start with h must all be prefixes of one another (one commit)
+        target = h
+        if longer:
+            top = longer[0]
+            if all(top.startswith(o) for o in longer):
+                target = canonical.get(top, top)
+        canonical[h] = target
+    return {i: canonical.get(i.lower(), i) if _HEX.fullmatch(i.lower()) else i for i in ids}
+
+
+def _name_fields(name: str) -> list[str] | None:
+    if not _BENCH_RUNNER.match(name):
+        return None
+    return [f.replace("%2d", "-").replace("%2D", "-") for f in name.split("-")]
+
+
+def _bench_runner_machine(path: Path) -> str | None:
+    fields = _name_fields(_stem(path))
+    return f"{fields[2]}-{fields[3]}" if fields and len(fields) >= 6 else None
+
+
+def _name_flags(name: str, build: str) -> list[str]:
+    fields = _name_fields(name)
+    if not fields or not _HEX.fullmatch(build.lower()):
+        return []
+    for index in range(len(fields) - 1, 1, -1):
+        f = fields[index].lower()
+        if _HEX.fullmatch(f) and (build.lower().startswith(f) or f.startswith(build.lower())):
+            return [x for x in fields[index + 1:] if x]
+    return []
+
+
+def _config_flags(meta: dict) -> list[str]:
+    args = str(meta.get("python_config_args") or "")
+    flags = []
+    for option, flag in _CONFIG_FLAGS:
+        for match in re.finditer(re.escape(option) + r"(=\S+)?", args):
+            value = (match.group(1) or "=yes")[1:].strip("'\"").lower()
+            if value not in ("no", "false", "0", "off") and flag not in flags:
+                flags.append(flag)
+    return flags
+
+
+def _machine(meta: dict, file_machine: str | None) -> str:
+    """hostname / OS / architecture / CPU model / machine name from the file name, those present.
+
+    The OS is the system name that starts pyperf's ``platform`` (``platform.platform()``:
+    ``Linux``, ``Windows``, ``macOS``...); the kernel and C-library versions that follow are
+    left out of the name because they differ between two interpreters on one machine
+    (``...-with-glibc2.2.5`` vs ``...-with-fedora-31``) and change with each kernel update.
+    The whole string is kept in the ``platform`` column.
+    """
+    platform = str(meta.get("platform") or "")
+    fields = platform.split("-")
+    arch = meta.get("cpu_machine") or meta.get("arch") or next((a for a in _ARCHITECTURES if a in fields), None)
+    parts = [meta.get("hostname"), fields[0] if platform else None, arch, meta.get("cpu_model_name"), file_machine]
+    return " / ".join(dict.fromkeys(str(p) for p in parts if p)) or "default"
+
+
+def _first_date(data: dict) -> pd.Timestamp | None:
+    dates = [run.get("metadata", {}).get("date") for bench in data["benchmarks"] for run in bench.get("runs", [])]
+    dates.append((data.get("metadata") or {}).get("date"))
+    parsed = pd.to_datetime(pd.Series([d for d in dates if d], dtype=object), errors="coerce", format="mixed")
+    parsed = parsed.dropna()
+    return parsed.min() if len(parsed) else None
+
+
 def import_pyperf(
     paths: Sequence[str | os.PathLike],
     *,
     environment: str | None = None,
     campaign: str | None = None,
 ) -> PyperfImport:
-    """Turn pyperf result files into a validated corpus.
+    """Turn pyperf result files (or folders of them) into a validated corpus.
 
     Parameters
     ----------
     paths : sequence of path
-        pyperf JSON files (``.json`` or ``.json.gz``); each is one build (solution).
+        pyperf JSON files (``.json`` or ``.json.gz``) or folders searched for them.
     environment, campaign : str, optional
-        Override the machine name and the date taken from the metadata.
+        One machine name / campaign for every file instead of the ones derived
+        from the metadata (module docstring).
 
     Returns
     -------
     PyperfImport
-        ``corpus`` holds one row per measured value.
+        ``corpus`` holds one row per measured value, with ``run`` (the process
+        run) and ``loops``; the summary counts files, builds, machines and benchmarks.
 
     Examples
     --------
-    >>> result = import_pyperf(["main.json", "patched.json"])  # doctest: +SKIP
-    >>> result.corpus.groupby("solution")["duration_s"].median()  # doctest: +SKIP
+    >>> result = import_pyperf(["results/"])  # doctest: +SKIP
+    >>> result.corpus.groupby(["environment", "solution"])["duration_s"].median()  # doctest: +SKIP
     """
     if not paths:
-        raise CorpusError("import pyperf: no files given\n  -> pass one or more pyperf JSON files")
-    rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
-                                              "duration_s", "run", "loops", "timestamp")}
+        raise CorpusError("import pyperf: no files given\n  -> pass one or more pyperf JSON files or folders")
+    files = _expand(paths)
     skipped: list[tuple[str, str]] = []
+    loaded = []
+    for path, named in files:
+        if named:
+            loaded.append((path, read_pyperf_file(path)))
+            continue
+        try:
+            loaded.append((path, read_pyperf_file(path)))
+        except CorpusError as exc:
+            skipped.append((str(path), str(exc).splitlines()[0].removeprefix(f"{path}: ")))
+    loaded = [(p, d) for p, d in loaded if d["benchmarks"] or skipped.append((str(p), "no benchmarks in the file"))]
+    if not loaded:
+        raise CorpusError(f"{', '.join(map(str, paths))}: no pyperf result files found ({len(skipped)} skipped)\n"
+                          f"  -> pass pyperf JSON files, or folders holding them")
+
+    raw_ids = {}
+    for path, data in loaded:
+        meta = data.get("metadata") or {}
+        first = (data["benchmarks"][0].get("metadata") or {}) if data["benchmarks"] else {}
+        commit = meta.get("commit_id") or first.get("commit_id")
+        raw_ids[path] = str(commit) if commit else None
+    canonical = normalize_build_ids([i for i in raw_ids.values() if i])
+    merged = {i: c for i, c in canonical.items() if c != i}
+
+    # per file: build, variant, machine, campaign date
+    plans = []
+    for path, data in loaded:
+        common = data.get("metadata") or {}
+        build = canonical.get(raw_ids[path], raw_ids[path]) if raw_ids[path] else _stem(path)
+        flags: list[str] = []
+        if raw_ids[path]:
+            for name in (path.parent.name, _stem(path)):
+                flags += [f for f in _name_flags(name, raw_ids[path]) if f not in flags]
+        first = (data["benchmarks"][0].get("metadata") or {})
+        flags += [f for f in _config_flags({**first, **common}) if f not in flags]
+        solution = f"{build} [{','.join(flags)}]" if flags else build
+        date = _first_date(data)
+        day = date.strftime("%Y-%m-%d") if date is not None else path.name  # undated: the file is the session
+        plans.append({"path": path, "data": data, "build": build, "solution": solution, "day": day,
+                      "machine": _bench_runner_machine(path)})
+
+    rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
+                                              "duration_s", "run", "loops", "timestamp", "file", "platform")}
     warmups = calibrations = 0
-    for raw_path in paths:
-        path = Path(raw_path)
-        data = read_pyperf_file(path)
+    for plan in plans:
+        path, data = plan["path"], plan["data"]
         common = data.get("metadata") or {}
         for b_index, bench in enumerate(data["benchmarks"]):
             meta = {**common, **(bench.get("metadata") or {})}
@@ -123,39 +322,64 @@ def import_pyperf(
             if unit != "second":
                 skipped.append((f"{path}:{name}", f"unit is {unit!r}, not seconds"))
                 continue
-            solution = str(meta.get("commit_id") or _stem(path))
-            env = environment or "/".join(str(meta[k]) for k in ("hostname", "cpu_model_name") if meta.get(k)) or "default"
-            run_dates = [r.get("metadata", {}).get("date") for r in bench.get("runs", [])]
-            first_date = next((d for d in run_dates if d), None) or meta.get("date")
-            camp = campaign or (str(first_date)[:10] if first_date else
-                                pd.Timestamp(path.stat().st_mtime, unit="s").strftime("%Y-%m-%d"))
-            repeat = 0
-            for r_index, run in enumerate(bench.get("runs", [])):
-                run_meta = {**meta, **(run.get("metadata") or {})}
+            env = environment or _machine(meta, plan["machine"])
+            plan.setdefault("environments", set()).add(env)
+            repeat = run_index = 0
+            for run in bench.get("runs", []):
+                run_meta = run.get("metadata") or {}
                 values = run.get("values") or []
                 warmups += len(run.get("warmups") or [])
-                if not values or any(k in (run.get("metadata") or {}) for k in _CALIBRATION_KEYS):
+                if not values or any(k in run_meta for k in _CALIBRATION_KEYS):
                     calibrations += 1
                     continue
-                for value in values:
-                    rows["environment"].append(env)
-                    rows["campaign"].append(camp)
-                    rows["problem"].append(name)
-                    rows["solution"].append(solution)
-                    rows["repeat"].append(repeat)
-                    rows["duration_s"].append(float(value))
-                    rows["run"].append(r_index)
-                    rows["loops"].append(run_meta.get("loops", np.nan))
-                    rows["timestamp"].append(run_meta.get("date"))
-                    repeat += 1
+                n = len(values)
+                rows["environment"] += [env] * n
+                rows["problem"] += [name] * n
+                rows["solution"] += [plan["solution"]] * n
+                rows["repeat"] += range(repeat, repeat + n)
+                rows["duration_s"] += [float(v) for v in values]
+                rows["run"] += [run_index] * n
+                rows["loops"] += [run_meta.get("loops", meta.get("loops", np.nan))] * n
+                rows["timestamp"] += [run_meta.get("date")] * n
+                rows["file"] += [str(path)] * n
+                rows["platform"] += [meta.get("platform")] * n
+                rows["campaign"] += [id(plan)] * n  # resolved below, once every file's machine is known
+                repeat += n
+                run_index += 1
+
+    # one campaign per file: its first day, or (same build, machine and day in several files) day + file name
+    sessions = Counter((env, plan["solution"], plan["day"]) for plan in plans for env in plan.get("environments", ()))
+    names, split = {}, []
+    for plan in plans:
+        clash = any(sessions[(env, plan["solution"], plan["day"])] > 1 for env in plan.get("environments", ()))
+        if campaign is not None:
+            names[id(plan)] = campaign
+            if clash:
+                raise CorpusError(
+                    f"{plan['path']}: another file also holds build {plan['solution']!r} on the same machine, "
+                    f"and --campaign {campaign!r} gives both one campaign (duplicate executions)\n"
+                    f"  -> import them without --campaign (each file is then its own campaign) or separately")
+        else:
+            names[id(plan)] = f"{plan['day']} ({plan['path'].name})" if clash else plan["day"]
+            if clash:
+                split.append(names[id(plan)])
+    rows["campaign"] = [names[c] for c in rows["campaign"]]
+
     if not rows["problem"]:
         raise CorpusError(f"{', '.join(map(str, paths))}: no benchmark values found "
-                          f"({len(skipped)} benchmarks skipped)\n  -> check that the files hold finished pyperf runs")
+                          f"({len(skipped)} benchmarks or files skipped)\n"
+                          f"  -> check that the files hold finished pyperf runs")
     frame = pd.DataFrame(rows)
+    frame["file"] = pd.Categorical(frame["file"])
+    frame["platform"] = pd.Categorical(frame["platform"])
     frame["test"] = "benchmark"
     frame["status"] = "ok"
     frame["role"] = "reference"
     frame["correct"] = True
     frame["test_kind"] = "optimization"
-    corpus = normalize(frame, source=", ".join(map(str, paths)))
-    return PyperfImport(corpus, tuple(skipped), warmups, calibrations)
+    source = ", ".join(map(str, paths)) if len(paths) <= 3 else f"{len(paths)} paths ({paths[0]}, ...)"
+    corpus = normalize(frame, source=source)
+    used = {p["path"] for p in plans if p.get("environments")}
+    return PyperfImport(corpus, tuple(skipped), warmups, calibrations, files=len(used),
+                        builds=len({p["build"] for p in plans if p["path"] in used}),
+                        merged_build_ids=merged, split_campaigns=tuple(sorted(split)))
