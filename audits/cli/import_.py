@@ -1,28 +1,44 @@
-"""``speedaudit import pyperf``: bring existing benchmark results in as a corpus."""
+"""``speedaudit import pyperf|hyperfine|pytest-benchmark``: bring existing benchmark results in as a corpus."""
 
 from __future__ import annotations
 
 import argparse
 
-from audits.corpus.io import save_corpus
+from audits.corpus.importers.hyperfine import import_hyperfine
 from audits.corpus.importers.pyperf_json import import_pyperf
+from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
+from audits.corpus.io import save_corpus
 
 
-def _pyperf(args: argparse.Namespace) -> int:
-    result = import_pyperf(args.files, environment=args.environment, campaign=args.campaign)
+def _write(result, args: argparse.Namespace) -> int:
     path = save_corpus(result.corpus, args.out)
     print(result.summary())
     print(f"wrote {path}")
     return 0
 
 
+def _pyperf(args: argparse.Namespace) -> int:
+    return _write(import_pyperf(args.files, environment=args.environment, campaign=args.campaign), args)
+
+
+def _hyperfine(args: argparse.Namespace) -> int:
+    return _write(import_hyperfine(args.files, problem=args.problem, environment=args.environment,
+                                   campaign=args.campaign), args)
+
+
+def _pytest_benchmark(args: argparse.Namespace) -> int:
+    return _write(import_pytest_benchmark(args.files, environment=args.environment, campaign=args.campaign), args)
+
+
 def register(commands, audit_commands) -> None:
-    importer = commands.add_parser("import", help="import timings from other tools' formats (pyperf)",
-                                   description="Import timings written by other tools as a speedaudit corpus.")
+    importer = commands.add_parser(
+        "import", help="import timings from other tools' formats (pyperf, hyperfine, pytest-benchmark)",
+        description="Import timings written by other tools as a speedaudit corpus (validated; written "
+                    "atomically, nothing on error).")
     formats = importer.add_subparsers(dest="format", metavar="FORMAT")
     formats.required = True
     p = formats.add_parser(
-        "pyperf", help="pyperf / pyperformance JSON result files",
+        "pyperf", help="pyperf / pyperformance JSON result files or whole archives",
         description="Each file is one build on one machine in one session. Solution: the build (commit_id, a "
                     "short hash merged with the full hash of the same commit; else the file name) with its "
                     "variant flags (JIT, NOGIL, ... from bench_runner folder/file names or python_config_args); "
@@ -36,3 +52,28 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--environment", help="one environment name for every file (default: from the metadata)")
     p.add_argument("--campaign", help="one campaign name for every file (default: the day of each file's first run)")
     p.set_defaults(func=_pyperf)
+
+    h = formats.add_parser(
+        "hyperfine", help="hyperfine --export-json files",
+        description="Each file is a problem (its name; --problem for one problem over several files, which "
+                    "are then its campaigns); each parameter combination (-P/-L) a test ('n=10'; 'default' "
+                    "without parameters); each command a solution (the k-th command of every combination; "
+                    "named by its text when that is the same in every combination, else 'command k'); each "
+                    "'times' value a repeat, ok when its exit code is 0, runtime_error otherwise.")
+    h.add_argument("files", nargs="+", help="hyperfine JSON files (hyperfine --export-json FILE)")
+    h.add_argument("--out", required=True, help="output corpus (.parquet)")
+    h.add_argument("--problem", help="one problem name for every file (default: the file name)")
+    h.add_argument("--environment", help="environment name (default: 'default'; hyperfine records no machine)")
+    h.add_argument("--campaign", help="campaign name (default: the file name)")
+    h.set_defaults(func=_hyperfine)
+
+    b = formats.add_parser(
+        "pytest-benchmark", help="pytest-benchmark JSON files (--benchmark-json, saved runs)",
+        description="Each benchmarked test is a problem with one test; each saved run (file) a campaign; the "
+                    "commit (commit_info, '(dirty)' when the tree had changes) the solution; machine_info the "
+                    "environment; each round (stats.data) a repeat. Saved runs need --benchmark-save-data.")
+    b.add_argument("files", nargs="+", help="pytest-benchmark JSON files")
+    b.add_argument("--out", required=True, help="output corpus (.parquet)")
+    b.add_argument("--environment", help="environment name (default: from machine_info)")
+    b.add_argument("--campaign", help="campaign name, for one file (default: the file name)")
+    b.set_defaults(func=_pytest_benchmark)

@@ -1,0 +1,144 @@
+"""Import pytest-benchmark results (``--benchmark-json`` files and saved runs) as a timing corpus.
+
+Mapping (one file = one saved run = one session):
+
+* each benchmarked test   -> one ``problem``: its ``fullname`` (``tests/test_x.py::test_sort[quick]``),
+                             with one ``test`` ("benchmark")
+* the code under test     -> ``solution``: ``commit_info.id``, followed by `` (dirty)`` when the
+                             working tree had changes; the project name (or ``code``) without git
+* each saved run (file)   -> ``campaign``: the file name without ``.json`` (``0001_before``),
+                             ``--campaign`` overrides
+* the machine             -> ``environment``: node / system / machine / CPU brand / Python
+                             implementation and version, those present in ``machine_info``
+                             (``--environment`` overrides)
+* each round              -> one ``repeat``: the ``stats.data`` values (seconds per iteration, in
+                             order); ``stats.iterations`` is kept as ``loops``
+
+``--benchmark-json`` always writes the rounds; saved runs (``--benchmark-save`` /
+``--benchmark-autosave``) hold them only with ``--benchmark-save-data``, and a file without them is
+rejected with that advice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from audits.corpus.io import CorpusError, check_input_file, normalize
+
+__all__ = ["PytestBenchmarkImport", "import_pytest_benchmark", "read_pytest_benchmark_file"]
+
+
+@dataclass(frozen=True)
+class PytestBenchmarkImport:
+    """The imported corpus: one problem per benchmarked test, one campaign per saved run."""
+
+    corpus: pd.DataFrame
+    files: int
+
+    def summary(self) -> str:
+        c = self.corpus
+        return (f"{len(c):,} rounds from {self.files} saved run(s) (campaigns): {c['problem'].nunique()} test(s) "
+                f"(problems), {c['solution'].nunique()} commit(s) (solutions), "
+                f"{c['environment'].nunique()} machine(s)")
+
+
+def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
+    """Parse one pytest-benchmark JSON file, naming the file on error."""
+    path = check_input_file(path, what="a pytest-benchmark JSON file",
+                            hint="pass files written by pytest --benchmark-json or --benchmark-save")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: not a readable pytest-benchmark JSON file ({exc})\n"
+                          f"  -> pass files written by pytest --benchmark-json or --benchmark-save") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list) or "machine_info" not in data:
+        raise CorpusError(f"{path}: no 'benchmarks' list and 'machine_info': this is not a pytest-benchmark file\n"
+                          f"  -> pass files written by pytest --benchmark-json or --benchmark-save")
+    if not data["benchmarks"]:
+        raise CorpusError(f"{path}: the file holds no benchmarks\n  -> run pytest with tests that use the "
+                          f"'benchmark' fixture")
+    return data
+
+
+def _environment(info: dict) -> str:
+    cpu = info.get("cpu") or {}
+    python = " ".join(str(info[k]) for k in ("python_implementation", "python_version") if info.get(k))
+    parts = [info.get("node"), info.get("system"), info.get("machine"), cpu.get("brand_raw") or cpu.get("brand"),
+             python or None]
+    return " / ".join(dict.fromkeys(str(p) for p in parts if p)) or "default"
+
+
+def _solution(commit: dict) -> str:
+    if commit.get("id"):
+        return f"{commit['id']} (dirty)" if commit.get("dirty") else str(commit["id"])
+    return str(commit.get("project") or "code")
+
+
+def import_pytest_benchmark(
+    paths: Sequence[str | os.PathLike],
+    *,
+    environment: str | None = None,
+    campaign: str | None = None,
+) -> PytestBenchmarkImport:
+    """Turn pytest-benchmark JSON files into a validated corpus.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        ``--benchmark-json`` outputs or saved runs (``.benchmarks/<machine>/NNNN_name.json``).
+    environment, campaign : str, optional
+        One machine name / campaign for every file (defaults: ``machine_info``, the file name).
+
+    Returns
+    -------
+    PytestBenchmarkImport
+
+    Examples
+    --------
+    >>> result = import_pytest_benchmark(sorted(Path(".benchmarks").rglob("*.json")))  # doctest: +SKIP
+    >>> result.corpus.groupby(["campaign", "problem"])["duration_s"].median()  # doctest: +SKIP
+    """
+    if not paths:
+        raise CorpusError("import pytest-benchmark: no files given\n  -> pass pytest-benchmark JSON files")
+    if campaign is not None and len(paths) > 1:
+        raise CorpusError("import pytest-benchmark: --campaign gives every file (saved run) one campaign\n"
+                          "  -> drop --campaign (each saved run is then its own campaign) or import one file")
+    rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
+                                              "duration_s", "loops", "timestamp")}
+    for raw_path in paths:
+        path = Path(raw_path)
+        data = read_pytest_benchmark_file(path)
+        env = environment or _environment(data.get("machine_info") or {})
+        solution = _solution(data.get("commit_info") or {})
+        session = campaign or path.name.removesuffix(".json")
+        for bench in data["benchmarks"]:
+            stats = bench.get("stats") or {}
+            values = stats.get("data")
+            name = str(bench.get("fullname") or bench.get("name"))
+            if not values:
+                raise CorpusError(f"{path}: benchmark {name!r} has no per-round data ('stats.data')\n"
+                                  f"  -> save runs with --benchmark-save-data (or write --benchmark-json)")
+            n = len(values)
+            rows["environment"] += [env] * n
+            rows["campaign"] += [session] * n
+            rows["problem"] += [name] * n
+            rows["solution"] += [solution] * n
+            rows["repeat"] += range(n)
+            rows["duration_s"] += [float(v) for v in values]
+            rows["loops"] += [stats.get("iterations", 1)] * n
+            rows["timestamp"] += [data.get("datetime")] * n
+    frame = pd.DataFrame(rows)
+    frame["test"] = "benchmark"
+    frame["status"] = "ok"
+    frame["role"] = "reference"
+    frame["correct"] = True
+    frame["test_kind"] = "optimization"
+    corpus = normalize(frame, source=", ".join(map(str, paths)))
+    return PytestBenchmarkImport(corpus, files=len(paths))
