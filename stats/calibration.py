@@ -47,7 +47,8 @@ from math import comb
 import numpy as np
 import pandas as pd
 
-from stats._groups import group_codes
+from stats._groups import first_rows, group_codes
+from stats._ties import grouped_midranks, snap
 from stats.bootstrap import Interval
 from stats.ranking import problem_scores, reference_pools, solution_cells, test_percentiles
 
@@ -66,6 +67,10 @@ __all__ = [
     "fit_family",
     "lopo_predictions",
     "lopo_r2",
+    "WithinProblemAgreement",
+    "within_problem_spearman",
+    "compare_families",
+    "choose_family",
     "bootstrap_params",
     "bland_altman",
     "percentile_agreement",
@@ -649,9 +654,18 @@ def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_poin
 class LopoResult:
     """Pooled out-of-fold validity of one family.
 
-    ``r2`` = 1 - SSE/SST (SST about the global mean of y); ``log_rmse`` =
-    sqrt(mean (log yhat - log y)^2) over pairs with yhat > 0 (``n_nonpositive``
-    counts the others); ``log_bias`` = mean (log yhat - log y). CIs bootstrap
+    ``r2`` = 1 - SSE/SST (SST about the global mean of y) on seconds: dominated
+    by the longest tests. The log-space figures judge the ratio a reward sees:
+    with l_i = log yhat_i - log y_i over pairs with yhat_i > 0,
+
+        log_rmse = sqrt(mean l_i^2),   log_bias = mean l_i,
+        log_r2   = 1 - sum l_i^2 / sum (log y_i - mean log y)^2.
+
+    ``n_nonpositive`` counts out-of-fold predictions <= 0 (no log, no
+    duration) and ``n_below_min`` those in (0, ``min_duration_s``) that a
+    clip to that floor would move. A family with any of either is not
+    ``usable`` for ranking: its log figures describe only the other pairs, and
+    clipping would tie the clipped solutions at the floor. CIs bootstrap
     problems over the fixed out-of-fold predictions.
     """
 
@@ -664,11 +678,22 @@ class LopoResult:
     n_nonpositive: int
     cv: str = "lopo"
     predictions: np.ndarray = field(default=None, repr=False, compare=False)
+    log_r2: Interval | None = None
+    n_below_min: int = 0
+    min_duration_s: float = 1e-6
+
+    @property
+    def usable(self) -> bool:
+        """Every out-of-fold prediction is >= ``min_duration_s`` and the log error is finite."""
+        return (self.n_nonpositive == 0 and self.n_below_min == 0 and self.n > 0
+                and bool(np.isfinite(self.log_rmse.estimate)))
 
     def to_dict(self) -> dict:
         return {"family": self.family, "cv": self.cv, "r2": self.r2.to_dict(), "log_rmse": self.log_rmse.to_dict(),
+                "log_r2": None if self.log_r2 is None else self.log_r2.to_dict(),
                 "log_bias": self.log_bias, "n": self.n, "n_groups": self.n_groups,
-                "n_nonpositive": self.n_nonpositive}
+                "n_nonpositive": self.n_nonpositive, "n_below_min": self.n_below_min,
+                "min_duration_s": self.min_duration_s, "usable": self.usable}
 
 
 def _multinomial_counts(n_groups: int, n_boot: int, seed) -> np.ndarray:
@@ -698,12 +723,17 @@ def lopo_r2(
     level: float = 0.95,
     seed: int | None = 0,
     max_points: int = 5000,
+    min_duration_s: float = 1e-6,
 ) -> LopoResult:
-    """Pooled leave-one-problem-out R^2 and log-ratio error of one family.
+    """Pooled leave-one-problem-out R^2, log R^2 and log-ratio error of one family.
 
     R^2 = 1 - sum (y - yhat)^2 / sum (y - mean(y))^2 over all out-of-fold
-    predictions together (never the mean of per-fold R^2). With ``robust``
-    the folds are K = min(10, groups) groups of problems (``cv`` says so).
+    predictions together (never the mean of per-fold R^2); in log space
+    log R^2 = 1 - sum (log yhat - log y)^2 / sum (log y - mean log y)^2 and
+    log-RMSE = sqrt(mean (log yhat - log y)^2), both over the pairs with
+    yhat > 0; predictions <= 0 and below ``min_duration_s`` are counted (see
+    :class:`LopoResult`). With ``robust`` the folds are K = min(10, groups)
+    groups of problems (``cv`` says so).
 
     Examples
     --------
@@ -726,6 +756,7 @@ def lopo_r2(
     with np.errstate(divide="ignore", invalid="ignore"):
         log_err = np.where(positive, np.log(np.where(positive, pred, 1.0)) - np.log(y), 0.0)
     sq = np.where(ok, (y - pred) ** 2, 0.0)
+    ly = np.where(positive, np.log(y), 0.0)
     per = np.stack([
         np.bincount(codes, weights=sq, minlength=n_groups),
         np.bincount(codes, weights=y * ok, minlength=n_groups),
@@ -733,25 +764,252 @@ def lopo_r2(
         np.bincount(codes, weights=ok.astype(float), minlength=n_groups),
         np.bincount(codes, weights=log_err ** 2, minlength=n_groups),
         np.bincount(codes, weights=positive.astype(float), minlength=n_groups),
+        np.bincount(codes, weights=ly, minlength=n_groups),
+        np.bincount(codes, weights=ly * ly, minlength=n_groups),
     ], axis=1)
 
     def stats(tot):
-        sse, sy, syy, n, sle, npos = (tot[..., i] for i in range(6))
+        sse, sy, syy, n, sle, npos, sly, slyy = (tot[..., i] for i in range(8))
         with np.errstate(invalid="ignore", divide="ignore"):
             r2 = 1.0 - sse / (syy - sy * sy / n)
             rmse = np.sqrt(sle / npos)
-        return r2, rmse
+            log_r2 = 1.0 - sle / (slyy - sly * sly / npos)
+        return r2, rmse, log_r2
 
-    r2, rmse = stats(per.sum(axis=0))
+    r2, rmse, log_r2 = stats(per.sum(axis=0))
     if n_boot and n_groups > 1:
         draws = _multinomial_counts(n_groups, n_boot, seed) @ per
-        r2_draws, rmse_draws = stats(draws)
+        r2_draws, rmse_draws, log_r2_draws = stats(draws)
     else:
-        r2_draws = rmse_draws = np.array([])
+        r2_draws = rmse_draws = log_r2_draws = np.array([])
     log_bias = float(log_err[positive].mean()) if positive.any() else np.nan
     return LopoResult(family=family, r2=_interval(r2, r2_draws, level, n_groups),
                       log_rmse=_interval(rmse, rmse_draws, level, n_groups), log_bias=log_bias, n=int(ok.sum()),
-                      n_groups=n_groups, n_nonpositive=int((ok & ~positive).sum()), cv=cv, predictions=pred)
+                      n_groups=n_groups, n_nonpositive=int((ok & ~positive).sum()), cv=cv, predictions=pred,
+                      log_r2=_interval(log_r2, log_r2_draws, level, n_groups),
+                      n_below_min=int((positive & (pred < min_duration_s)).sum()), min_duration_s=min_duration_s)
+
+
+@dataclass(frozen=True)
+class WithinProblemAgreement:
+    """Do solutions keep their order within a problem after calibration?
+
+    ``per_test``: ``problem, test, n_solutions, spearman`` -- Spearman rho of
+    the calibrated source durations against the target durations over the
+    solutions of one (problem, test) (tie-averaged ranks; NaN with fewer than
+    ``min_solutions`` solutions or a constant side). ``per_problem``:
+    ``problem, n_tests, spearman`` = mean over the problem's tests. Headline:
+    ``mean`` and ``worst`` over problems, ``share_below`` = share of problems
+    whose rho < ``threshold``.
+    """
+
+    per_test: pd.DataFrame = field(repr=False)
+    per_problem: pd.DataFrame = field(repr=False)
+    mean: float
+    worst: float
+    share_below: float
+    threshold: float
+    n_problems: int
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean, "worst": self.worst, "share_below": self.share_below,
+                "threshold": self.threshold, "n_problems": self.n_problems}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.per_problem
+
+    def summary(self) -> str:
+        return (f"within-problem Spearman: mean {self.mean:.3f}, worst {self.worst:.3f}, "
+                f"{self.share_below:.1%} of {self.n_problems} problems below {self.threshold:g}")
+
+
+def within_problem_spearman(
+    predicted,
+    y,
+    *,
+    problem,
+    test=None,
+    min_solutions: int = 3,
+    threshold: float = 0.8,
+) -> WithinProblemAgreement:
+    """Within-problem rank agreement of calibrated source durations with the target.
+
+    A reward ranks the solutions of one test against each other, so what a
+    calibration must keep is their order. For every (problem, test) with at
+    least ``min_solutions`` solutions::
+
+        rho_pt = Pearson(rank(yhat_pt), rank(y_pt))      (Spearman, mid-ranks)
+
+    rho_p = mean over the problem's tests; reported: the mean and the worst
+    rho_p, and the share of problems with rho_p < ``threshold``. A strictly
+    increasing map leaves the source ranks unchanged, so for multiplicative,
+    affine (slope > 0), power (b > 0) and Deming this equals the raw source's
+    agreement; it falls for maps that fold (a polynomial past its turning
+    point) and is what shows that a stored pool still orders solutions.
+
+    Parameters
+    ----------
+    predicted, y : array of float
+        Calibrated source durations (e.g. out-of-fold predictions) and target
+        durations, one per (problem, test, solution) pair.
+    problem, test : array
+        Problem and test of every pair (``test=None``: one test per problem).
+
+    Examples
+    --------
+    >>> yhat = np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0]); y = np.array([1.0, 2.0, 3.0, 3.0, 2.0, 1.0])
+    >>> w = within_problem_spearman(yhat, y, problem=["a", "a", "a", "b", "b", "b"])
+    >>> w.mean, w.worst, w.share_below
+    (0.0, -1.0, 0.5)
+    """
+    predicted = np.asarray(predicted, dtype=float)
+    y = np.asarray(y, dtype=float)
+    problem = np.asarray(problem)
+    test = np.zeros(len(y), dtype=np.int64) if test is None else np.asarray(test)
+    if not (predicted.shape == y.shape == problem.shape == test.shape):
+        raise ValueError("predicted, y, problem and test must align")
+    frame = pd.DataFrame({"problem": problem, "test": test})
+    keep = np.isfinite(predicted) & np.isfinite(y)
+    frame, predicted, y = frame.loc[keep].reset_index(drop=True), predicted[keep], y[keep]
+    g, n_g = group_codes(frame, ["problem", "test"])
+    ra, rb = grouped_midranks(g, predicted), grouped_midranks(g, y)
+    n = np.bincount(g, minlength=n_g).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ca = ra - (np.bincount(g, weights=ra, minlength=n_g) / n)[g]
+        cb = rb - (np.bincount(g, weights=rb, minlength=n_g) / n)[g]
+        sab = np.bincount(g, weights=ca * cb, minlength=n_g)
+        saa = np.bincount(g, weights=ca * ca, minlength=n_g)
+        sbb = np.bincount(g, weights=cb * cb, minlength=n_g)
+        rho = np.where((n >= min_solutions) & (saa > 0) & (sbb > 0), sab / np.sqrt(saa * sbb), np.nan)
+    rho = np.clip(rho, -1.0, 1.0)
+    per_test = frame.iloc[first_rows(g, n_g)].reset_index(drop=True)
+    per_test["n_solutions"] = n.astype(np.int64)
+    per_test["spearman"] = rho
+    p, n_p = group_codes(per_test, ["problem"])
+    fin = np.isfinite(rho)
+    cnt = np.bincount(p[fin], minlength=n_p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho_p = np.where(cnt > 0, np.bincount(p[fin], weights=rho[fin], minlength=n_p) / cnt, np.nan)
+    per_problem = per_test.iloc[first_rows(p, n_p)][["problem"]].reset_index(drop=True)
+    per_problem["n_tests"] = cnt
+    per_problem["spearman"] = rho_p
+    valid = rho_p[np.isfinite(rho_p)]
+    if len(valid) == 0:
+        return WithinProblemAgreement(per_test, per_problem, np.nan, np.nan, np.nan, threshold, 0)
+    return WithinProblemAgreement(per_test, per_problem, float(np.mean(valid)), float(np.min(valid)),
+                                  float(np.mean(valid < threshold)), threshold, int(len(valid)))
+
+
+_N_PARAMS = {"multiplicative": 1, "affine": 2, "deming": 2, "power": 2, "poly2": 3, "poly3": 4}
+
+
+def compare_families(
+    pairs: pd.DataFrame,
+    *,
+    families: Sequence[str] = FAMILIES,
+    variance_ratio: float = 1.0,
+    min_duration_s: float = 1e-6,
+    threshold: float = 0.8,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Held-out validity of every family on linear and log scales, and whether it keeps solution order.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        ``problem, test, x, y`` (e.g. :attr:`Pairing.frame`).
+
+    Returns
+    -------
+    DataFrame, one row per family: ``lopo_r2``, ``lopo_log_r2``,
+    ``lopo_log_rmse`` (each with ``_low``/``_high``), ``log_bias``,
+    ``n_nonpositive``, ``n_below_min``, ``usable`` (see :class:`LopoResult`),
+    ``within_problem_spearman`` (mean over problems), ``within_problem_worst``,
+    ``within_problem_share_below`` (of ``threshold``) from the out-of-fold
+    predictions (:func:`within_problem_spearman`), ``n_params`` and ``chosen``
+    (:func:`choose_family`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0); x = rng.uniform(0.005, 0.5, 300)
+    >>> pairs = pd.DataFrame({"problem": np.arange(300) // 10, "test": 0, "x": x,
+    ...                       "y": (0.63 * x + 0.053) * np.exp(rng.normal(0, 0.02, 300))})
+    >>> table = compare_families(pairs, n_boot=0).set_index("family")
+    >>> str(table.index[table["chosen"]][0]) in ("affine", "deming")   # a straight line with an intercept
+    True
+    >>> bool(table.loc["multiplicative", "lopo_log_rmse"] > 0.2)        # a pure factor misses the 53 ms
+    True
+    """
+    for column in ("problem", "x", "y"):
+        if column not in pairs.columns:
+            raise ValueError(f"compare_families: pairs lack column {column!r}; pass Pairing.frame")
+    x = pairs["x"].to_numpy(dtype=float)
+    y = pairs["y"].to_numpy(dtype=float)
+    groups = pairs["problem"].astype(str).to_numpy()
+    tests = pairs["test"].astype(str).to_numpy() if "test" in pairs.columns else None
+    rows = []
+    for family in families:
+        lopo = lopo_r2(x, y, groups, family, variance_ratio=variance_ratio, n_boot=n_boot, level=level, seed=seed,
+                       min_duration_s=min_duration_s)
+        agree = within_problem_spearman(lopo.predictions, y, problem=groups, test=tests, threshold=threshold)
+        rows.append({
+            "family": family, "n_params": _N_PARAMS[family],
+            "lopo_r2": lopo.r2.estimate, "lopo_r2_low": lopo.r2.low, "lopo_r2_high": lopo.r2.high,
+            "lopo_log_r2": lopo.log_r2.estimate, "lopo_log_r2_low": lopo.log_r2.low,
+            "lopo_log_r2_high": lopo.log_r2.high,
+            "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
+            "lopo_log_rmse_high": lopo.log_rmse.high, "log_bias": lopo.log_bias,
+            "n_pairs": lopo.n, "n_problems": lopo.n_groups,
+            "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min, "usable": lopo.usable,
+            "within_problem_spearman": agree.mean, "within_problem_worst": agree.worst,
+            "within_problem_share_below": agree.share_below,
+        })
+    table = pd.DataFrame(rows)
+    chosen = choose_family(table)
+    table["chosen"] = table["family"] == chosen
+    return table
+
+
+def choose_family(table) -> str | None:
+    """The family to calibrate with: the lowest held-out log error among the usable ones.
+
+    Rule: among families whose out-of-fold predictions are all >= the
+    duration floor (``usable``) and whose ``lopo_log_rmse`` is finite, take the
+    smallest ``lopo_log_rmse``; equal errors (compared after
+    :func:`stats._ties.snap`) go to the family with fewer parameters, then to
+    the name (alphabetical): never to input order. ``None`` when no family is
+    usable. Linear R^2 plays no part: it is dominated by the longest tests.
+
+    Parameters
+    ----------
+    table : DataFrame or mapping of name -> LopoResult
+        :func:`compare_families` output (``family, usable, lopo_log_rmse``;
+        ``n_params`` optional) or LOPO results by family name.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"family": ["affine", "poly2", "power"], "usable": [False, True, True],
+    ...                   "lopo_log_rmse": [0.01, 0.30, 0.05]})
+    >>> choose_family(t)
+    'power'
+    """
+    if not isinstance(table, pd.DataFrame):
+        table = pd.DataFrame([{"family": name, "usable": r.usable, "lopo_log_rmse": r.log_rmse.estimate,
+                               "n_params": _N_PARAMS.get(r.family, 9)} for name, r in dict(table).items()])
+    if len(table) == 0:
+        return None
+    err = snap(table["lopo_log_rmse"].to_numpy(dtype=float))
+    ok = table["usable"].to_numpy(dtype=bool) & np.isfinite(err)
+    if not ok.any():
+        return None
+    n_params = (table["n_params"].to_numpy(dtype=float) if "n_params" in table.columns
+                else np.array([_N_PARAMS.get(str(f), 9) for f in table["family"]], dtype=float))
+    names = table["family"].astype(str).to_numpy()
+    idx = np.flatnonzero(ok)
+    best = min(idx, key=lambda i: (err[i], n_params[i], names[i]))
+    return str(names[best])
 
 
 # ----------------------------------------------------------------------------- bootstrap of parameters
