@@ -1,0 +1,1005 @@
+"""Noise-aware scores: per-test percentiles, q and the gate with their measurement uncertainty.
+
+Today's point values (:mod:`stats.ranking`) rank the median of a cell's
+repeats as if it were the program's true speed. Here every (problem, test,
+solution) cell keeps its repeat noise, and the scores become probabilities.
+
+The model of repeat noise
+-------------------------
+Work on log durations y = log d of a cell's ``ok`` repeats (so noise is
+multiplicative and a CV of 10 % is a sd of ~0.1 whatever the test's scale).
+Within one run (environment, campaign), for cell c on test t with n_c ok repeats:
+
+* y_ci ~ Normal(mu_c, sigma_c^2), independent over repeats i. mu_c is the
+  cell's *true* log duration, the quantity a noise-free sandbox would rank.
+* Cells differ in noise, but a cell with 2-3 repeats cannot estimate its own:
+  sigma_c^2 ~ Scaled-Inv-chi^2(nu_0, s_t^2), a prior whose scale is the
+  **pooled per-test variance** s_t^2, estimated from the test's cells with
+  d_c = n_c - 1 >= 1 as in limma (Smyth 2004), from the law of log s_c^2:
+
+      log s_t^2 = mean_c [log s_c^2 - psi(d_c/2) + log(d_c/2)] + psi(nu_0/2) - log(nu_0/2)
+
+  (s_c^2: the cell's sample variance, ddof 1; psi the digamma; cells with
+  s_c^2 = 0 are left out, and a test whose repeats are all identical gets 0).
+  With ``prior_df=inf`` every cell of the test shares one variance and s_t^2 is
+  the classic pooled variance sum_c (n_c - 1) s_c^2 / sum_c (n_c - 1). (The plain
+  pooled variance estimates E[sigma_c^2] = s_t^2 nu_0/(nu_0 - 2), twice the
+  scale at nu_0 = 4: using it as the scale made P(faster) too timid, measured.)
+  When no cell of the test has two ok repeats, its problem's cells are used,
+  then the run's; with none anywhere the variance is undefined (NaN).
+  ``prior_df`` = nu_0 (default 4) says how many degrees of freedom the prior is
+  worth against the cell's own.
+* With a flat prior on mu_c, the posterior of the true log duration is the
+  conjugate normal-inverse-chi^2 result, a location-scale Student t:
+
+      mu_c | data ~ m_c + se_c * T(df_c),
+      m_c = mean of the y_ci,    df_c = nu_0 + n_c - 1,
+      sigma_hat_c^2 = (nu_0 s_t^2 + (n_c - 1) s_c^2) / (nu_0 + n_c - 1)    (shrunk variance),
+      se_c = sigma_hat_c / sqrt(n_c).
+
+  (df_c = inf, a normal, when ``prior_df=inf``.) A single execution (a rollout
+  scored per repeat) is a cell with n_c = 1: m_c = y, se_c = s_t, df_c = nu_0.
+
+Scores
+------
+The **reference pool** is as in DESIGN.md: every correct reference with at
+least one ok repeat on t, here with its (m_r, se_r, df_r); leave-self-out.
+
+* **P(faster)** of scored cell c against reference r = P(mu_c < mu_r | data)
+  = P(se_c T_c + se_r T_r < m_r - m_c) with independent T_c ~ t(df_c),
+  T_r ~ t(df_r): the Behrens-Fisher law, computed by quadrature
+  (:func:`sum_of_t_cdf`; Phi((m_r - m_c) / sqrt(se_c^2 + se_r^2)) when both df
+  are infinite). When both se are 0 it is the step 1[m_c < m_r] + 1/2 1[m_c = m_r]
+  (the point rule). A non-ok cell is slower than every reference (P = 0), as a
+  non-ok execution gets percentile 100.
+* The **true per-test percentile** r*_t = 100 #{r : mu_r < mu_c} / n_t (ties have
+  probability 0); its expectation **E[r_t]** = 100/n_t sum_r (1 - P(faster_r))
+  is exact given the pairwise probabilities (no simulation).
+* **E[q]** = mean over the unit's optimization tests of E[r_t]/100 (by
+  linearity; NaN tests ignored, as in q).
+* Intervals of r*_t and q* and **P(q <= tau/100)** come from simulating the joint
+  posterior: ``n_draws`` draws of every cell's mu (seeded, in the cells' sorted
+  label order, so the result does not depend on row order), each draw ranked
+  exactly like a point corpus (tie-averaged, leave-self-out; vectorised over
+  draws and (cell, reference) pairs). The Monte Carlo standard error of a
+  probability p is sqrt(p (1 - p) / n_draws) (reported as ``p_gate_se``).
+  ``P(gate)`` = P(q <= tau/100) when no optimization test failed, else 0
+  (failures are treated as certain; flaky failures are not modelled).
+
+The closed-form E[r_t] and the simulation use the same model (the quadrature
+is exact to ~1e-4 in probability, tested against scipy's own integration and
+against simulation). The probabilities are statements about the true speeds
+mu, and are checked against resampling from planted truth in
+tests/stats/test_noise.py (and docs/noise.md): at a true tie P(faster) is
+uniform, intervals cover the planted r*_t and q* at their level, and gate
+decisions taken at confidence c are wrong at most a share 1 - c of the time.
+
+Adaptive repeats
+----------------
+:func:`adaptive_plan`: a unit's gate is **decided** at confidence c when
+P(gate) >= c (pass) or <= 1 - c (fail), **ambiguous** in between; with
+``target="rank"`` a cell is ambiguous while any P(faster) against its pool lies
+in (1 - c, c). Cells to re-execute are the ambiguous units' optimization cells
+whose percentile is still uncertain (and the reference cells they cannot yet be
+ordered against), by priority Var(r*_t) / (n + 1): the posterior variance of
+the cell's percentile times the share 1/(n + 1) of its location variance
+(se^2 = sigma^2/n) one more repeat removes. Cells already at ``max_repeats``
+are not proposed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import special
+from scipy import stats as sps
+
+from stats._groups import group_codes
+from stats.ranking import _joint_codes, solution_cells, status_codes
+
+__all__ = [
+    "DEFAULT_PRIOR_DF",
+    "NoiseModel",
+    "fit_noise",
+    "sum_of_t_cdf",
+    "faster_probabilities",
+    "expected_percentiles",
+    "NoiseAwareScores",
+    "noise_aware_scores",
+    "AdaptivePlan",
+    "adaptive_plan",
+]
+
+DEFAULT_PRIOR_DF = 4.0
+CELL_KEYS = ("problem", "test", "solution")
+_TARGETS = ("gate", "rank")
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """Per-cell repeat noise of one run (see the module docstring for the model).
+
+    Attributes
+    ----------
+    cells : DataFrame
+        One row per (problem, test, solution), sorted by those labels:
+        ``role, correct, test_kind, status`` (majority rule, as
+        :func:`stats.ranking.solution_cells`), ``n_runs, n_ok``, ``point`` (the
+        median of the ok repeats: today's point value), ``log_mean`` (m),
+        ``log_var`` (s_c^2, NaN below 2 ok repeats), ``pooled_var`` (s_t^2),
+        ``pooled_df``, ``pooled_from`` (``test``/``problem``/``run``/``none``),
+        ``shrunk_var`` (sigma_hat^2), ``df`` (posterior df) and ``se``;
+        ``in_pool`` marks the reference pool.
+    tests : DataFrame
+        ``problem, test, pooled_var, pooled_df, pooled_from``.
+    prior_df : float
+    measure : str
+        The duration column the model was fitted on.
+    """
+
+    cells: pd.DataFrame
+    tests: pd.DataFrame
+    prior_df: float
+    measure: str = "duration_s"
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.cells
+
+    def summary(self) -> str:
+        c = self.cells
+        ok = c["n_ok"] > 0
+        cv = np.sqrt(np.expm1(c.loc[ok, "shrunk_var"].to_numpy(dtype=float)))
+        cv = cv[np.isfinite(cv)]
+        median_cv = f"{100 * np.median(cv):.1f} %" if len(cv) else "n/a (no cell has two ok repeats)"
+        return (f"noise model on log {self.measure}: {len(c)} cells ({int(c['in_pool'].sum())} in reference pools), "
+                f"{int(ok.sum())} with ok repeats (median {np.median(c.loc[ok, 'n_ok']) if ok.any() else 0:g}); "
+                f"variance shrunk toward the per-test pooled value with prior_df = {self.prior_df:g}; "
+                f"median per-cell CV {median_cv}")
+
+
+def _sorted_cells(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Rows sorted by the labels of ``by`` (categories in category order): a row-order-free order."""
+    return frame.sort_values(list(by), kind="stable").reset_index(drop=True)
+
+
+def fit_noise(
+    executions: pd.DataFrame,
+    *,
+    prior_df: float = DEFAULT_PRIOR_DF,
+    measure: str = "duration_s",
+) -> NoiseModel:
+    """Fit the repeat-noise model of one run: per-cell log mean and shrunk variance.
+
+    Parameters
+    ----------
+    executions : DataFrame
+        Executions of one environment and campaign (corpus schema), any roles;
+        ``floor`` rows are ignored.
+    prior_df : float, default 4
+        nu_0 of the module docstring: the weight, in degrees of freedom, of the
+        per-test pooled variance against a cell's own sample variance
+        (``np.inf``: the pooled variance alone, treated as known).
+    measure : str, default ``duration_s``
+        A positive duration column (e.g. ``cpu_s``).
+
+    Returns
+    -------
+    NoiseModel
+
+    Formula
+    -------
+    sigma_hat_c^2 = (nu_0 s_t^2 + (n_c - 1) s_c^2) / (nu_0 + n_c - 1),
+    log s_t^2 = mean_c [log s_c^2 - psi(d_c/2) + log(d_c/2)] + psi(nu_0/2) - log(nu_0/2)
+    over the test's cells (the pooled sum_c (n_c - 1) s_c^2 / sum_c (n_c - 1) when nu_0 = inf);
+    se_c = sigma_hat_c / sqrt(n_c), df_c = nu_0 + n_c - 1.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "a", "b", "b"],
+    ...     "repeat": [0, 1, 0, 1], "duration_s": np.exp([0.0, 0.2, 1.0, 1.4]), "status": "ok"})
+    >>> m = fit_noise(runs, prior_df=2)   # s_t^2 = exp(mean log s_c^2 - psi(1/2) + log(1/2) + psi(1)) = 0.08
+    >>> m.cells[["solution", "log_mean", "log_var", "pooled_var", "shrunk_var", "df"]].round(4).values.tolist()
+    [['a', 0.1, 0.02, 0.08, 0.06, 3.0], ['b', 1.2, 0.08, 0.08, 0.08, 3.0]]
+    >>> fit_noise(runs, prior_df=np.inf).cells["shrunk_var"].round(4).tolist()   # one pooled variance
+    [0.05, 0.05]
+    """
+    prior_df = float(prior_df)
+    if not prior_df > 0:
+        raise ValueError(f"prior_df must be > 0 (np.inf: the pooled variance alone), got {prior_df}")
+    missing = [c for c in (*CELL_KEYS, measure, "status") if c not in executions.columns]
+    if missing:
+        raise ValueError(f"the executions lack column(s) {missing} needed by the noise model")
+    if "role" in executions.columns:
+        executions = executions.loc[(executions["role"] != "floor").to_numpy()]
+    d = executions[measure].to_numpy(dtype=float)
+    ok = (status_codes(executions) == 0) & np.isfinite(d)
+    bad = ok & (d <= 0)
+    if bad.any():
+        first = executions.loc[bad].iloc[0]
+        raise ValueError(f"the noise model works on log {measure}: {int(bad.sum())} ok execution(s) have "
+                         f"{measure} <= 0 (first: problem {first['problem']!r}, test {first['test']!r}, solution "
+                         f"{first['solution']!r}); fix the timer or drop them")
+    frame = executions if measure == "duration_s" else executions.assign(duration_s=d)
+    # solution_cells numbers cells by group_codes: the same codes align our moments with its rows.
+    cells = solution_cells(frame, by=CELL_KEYS)
+    codes, n_cells = group_codes(frame, list(CELL_KEYS))
+    y = np.log(d[ok])
+    cy = codes[ok]
+    n_ok = np.bincount(cy, minlength=n_cells)
+    # Moments about each cell's first ok value: identical repeats give exactly zero variance.
+    shift = np.zeros(n_cells)
+    shift[cy[::-1]] = y[::-1]
+    dy = y - shift[cy]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_dy = np.bincount(cy, weights=dy, minlength=n_cells) / n_ok
+        mean = shift + mean_dy
+        ss = np.bincount(cy, weights=(dy - mean_dy[cy]) ** 2, minlength=n_cells)  # two-pass: no cancellation
+        var = np.where(n_ok >= 2, ss / np.maximum(n_ok - 1, 1), np.nan)
+    cells = cells.rename(columns={"duration_s": "point"})
+    cells["log_mean"] = mean
+    cells["log_var"] = var
+    for column in ("role", "correct", "test_kind"):
+        if column not in cells.columns:
+            cells[column] = {"role": "reference", "correct": True, "test_kind": "optimization"}[column]
+    cells["correct"] = cells["correct"].to_numpy(dtype=bool)
+
+    # Prior scale s_t^2 of the test (else its problem, else the run), from the cells with >= 2 ok repeats.
+    df_c = np.maximum(n_ok - 1, 0).astype(float)
+    ss_c = np.where(n_ok >= 2, ss, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.where(n_ok >= 2, ss_c / np.maximum(df_c, 1), np.nan)
+        positive = np.isfinite(s2) & (s2 > 0)
+        # E[log s^2] = log s0^2 + psi(d/2) - log(d/2) - psi(nu0/2) + log(nu0/2) under the model
+        e = np.where(positive, np.log(np.where(positive, s2, 1.0)) - special.digamma(df_c / 2) + np.log(df_c / 2), 0.0)
+    pooled = np.full(n_cells, np.nan)
+    pooled_df = np.zeros(n_cells)
+    source = np.full(n_cells, "none", dtype=object)
+    for level, keys in (("run", []), ("problem", ["problem"]), ("test", ["problem", "test"])):
+        g, n_g = group_codes(cells, keys)
+        df_g = np.bincount(g, weights=df_c, minlength=n_g)
+        has = df_g[g] > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if np.isinf(prior_df):  # one common variance: the classic pooled estimate
+                value = np.bincount(g, weights=ss_c, minlength=n_g) / df_g
+            else:  # the scale of the Scaled-Inv-chi^2(nu0) prior, limma's log-moment estimate
+                n_pos = np.bincount(g, weights=positive.astype(float), minlength=n_g)
+                mean_e = np.bincount(g, weights=e, minlength=n_g) / n_pos
+                value = np.where(n_pos > 0, np.exp(mean_e + special.digamma(prior_df / 2) - np.log(prior_df / 2)),
+                                 0.0)  # every repeat identical: no noise
+        pooled = np.where(has, value[g], pooled)
+        pooled_df = np.where(has, df_g[g], pooled_df)
+        source = np.where(has, level, source)
+    cells["pooled_var"] = pooled
+    cells["pooled_df"] = pooled_df
+    cells["pooled_from"] = source
+    if np.isinf(prior_df):
+        shrunk = pooled.copy()
+        post_df = np.full(n_cells, np.inf)
+    else:
+        own = np.where(n_ok >= 2, ss, 0.0)
+        shrunk = (prior_df * pooled + own) / (prior_df + df_c)
+        post_df = prior_df + df_c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.where(n_ok > 0, np.sqrt(shrunk / np.maximum(n_ok, 1)), np.nan)
+    cells["shrunk_var"] = np.where(n_ok > 0, shrunk, np.nan)
+    cells["df"] = np.where(n_ok > 0, post_df, np.nan)
+    cells["se"] = se
+    is_ref = (cells["role"] == "reference").to_numpy()
+    cells["in_pool"] = is_ref & cells["correct"].to_numpy(dtype=bool) & (n_ok > 0)
+    cells = _sorted_cells(cells, CELL_KEYS)
+    tests = cells.drop_duplicates(["problem", "test"])[["problem", "test", "pooled_var", "pooled_df", "pooled_from"]]
+    return NoiseModel(cells=cells, tests=tests.reset_index(drop=True), prior_df=prior_df, measure=measure)
+
+
+# --------------------------------------------------------------------------------------------
+# Scored units and their pools (arrays)
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Scored:
+    """Scored rows against a model's pool, as aligned arrays (internal)."""
+
+    frame: pd.DataFrame          # keys + descriptive columns of the scored rows
+    test: np.ndarray             # test code of each scored row (into the pool's test codes)
+    m: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+    ok: np.ndarray
+    self_pool: np.ndarray        # index into the pool of the row's own solution, -1 if none
+    shared_draw: bool            # True: a scored cell *is* its pool cell (same posterior draw)
+    pool_test: np.ndarray        # sorted by test code
+    pool_m: np.ndarray
+    pool_se: np.ndarray
+    pool_df: np.ndarray
+    pool_solution: np.ndarray
+    pool_start: np.ndarray       # per test code: first pool index
+    pool_size: np.ndarray
+
+
+def _role_mask(frame: pd.DataFrame, roles: Sequence[str] | None) -> np.ndarray:
+    if roles is None or "role" not in frame.columns:
+        return np.ones(len(frame), dtype=bool)
+    return frame["role"].isin(list(roles)).to_numpy()
+
+
+def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[str] | None) -> _Scored:
+    cells = model.cells
+    pool = cells.loc[cells["in_pool"].to_numpy()].reset_index(drop=True)
+    if executions is None:
+        frame = cells.loc[_role_mask(cells, roles)].reset_index(drop=True)
+        m = frame["log_mean"].to_numpy(dtype=float)
+        se = frame["se"].to_numpy(dtype=float)
+        df = frame["df"].to_numpy(dtype=float)
+        ok = (status_codes(frame) == 0) & np.isfinite(m)
+        shared = True
+    else:
+        missing = [c for c in (*CELL_KEYS, model.measure, "status") if c not in executions.columns]
+        if missing:
+            raise ValueError(f"the executions to score lack column(s) {missing}")
+        frame = executions.loc[_role_mask(executions, roles)]
+        keep = [c for c in (*CELL_KEYS, "repeat", model.measure, "status", "role", "correct", "test_kind")
+                if c in frame.columns]
+        frame = frame[keep]
+        sort_by = [c for c in (*CELL_KEYS, "repeat") if c in frame.columns]
+        frame = frame.sort_values(sort_by, kind="stable").reset_index(drop=True)
+        d = frame[model.measure].to_numpy(dtype=float)
+        ok = (status_codes(frame) == 0) & np.isfinite(d) & (d > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.where(ok, np.log(np.where(ok, d, 1.0)), np.nan)
+        # One execution: n = 1, so sigma_hat^2 = the test's pooled variance and df = nu_0.
+        t_exec, t_model, n_t = _joint_codes(frame, model.tests, ["problem", "test"])
+        pooled = np.full(n_t, np.nan)
+        pooled[t_model] = model.tests["pooled_var"].to_numpy(dtype=float)
+        var = pooled[t_exec]
+        se = np.sqrt(var)
+        df = np.full(len(frame), model.prior_df)
+        shared = False
+
+    # Test codes shared by scored rows and the pool.
+    t_sc, t_pool, n_tests = _joint_codes(frame, pool, ["problem", "test"])
+    order = np.argsort(t_pool, kind="stable")
+    pool = pool.iloc[order].reset_index(drop=True)
+    t_pool = t_pool[order]
+    pool_size = np.bincount(t_pool, minlength=n_tests)
+    pool_start = np.concatenate(([0], np.cumsum(pool_size)[:-1])).astype(np.int64)
+    # Own pool entry of each scored row (leave-self-out).
+    c_sc, c_pool, n_c = _joint_codes(frame, pool, list(CELL_KEYS))
+    where = np.full(n_c, -1, dtype=np.int64)
+    where[c_pool] = np.arange(len(pool))
+    return _Scored(frame=frame, test=t_sc, m=m, se=se, df=df, ok=ok, self_pool=where[c_sc], shared_draw=shared,
+                   pool_test=t_pool, pool_m=pool["log_mean"].to_numpy(dtype=float),
+                   pool_se=pool["se"].to_numpy(dtype=float), pool_df=pool["df"].to_numpy(dtype=float),
+                   pool_solution=pool["solution"].to_numpy(), pool_start=pool_start, pool_size=pool_size)
+
+
+def _pairs(s: _Scored) -> tuple[np.ndarray, np.ndarray]:
+    """(scored index, pool index) of every scored row against every other member of its test's pool."""
+    size = s.pool_size[s.test]
+    scored = np.repeat(np.arange(len(s.test)), size)
+    offset = np.arange(len(scored)) - np.repeat(np.cumsum(size) - size, size)
+    pool = s.pool_start[s.test][scored] + offset
+    keep = pool != s.self_pool[scored]
+    return scored[keep], pool[keep]
+
+
+def _t_cdf(x: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student t cdf with df = inf meaning the normal (scipy's stdtr needs finite df)."""
+    x, df = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(df, dtype=float))
+    out = special.ndtr(x)
+    finite = np.isfinite(df)
+    if finite.any():
+        out[finite] = special.stdtr(df[finite], x[finite])
+    return out
+
+
+def _t_ppf(u: np.ndarray, df: np.ndarray) -> np.ndarray:
+    u, df = np.broadcast_arrays(np.asarray(u, dtype=float), np.asarray(df, dtype=float))
+    out = special.ndtri(u)
+    finite = np.isfinite(df)
+    if finite.any():
+        out[finite] = special.stdtrit(df[finite], u[finite])
+    return out
+
+
+# Gauss-Legendre nodes and weights on (0, 1) for the Behrens-Fisher integral.
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(48)
+_GL_U, _GL_W = (_GL_X + 1) / 2, _GL_W / 2
+
+
+def sum_of_t_cdf(x, se_a, df_a, se_b, df_b) -> np.ndarray:
+    """P(se_a T_a + se_b T_b < x) for independent Student t variables (the Behrens-Fisher law).
+
+    Exact for two normals (df = inf): Phi(x / sqrt(se_a^2 + se_b^2)). Otherwise
+    P = int_0^1 F_B((x + se_S Q_S(u)) / se_B) du, with B the term with the larger
+    scale and S the other (Q_S its quantile function, F_B the cdf of B), by
+    48-point Gauss-Legendre quadrature in u: the integrand stays smooth as
+    se_S -> 0, where it tends to the constant F_B(x / se_B). When one scale is 0
+    it is F_B(x / se_B); when both are, the step 1[x > 0] + 1/2 1[x = 0].
+
+    Examples
+    --------
+    >>> round(float(sum_of_t_cdf(0.3, 0.2, np.inf, 0.1, np.inf)[()]), 6)   # Phi(0.3 / sqrt(0.05))
+    0.910144
+    >>> round(float(sum_of_t_cdf(0.1, 0.0, 5.0, 0.1, 5.0)[()]), 6)         # t_5 cdf at 1
+    0.818391
+    """
+    arrays = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, se_a, df_a, se_b, df_b)))
+    shape = arrays[0].shape
+    x, se_a, df_a, se_b, df_b = (np.ravel(a) for a in arrays)
+    a_big = se_a >= se_b
+    se_big, df_big = np.where(a_big, se_a, se_b), np.where(a_big, df_a, df_b)
+    se_small, df_small = np.where(a_big, se_b, se_a), np.where(a_big, df_b, df_a)
+    out = np.where(x > 0, 1.0, np.where(x < 0, 0.0, 0.5))
+    normal = np.isinf(df_big) & np.isinf(df_small) & (se_big > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(normal, special.ndtr(x / np.sqrt(se_big**2 + se_small**2)), out)
+        one = ~normal & (se_big > 0) & (se_small == 0)
+        if one.any():
+            out[one] = _t_cdf(x[one] / se_big[one], df_big[one])
+    quad = np.flatnonzero(~normal & (se_big > 0) & (se_small > 0))
+    for lo in range(0, len(quad), 50_000):  # chunks bound the (pairs x nodes) memory
+        idx = quad[lo:lo + 50_000]
+        dfs, which = np.unique(df_small[idx], return_inverse=True)  # few distinct df: one quantile row each
+        q = _t_ppf(_GL_U[None, :], dfs[:, None])[which]
+        arg = (x[idx, None] + se_small[idx, None] * q) / se_big[idx, None]
+        out[idx] = _t_cdf(arg, np.broadcast_to(df_big[idx, None], arg.shape)) @ _GL_W
+    out = np.where(x == 0, 0.5, out)  # exact by symmetry (no quadrature rounding at a tie)
+    nan = ~(np.isfinite(se_a) & np.isfinite(se_b) & np.isfinite(x))
+    return np.where(nan, np.nan, out).reshape(shape)
+
+
+def _faster(s: _Scored, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(mu_i < mu_j) for scored rows i against pool members j, and the scale of the difference."""
+    gap = s.pool_m[j] - s.m[i]
+    # mu_j - mu_i = gap + se_j T_j - se_i T_i, symmetric: P(mu_i < mu_j) = P(se_i T_i + se_j T_j < gap).
+    p = sum_of_t_cdf(np.where(np.isfinite(gap), gap, 0.0), s.se[i], s.df[i], s.pool_se[j], s.pool_df[j])
+    p = np.where(s.ok[i], p, 0.0)  # a failed cell is slower than every reference
+    return p, np.sqrt(s.se[i] ** 2 + s.pool_se[j] ** 2)
+
+
+def faster_probabilities(
+    model: NoiseModel,
+    *,
+    roles: Sequence[str] | None = ("candidate",),
+    executions: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """P(the scored solution is truly faster than each reference) on every test.
+
+    Parameters
+    ----------
+    model : NoiseModel
+        :func:`fit_noise` of the run; its reference pool is the comparison.
+    roles : sequence of str or None, default ("candidate",)
+        Roles of the model's cells to score (None: every cell).
+    executions : DataFrame, optional
+        Score these executions one by one instead (each a cell of one repeat,
+        se = the test's pooled sd; what a single rollout offers).
+
+    Returns
+    -------
+    DataFrame
+        One row per (scored row, other reference of its test's pool): the keys,
+        ``reference``, ``p_faster`` = P(mu_c < mu_r | data), ``log_gap`` =
+        m_r - m_c and ``scale`` = sqrt(se_c^2 + se_r^2).
+
+    Formula
+    -------
+    p_faster = P(se_c T_c + se_r T_r < m_r - m_c), T_c ~ t(df_c), T_r ~ t(df_r)
+    independent (:func:`sum_of_t_cdf`; Phi((m_r - m_c) / sqrt(se_c^2 + se_r^2)) for
+    infinite df).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": ["a", "a", "x", "x"],
+    ...     "repeat": [0, 1, 0, 1], "duration_s": np.exp([0.0, 0.2, 0.1, 0.3]), "status": "ok",
+    ...     "role": ["reference", "reference", "candidate", "candidate"], "correct": True})
+    >>> out = faster_probabilities(fit_noise(runs, prior_df=np.inf))
+    >>> round(float(out["p_faster"].iloc[0]), 4)   # Phi((0.1 - 0.2) / sqrt(0.02/2 + 0.02/2))
+    0.2398
+    """
+    s = _scored(model, executions, roles)
+    i, j = _pairs(s)
+    p, scale = _faster(s, i, j)
+    keys = [c for c in (*CELL_KEYS, "repeat") if c in s.frame.columns]
+    out = s.frame.iloc[i][keys].reset_index(drop=True)
+    out["reference"] = s.pool_solution[j]
+    out["p_faster"] = p
+    out["log_gap"] = s.pool_m[j] - s.m[i]
+    out["scale"] = scale
+    return out
+
+
+def _expected(s: _Scored) -> np.ndarray:
+    """E[r_t] in percentile points of every scored row (closed form, NaN for an empty pool)."""
+    i, j = _pairs(s)
+    p, _ = _faster(s, i, j)
+    n = np.bincount(i, minlength=len(s.m)).astype(float)
+    slower_than = np.bincount(i, weights=1.0 - p, minlength=len(s.m))  # sum_r P(mu_r < mu_c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 100.0 * slower_than / n
+    out[n == 0] = np.nan
+    out[~s.ok & (n > 0)] = 100.0
+    return out
+
+
+def expected_percentiles(
+    model: NoiseModel,
+    *,
+    roles: Sequence[str] | None = ("candidate",),
+    executions: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """E[r_t] of every scored cell (or execution): the expected true per-test percentile.
+
+    E[r_t] = 100/n_t * sum_r P(mu_r < mu_c | data), over the test's pool without
+    the solution itself; a non-ok cell gets 100, an empty pool NaN.
+
+    Returns
+    -------
+    DataFrame
+        The scored rows' keys and descriptive columns, ``log_mean``, ``se``, ``df``
+        and ``expected_percentile``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": list("aabbx"),
+    ...     "repeat": [0, 1, 0, 1, 0], "duration_s": [1.0, 1.0, 3.0, 3.0, 2.0], "status": "ok",
+    ...     "role": ["reference"] * 4 + ["candidate"], "correct": True})
+    >>> expected_percentiles(fit_noise(runs))["expected_percentile"].tolist()  # no noise: the point rule
+    [50.0]
+    """
+    s = _scored(model, executions, roles)
+    out = s.frame.copy()
+    out["log_mean"] = s.m
+    out["se"] = s.se
+    out["df"] = s.df
+    out["expected_percentile"] = _expected(s)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation of the joint posterior
+# --------------------------------------------------------------------------------------------
+
+def _draw(rng: np.random.Generator, m: np.ndarray, se: np.ndarray, df: np.ndarray, n: int) -> np.ndarray:
+    """``n`` draws of m + se * T(df) (df = inf: normal); shape (n, len(m))."""
+    z = rng.standard_normal((n, len(m)))
+    finite = np.isfinite(df)
+    if finite.any():
+        chi = rng.chisquare(np.where(finite, df, 1.0), size=(n, len(m)))
+        z = np.where(finite, z / np.sqrt(chi / np.where(finite, df, 1.0)), z)
+    # se = 0 (no noise) gives m exactly; NaN se propagates to NaN percentiles.
+    return m + np.where(se > 0, se, 0.0) * z + np.where(np.isfinite(se), 0.0, np.nan)
+
+
+def _ranked_draws(s: _Scored, pairs: tuple[np.ndarray, np.ndarray], pool_draws: np.ndarray,
+                  scored_draws: np.ndarray) -> np.ndarray:
+    """Twice the tie-averaged count, 2 #{pool < v} + #{pool = v}, per (draw, scored row), leave-self-out.
+
+    Exact comparisons of every scored row's draw with each other member of its
+    test's pool (the pairs of :func:`_pairs`, contiguous per scored row), summed
+    with one ``np.add.reduceat`` per chunk of draws: O(draws x pairs) with no
+    sort (a sort of all draws was ~5x slower at 12,000 cells x 1000 draws, measured).
+    """
+    i, j = pairs
+    k = scored_draws.shape[0]
+    out = np.zeros((k, scored_draws.shape[1]), dtype=np.int32)
+    if len(i) == 0:
+        return out
+    own = scored_draws[:, i]
+    other = pool_draws[:, j]
+    twice = 2 * (other < own).astype(np.int8) + (other == own).astype(np.int8)
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    out[:, i[starts]] = np.add.reduceat(twice, starts, axis=1, dtype=np.int32)
+    return out
+
+
+def _simulate(s: _Scored, units: np.ndarray, n_units: int, is_opt: np.ndarray, n_draws: int, seed,
+              max_elements: int = 4_000_000):
+    """Per-draw r*_t (as 2x counts) of every scored row and q* of every unit.
+
+    Returns (twice_count (n_draws, n_sc) int32, n (n_sc,), q (n_draws, n_units) float64).
+    """
+    n_sc = len(s.m)
+    n_pool = len(s.pool_m)
+    n_minus_self = s.pool_size[s.test] - (s.self_pool >= 0)
+    rng = np.random.default_rng(seed)
+    pairs = _pairs(s)
+    chunk = int(max(1, min(n_draws, max_elements // max(n_pool + n_sc + len(pairs[0]), 1))))
+    twice = np.empty((n_draws, n_sc), dtype=np.int32)
+    q = np.empty((n_draws, n_units))
+    use = is_opt
+    # Undefined variance (NaN se) of the row or of any pool member of its test: r*_t undefined.
+    bad_test = np.bincount(s.pool_test, weights=(~np.isfinite(s.pool_se)).astype(float),
+                           minlength=len(s.pool_size)) > 0
+    undefined = s.ok & (~np.isfinite(s.se) | bad_test[s.test])
+    for lo in range(0, n_draws, chunk):  # a loop over chunks of draws (memory), vectorised inside
+        k = min(chunk, n_draws - lo)
+        pool_draws = _draw(rng, s.pool_m, s.pool_se, s.pool_df, k)
+        own_draws = _draw(rng, s.m, s.se, s.df, k)
+        if s.shared_draw:  # a scored cell that is in the pool is the same unknown mu
+            has = s.self_pool >= 0
+            own_draws[:, has] = pool_draws[:, s.self_pool[has]]
+        counts = _ranked_draws(s, pairs, pool_draws, own_draws)
+        twice[lo:lo + k] = counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = 100.0 * (counts / 2.0) / n_minus_self
+        r[:, n_minus_self <= 0] = np.nan
+        r[:, ~s.ok & (n_minus_self > 0)] = 100.0
+        r[:, undefined] = np.nan
+        flat = (np.arange(k)[:, None] * n_units + units[None, :])
+        valid = use[None, :] & np.isfinite(r)
+        sums = np.bincount(flat[valid], weights=r[valid], minlength=k * n_units).reshape(k, n_units)
+        cnt = np.bincount(flat[valid], minlength=k * n_units).reshape(k, n_units)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q[lo:lo + k] = np.where(cnt > 0, sums / np.maximum(cnt, 1), np.nan) / 100.0
+        undefined = np.bincount(flat[use[None, :] & s.ok[None, :] & ~np.isfinite(r)], minlength=k * n_units)
+        q[lo:lo + k][undefined.reshape(k, n_units) > 0] = np.nan
+    return twice, n_minus_self, q
+
+
+# --------------------------------------------------------------------------------------------
+# Noise-aware scores
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NoiseAwareScores:
+    """Noise-aware per-test percentiles and problem scores of one run.
+
+    Attributes
+    ----------
+    tests : DataFrame
+        One row per scored (problem, test, solution[, repeat]): ``status, n_ok,
+        log_mean, se, df, expected_percentile`` (E[r_t], closed form),
+        ``percentile_ci_low/high`` (central ``level`` interval of r*_t) and
+        ``percentile_sd`` (posterior sd of r*_t, simulated).
+    scores : DataFrame
+        One row per unit (problem, solution[, repeat]): ``role, correct``,
+        ``q_expected`` (E[q], closed form), ``q_ci_low/high``, ``p_q_le_tau``
+        (P(q* <= tau/100)), ``p_gate`` (0 when an optimization test failed),
+        ``p_gate_se`` (Monte Carlo), ``hard_fail``, ``n_opt_tests``.
+    tau, level, n_draws, seed, prior_df : parameters used.
+    """
+
+    tests: pd.DataFrame
+    scores: pd.DataFrame
+    tau: float
+    level: float
+    n_draws: int
+    seed: int | None
+    prior_df: float
+    measure: str = "duration_s"
+    draws: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.scores
+
+    def summary(self) -> str:
+        s = self.scores
+        finite = np.isfinite(s["p_gate"].to_numpy(dtype=float))
+        return (f"noise-aware scores of {len(s)} units on log {self.measure} (prior_df {self.prior_df:g}, "
+                f"{self.n_draws} posterior draws, seed {self.seed}): median E[q] "
+                f"{np.nanmedian(s['q_expected']) if len(s) else float('nan'):.3f}, mean P(gate at tau = "
+                f"{self.tau:g}) {s.loc[finite, 'p_gate'].mean() if finite.any() else float('nan'):.3f}; "
+                f"{100 * self.level:g} % posterior intervals")
+
+
+def _units(frame: pd.DataFrame, by: Sequence[str]) -> tuple[np.ndarray, int, pd.DataFrame]:
+    codes, n = group_codes(frame, list(by))
+    first = np.full(n, -1, dtype=np.int64)
+    rev = np.arange(len(codes) - 1, -1, -1)
+    first[codes[rev]] = rev
+    keep = [c for c in (*by, "role", "correct") if c in frame.columns]
+    return codes, n, frame.iloc[first][keep].reset_index(drop=True)
+
+
+def noise_aware_scores(
+    model: NoiseModel,
+    *,
+    tau: float = 30.0,
+    roles: Sequence[str] | None = ("candidate",),
+    executions: pd.DataFrame | None = None,
+    level: float = 0.95,
+    n_draws: int = 2000,
+    seed: int | None = 0,
+    keep_draws: bool = False,
+) -> NoiseAwareScores:
+    """E[r_t], E[q] with intervals and P(q <= tau/100) of every scored unit.
+
+    Parameters
+    ----------
+    model : NoiseModel
+    tau : float, default 30
+        Gate threshold in percentile points (0-100).
+    roles : sequence of str or None, default ("candidate",)
+        Roles of the model's cells to score (None: all; the pool is always the
+        correct references, leave-self-out).
+    executions : DataFrame, optional
+        Score single executions (units per repeat) instead of the model's cells.
+    level : float, default 0.95
+        Central posterior interval level.
+    n_draws : int, default 2000
+        Posterior draws (Monte Carlo error of a probability <= 0.5/sqrt(n_draws)).
+    seed : int or None, default 0
+    keep_draws : bool, default False
+        Keep the (n_draws, n_units) q* draws in ``.draws``.
+
+    Returns
+    -------
+    NoiseAwareScores
+
+    Formula
+    -------
+    E[q] = mean_t E[r_t] / 100;  P(q <= tau/100) = #{s : q*^(s) <= tau/100} / n_draws,
+    q*^(s) = mean_t r*_t^(s)/100 with r*_t^(s) the tie-averaged rank of draw s of mu_c
+    among draw s of the pool's mu_r.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": np.repeat(list("abcx"), 3),
+    ...     "repeat": np.tile([0, 1, 2], 4), "status": "ok", "correct": True,
+    ...     "duration_s": np.exp(np.repeat([0.0, 1.0, 2.0, 0.5], 3) + rng.normal(0, 0.05, 12)),
+    ...     "role": ["reference"] * 9 + ["candidate"] * 3})
+    >>> out = noise_aware_scores(fit_noise(runs), tau=40, n_draws=500)
+    >>> out.scores[["q_expected", "p_gate"]].round(3).values.tolist()   # x beats a only: q = 1/3
+    [[0.333, 1.0]]
+    """
+    if not 0 <= tau <= 100:
+        raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if isinstance(n_draws, bool) or int(n_draws) != n_draws or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
+    n_draws = int(n_draws)
+    s = _scored(model, executions, roles)
+    frame = s.frame
+    by = ["problem", "solution"] + (["repeat"] if executions is not None and "repeat" in frame.columns else [])
+    units, n_units, unit_frame = _units(frame, by)
+    is_opt = (frame["test_kind"] == "optimization").to_numpy() if "test_kind" in frame.columns \
+        else np.ones(len(frame), dtype=bool)
+    expected = _expected(s)
+    twice, n_minus_self, q_draws = _simulate(s, units, n_units, is_opt, n_draws, seed)
+    alpha = (1 - level) / 2
+
+    tests = frame.copy()
+    tests["log_mean"] = s.m
+    tests["se"] = s.se
+    tests["df"] = s.df
+    tests["expected_percentile"] = expected
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.where(n_minus_self > 0, 50.0 / np.maximum(n_minus_self, 1), np.nan)
+    r_lo = np.quantile(twice, alpha, axis=0, method="inverted_cdf") * scale
+    r_hi = np.quantile(twice, 1 - alpha, axis=0, method="inverted_cdf") * scale
+    r_sd = twice.std(axis=0) * scale
+    fixed = ~s.ok & (n_minus_self > 0)
+    undefined = ~np.isfinite(expected)
+    for name, values in (("percentile_ci_low", r_lo), ("percentile_ci_high", r_hi), ("percentile_sd", r_sd)):
+        values = np.where(fixed, 100.0 if name != "percentile_sd" else 0.0, values)
+        tests[name] = np.where(undefined, np.nan, values)
+
+    use = is_opt & np.isfinite(expected)
+    sums = np.bincount(units[use], weights=expected[use], minlength=n_units)
+    cnt = np.bincount(units[use], minlength=n_units)
+    undefined_unit = np.bincount(units[is_opt & s.ok & ~np.isfinite(expected)], minlength=n_units) > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q_expected = np.where((cnt > 0) & ~undefined_unit, sums / np.maximum(cnt, 1), np.nan) / 100.0
+    hard = np.bincount(units, weights=(is_opt & ~s.ok).astype(float), minlength=n_units) > 0
+    finite_q = np.isfinite(q_draws).all(axis=0)
+    with np.errstate(invalid="ignore"):
+        below = (100.0 * q_draws <= tau + 1e-9).mean(axis=0)
+    p_q = np.where(finite_q & np.isfinite(q_expected), below, np.nan)
+    p_gate = np.where(hard, 0.0, p_q)
+    scores = unit_frame
+    scores["q_expected"] = q_expected
+    q_lo = np.full(n_units, np.nan)
+    q_hi = np.full(n_units, np.nan)
+    if finite_q.any():
+        q_lo[finite_q] = np.quantile(q_draws[:, finite_q], alpha, axis=0, method="inverted_cdf")
+        q_hi[finite_q] = np.quantile(q_draws[:, finite_q], 1 - alpha, axis=0, method="inverted_cdf")
+    scores["q_ci_low"] = np.where(np.isfinite(q_expected), q_lo, np.nan)
+    scores["q_ci_high"] = np.where(np.isfinite(q_expected), q_hi, np.nan)
+    scores["p_q_le_tau"] = p_q
+    scores["p_gate"] = p_gate
+    scores["p_gate_se"] = np.where(hard, 0.0, np.sqrt(p_q * (1 - p_q) / n_draws))
+    scores["hard_fail"] = hard
+    scores["n_opt_tests"] = np.bincount(units[is_opt], minlength=n_units)
+    # Units in label order (row-order free).
+    order = scores.sort_values(by, kind="stable").index.to_numpy()
+    scores = scores.iloc[order].reset_index(drop=True)
+    q_kept = q_draws[:, order] if keep_draws else None
+    return NoiseAwareScores(tests=tests, scores=scores, tau=float(tau), level=float(level), n_draws=n_draws,
+                            seed=seed, prior_df=model.prior_df, measure=model.measure, draws=q_kept)
+
+
+# --------------------------------------------------------------------------------------------
+# Adaptive repeats: which cells are still ambiguous
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """Which units are decided at a confidence, and which cells to re-execute next.
+
+    Attributes
+    ----------
+    units : DataFrame
+        ``problem, solution, p_gate, decision`` (``pass``, ``fail``, ``ambiguous``,
+        or ``undefined`` when the model cannot say: no pool, or no variance yet)
+        and ``n_ambiguous_pairs`` (pairs with P(faster) in (1 - c, c)).
+    cells : DataFrame
+        The cells to re-execute, highest ``priority`` first: ``problem, test,
+        solution, role, n_runs, n_ok, priority, reason``.
+    at_max : DataFrame
+        Ambiguous cells that already have ``max_repeats`` executions.
+    confidence, tau, target, max_repeats : parameters.
+    """
+
+    units: pd.DataFrame
+    cells: pd.DataFrame
+    at_max: pd.DataFrame
+    confidence: float
+    tau: float
+    target: str
+    max_repeats: int | None
+
+    @property
+    def done(self) -> bool:
+        """Nothing left to re-execute (every unit decided, or the ambiguous ones at max repeats)."""
+        return self.cells.empty
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.cells
+
+    def summary(self) -> str:
+        counts = self.units["decision"].value_counts()
+        parts = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("pass", "fail", "ambiguous", "undefined"))
+        return (f"adaptive repeats at confidence {self.confidence:g} ({self.target}, tau = {self.tau:g}): "
+                f"{len(self.units)} units: {parts}; {len(self.cells)} cells to re-execute"
+                f"{f', {len(self.at_max)} ambiguous cells at max_repeats = {self.max_repeats}' if len(self.at_max) else ''}")
+
+
+def adaptive_plan(
+    executions: pd.DataFrame | NoiseModel,
+    *,
+    tau: float = 30.0,
+    confidence: float = 0.95,
+    max_repeats: int | None = None,
+    target: str = "gate",
+    roles: Sequence[str] | None = None,
+    reexecute_roles: Sequence[str] | None = None,
+    prior_df: float = DEFAULT_PRIOR_DF,
+    measure: str = "duration_s",
+    n_draws: int = 2000,
+    seed: int | None = 0,
+) -> AdaptivePlan:
+    """The adaptive-repeat decision rule: which units are still ambiguous, which cells to run again.
+
+    Parameters
+    ----------
+    executions : DataFrame or NoiseModel
+        The executions of one run so far (or their :func:`fit_noise`).
+    tau : float, default 30
+        Gate threshold in percentile points.
+    confidence : float, default 0.95
+        c in (0.5, 1): a unit is decided when P(gate) >= c (pass) or <= 1 - c (fail).
+    max_repeats : int, optional
+        Cells with this many executions (any status) are not proposed again.
+    target : {"gate", "rank"}
+        ``gate``: ambiguity of each unit's gate decision. ``rank``: a cell is
+        ambiguous while any P(faster) against its pool lies in (1 - c, c).
+    roles : sequence of str or None
+        Roles of the units to decide (default: every role; references are scored
+        leave-self-out against the other references).
+    reexecute_roles : sequence of str or None
+        Roles whose cells may be re-executed (default: every role, so the pool
+        members a cell cannot yet be ordered against are proposed too).
+
+    Returns
+    -------
+    AdaptivePlan
+
+    Formula
+    -------
+    decision = pass if P(gate) >= c, fail if P(gate) <= 1 - c, else ambiguous;
+    priority of a cell = Var(r*_t) / (n_ok + 1) (``target="rank"``: the number of
+    ambiguous pairs / (n_ok + 1)).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(1)
+    >>> mu = {"a": 0.0, "b": 1.0, "c": 2.0, "x": 0.5, "y": 1.02}
+    >>> runs = pd.DataFrame([{"problem": "p", "test": "t", "solution": s, "repeat": r, "status": "ok",
+    ...     "duration_s": float(np.exp(m + rng.normal(0, 0.05))), "correct": True,
+    ...     "role": "candidate" if s in "xy" else "reference"} for s, m in mu.items() for r in range(3)])
+    >>> plan = adaptive_plan(runs, tau=50, roles=["candidate"], n_draws=500)
+    >>> plan.units[["solution", "decision"]].values.tolist()  # y sits on b: its gate at 50 is a coin flip
+    [['x', 'pass'], ['y', 'ambiguous']]
+    >>> sorted(set(plan.cells["solution"]))
+    ['b', 'y']
+    """
+    if not 0.5 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0.5, 1), got {confidence}")
+    if target not in _TARGETS:
+        raise ValueError(f"target must be one of {_TARGETS}, got {target!r}")
+    if max_repeats is not None and (isinstance(max_repeats, bool) or int(max_repeats) != max_repeats
+                                    or max_repeats < 1):
+        raise ValueError(f"max_repeats must be a positive integer, got {max_repeats!r}")
+    model = executions if isinstance(executions, NoiseModel) else fit_noise(executions, prior_df=prior_df,
+                                                                             measure=measure)
+    result = noise_aware_scores(model, tau=tau, roles=roles, level=0.95, n_draws=n_draws, seed=seed)
+    units = result.scores[["problem", "solution", "p_gate"]].copy()
+    p = units["p_gate"].to_numpy(dtype=float)
+    decision = np.where(p >= confidence, "pass", np.where(p <= 1 - confidence, "fail", "ambiguous"))
+    decision = np.where(np.isfinite(p), decision, "undefined")
+    tests = result.tests
+    cells = model.cells
+
+    pairs = faster_probabilities(model, roles=roles)
+    pf = pairs["p_faster"].to_numpy(dtype=float)
+    open_pair = (pf > 1 - confidence) & (pf < confidence)
+    # Bernoulli variance of one pair's indicator on its cell's percentile scale, (100/n)^2 p (1 - p).
+    n_pool = pairs.groupby(list(CELL_KEYS), observed=True, sort=False)["reference"].transform("size")
+    pair_var = (100.0 / n_pool.to_numpy(dtype=float)) ** 2 * pf * (1 - pf)
+    units["decision"] = decision
+    is_opt = (tests["test_kind"] == "optimization").to_numpy() if "test_kind" in tests.columns \
+        else np.ones(len(tests), dtype=bool)
+    nan_var = ~np.isfinite(tests["se"].to_numpy(dtype=float)) & (tests["n_ok"].to_numpy() > 0)
+
+    if target == "gate":
+        # The optimization cells of ambiguous units whose percentile is still uncertain, by Var(r*_t);
+        # units undefined for lack of a variance estimate: every such cell (one more repeat gives one).
+        u_codes, u_units, _ = _joint_codes(tests, units, ["problem", "solution"])
+        lookup = np.full(max(int(u_units.max(initial=-1)) + 1, 1), "", dtype=object)
+        lookup[u_units] = units["decision"].to_numpy()
+        unit_dec = lookup[u_codes]
+        var = tests["percentile_sd"].to_numpy(dtype=float) ** 2
+        pick = is_opt & (((unit_dec == "ambiguous") & (var > 0)) | ((unit_dec == "undefined") & nan_var))
+        chosen = tests.loc[pick, list(CELL_KEYS)].assign(
+            priority=np.where(nan_var[pick], np.inf, var[pick]),
+            reason=np.where(nan_var[pick], "no variance yet", "gate ambiguous"))
+        hit = pairs[list(CELL_KEYS)].merge(chosen[list(CELL_KEYS)].assign(_hit=True), on=list(CELL_KEYS),
+                                           how="left")["_hit"].notna().to_numpy()
+        ref_pairs = hit & open_pair
+    else:
+        # Cells with an unresolved order against a pool member, and those pool members.
+        ref_pairs = open_pair
+        per_cell = pairs.loc[open_pair, list(CELL_KEYS)].assign(priority=pair_var[open_pair])
+        chosen = per_cell.groupby(list(CELL_KEYS), observed=True, sort=False)["priority"].sum().reset_index()
+        chosen["reason"] = "rank ambiguous"
+        empty = tests.loc[nan_var & is_opt, list(CELL_KEYS)].assign(priority=np.inf, reason="no variance yet")
+        chosen = pd.concat([chosen, empty], ignore_index=True)
+    refs = pairs.loc[ref_pairs, ["problem", "test", "reference"]].rename(columns={"reference": "solution"})
+    refs = refs.assign(priority=pair_var[ref_pairs]).groupby(list(CELL_KEYS), observed=True, sort=False)[
+        "priority"].sum().reset_index().assign(reason="pool member ambiguous against a cell")
+    proposed = pd.concat([chosen, refs], ignore_index=True)
+
+    # One row per cell: the highest priority and its reason.
+    proposed = proposed.sort_values(["priority"], ascending=False, kind="stable")
+    proposed = proposed.drop_duplicates(list(CELL_KEYS), keep="first")
+    info = cells[[*CELL_KEYS, "role", "n_runs", "n_ok"]]
+    proposed = proposed.merge(info, on=list(CELL_KEYS), how="left")
+    proposed = proposed.loc[_role_mask(proposed, reexecute_roles)]
+    n_now = proposed["n_runs"].to_numpy(dtype=float)
+    proposed = proposed.assign(priority=proposed["priority"].to_numpy(dtype=float) / (proposed["n_ok"].to_numpy() + 1.0))
+    full = np.zeros(len(proposed), dtype=bool) if max_repeats is None else n_now >= max_repeats
+    order_cols = ["priority", *CELL_KEYS]
+    at_max = proposed.loc[full].sort_values(order_cols, ascending=[False, True, True, True], kind="stable")
+    todo = proposed.loc[~full].sort_values(order_cols, ascending=[False, True, True, True], kind="stable")
+    cols = [*CELL_KEYS, "role", "n_runs", "n_ok", "priority", "reason"]
+    amb = pairs.assign(_open=open_pair).groupby(["problem", "solution"], observed=True)["_open"].sum()
+    units = units.merge(amb.rename("n_ambiguous_pairs").reset_index(), on=["problem", "solution"], how="left")
+    units["n_ambiguous_pairs"] = units["n_ambiguous_pairs"].fillna(0).astype(int)
+    return AdaptivePlan(units=units.reset_index(drop=True), cells=todo[cols].reset_index(drop=True),
+                        at_max=at_max[cols].reset_index(drop=True), confidence=float(confidence), tau=float(tau),
+                        target=target, max_repeats=None if max_repeats is None else int(max_repeats))
