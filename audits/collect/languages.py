@@ -1,20 +1,34 @@
 """Languages: turn a submission's source into a command that the sandbox can time.
 
-Two languages are supported, as in the issue: Python (``.py``, ``.py3``) and C++
-(``.cpp``, ``.cc``). :func:`prepare` returns a :class:`Program` whose ``argv`` reads
-the test input on stdin and writes its answer to stdout:
+Three languages are supported: Python (``.py``, ``.py3``), C++ (``.cpp``,
+``.cc``, ``.cxx``, ``.c++``) and C (``.c``). :func:`prepare` returns a :class:`Program`
+whose ``argv`` reads the test input on stdin and writes its answer to stdout:
 
 * Python: ``(python, <copy of the source>)``. The source (a file, or the whole
   folder of a multi-file submission) is copied into ``build_dir`` under its
   content hash so that the runner can make one folder readable to the
-  unprivileged uid it runs programs as (and bind it into a sandbox).
+  unprivileged uid it runs programs as (and bind it into a sandbox). Every
+  file is byte-compiled (``compile()``, nothing written) **by the chosen
+  interpreter** before any timing: a syntax error is a :class:`BuildError`
+  with the interpreter's message, and a Python 2 program (a ``python2``
+  shebang, a ``print`` statement, or a Python-2-only builtin such as
+  ``raw_input``/``xrange`` used without being defined and outside a
+  ``try``/``except NameError`` fallback) is a :class:`BuildError` that says so,
+  instead of a run-time error that would read as a wrong reference.
 * C++: compiled **once**, before any timing, with ``g++ -O2`` (see
   :data:`DEFAULT_CXXFLAGS`) into ``build_dir/<content hash>/prog``. The build is
   cached by the hash of the sources, the compiler and its flags, so preparing
   the same program again (another worker, a resumed campaign) costs nothing.
   Compile time is recorded in :attr:`Program.build_s` and is never part of a
-  runtime. A compile error raises :class:`BuildError` naming the file, with
-  g++'s message.
+  runtime. A compile or link error raises :class:`BuildError` naming the
+  file, with the compiler's first error line (:attr:`BuildError.first_line`)
+  and its whole output (:attr:`BuildError.output`).
+* C: the same with ``gcc -O2 -std=gnu17`` (:data:`DEFAULT_CFLAGS`), linked
+  with ``-lm`` as on judges.
+
+A submission folder with a ``build`` or ``run`` script (the problem package
+format's way to build other languages) is refused with a :class:`BuildError`:
+those scripts would run outside the sandbox (*decision*).
 
 Why the default interpreter is ``/usr/bin/python3`` (:data:`DEFAULT_PYTHON`): the
 runner drops privileges before it starts a program, so the interpreter, its
@@ -38,8 +52,11 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -48,8 +65,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CXXFLAGS", "LANGUAGES", "EXTENSIONS",
-    "Program", "BuildError", "language_of", "prepare", "floor_program", "build_cpp",
+    "DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CXXFLAGS", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES",
+    "EXTENSIONS", "Program", "BuildError", "language_of", "prepare", "floor_program", "build_cpp",
+    "check_python", "first_error_line",
 ]
 
 #: Debian's system Python: readable by the unprivileged uid the runner executes programs as.
@@ -58,20 +76,59 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 DEFAULT_CXX = "g++"
 #: Flags for every C++ build: optimised as on a judge, one language standard for all.
 DEFAULT_CXXFLAGS: tuple[str, ...] = ("-O2", "-std=gnu++17")
+#: The C compiler and its flags (``-lm`` is added after the sources, as judges link C).
+DEFAULT_CC = "gcc"
+DEFAULT_CFLAGS: tuple[str, ...] = ("-O2", "-std=gnu17")
 #: Seconds a single compilation may take before it is abandoned.
 COMPILE_TIMEOUT_S = 120.0
 
 #: File extension -> language.
-EXTENSIONS: dict[str, str] = {".py": "python", ".py3": "python", ".cpp": "cpp", ".cc": "cpp"}
-LANGUAGES: tuple[str, ...] = ("python", "cpp")
+EXTENSIONS: dict[str, str] = {".py": "python", ".py3": "python", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp",
+                              ".c++": "cpp", ".c": "c"}
+LANGUAGES: tuple[str, ...] = ("python", "cpp", "c")
 
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".tcc")
+#: Build/run scripts of the problem package format (not executed: they would run outside the sandbox).
+_SCRIPTS = ("build", "run")
 
-_FLOOR_SOURCES = {"python": ("floor.py", ""), "cpp": ("floor.cpp", "int main() { return 0; }\n")}
+_FLOOR_SOURCES = {"python": ("floor.py", ""), "cpp": ("floor.cpp", "int main() { return 0; }\n"),
+                  "c": ("floor.c", "int main(void) { return 0; }\n")}
 
 
 class BuildError(Exception):
-    """A program could not be prepared: unsupported language, missing tool, compile error."""
+    """A program could not be prepared: unsupported language, missing tool, compile or link error.
+
+    ``str(exc)`` is one line (the file and the compiler's first error line);
+    ``first_line`` is that error line alone, ``output`` the tool's whole output.
+    """
+
+    def __init__(self, message: str, *, first_line: str | None = None, output: str = ""):
+        super().__init__(message)
+        self.first_line = first_line
+        self.output = output
+
+
+def first_error_line(output: str) -> str:
+    r"""The first line of a compiler's output that reports an error, else its first non-empty line.
+
+    g++ and ld print context lines ("In function 'int main()':") before the
+    error; the error is the line that says ``error``.
+
+    >>> first_error_line("a.cpp: In function 'int main()':\na.cpp:3:5: error: 'x' was not declared\n")
+    "a.cpp:3:5: error: 'x' was not declared"
+    >>> first_error_line("/usr/bin/ld: b.o: in function `main':\nb.cpp:(.text+0x0): multiple definition of `main'")
+    "b.cpp:(.text+0x0): multiple definition of `main'"
+    """
+    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            return line
+    return lines[0] if lines else ""
+
+
+# "error:" as the compiler writes it (after a location or a space), not inside a path such as
+# /tmp/test_compile_error/..., and the linker's own wording
+_ERROR_LINE = re.compile(r"(?:^|[\s:])(?:fatal )?error:|multiple definition of|undefined reference to", re.I)
 
 
 @dataclass(frozen=True)
@@ -111,10 +168,10 @@ def _source_files(path: Path) -> list[Path]:
 def language_of(path) -> str | None:
     """Language of a source file or multi-file submission folder.
 
-    ``.py``/``.py3`` -> ``"python"``, ``.cpp``/``.cc`` -> ``"cpp"``, anything else
-    -> None. A folder has the language of its source files when they all agree
-    (headers and data files are ignored); a folder mixing Python and C++, or with
-    no source file, is None.
+    ``.py``/``.py3`` -> ``"python"``, ``.cpp``/``.cc``/``.cxx``/``.c++`` ->
+    ``"cpp"``, ``.c`` -> ``"c"``, anything else -> None. A folder has the
+    language of its source files when they all agree (headers and data files
+    are ignored); a folder mixing languages, or with no source file, is None.
 
     >>> language_of("submissions/accepted/fast.py3"), language_of("a/Main.java")
     ('python', None)
@@ -155,8 +212,9 @@ def _resolve_tool(name: str, what: str) -> str:
 
 def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
               cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, include: Path | None = None,
-              headers: list[Path] | None = None, label: str | None = None) -> tuple[Path, float]:
-    """Compile C++ sources into one executable, cached by content hash.
+              headers: list[Path] | None = None, label: str | None = None,
+              libs: tuple[str, ...] = ()) -> tuple[Path, float]:
+    """Compile C++ (or C, with ``cxx="gcc"``) sources into one executable, cached by content hash.
 
     Returns ``(executable, seconds spent compiling)``; the seconds are 0 when the
     executable was already in ``build_dir``. Concurrent builds of the same
@@ -166,50 +224,202 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
     content (not the location) of the sources and of ``headers`` (default: the
     header files directly in ``include``), the compiler and the flags: the same
     program copied elsewhere is found again, an edited header forces a rebuild.
+    ``libs`` go after the sources (``-lm``).
 
     Raises
     ------
     BuildError
-        g++ missing, compile error (with g++'s message), or compile timeout.
+        Compiler missing, compile or link error (message: the file and the
+        compiler's first error line; ``output``: everything it printed),
+        compile timeout, or a source or the build folder that cannot be read
+        or written.
     """
     if not sources:
-        raise BuildError(f"{label or build_dir}: no C++ source file to compile")
-    compiler = _resolve_tool(cxx, "C++ compiler")
+        raise BuildError(f"{label or build_dir}: no C/C++ source file to compile")
+    compiler = _resolve_tool(cxx, "C compiler" if "-lm" in libs else "C++ compiler")
     flags = tuple(cxxflags) + (("-I", str(include)) if include is not None else ())
-    sources = sorted(Path(s).resolve() for s in sources)
-    root = Path(include).resolve() if include is not None else sources[0].parent
-    if headers is None:  # by default, the headers beside the sources (a folder submission passes its own)
-        headers = [p for p in root.iterdir() if p.is_file() and p.suffix.lower() in _HEADER_SUFFIXES] \
-            if include is not None else []
-    headers = sorted(Path(h).resolve() for h in headers)
-    digest = _hash_tree([*sources, *headers], root, (compiler, *cxxflags))
-    out_dir = _ensure_dir(Path(build_dir) / f"cpp-{digest}")
-    exe = out_dir / "prog"
-    if exe.is_file() and os.access(exe, os.X_OK):
-        return exe.resolve(), 0.0
-    fd, tmp_name = tempfile.mkstemp(prefix=".prog-", dir=out_dir)
-    os.close(fd)
-    cmd = [compiler, *flags, "-o", tmp_name, *(str(s) for s in sources)]
+    try:
+        sources = sorted(Path(s).resolve() for s in sources)
+        root = Path(include).resolve() if include is not None else sources[0].parent
+        if headers is None:  # by default, the headers beside the sources (a folder submission passes its own)
+            headers = [p for p in root.iterdir() if p.is_file() and p.suffix.lower() in _HEADER_SUFFIXES] \
+                if include is not None else []
+        headers = sorted(Path(h).resolve() for h in headers)
+        digest = _hash_tree([*sources, *headers], root, (compiler, *cxxflags, *libs))
+        out_dir = _ensure_dir(Path(build_dir) / f"cpp-{digest}")
+        exe = out_dir / "prog"
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return exe.resolve(), 0.0
+        fd, tmp_name = tempfile.mkstemp(prefix=".prog-", dir=out_dir)
+        os.close(fd)
+    except OSError as exc:  # an unreadable source, a build folder we cannot write
+        raise BuildError(f"{label or sources[0]}: cannot build: {exc.strerror or exc} "
+                         f"({exc.filename or ''})".replace(" ()", "")) from exc
+    name = Path(compiler).name
+    cmd = [compiler, *flags, "-o", tmp_name, *(str(s) for s in sources), *libs]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMPILE_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        os.unlink(tmp_name)
+        _remove(tmp_name)
         raise BuildError(f"{label or sources[0]}: compilation took longer than {COMPILE_TIMEOUT_S:g} s") from exc
+    except OSError as exc:
+        _remove(tmp_name)
+        raise BuildError(f"{label or sources[0]}: cannot run {name}: {exc.strerror or exc}") from exc
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        os.unlink(tmp_name)
-        message = proc.stderr.decode(errors="replace").strip()
-        if len(message) > 4000:
-            message = message[:4000] + "\n[... truncated]"
-        raise BuildError(f"{label or sources[0]}: g++ failed (exit {proc.returncode}):\n{message}")
-    os.chmod(tmp_name, 0o755)
-    os.replace(tmp_name, exe)
+        # a failed link leaves no output file (ld removes it): removing it must not fail
+        _remove(tmp_name)
+        output = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()
+        first = first_error_line(output)
+        raise BuildError(f"{label or sources[0]}: {name} failed (exit {proc.returncode}): {first or 'no message'}",
+                         first_line=first, output=output)
+    try:
+        os.chmod(tmp_name, 0o755)
+        os.replace(tmp_name, exe)
+    except OSError as exc:
+        _remove(tmp_name)
+        raise BuildError(f"{label or sources[0]}: {name} wrote no program ({exc.strerror or exc})") from exc
     return exe.resolve(), elapsed
 
 
-def _copy_python(source: Path, build_dir: Path, python: str) -> Path:
-    """Copy a Python file or folder into build_dir/<hash>/ (world-readable); return the entry script."""
+def _remove(path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+# Run by the *chosen* interpreter (so a syntax new to it, or gone from it, is judged by it), with
+# the files to check as arguments; prints one JSON object {path: null | [kind, message]}.
+# Hand-written because no library tells Python 2 from Python 3 source without running it
+# (lib2to3, which could, is gone from Python 3.13).
+_CHECK_SCRIPT = r"""
+import ast, json, sys
+PY2_NAMES = {"raw_input", "xrange", "unichr", "unicode", "basestring", "long", "execfile", "cmp", "reduce",
+             "file", "reload", "intern", "apply", "buffer"}
+PY2_METHODS = {"has_key", "iteritems", "itervalues", "iterkeys"}
+PY2_SYNTAX = ("Missing parentheses in call to", "multiple exception types must be parenthesized",
+              "leading zeros in decimal integer literals", "invalid hexadecimal literal")
+CATCHES = {"NameError", "Exception", "BaseException", "AttributeError"}
+
+def guarded(node, parents):
+    while node in parents:
+        node, child = parents[node], node
+        if isinstance(node, ast.Try) and child in node.body:
+            for h in node.handlers:
+                if h.type is None:
+                    return True
+                names = [h.type] + (list(h.type.elts) if isinstance(h.type, ast.Tuple) else [])
+                if any(isinstance(n, ast.Name) and n.id in CATCHES for n in names):
+                    return True
+    return False
+
+def check(path):
+    data = open(path, "rb").read()
+    first = data.split(b"\n", 1)[0]
+    if first.startswith(b"#!") and b"python2" in first:
+        return ["python2", "its first line asks for Python 2 (" + first.decode("utf-8", "replace").strip() + ")"]
+    try:
+        tree = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile(tree, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        msg = "line %s: %s" % (exc.lineno, exc.msg)
+        kind = "python2" if any(m in (exc.msg or "") for m in PY2_SYNTAX) else "syntax"
+        return [kind, msg]
+    except (ValueError, UnicodeDecodeError) as exc:
+        return ["syntax", str(exc)]
+    parents, bound, defined = {}, set(), set()
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            defined.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in PY2_NAMES \
+                and node.id not in bound and not guarded(node, parents):
+            return ["python2", "line %d uses %s, a Python 2 builtin" % (node.lineno, node.id)]
+        if isinstance(node, ast.Attribute) and node.attr in PY2_METHODS and node.attr not in defined \
+                and not guarded(node, parents):
+            return ["python2", "line %d calls .%s(), a Python 2 dict method" % (node.lineno, node.attr)]
+        if isinstance(node, ast.Attribute) and node.attr == "maxint" and isinstance(node.value, ast.Name) \
+                and node.value.id == "sys" and not guarded(node, parents):
+            return ["python2", "line %d uses sys.maxint (Python 2)" % node.lineno]
+    return None
+
+out = {}
+for path in sys.argv[1:]:
+    try:
+        out[path] = check(path)
+    except OSError as exc:
+        out[path] = ["unreadable", str(exc)]
+print(json.dumps(out))
+"""
+
+
+def check_python(files, *, python: str = DEFAULT_PYTHON) -> dict[Path, str | None]:
+    r"""Byte-compile Python sources with ``python`` and tell Python 2 programs apart.
+
+    One interpreter process checks every file (``compile()`` only: nothing is
+    run or written). Returns ``{file: None}`` for a file that compiles under
+    ``python`` and shows no Python 2 sign, else ``{file: reason}``, the reason
+    starting with ``"Python 2 program"`` (a ``python2`` shebang, a ``print``
+    statement or another Python-2-only syntax, or a Python-2-only builtin such as
+    ``raw_input``, ``xrange`` or ``dict.has_key`` used without a definition or a
+    ``try``/``except NameError`` fallback) or ``"does not compile"`` (with
+    the interpreter's message and line).
+
+    Raises
+    ------
+    BuildError
+        The interpreter is missing or cannot run the check.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.py").write_text("n = int(raw_input())\nprint n + 1\n")
+    >>> _ = (d / "b.py").write_text("print(int(input()) + 1)\n")
+    >>> result = check_python([d / "a.py", d / "b.py"])
+    >>> result[d / "a.py"].startswith("Python 2 program"), result[d / "b.py"]
+    (True, None)
+    """
+    files = [Path(f) for f in files]
+    if not files:
+        return {}
+    interpreter = _resolve_tool(python, "Python interpreter")
+    try:
+        proc = subprocess.run([interpreter, "-I", "-c", _CHECK_SCRIPT, *(str(f) for f in files)],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=COMPILE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"{interpreter}: cannot byte-compile the Python sources ({exc})") from exc
+    try:
+        found = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        message = first_error_line(proc.stderr.decode(errors="replace"))
+        raise BuildError(f"{interpreter}: cannot byte-compile the Python sources (exit {proc.returncode}: "
+                         f"{message or 'no output'}); is it a Python 3 interpreter?") from None
+    out: dict[Path, str | None] = {}
+    for f in files:
+        verdict = found.get(str(f))
+        if verdict is None:
+            out[f] = None
+        elif verdict[0] == "python2":
+            out[f] = f"Python 2 program ({verdict[1]}); speedaudit runs Python 3 ({interpreter})"
+        elif verdict[0] == "unreadable":
+            out[f] = f"cannot be read ({verdict[1]})"
+        else:
+            out[f] = f"does not compile under {interpreter}: {verdict[1]}"
+    return out
+
+
+def _copy_python(source: Path, build_dir: Path, python: str) -> tuple[Path, Path]:
+    """Copy a Python file or folder into build_dir/<hash>/ (world-readable); return (entry script, that folder)."""
     if source.is_dir():
         files = _source_files(source)
         entry = _python_entry(source, files)
@@ -225,7 +435,7 @@ def _copy_python(source: Path, build_dir: Path, python: str) -> Path:
             except OSError:  # another worker won the race; its copy is identical
                 shutil.rmtree(tmp / "src", ignore_errors=True)
             shutil.rmtree(tmp, ignore_errors=True)
-        return target.resolve()
+        return target.resolve(), dest.resolve()
     digest = _hash_tree([source], source.parent, (python,))
     dest = _ensure_dir(Path(build_dir) / f"py-{digest}")
     target = dest / source.name
@@ -235,7 +445,7 @@ def _copy_python(source: Path, build_dir: Path, python: str) -> Path:
         shutil.copyfile(source, tmp_name)
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, target)
-    return target.resolve()
+    return target.resolve(), dest.resolve()
 
 
 def _make_readable(root: Path) -> None:
@@ -262,7 +472,8 @@ def _python_entry(folder: Path, files: list[Path]) -> Path:
 
 
 def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
-            cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS) -> Program:
+            cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
+            cflags: tuple[str, ...] = DEFAULT_CFLAGS) -> Program:
     """Prepare a submission (or a source file/folder) for timing.
 
     Parameters
@@ -277,6 +488,8 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
         Interpreter for Python programs (an absolute path, or a name on PATH).
     cxx, cxxflags
         C++ compiler and its flags (default ``g++ -O2 -std=gnu++17``).
+    cc, cflags
+        C compiler and its flags (default ``gcc -O2 -std=gnu17``, linked with ``-lm``).
 
     Returns
     -------
@@ -285,7 +498,10 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     Raises
     ------
     BuildError
-        Unsupported language, missing interpreter/compiler, or compile error.
+        Unsupported language, a build/run script, missing interpreter or
+        compiler, a compile or link error (message: the compiler's first
+        error line), a Python source that does not byte-compile under
+        ``python``, or a Python 2 program (see :func:`check_python`).
 
     Examples
     --------
@@ -300,6 +516,11 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     if not path.exists():
         raise BuildError(f"{path}: no such file or folder")
     path = path.resolve()
+    scripts = [name for name in _SCRIPTS if path.is_dir() and (path / name).is_file()]
+    if scripts:
+        raise BuildError(f"{path}: has a {' and a '.join(scripts)} script; speedaudit does not run build/run "
+                         f"scripts (they would run outside the sandbox): build it yourself and add the program "
+                         f"as a .py/.cpp/.c source")
     language = language_of(path)
     if language is None:
         kind = "folder with no single language" if path.is_dir() else f"extension {path.suffix or '(none)'!r}"
@@ -308,26 +529,55 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     build_dir = _ensure_dir(Path(build_dir).resolve())
     if language == "python":
         interpreter = _resolve_tool(python, "Python interpreter")
-        entry = _copy_python(path, build_dir, interpreter)
+        try:
+            entry, copy_root = _copy_python(path, build_dir, interpreter)
+        except OSError as exc:
+            raise BuildError(f"{path}: cannot copy the Python source ({exc.strerror or exc})") from exc
+        _check_python_copy(path, copy_root, entry, interpreter)
         return Program("python", (interpreter, str(entry)), path)
     if path.is_dir():
         files = _source_files(path)
-        sources = [p for p in files if EXTENSIONS.get(p.suffix.lower()) == "cpp"]
+        sources = [p for p in files if EXTENSIONS.get(p.suffix.lower()) == language]
         headers = [p for p in files if p.suffix.lower() in _HEADER_SUFFIXES]
         include = path
     else:
         sources, include, headers = [path], path.parent, None
-    exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, headers=headers,
-                             label=str(path))
-    return Program("cpp", (str(exe),), path, build_s=seconds)
+    if language == "c":
+        exe, seconds = build_cpp(sources, build_dir, cxx=cc, cxxflags=cflags, include=include, headers=headers,
+                                 label=str(path), libs=("-lm",))
+    else:
+        exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, headers=headers,
+                                 label=str(path))
+    return Program(language, (str(exe),), path, build_s=seconds)
+
+
+_CHECKED = ".speedaudit-compiled"
+
+
+def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: str) -> None:
+    """Byte-compile a prepared Python copy once (a marker in its folder records success)."""
+    marker = copy_root / (_CHECKED if source.is_dir() else f"{_CHECKED}-{entry.name}")
+    if marker.is_file():
+        return
+    files = [p for p in _source_files(copy_root) if p.suffix.lower() in (".py", ".py3")] if source.is_dir() \
+        else [entry]
+    problems = {f: why for f, why in check_python(files, python=interpreter).items() if why}
+    if problems:
+        f, why = min(problems.items(), key=lambda item: (item[0] != entry, str(item[0])))
+        shown = source / f.relative_to(copy_root) if source.is_dir() else source
+        raise BuildError(f"{shown}: {why}", first_line=why)
+    with contextlib.suppress(OSError):
+        marker.touch()
 
 
 def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
-                  cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS) -> Program:
+                  cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
+                  cflags: tuple[str, ...] = DEFAULT_CFLAGS) -> Program:
     """The empty program of ``language``: what the sandbox costs before any work.
 
-    Python: an empty script run by ``python``; C++: ``int main() { return 0; }``
-    built exactly like the submissions. ``source`` is None.
+    Python: an empty script run by ``python``; C++ and C: ``int main() { return 0; }``
+    built exactly like the submissions. ``source`` is None. Each language has
+    its own floor (a Python start-up costs ~10-30 ms, a C++ one ~1 ms).
 
     >>> import tempfile
     >>> floor_program("python", Path(tempfile.mkdtemp())).argv[0]
@@ -345,5 +595,5 @@ def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHO
             fh.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, src)
-    program = prepare(src, build_dir, python=python, cxx=cxx, cxxflags=cxxflags)
+    program = prepare(src, build_dir, python=python, cxx=cxx, cxxflags=cxxflags, cc=cc, cflags=cflags)
     return Program(program.language, program.argv, None, program.build_s)

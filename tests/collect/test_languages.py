@@ -24,7 +24,7 @@ def _run(program: Program, stdin: str = "", **kw) -> subprocess.CompletedProcess
 
 def test_language_of_files_and_folders(tmp_path):
     expected = {"a.py": "python", "b.py3": "python", "c.cpp": "cpp", "d.cc": "cpp", "E.PY": "python",
-                "Main.java": None, "main.kt": None, "run.sh": None, "noext": None, "x.c": None}
+                "Main.java": None, "main.kt": None, "run.sh": None, "noext": None, "x.c": "c", "y.cxx": "cpp"}
     for name, lang in expected.items():
         assert language_of(tmp_path / name) == lang, name
     mixed = tmp_path / "mixed"
