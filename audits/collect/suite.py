@@ -22,10 +22,31 @@ Decisions (where the issue is silent are marked *decision*):
 
 * **Test kinds.** Tests under ``data/secret/optimization/`` are the optimization
   tests when that folder exists; otherwise the ``n_largest_optimization``
-  largest secret inputs (by bytes; ties by name). Everything else, samples
-  included, is a correctness test.
-* **Verdict folders.** ``accepted`` and ``time_limit_exceeded`` hold correct
-  references (the latter slow); every other folder holds incorrect ones.
+  largest secret inputs (by bytes). When sizes at the cut-off are within
+  :data:`SIZE_TIE_RATIO` (10 %) of each other they cannot tell workloads
+  apart (*decision*): :func:`probe_optimization_tests` runs the references
+  once on those tests and keeps the heaviest; without a probe they are taken
+  by name and :attr:`Problem.optimization_choice` says so. Everything else,
+  samples included, is a correctness test.
+* **Unusable tests** (a ``.ans`` without its ``.in``, an ``.in`` without its
+  ``.ans``, a file that cannot be read) are listed in :attr:`Suite.skipped`
+  (``what="test"``) and counted in :attr:`Problem.unusable_tests`.
+* **Verdict folders and @EXPECTED_RESULTS@.** A submission whose source has an
+  ``@EXPECTED_RESULTS@:`` header (DOMjudge / BAPCtools) is correct when every
+  listed result is ``ACCEPTED`` or ``TIME_LIMIT_EXCEEDED`` (a correct
+  reference that may time out), in any folder. Without a header, ``accepted``
+  and ``time_limit_exceeded`` hold correct references (the latter slow), a
+  ``mixed`` submission is skipped (its verdict is unknown), and every other
+  folder holds incorrect ones.
+* **Python sources** are byte-compiled by the chosen interpreter at load time
+  (one process per problem); one that does not compile, or a Python 2 program,
+  is skipped with the reason (:func:`audits.collect.languages.check_python`).
+  C and C++ submissions are compiled by ``collect`` (a compile or link error
+  skips that submission with the compiler's first error line); custom output
+  validators are built at load time, and one that does not build skips its
+  problem with the same kind of reason (never a crash).
+* Submission folders with ``build``/``run`` scripts are skipped: those scripts
+  would run outside the sandbox.
 * **Validator flags** (*decision*): problem.yaml ``validator_flags`` followed by
   the ``output_validator_flags`` of the nearest ``testdata.yaml`` at or above
   the test's group (later flags win). ``Problem.checker`` carries the flags that
@@ -55,7 +76,7 @@ from pathlib import Path
 import yaml
 
 from audits.collect.checker import OutputChecker, parse_validator_flags
-from audits.collect.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, language_of, prepare
+from audits.collect.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, check_python, language_of, prepare
 from audits.corpus.schema import TEST_KINDS
 from audits.errors import UserError
 
@@ -103,7 +124,13 @@ class TestCase:
 
 @dataclass(frozen=True)
 class Submission:
-    """One judge submission: ``name`` is its path below ``submissions/`` (``accepted/fast.py``)."""
+    """One judge submission: ``name`` is its path below ``submissions/`` (``accepted/fast.py``).
+
+    ``expected`` is its verdict folder; ``expected_results`` the results its
+    ``@EXPECTED_RESULTS@:`` header lists (normalised, e.g. ``("ACCEPTED",
+    "TIME_LIMIT_EXCEEDED")``; empty without a header). ``correct`` comes from
+    the header when there is one, else from the folder.
+    """
 
     problem: str
     name: str
@@ -111,21 +138,29 @@ class Submission:
     language: str
     expected: str
     correct: bool
+    expected_results: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"problem": self.problem, "name": self.name, "path": str(self.path), "language": self.language,
-                "expected": self.expected, "correct": self.correct}
+                "expected": self.expected, "correct": self.correct, "expected_results": list(self.expected_results)}
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """Something that was not loaded (a package, test or submission) and why."""
+    """Something that was not loaded and why.
+
+    ``what`` is ``"package"``, ``"test"``, ``"submission"`` or ``"validator"``;
+    ``problem`` the problem id it belongs to (None for a folder that is not a
+    package).
+    """
 
     path: Path
     reason: str
+    what: str = "package"
+    problem: str | None = None
 
     def to_dict(self) -> dict:
-        return {"path": str(self.path), "reason": self.reason}
+        return {"path": str(self.path), "reason": self.reason, "what": self.what, "problem": self.problem}
 
 
 @dataclass(frozen=True)
@@ -140,6 +175,14 @@ class Problem:
     checker: OutputChecker
     time_limit_s: float | None
     memory_limit_mb: int | None
+    #: tests under data/ that cannot be used (no .in, no .ans, unreadable); listed in Suite.skipped
+    unusable_tests: int = 0
+    #: how the optimization tests were chosen (folder, sizes, or a probe run), in words
+    optimization_choice: str = ""
+    #: secret tests whose sizes cannot tell them apart at the cut-off (a probe run decides among them)
+    probe_candidates: tuple[str, ...] = ()
+    #: how many of the optimization slots the probe candidates compete for
+    probe_slots: int = 0
 
     def checker_for(self, test: TestCase) -> OutputChecker:
         """The checker for one test: ``checker`` with the test group's flags when they differ."""
@@ -156,7 +199,9 @@ class Problem:
         return {"id": self.id, "name": self.name, "root": str(self.root),
                 "tests": [t.to_dict() for t in self.tests], "submissions": [s.to_dict() for s in self.submissions],
                 "checker": self.checker.to_dict(), "time_limit_s": self.time_limit_s,
-                "memory_limit_mb": self.memory_limit_mb}
+                "memory_limit_mb": self.memory_limit_mb, "unusable_tests": self.unusable_tests,
+                "optimization_choice": self.optimization_choice, "probe_candidates": list(self.probe_candidates),
+                "probe_slots": self.probe_slots}
 
 
 @dataclass(frozen=True)
@@ -182,24 +227,28 @@ class Suite:
         return tuple(s for p in self.problems for s in p.submissions)
 
     def to_frame(self):
-        """One row per problem: tests per kind, submissions per language and correctness, checker, limits."""
+        """One row per problem: tests per kind, unusable tests, submissions per language and correctness, checker."""
         import pandas as pd
+
+        from audits.collect.languages import LANGUAGES
 
         rows = []
         for p in self.problems:
             kinds = Counter(t.kind for t in p.tests)
-            rows.append({
+            row = {
                 "problem": p.id, "name": p.name,
                 "correctness_tests": kinds.get("correctness", 0), "optimization_tests": kinds.get("optimization", 0),
+                "unusable_tests": p.unusable_tests,
                 "correct_submissions": sum(s.correct for s in p.submissions),
                 "incorrect_submissions": sum(not s.correct for s in p.submissions),
-                "python": sum(s.language == "python" for s in p.submissions),
-                "cpp": sum(s.language == "cpp" for s in p.submissions),
-                "checker": p.checker.describe(), "time_limit_s": p.time_limit_s,
-                "memory_limit_mb": p.memory_limit_mb,
-            })
-        columns = ["problem", "name", "correctness_tests", "optimization_tests", "correct_submissions",
-                   "incorrect_submissions", "python", "cpp", "checker", "time_limit_s", "memory_limit_mb"]
+            }
+            row.update({lang: sum(s.language == lang for s in p.submissions) for lang in LANGUAGES})
+            row.update({"checker": p.checker.describe(), "time_limit_s": p.time_limit_s,
+                        "memory_limit_mb": p.memory_limit_mb, "optimization_choice": p.optimization_choice})
+            rows.append(row)
+        columns = ["problem", "name", "correctness_tests", "optimization_tests", "unusable_tests",
+                   "correct_submissions", "incorrect_submissions", *LANGUAGES, "checker", "time_limit_s",
+                   "memory_limit_mb", "optimization_choice"]
         return pd.DataFrame(rows, columns=columns)
 
     def to_dict(self) -> dict:
@@ -207,33 +256,56 @@ class Suite:
                 "skipped": [s.to_dict() for s in self.skipped]}
 
     def summary(self) -> str:
-        """Problems, tests per kind, submissions per verdict folder and language, and what was skipped."""
+        """Problems, tests per kind, submissions per verdict folder and language, and what was skipped.
+
+        Skips are grouped by problem with a count per kind (tests, submissions,
+        validators), so a test that vanished from an archive is visible.
+        """
         kinds = Counter(t.kind for t in self.tests)
-        verdicts = Counter(s.expected for s in self.submissions)
+        verdicts = Counter((s.expected, s.correct) for s in self.submissions)
+        by_header = Counter((s.expected, s.correct) for s in self.submissions if s.expected_results)
         languages = Counter(s.language for s in self.submissions)
         lines = [f"suite {self.root}",
                  f"  problems: {len(self.problems)}",
                  f"  tests: {len(self.tests)} ({kinds.get('correctness', 0)} correctness, "
-                 f"{kinds.get('optimization', 0)} optimization)"]
+                 f"{kinds.get('optimization', 0)} optimization)"
+                 + (f"; {sum(p.unusable_tests for p in self.problems)} unusable (listed below)"
+                    if any(p.unusable_tests for p in self.problems) else "")]
         n_sub = len(self.submissions)
         lang_text = ", ".join(f"{k} {v}" for k, v in sorted(languages.items()))
         lines.append(f"  submissions: {n_sub}" + (f" ({lang_text})" if lang_text else ""))
-        order = sorted(verdicts, key=lambda v: (v not in CORRECT_VERDICTS, v))
-        for verdict in order:
-            tag = "correct" if verdict in CORRECT_VERDICTS else "incorrect"
-            lines.append(f"    {verdict:<22} {verdicts[verdict]:>6}  ({tag})")
+        for verdict, correct in sorted(verdicts, key=lambda v: (v[0] not in CORRECT_VERDICTS, v[0], not v[1])):
+            tag = "correct" if correct else "incorrect"
+            if by_header[(verdict, correct)]:
+                tag += f", {by_header[(verdict, correct)]} by @EXPECTED_RESULTS@"
+            lines.append(f"    {verdict:<22} {verdicts[(verdict, correct)]:>6}  ({tag})")
         if self.problems:
             lines.append("  per problem:")
             width = max(len(p.id) for p in self.problems)
             for p in self.problems:
                 k = Counter(t.kind for t in p.tests)
                 n_ok = sum(s.correct for s in p.submissions)
+                unusable = f"  ({p.unusable_tests} unusable)" if p.unusable_tests else ""
                 lines.append(f"    {p.id:<{width}}  tests {k.get('correctness', 0):>3} corr + "
-                             f"{k.get('optimization', 0):>3} opt  submissions {n_ok:>3} correct + "
+                             f"{k.get('optimization', 0):>3} opt{unusable}  submissions {n_ok:>3} correct + "
                              f"{len(p.submissions) - n_ok:>3} incorrect  {p.checker.describe()}")
-        lines.append(f"  skipped: {len(self.skipped)}")
+                if p.optimization_choice:
+                    lines.append(f"    {'':<{width}}  optimization tests: {p.optimization_choice}")
+        lines.append(f"  skipped: {len(self.skipped)}"
+                     + (" (" + ", ".join(f"{n} {w}{'s' if n != 1 else ''}" for w, n in
+                                         sorted(Counter(s.what for s in self.skipped).items())) + ")"
+                        if self.skipped else ""))
+        groups: dict[str | None, list[Skipped]] = {}
         for s in self.skipped:
+            groups.setdefault(s.problem if s.what != "package" else None, []).append(s)
+        for s in groups.pop(None, []):
             lines.append(f"    {_rel(s.path, self.root)}: {s.reason}")
+        for problem, items in groups.items():
+            counts = Counter(s.what for s in items)
+            lines.append(f"    {problem}: " + ", ".join(f"{n} {w}{'s' if n != 1 else ''}"
+                                                        for w, n in sorted(counts.items())))
+            for s in items:
+                lines.append(f"      {_rel(s.path, self.root)}: {s.reason}")
         return "\n".join(lines)
 
 
@@ -263,7 +335,12 @@ def _hidden(name: str) -> bool:
 
 
 class _Skip(Exception):
-    """Internal: this package cannot be used; the message is the reason."""
+    """Internal: this package cannot be used; the message is the reason (``what``/``path``: what failed)."""
+
+    def __init__(self, message: str, *, what: str = "package", path: Path | None = None):
+        super().__init__(message)
+        self.what = what
+        self.path = path
 
 
 def _read_yaml(path: Path, what: str) -> dict:
@@ -397,12 +474,14 @@ def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
     language = language_of(path)
     if language is None:
         found = sorted({p.suffix or p.name for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()})
-        raise _Skip(f"custom output validator {path} is neither Python nor C++ (found {', '.join(found) or 'no files'}); "
-                    f"supported: {', '.join(EXTENSIONS)}")
+        raise _Skip(f"custom output validator {path} is neither Python, C++ nor C (found "
+                    f"{', '.join(found) or 'no files'}); supported: {', '.join(EXTENSIONS)}", what="validator",
+                    path=path)
     try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
         return prepare(path, build_dir, python=python, cxx=cxx)
-    except BuildError as exc:
-        raise _Skip(f"custom output validator cannot be built: {exc}") from None
+    except (BuildError, OSError) as exc:  # a compile or link error, a Python 2 validator, an unreadable file
+        raise _Skip(f"custom output validator cannot be built, problem skipped: {exc}", what="validator",
+                    path=path) from None
 
 
 def _testdata_flags(data: Path) -> dict[str, tuple[str, ...] | None]:
@@ -433,11 +512,31 @@ def _group_flags(group: str, testdata: dict) -> tuple[str, ...] | None:
     return None
 
 
-def _collect_tests(pid: str, root: Path, *, include_samples: bool, n_largest: int,
-                   skipped: list[Skipped]) -> list[tuple[str, str, Path, Path, int]]:
-    """(name, group, input, answer, bytes) for every usable .in file in data/sample and data/secret."""
+def _readable(path: Path) -> str | None:
+    """None when ``path`` is a regular file we can open, else why not."""
+    try:
+        with open(path, "rb"):
+            pass
+    except IsADirectoryError:
+        return "is a folder, not a file"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None if path.is_file() else "not a regular file"
+
+
+def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list[Skipped]
+                   ) -> tuple[list[tuple[str, str, Path, Path, int]], int]:
+    """(name, group, input, answer, bytes) for every usable test in data/sample and data/secret, and the
+    number of unusable ones (each listed in ``skipped``: no .in, no .ans, unreadable)."""
     data = root / "data"
     found = []
+    unusable = 0
+
+    def skip(path: Path, reason: str) -> None:
+        nonlocal unusable
+        unusable += 1
+        skipped.append(Skipped(path, reason, "test", pid))
+
     for top in ("sample", "secret"):
         base = data / top
         if not base.is_dir() or (top == "sample" and not include_samples):
@@ -452,41 +551,156 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, n_largest: in
                 continue
             seen.add(real)
             dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
+            names = set(filenames)
             for fname in sorted(filenames):
-                if _hidden(fname) or not fname.endswith(".in"):
+                if _hidden(fname):
+                    continue
+                if fname.endswith(".ans") and fname[:-4] + ".in" not in names:
+                    ans = Path(dirpath) / fname
+                    rel = ans.relative_to(data).with_suffix("").as_posix()
+                    skip(ans, f"no input file {fname[:-4]}.in beside the answer (test {rel} skipped; archives "
+                              f"often leave large inputs out: regenerate them)")
+                    continue
+                if not fname.endswith(".in"):
                     continue
                 inp = Path(dirpath) / fname
                 ans = inp.with_suffix(".ans")
                 rel = inp.relative_to(data).with_suffix("").as_posix()
-                if not ans.is_file():
-                    skipped.append(Skipped(inp, f"no answer file {ans.name} beside the input (test {rel} skipped)"))
+                if fname[:-3] + ".ans" not in names:
+                    skip(inp, f"no answer file {ans.name} beside the input (test {rel} skipped)")
                     continue
-                try:
-                    size = inp.stat().st_size
-                except OSError as exc:
-                    skipped.append(Skipped(inp, f"input cannot be read ({exc.strerror})"))
+                why = _readable(inp) or None
+                if why is None:
+                    why_ans = _readable(ans)
+                    if why_ans is not None:
+                        skip(ans, f"answer file cannot be read ({why_ans}; test {rel} skipped)")
+                        continue
+                else:
+                    skip(inp, f"input cannot be read ({why}; test {rel} skipped)")
                     continue
+                size = inp.stat().st_size
                 group = Path(rel).parent.as_posix()
                 found.append((rel, group, inp, ans, size))
     found.sort(key=lambda t: _natural_key(t[0]))
-    return found
+    return found, unusable
 
 
-def _kinds(tests: list[tuple[str, str, Path, Path, int]], n_largest: int) -> list[str]:
+#: Test sizes closer than this ratio cannot tell two tests' workloads apart (*decision*): a generator's
+#: "maximal" inputs often differ by a few digits' worth of bytes.
+SIZE_TIE_RATIO = 1.1
+
+
+def _kinds(tests: list[tuple[str, str, Path, Path, int]], n_largest: int
+           ) -> tuple[list[str], str, tuple[str, ...], int]:
+    """Test kinds, how the optimization tests were chosen, and the tied candidates a probe should decide.
+
+    Without ``data/secret/optimization/``: the ``n_largest`` largest secret
+    inputs. When the sizes at the cut-off are within :data:`SIZE_TIE_RATIO` of
+    each other, those tests are *probe candidates*: tests clearly larger than
+    the cut-off stay chosen, and a probe run (:func:`probe_optimization_tests`)
+    picks the heaviest candidates for the remaining slots; until then they are
+    chosen by name (natural order) and the choice says so.
+    """
     opt_folder = [t[1] == "secret/optimization" or t[1].startswith("secret/optimization/") for t in tests]
     if any(opt_folder):
-        return ["optimization" if flag else "correctness" for flag in opt_folder]
+        return (["optimization" if flag else "correctness" for flag in opt_folder],
+                f"the {sum(opt_folder)} tests under data/secret/optimization/", (), 0)
     secret = [i for i, t in enumerate(tests) if t[1] == "secret" or t[1].startswith("secret/")]
-    largest = sorted(secret, key=lambda i: (-tests[i][4], _natural_key(tests[i][0])))[:n_largest]
-    chosen = set(largest)
-    return ["optimization" if i in chosen else "correctness" for i in range(len(tests))]
+    ranked = sorted(secret, key=lambda i: (-tests[i][4], _natural_key(tests[i][0])))
+    largest = ranked[:n_largest]
+    kinds = ["optimization" if i in set(largest) else "correctness" for i in range(len(tests))]
+    if not largest:
+        return kinds, "", (), 0
+    if len(ranked) <= n_largest:
+        return kinds, f"every secret test ({len(largest)}, at most {n_largest} wanted)", (), 0
+    cut = tests[largest[-1]][4]
+    tied = [i for i in ranked if cut / SIZE_TIE_RATIO <= tests[i][4] <= cut * SIZE_TIE_RATIO]
+    clear = [i for i in largest if tests[i][4] > cut * SIZE_TIE_RATIO]
+    if len(tied) <= n_largest - len(clear):
+        return kinds, f"the {len(largest)} largest secret inputs ({tests[largest[-1]][4]:,}+ bytes)", (), 0
+    slots = n_largest - len(clear)
+    names = tuple(tests[i][0] for i in tied)
+    return (kinds, f"{slots} of {len(tied)} secret inputs of indistinguishable size ({cut:,} bytes, within "
+                   f"{SIZE_TIE_RATIO:g}x) chosen BY NAME: run a probe (speedaudit suite/collect do) to pick "
+                   f"the heaviest", names, slots)
 
 
-def _collect_submissions(pid: str, root: Path, skipped: list[Skipped]) -> list[Submission]:
+#: ``@EXPECTED_RESULTS@`` result names (DOMjudge / BAPCtools spellings) -> one name each.
+_RESULT_NAMES = {
+    "ACCEPTED": "ACCEPTED", "CORRECT": "ACCEPTED",
+    "WRONG_ANSWER": "WRONG_ANSWER", "NO_OUTPUT": "NO_OUTPUT",
+    "TIME_LIMIT_EXCEEDED": "TIME_LIMIT_EXCEEDED", "TIMELIMIT": "TIME_LIMIT_EXCEEDED",
+    "RUN_TIME_ERROR": "RUN_TIME_ERROR", "RUN_ERROR": "RUN_TIME_ERROR", "RUNTIME_ERROR": "RUN_TIME_ERROR",
+    "MEMORY_LIMIT_EXCEEDED": "MEMORY_LIMIT_EXCEEDED", "MEMORY_LIMIT": "MEMORY_LIMIT_EXCEEDED",
+    "OUTPUT_LIMIT_EXCEEDED": "OUTPUT_LIMIT_EXCEEDED", "OUTPUT_LIMIT": "OUTPUT_LIMIT_EXCEEDED",
+    "COMPILER_ERROR": "COMPILER_ERROR", "COMPILE_ERROR": "COMPILER_ERROR",
+}
+#: Results of a correct program: it may be slow, never wrong.
+CORRECT_RESULTS = ("ACCEPTED", "TIME_LIMIT_EXCEEDED")
+_EXPECTED = re.compile(rb"@EXPECTED_RESULTS@:?[ \t]*([^\r\n]*)")
+
+
+def expected_results(path: Path) -> tuple[str, ...] | None:
+    r"""The ``@EXPECTED_RESULTS@:`` header of a submission (file, or the first source file of a folder).
+
+    Returns the normalised result names (``CORRECT`` -> ``ACCEPTED``,
+    ``TIMELIMIT`` -> ``TIME_LIMIT_EXCEEDED``, ``RUN-ERROR`` ->
+    ``RUN_TIME_ERROR``, ...), None without a header. Raises ValueError naming
+    an unknown result.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "a.py"
+    >>> _ = f.write_text("# @EXPECTED_RESULTS@: ACCEPTED, TIME_LIMIT_EXCEEDED\nprint(1)\n")
+    >>> expected_results(f)
+    ('ACCEPTED', 'TIME_LIMIT_EXCEEDED')
+    """
+    files = [path] if path.is_file() else sorted(
+        (p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in
+                                                                p.relative_to(path).parts)), key=str)
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(1 << 16)
+        except OSError:
+            continue
+        match = _EXPECTED.search(head)
+        if not match:
+            continue
+        text = match.group(1).decode("utf-8", "replace")
+        text = re.split(r"\*/|-->", text)[0]  # a header inside a one-line C comment
+        out = []
+        for word in (w.strip() for w in text.replace(";", ",").split(",")):
+            if not word:
+                continue
+            key = word.upper().replace("-", "_").replace(" ", "_")
+            if key not in _RESULT_NAMES:
+                raise ValueError(f"unknown result {word!r} in its @EXPECTED_RESULTS@ header; known: "
+                                 f"{', '.join(sorted(set(_RESULT_NAMES)))}")
+            if _RESULT_NAMES[key] not in out:
+                out.append(_RESULT_NAMES[key])
+        if not out:
+            raise ValueError("its @EXPECTED_RESULTS@ header lists no result")
+        return tuple(out)
+    return None
+
+
+def _python_files(entry: Path) -> list[Path]:
+    if entry.is_file():
+        return [entry]
+    return sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix.lower() in (".py", ".py3")
+                  and not any(part.startswith(".") for part in p.relative_to(entry).parts))
+
+
+def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: str) -> list[Submission]:
     subs_dir = root / "submissions"
     if not subs_dir.is_dir():
         return []
     out = []
+    python_subs: list[tuple[Submission, Path]] = []
+
+    def skip(entry: Path, reason: str) -> None:
+        skipped.append(Skipped(entry, reason, "submission", pid))
+
     for verdict_dir in sorted(subs_dir.iterdir()):
         if _hidden(verdict_dir.name) or not verdict_dir.is_dir():
             continue  # e.g. submissions.yaml (2023-07)
@@ -495,15 +709,60 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped]) -> list[S
             if _hidden(entry.name):
                 continue
             name = f"{verdict}/{entry.name}"
+            if entry.is_dir() and any((entry / script).is_file() for script in ("build", "run")):
+                skip(entry, "has a build/run script: speedaudit does not run build scripts outside the sandbox; "
+                            "build it yourself and add the program as a source file")
+                continue
             language = language_of(entry)
             if language is None:
-                if entry.is_dir():
-                    reason = "language not supported (a folder without a single Python or C++ program)"
+                if entry.suffix.lower() == ".disabled":
+                    skip(entry, "disabled by its name (.disabled)")
+                    continue
+                if entry.suffix.lower() == ".py2":
+                    reason = "Python 2 program (.py2); speedaudit runs Python 3"
+                elif entry.is_dir():
+                    reason = "language not supported (a folder without a single Python, C++ or C program)"
                 else:
                     reason = f"language not supported ({entry.suffix or 'no extension'})"
-                skipped.append(Skipped(entry, f"{reason}; supported: {', '.join(EXTENSIONS)}"))
+                skip(entry, f"{reason}; supported: {', '.join(EXTENSIONS)}")
                 continue
-            out.append(Submission(pid, name, entry.resolve(), language, verdict, verdict in CORRECT_VERDICTS))
+            try:
+                results = expected_results(entry)
+            except ValueError as exc:
+                skip(entry, str(exc))
+                continue
+            if results is not None:
+                correct = all(r in CORRECT_RESULTS for r in results)
+            elif verdict == "mixed":
+                skip(entry, "in submissions/mixed/ without an @EXPECTED_RESULTS@ header: its expected verdict "
+                            "is unknown (add e.g. '@EXPECTED_RESULTS@: ACCEPTED, TIME_LIMIT_EXCEEDED')")
+                continue
+            else:
+                correct = verdict in CORRECT_VERDICTS
+            sub = Submission(pid, name, entry.resolve(), language, verdict, correct, results or ())
+            if language == "python":
+                python_subs.append((sub, entry))
+            out.append(sub)
+    if python_subs:  # byte-compiled by the chosen interpreter, one process for the whole problem
+        files = {sub.name: _python_files(entry) for sub, entry in python_subs}
+        try:
+            verdicts = check_python([f for fs in files.values() for f in fs], python=python)
+        except BuildError as exc:
+            verdicts = None
+            failure = str(exc)
+        bad = set()
+        for sub, entry in python_subs:
+            if verdicts is None:
+                skip(entry, f"cannot check the Python source: {failure}")
+                bad.add(sub.name)
+                continue
+            reasons = [(f, verdicts.get(f)) for f in files[sub.name] if verdicts.get(f)]
+            if reasons:
+                f, why = reasons[0]
+                where = f"{f.relative_to(entry)}: " if entry.is_dir() else ""
+                skip(entry, where + why)
+                bad.add(sub.name)
+        out = [sub for sub in out if sub.name not in bad]
     return out
 
 
@@ -561,9 +820,8 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
         if not data.is_dir():
             raise _Skip("no data/ folder (tests go in data/sample/ and data/secret/)")
 
-        raw = _collect_tests(pid, root, include_samples=include_samples, n_largest=n_largest_optimization,
-                             skipped=skipped)
-        kinds = _kinds(raw, n_largest_optimization)
+        raw, unusable = _collect_tests(pid, root, include_samples=include_samples, skipped=skipped)
+        kinds, choice, candidates, slots = _kinds(raw, n_largest_optimization)
         tests = []
         for (rel, group, inp, ans, size), kind in zip(raw, kinds):
             flags = _group_flags(group, testdata)
@@ -573,16 +831,18 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
                 try:
                     parse_validator_flags(list(own))
                 except ValueError as exc:
-                    skipped.append(Skipped(inp, f"output_validator_flags of group {group}: {exc}"))
+                    skipped.append(Skipped(inp, f"output_validator_flags of group {group}: {exc}", "test", pid))
+                    unusable += 1
                     continue
             tests.append(TestCase(pid, rel, inp, ans, kind, group, size, own))
         if not tests:
             where = "data/secret" if not include_samples else "data/sample or data/secret"
             raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
-        submissions = _collect_submissions(pid, root, skipped)
-    except _Skip as exc:
-        return None, (Skipped(root, str(exc)),)
-    problem = Problem(pid, name, root, tuple(tests), tuple(submissions), checker, time_limit, memory)
+        submissions = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON)
+    except _Skip as exc:  # the tests listed as unusable so far stay listed: they explain a "no tests"
+        return None, (*skipped, Skipped(exc.path or root, str(exc), exc.what, pid))
+    problem = Problem(pid, name, root, tuple(tests), tuple(submissions), checker, time_limit, memory,
+                      unusable, choice, candidates, slots)
     return problem, tuple(skipped)
 
 

@@ -348,8 +348,10 @@ def test_custom_validators_python_folder_cpp_with_header_and_unsupported(tmp_pat
     assert mod.checker.flags == ("ignored_by_this_validator",)
     assert _check(mod, "secret/1", "10", tmp_path) == (True, "accepted")
     assert _check(mod, "secret/1", "11", tmp_path) == (False, "validator: wrong answer")
-    reasons = {s.path.name: s.reason for s in suite.skipped}
-    assert "neither Python nor C++" in reasons["java_validator"] and ".java" in reasons["java_validator"]
+    reasons = {s.problem: s.reason for s in suite.skipped}
+    assert {s.problem: s.what for s in suite.skipped} == {"java_validator": "validator", "broken_cpp": "validator",
+                                                           "missing_validator": "package"}
+    assert "neither Python, C++ nor C" in reasons["java_validator"] and ".java" in reasons["java_validator"]
     assert "cannot be built" in reasons["broken_cpp"] and "g++ failed" in reasons["broken_cpp"] \
         and "v.cpp" in reasons["broken_cpp"]
     assert "no output_validators/<name>/" in reasons["missing_validator"]
@@ -447,10 +449,11 @@ def test_cli_prints_summary(tmp_path, capsys):
     assert "problems: 3" in out
     # 3 problems: hello/floaty have 2 correctness + 2 optimization each; sum has 5 + 2 (one input lacks .ans)
     assert "tests: 15 (9 correctness, 6 optimization)" in out
-    assert "accepted                    6  (correct)" in out
+    assert "accepted                    6  (correct, 2 by @EXPECTED_RESULTS@)" in out
     assert "time_limit_exceeded         3  (correct)" in out
     assert "wrong_answer                3  (incorrect)" in out
-    assert "skipped: 3" in out and "Sum.java: language not supported (.java)" in out
+    assert "skipped: 3 (1 package, 1 submission, 1 test)" in out and "sum: 1 submission, 1 test" in out
+    assert "Sum.java: language not supported (.java)" in out
     assert "05-noans.in: no answer file" in out
 
 
