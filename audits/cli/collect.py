@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     from audits.collect.background_load import LoadSpec
     from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
     from audits.collect.sandbox import Limits, SandboxError, make_sandbox
-    from audits.collect.suite import SuiteError, load_suite
+    from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
 
     try:
         make_sandbox(args.sandbox)
@@ -92,6 +92,14 @@ def _run(args: argparse.Namespace) -> int:
         problems = _names(args.problems) if args.problems else None
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, problems=problems,
                            python=args.python)
+        if not args.no_probe:
+            # the choice is kept beside --out, so that a resumed campaign times the same tests
+            suite = probe_optimization_tests(suite, sandbox=args.sandbox, python=args.python,
+                                             wall_s=min(args.timeout, 5.0), memory_bytes=args.memory,
+                                             record=f"{args.out}.probe.json")
+            for problem in suite.problems:
+                if problem.probe_seconds:
+                    print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
         plan = plan_campaign(suite, spec, work_dir=args.work_dir)
         print(f"campaign {spec.environment}/{spec.campaign}: {len(plan.jobs):,} jobs "
               f"({len(suite.problems)} problems, {spec.repeats} repeats, sandbox {spec.sandbox}, "
@@ -151,6 +159,9 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default: 6)")
+    g.add_argument("--no-probe", action="store_true",
+                   help="when sizes cannot tell the optimization tests apart, choose them by name instead of a "
+                        "probe run of the references (one run of up to 3 references per tied test)")
     g = p.add_argument_group("files")
     g.add_argument("--work-dir", default=None, metavar="DIR",
                    help="where programs are built and run (default: a fresh folder in /dev/shm, else the temp dir, removed "

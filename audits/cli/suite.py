@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from audits.collect.sandbox import SandboxError
 from audits.errors import UserError
-from audits.collect.suite import SuiteError, load_suite
+from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
 
 
 def _nonnegative(text: str) -> int:
@@ -23,8 +24,13 @@ def _run(args: argparse.Namespace) -> int:
     try:
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, include_samples=not args.no_samples,
                            problems=problems, build_dir=args.build_dir, python=args.python)
+        if not args.no_probe:
+            suite = probe_optimization_tests(suite, sandbox=args.sandbox, build_dir=args.build_dir,
+                                             python=args.python)
     except SuiteError as exc:
         raise UserError(str(exc)) from exc
+    except SandboxError as exc:
+        raise UserError(f"{exc}\n  -> pass --no-probe to skip the probe run, or choose another --sandbox") from exc
     print(suite.summary())
     if not suite.problems:
         raise UserError(f"{args.suite}: no usable problem package (see the skipped list above)")
@@ -36,9 +42,11 @@ def register(commands, audit_commands) -> None:
         "suite", help="load a folder of Kattis problem packages and print problems, tests, submissions, skips",
         description="Load a suite (a folder of problem packages in the Kattis format, or one package) and print: "
                     "problems, tests per kind (correctness / optimization), submissions per verdict folder, and "
-                    "everything skipped with the reason (interactive problems, unsupported languages, missing "
-                    ".ans files, malformed problem.yaml, validators that do not build). Exit 1 when the path is "
-                    "not a suite or no problem is usable.")
+                    "everything skipped with the reason (interactive problems, unsupported languages, Python 2 or "
+                    "non-compiling Python, tests without .in or .ans, malformed problem.yaml, validators that do "
+                    "not build), per problem with counts. When the optimization tests cannot be told apart by "
+                    "size, a probe run (each of up to 3 accepted references once on each tied test) picks the "
+                    "heaviest and the summary says so. Exit 1 when the path is not a suite or no problem is usable.")
     p.add_argument("suite", help="folder of problem packages, or one package (a folder with problem.yaml)")
     p.add_argument("--n-largest", type=_nonnegative, default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
@@ -47,5 +55,12 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--problem", action="append", metavar="ID[,ID...]", help="load only these problems (repeatable)")
     p.add_argument("--build-dir", default=None,
                    help="where custom output validators are compiled (default ~/.cache/speedaudit/build)")
-    p.add_argument("--python", default=None, help="interpreter for Python validators (default /usr/bin/python3)")
+    p.add_argument("--python", default=None,
+                   help="interpreter that byte-compiles Python submissions and runs Python validators and probes "
+                        "(default /usr/bin/python3)")
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not run the references to choose among optimization tests of indistinguishable size "
+                        "(they are then chosen by name, and the summary says so)")
+    p.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",
+                   help="where the probe runs the references (default: local)")
     p.set_defaults(func=_run)

@@ -82,7 +82,8 @@ from audits.errors import UserError
 
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
-    "CORRECT_VERDICTS", "TEST_KINDS", "default_build_dir",
+    "CORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
+    "probe_optimization_tests",
 ]
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow).
@@ -183,6 +184,8 @@ class Problem:
     probe_candidates: tuple[str, ...] = ()
     #: how many of the optimization slots the probe candidates compete for
     probe_slots: int = 0
+    #: (test, median CPU seconds of the references) of a probe run, heaviest first; empty without one
+    probe_seconds: tuple[tuple[str, float], ...] = ()
 
     def checker_for(self, test: TestCase) -> OutputChecker:
         """The checker for one test: ``checker`` with the test group's flags when they differ."""
@@ -201,7 +204,7 @@ class Problem:
                 "checker": self.checker.to_dict(), "time_limit_s": self.time_limit_s,
                 "memory_limit_mb": self.memory_limit_mb, "unusable_tests": self.unusable_tests,
                 "optimization_choice": self.optimization_choice, "probe_candidates": list(self.probe_candidates),
-                "probe_slots": self.probe_slots}
+                "probe_slots": self.probe_slots, "probe_seconds": [list(x) for x in self.probe_seconds]}
 
 
 @dataclass(frozen=True)
@@ -934,3 +937,129 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         if problem is not None:
             loaded.append(problem)
     return Suite(suite_root, tuple(loaded), tuple(skipped))
+
+
+def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir: Path | None = None,
+                             python: str | None = None, wall_s: float = 5.0, max_references: int = 3,
+                             memory_bytes: int | None = 1 << 30, record: str | os.PathLike | None = None) -> Suite:
+    """Pick optimization tests that sizes cannot tell apart by a short probe run of the references.
+
+    For every problem with :attr:`Problem.probe_candidates` (secret inputs of
+    indistinguishable size at the cut-off, see :data:`SIZE_TIE_RATIO`), up to
+    ``max_references`` accepted references (``accepted/`` or a header of
+    ``ACCEPTED`` only; by name) run **once** on each candidate in ``sandbox``
+    under ``wall_s``. A test's workload is the median over references of the
+    CPU seconds (user + system; less sensitive than wall time to other load on
+    the machine; a run that fails or times out counts as ``wall_s``). The
+    ``probe_slots`` heaviest candidates (ties by name) become optimization
+    tests, the others correctness tests, and
+    :attr:`Problem.optimization_choice` / :attr:`Problem.probe_seconds` report
+    the choice. A problem whose references do not build keeps its by-name
+    choice, and its choice says why.
+
+    ``record``: a JSON file that keeps each problem's probe result. When it
+    holds a result for the same candidates, that result is reused without
+    running anything, so that a resumed campaign times the same tests as the
+    first attempt (a probe of near-equal tests could choose differently).
+
+    Returns a new :class:`Suite` (problems without candidates unchanged).
+
+    Examples
+    --------
+    >>> suite = probe_optimization_tests(load_suite("archive"))       # doctest: +SKIP
+    >>> suite.problem("p").optimization_choice                        # doctest: +SKIP
+    '0 clearly largest + 6 of 24 same-size inputs picked by a probe run ...'
+    """
+    import dataclasses
+    import shutil
+    import statistics
+    import tempfile
+
+    from audits.collect.sandbox import Limits, make_sandbox, scratch_root
+
+    import json
+
+    todo = [p for p in suite.problems if p.probe_candidates and p.probe_slots > 0]
+    if not todo:
+        return suite
+    kept: dict = {}
+    if record is not None and Path(record).is_file():
+        try:
+            kept = json.loads(Path(record).read_text())
+        except (OSError, ValueError):
+            kept = {}
+    box = make_sandbox(sandbox)
+    box.check()
+    limits = Limits(wall_s=wall_s, memory_bytes=memory_bytes)
+    work = scratch_root("speedaudit-probe-")
+    build = Path(build_dir) if build_dir is not None else work / "build"
+    problems = {p.id: p for p in suite.problems}
+    try:
+        for problem in todo:
+            previous = kept.get(problem.id) if isinstance(kept, dict) else None
+            if isinstance(previous, dict) and previous.get("candidates") == list(problem.probe_candidates) \
+                    and previous.get("slots") == problem.probe_slots:
+                problems[problem.id] = _apply_probe(problem, dict(previous["seconds"]), previous["choice"])
+                continue
+            refs = [s for s in problem.submissions
+                    if s.correct and (s.expected_results == ("ACCEPTED",)
+                                      or (not s.expected_results and s.expected == "accepted"))]
+            programs, failures = [], []
+            for sub in refs:
+                if len(programs) == max_references:
+                    break
+                try:
+                    programs.append(prepare(sub, build, python=python or DEFAULT_PYTHON))
+                except BuildError as exc:
+                    failures.append(f"{sub.name}: {exc}")
+            if not programs:
+                why = "no accepted reference" if not refs else f"no reference builds ({failures[0]})"
+                problems[problem.id] = dataclasses.replace(
+                    problem, optimization_choice=problem.optimization_choice + f"; probe impossible: {why}")
+                continue
+            by_name = {t.name: t for t in problem.tests}
+            seconds: dict[str, float] = {}
+            for name in problem.probe_candidates:
+                test = by_name[name]
+                costs = []
+                for program in programs:
+                    workdir = Path(tempfile.mkdtemp(prefix="probe-", dir=work))
+                    try:
+                        ex = box.run(program.argv, stdin_path=test.input_path, workdir=workdir, limits=limits)
+                    finally:
+                        shutil.rmtree(workdir, ignore_errors=True)
+                    costs.append(ex.cpu_s if ex.status == "ok" else wall_s)
+                seconds[name] = float(statistics.median(costs))
+            ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
+            chosen = ranked[:problem.probe_slots]
+            rest = [seconds[n] for n in ranked[problem.probe_slots:]]
+            choice = (f"{len(chosen)} of {len(ranked)} inputs of indistinguishable size picked by a probe run "
+                      f"({len(programs)} reference(s) x {len(ranked)} tests, one run each, {sandbox} sandbox): "
+                      f"chosen {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''} "
+                      f"({seconds[chosen[-1]] * 1000:.3g}-{seconds[chosen[0]] * 1000:.3g} ms CPU), left out "
+                      + (f"{min(rest) * 1000:.3g}-{max(rest) * 1000:.3g} ms" if rest else "none"))
+            problems[problem.id] = _apply_probe(problem, seconds, choice)
+            kept[problem.id] = {"candidates": list(problem.probe_candidates), "slots": problem.probe_slots,
+                                "seconds": [[n, seconds[n]] for n in ranked], "choice": choice}
+    finally:
+        box.sweep()
+        shutil.rmtree(work, ignore_errors=True)
+    if record is not None:
+        tmp = Path(record).with_name(Path(record).name + ".tmp")
+        tmp.write_text(json.dumps(kept, indent=1))
+        os.replace(tmp, record)
+    return Suite(suite.root, tuple(problems[p.id] for p in suite.problems), suite.skipped)
+
+
+def _apply_probe(problem: Problem, seconds: dict[str, float], choice: str) -> Problem:
+    """``problem`` with its probe candidates re-kinded: the ``probe_slots`` heaviest become optimization tests."""
+    import dataclasses
+
+    ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
+    chosen = set(ranked[:problem.probe_slots])
+    candidates = set(problem.probe_candidates)
+    tests = tuple(dataclasses.replace(t, kind="optimization" if t.name in chosen else "correctness")
+                  if t.name in candidates else t for t in problem.tests)
+    clear = sum(t.kind == "optimization" for t in tests) - len(chosen)
+    return dataclasses.replace(problem, tests=tests, optimization_choice=f"{clear} clearly largest + {choice}",
+                               probe_seconds=tuple((n, seconds[n]) for n in ranked))
