@@ -12,6 +12,10 @@ Per environment (side by side), from :mod:`stats.discriminability`:
 * per-test discrimination (reference spread, repeat CV, ICC(3,1), near floor);
 * the sandbox floor (median of ``floor`` rows, or ``floor_s``) and per problem
   the share of optimization tests whose reference median is <= 2x the floor;
+  with a ``language`` column each language has its own floor and each test is
+  checked per language (the median of that language's references against
+  that language's floor), so Python tests near a 30 ms start-up are flagged
+  even when C++ floors are 1 ms;
   problems where at least ``near_floor_problem_share`` of the tests are that
   close are flagged.
 
@@ -120,6 +124,8 @@ class EnvironmentDiscriminability:
     problems: pd.DataFrame = field(repr=False)
     tests: pd.DataFrame = field(repr=False)
     method: str = "iqr"
+    #: floor per language (from the run's floor rows with a ``language`` column); empty when pooled or given
+    floors: dict = field(default_factory=dict)
 
     @property
     def flagged_problems(self) -> list[str]:
@@ -145,6 +151,7 @@ class EnvironmentDiscriminability:
             "strong_weak_gap_independent": self.gap.independent,
             "floor_s": self.floor_s,
             "floor_source": self.floor_source,
+            "floors_s": dict(self.floors),
             "near_floor_test_share": self.near_floor_test_share,
             "near_floor_problems": self.flagged_problems,
             "intervals": {
@@ -209,16 +216,23 @@ def _environment(rows: pd.DataFrame, floors: pd.DataFrame, env: str, campaign: s
     chosen = campaign_for(rows.loc[(rows["role"] != "floor").to_numpy()] if "role" in rows.columns else rows,
                           campaign)
     run = select_runs(rows, campaign=chosen)
+    language_floors: dict[str, float] = {}
     if floor_s is not None:
         floor, source = float(floor_s), "given"
     else:
         match = floors.loc[(floors["environment"].astype(str) == env).to_numpy()
                            & (floors["campaign"].astype(str) == str(chosen)).to_numpy()] if len(floors) else floors
         floor, source = (float(match["floor_s"].iloc[0]), "floor rows") if len(match) else (math.nan, "none")
+        if "language" in match.columns and "language" in run.columns:
+            language_floors = {str(lang): float(f) for lang, f in zip(match["language"], match["floor_s"])
+                               if pd.notna(lang)}
     if "role" in run.columns:
         run = run.loc[(run["role"] != "floor").to_numpy()]
     pools = reference_pools(run)  # built once: reused by the test table and the per-repeat scores
     tests = test_discrimination(run, floor_s=floor, factor=t.near_floor_factor, pools=pools)
+    if language_floors:  # every test is checked against the floor of its references' language
+        floor, source = _main_language_floor(run, language_floors)
+        tests = _near_floor_by_language(run, pools, tests, language_floors, t.near_floor_factor)
     problems = noise_aware_robust_cv(tests, method=method, threshold=t.robust_cv)
     p_str = problems["problem"].astype(str).to_numpy()
     t_str = tests["problem"].astype(str).to_numpy()
@@ -246,7 +260,41 @@ def _environment(rows: pd.DataFrame, floors: pd.DataFrame, env: str, campaign: s
         median_robust_cv=bootstrap_ci(rcv, statistic=np.median, n_boot=n_boot, seed=seed),
         median_noise_aware_robust_cv=bootstrap_ci(problems["noise_aware_robust_cv"].to_numpy(dtype=float),
                                                   statistic=np.median, n_boot=n_boot, seed=seed),
-        gap=gap, near_floor_test_share=near_share, problems=problems, tests=tests, method=method)
+        gap=gap, near_floor_test_share=near_share, problems=problems, tests=tests, method=method,
+        floors=language_floors)
+
+
+def _main_language_floor(run: pd.DataFrame, floors: dict[str, float]) -> tuple[float, str]:
+    """The floor of the language with the most reference rows (the headline), and a source naming every floor."""
+    counts = run.loc[(run["role"] == "reference").to_numpy(), "language"].astype(str).value_counts() \
+        if "role" in run.columns else run["language"].astype(str).value_counts()
+    ranked = sorted(floors, key=lambda lang: (-int(counts.get(lang, 0)), lang))
+    listing = ", ".join(f"{lang} {floors[lang] * 1000:.3g} ms" for lang in ranked)
+    return floors[ranked[0]], f"floor rows per language: {listing}; each test is checked against its own language's"
+
+
+def _near_floor_by_language(run: pd.DataFrame, pools: pd.DataFrame, tests: pd.DataFrame, floors: dict[str, float],
+                            factor: float) -> pd.DataFrame:
+    """``near_floor`` per test from per-language reference medians: near when, for some language, the median of
+    that language's references is <= factor x that language's floor (a language without floor rows is not judged).
+    Adds ``near_floor_languages`` (the languages near their floor, comma-separated)."""
+    lang = run[["problem", "solution", "language"]].astype(str).drop_duplicates(["problem", "solution"])
+    lookup = pd.Series(lang["language"].to_numpy(), index=(lang["problem"] + "\x00" + lang["solution"]).to_numpy())
+    key = pools["problem"].astype(str) + "\x00" + pools["solution"].astype(str)
+    frame = pd.DataFrame({"problem": pools["problem"].astype(str).to_numpy(), "test": pools["test"].astype(str).to_numpy(),
+                          "language": lookup.reindex(key.to_numpy()).to_numpy(),
+                          "duration_s": pools["duration_s"].to_numpy(dtype=float)})
+    med = frame.groupby(["problem", "test", "language"], sort=False)["duration_s"].median().reset_index()
+    limit = med["language"].map(floors).to_numpy(dtype=float) * factor
+    med = med.loc[med["duration_s"].to_numpy() <= limit]  # NaN limit (no floor for that language): never near
+    near = med.groupby(["problem", "test"], sort=True)["language"].agg(lambda v: ", ".join(sorted(v)))
+    near.index = [p + "\x00" + q for p, q in near.index]
+    tkey = (tests["problem"].astype(str) + "\x00" + tests["test"].astype(str)).to_numpy()
+    found = near.reindex(tkey)
+    tests = tests.copy()
+    tests["near_floor"] = found.notna().to_numpy()
+    tests["near_floor_languages"] = found.fillna("").to_numpy()
+    return tests
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:

@@ -78,13 +78,17 @@ def grouped_quantile(codes: np.ndarray, values: np.ndarray, n_groups: int, q: fl
     return out
 
 
-def sandbox_floor(corpus: pd.DataFrame) -> pd.DataFrame:
-    """Sandbox floor per (environment, campaign): median of ``ok`` floor rows.
+def sandbox_floor(corpus: pd.DataFrame, *, by_language: bool = True) -> pd.DataFrame:
+    """Sandbox floor per (environment, campaign[, language]): median of ``ok`` floor rows.
+
+    Each language has its own floor (its empty program: a Python start-up
+    costs ~10-30 ms, a C++ one ~1 ms), so with a ``language`` column and
+    ``by_language`` the floor is per language.
 
     Returns
     -------
-    DataFrame with ``environment, campaign, floor_s, n`` (only runs that have
-    floor rows).
+    DataFrame with ``environment, campaign, [language,] floor_s, n`` (only
+    runs that have floor rows).
 
     Examples
     --------
@@ -94,6 +98,8 @@ def sandbox_floor(corpus: pd.DataFrame) -> pd.DataFrame:
     [0.031]
     """
     keys = [c for c in ("environment", "campaign") if c in corpus.columns]
+    if by_language and "language" in corpus.columns:
+        keys.append("language")
     if "role" not in corpus.columns:
         return pd.DataFrame(columns=keys + ["floor_s", "n"])
     d = corpus["duration_s"].to_numpy(dtype=float)

@@ -130,7 +130,7 @@ def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", 
     rev = np.arange(len(codes) - 1, -1, -1)
     first[codes[rev]] = rev
     out = executions.iloc[first].reset_index(drop=True)
-    keep = [c for c in by + ["role", "correct", "test_kind"] if c in out.columns]
+    keep = [c for c in dict.fromkeys(by + ["role", "correct", "test_kind", "language"]) if c in out.columns]
     out = out[keep].copy()
     out["duration_s"] = median
     out["n_runs"] = n_runs
@@ -146,20 +146,35 @@ def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", 
     return out
 
 
-def reference_pools(corpus: pd.DataFrame) -> pd.DataFrame:
+#: ``corpus.attrs[POOLS_ATTR] = "one"`` merges the languages' pools (the CLI's ``--one-pool``).
+POOLS_ATTR = "speedaudit.reference_pools"
+
+
+def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None) -> pd.DataFrame:
     """Reference pool of every (problem, test).
 
     Parameters
     ----------
     corpus : DataFrame
         Executions of one environment and one campaign (see :func:`select_runs`).
+    by_language : bool, optional
+        With a ``language`` column: ``None`` (default) gives a problem whose
+        references mix languages one pool per language (a Python candidate is
+        ranked among the Python references: a C++ and a Python program differ
+        by the interpreter, not by the idea), and every other problem one pool;
+        ``True`` splits every problem by language; ``False`` keeps one pool.
+        ``corpus.attrs[POOLS_ATTR] == "one"`` means ``False`` when None is given.
 
     Returns
     -------
     DataFrame
         Columns ``problem, test, solution, duration_s``: one row per correct
         reference solution with at least one ``ok`` repeat on the test, its
-        duration the median of those repeats.
+        duration the median of those repeats. When some problem's pool is split
+        by language, also ``pool_language`` (the language of the pool the row
+        belongs to, ``""`` for a problem with one pool); :func:`test_percentiles`
+        then ranks each execution in the pool of its own ``language``, and an
+        execution of a language with no reference there gets NaN.
 
     Examples
     --------
@@ -176,9 +191,22 @@ def reference_pools(corpus: pd.DataFrame) -> pd.DataFrame:
         mask &= (corpus["role"] == "reference").to_numpy()
     if "correct" in corpus.columns:
         mask &= corpus["correct"].to_numpy(dtype=bool)
-    refs = corpus.loc[mask, ["problem", "test", "solution", "duration_s", "status"]]
+    if by_language is None and corpus.attrs.get(POOLS_ATTR) == "one":
+        by_language = False
+    split = by_language is not False and "language" in corpus.columns
+    refs = corpus.loc[mask, ["problem", "test", "solution", "duration_s", "status"] + (["language"] if split else [])]
     cells = solution_cells(refs)
-    return cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
+    out = cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
+    if split and len(cells):
+        language = cells["language"].astype(object).where(cells["language"].notna(), "").astype(str).to_numpy()
+        if by_language:
+            per_language = np.ones(len(cells), dtype=bool)
+        else:  # the problems whose references have more than one language (one groupby over <= 10^6 cells)
+            n_lang = pd.Series(language).groupby(cells["problem"].to_numpy()).transform("nunique").to_numpy()
+            per_language = n_lang > 1
+        if per_language.any():
+            out["pool_language"] = np.where(per_language, language, "")
+    return out
 
 
 def _searchsorted_both(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,7 +287,15 @@ def test_percentiles(
     durations = executions["duration_s"].to_numpy(dtype=float)
     ok = (executions["status"] == "ok").to_numpy() & np.isfinite(durations)
 
-    exec_test, pool_test, n_tests = _joint_codes(executions, pools, ["problem", "test"])
+    keys = ["problem", "test"]
+    if "pool_language" in pools.columns and "language" in executions.columns:
+        # an execution of a problem with per-language pools joins the pool of its own language
+        split_problems = pd.unique(pools.loc[(pools["pool_language"] != "").to_numpy(), "problem"].astype(str))
+        in_split = executions["problem"].astype(str).isin(split_problems).to_numpy()
+        language = executions["language"].astype(object).where(executions["language"].notna(), "").astype(str)
+        executions = executions.assign(pool_language=np.where(in_split, language.to_numpy(), ""))
+        keys.append("pool_language")
+    exec_test, pool_test, n_tests = _joint_codes(executions, pools, keys)
     pool_d = pools["duration_s"].to_numpy(dtype=float)
     # Exact integer keys: (test group, position of the value among the pool's
     # distinct values). A pool value uniq[j] gets 2j+1; an execution's value gets
@@ -315,6 +351,7 @@ def percentile_table(
     per_repeat: bool = False,
     leave_self_out: bool = True,
     pools: pd.DataFrame | None = None,
+    by_language: bool | None = None,
 ) -> pd.DataFrame:
     """Per-test percentiles of every solution in one environment and campaign.
 
@@ -329,6 +366,8 @@ def percentile_table(
     pools : DataFrame, optional
         A pool to rank against (e.g. a stored campaign's); default: built from
         ``corpus``.
+    by_language : bool, optional
+        Per-language pools, as in :func:`reference_pools` (when ``pools`` is not given).
 
     Returns
     -------
@@ -337,9 +376,10 @@ def percentile_table(
     """
     _require_single_run(corpus, "percentile_table")
     if pools is None:
-        pools = reference_pools(corpus)
+        pools = reference_pools(corpus, by_language=by_language)
     if per_repeat:
-        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct", "test_kind")
+        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct", "test_kind",
+                            "language")
                 if c in corpus.columns]
         frame = corpus[cols].reset_index(drop=True)
     else:

@@ -21,6 +21,9 @@ def add_corpus_input(parser: argparse.ArgumentParser) -> None:
                         help="rename file columns onto corpus columns, e.g. task_id=problem,runtime=duration_s")
     parser.add_argument("--unit", choices=sorted(UNITS), default="s",
                         help="unit of the duration columns in the file (default: s)")
+    parser.add_argument("--one-pool", action="store_true",
+                        help="rank every solution in one reference pool per test even when a problem's references "
+                             "mix languages (default: one pool per language there)")
 
 
 def read_corpus(args: argparse.Namespace):
@@ -28,10 +31,15 @@ def read_corpus(args: argparse.Namespace):
 
     Warnings that the durations look like another unit (:func:`audits.corpus.io.unit_warnings`)
     go to stderr, so an audit never reports a 10-second empty program without a word.
+    ``--one-pool`` merges the languages' reference pools (:data:`stats.ranking.POOLS_ATTR`).
     """
     corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
     for warning in unit_warnings(corpus, unit=args.unit, source=args.corpus):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
+    if getattr(args, "one_pool", False):
+        from stats.ranking import POOLS_ATTR
+
+        corpus.attrs[POOLS_ATTR] = "one"
     return corpus
 
 
