@@ -975,7 +975,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
     import statistics
     import tempfile
 
-    from audits.collect.sandbox import Limits, make_sandbox, scratch_root
+    from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
 
     import json
 
@@ -1019,6 +1019,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                 continue
             by_name = {t.name: t for t in problem.tests}
             seconds: dict[str, float] = {}
+            failed: list[str] = []
             for name in problem.probe_candidates:
                 test = by_name[name]
                 costs = []
@@ -1026,10 +1027,24 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                     workdir = Path(tempfile.mkdtemp(prefix="probe-", dir=work))
                     try:
                         ex = box.run(program.argv, stdin_path=test.input_path, workdir=workdir, limits=limits)
+                    except SandboxError as exc:  # e.g. a build folder the sandbox's uid cannot read
+                        failed.append(str(exc).splitlines()[0])
+                        continue
                     finally:
                         shutil.rmtree(workdir, ignore_errors=True)
-                    costs.append(ex.cpu_s if ex.status == "ok" else wall_s)
-                seconds[name] = float(statistics.median(costs))
+                    if ex.status == "ok":
+                        costs.append(ex.cpu_s)
+                    elif ex.status == "timeout":  # too heavy to finish: the heaviest there is
+                        costs.append(wall_s)
+                    else:  # a crash says nothing about the workload
+                        failed.append(f"{name}: {ex.status} ({ex.reason})")
+                seconds[name] = float(statistics.median(costs)) if costs else float("nan")
+            if not any(v == v for v in seconds.values()):
+                problems[problem.id] = dataclasses.replace(
+                    problem, optimization_choice=problem.optimization_choice
+                    + f"; probe failed: every run failed ({failed[0] if failed else 'no run'})")
+                continue
+            seconds = {n: (v if v == v else -1.0) for n, v in seconds.items()}  # unmeasured: lightest
             ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
             chosen = ranked[:problem.probe_slots]
             rest = [seconds[n] for n in ranked[problem.probe_slots:]]
