@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from audits.cli import main
 from audits.collect.suite import load_suite, probe_optimization_tests
