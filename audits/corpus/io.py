@@ -93,7 +93,7 @@ def _fail(source: str, column: str | None, problem: str, fix: str,
     rows = ""
     if frame is not None and mask is not None:
         rows = f" ({int(mask.sum())} rows); first offending rows:\n" + _rows_hint(
-            frame, mask, show or [c for c in ("problem", "test", "solution", column) if c])
+            frame, mask, list(dict.fromkeys(show or [c for c in ("problem", "test", "solution", column) if c])))
     raise CorpusError(f"{where}: {problem}{rows}\n  -> {fix}")
 
 
