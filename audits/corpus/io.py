@@ -410,7 +410,7 @@ def normalize(
         (ok & (d == 0), "zero durations on ok rows",
          "a finished execution takes some time: check the timer, or store failed runs with their status"),
         (ok & (d > MAX_DURATION_S), f"durations above one day ({MAX_DURATION_S:,.0f} s) on ok rows",
-         "check the unit: pass --unit ms, us or ns when the file is not in seconds"),
+         f"check the unit: {_fitting_unit_advice(d[ok & np.isfinite(d)] / UNITS[unit], unit)}"),
     ]
     for mask, problem, fix in checks:
         if mask.any():
@@ -557,6 +557,20 @@ def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
     return atomic_write(path, lambda tmp: corpus.to_parquet(tmp, index=False))
 
 
+def _fitting_unit(raw: np.ndarray) -> str:
+    """The coarsest unit that puts the median of ``raw`` (values as written) at or below 10 s."""
+    median = float(np.median(raw)) if len(raw) else 0.0
+    return next((u for u in ("s", "ms", "us", "ns") if median * UNITS[u] <= 10.0), "ns")
+
+
+def _fitting_unit_advice(raw: np.ndarray, unit: str) -> str:
+    fits = _fitting_unit(raw)
+    if fits == unit:
+        return "pass --unit ms, us or ns when the file is not in seconds"
+    return (f"the median, {float(np.median(raw)):,.6g} {unit}, reads as {float(np.median(raw)) * UNITS[fits]:.3g} s "
+            f"with --unit {fits}")
+
+
 _UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
@@ -601,7 +615,7 @@ def unit_warnings(corpus: pd.DataFrame, *, unit: str = "s", source: str = "<corp
         whole = np.abs(values - np.round(values)) <= 1e-9 * np.maximum(1.0, np.abs(values))
         if whole.all() and values.min() >= 1000:
             median = float(np.median(values))
-            fits = next((u for u in coarse_to_fine if median * UNITS[u] <= 10.0), "ns")
+            fits = _fitting_unit(values)
             if fits != unit:
                 warnings.append(
                     f"{source}: every ok duration is a whole number of at least 1,000 {unit} "
