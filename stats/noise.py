@@ -98,7 +98,7 @@ from scipy import special
 from scipy import stats as sps
 
 from stats._groups import group_codes
-from stats.ranking import _joint_codes, solution_cells, status_codes
+from stats.ranking import STATUSES, _joint_codes, solution_cells, status_codes
 
 __all__ = [
     "DEFAULT_PRIOR_DF",
@@ -109,6 +109,7 @@ __all__ = [
     "expected_percentiles",
     "NoiseAwareScores",
     "noise_aware_scores",
+    "noise_aware_p_tau",
     "AdaptivePlan",
     "adaptive_plan",
 ]
@@ -330,11 +331,25 @@ def _role_mask(frame: pd.DataFrame, roles: Sequence[str] | None) -> np.ndarray:
     return frame["role"].isin(list(roles)).to_numpy()
 
 
-def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[str] | None) -> _Scored:
+def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[str] | None,
+            subset: pd.DataFrame | None = None) -> _Scored:
     cells = model.cells
     pool = cells.loc[cells["in_pool"].to_numpy()].reset_index(drop=True)
+    if executions is not None and subset is not None:
+        raise ValueError("pass executions (single executions to score) or cells (model cells to score), not both")
     if executions is None:
         frame = cells.loc[_role_mask(cells, roles)].reset_index(drop=True)
+        if subset is not None:  # only these cells, with their status (e.g. after a reward environment's limit)
+            missing = [c for c in (*CELL_KEYS, "status") if c not in subset.columns]
+            if missing:
+                raise ValueError(f"the cells to score lack column(s) {missing}")
+            a, b, n = _joint_codes(frame, subset, list(CELL_KEYS))
+            where = np.full(n, -1, dtype=np.int64)
+            where[b] = np.arange(len(subset))
+            row = where[a]
+            keep = row >= 0
+            frame = frame.loc[keep].reset_index(drop=True)
+            frame["status"] = pd.Categorical.from_codes(status_codes(subset)[row[keep]], categories=STATUSES)
         m = frame["log_mean"].to_numpy(dtype=float)
         se = frame["se"].to_numpy(dtype=float)
         df = frame["df"].to_numpy(dtype=float)
@@ -536,11 +551,23 @@ def expected_percentiles(
     *,
     roles: Sequence[str] | None = ("candidate",),
     executions: pd.DataFrame | None = None,
+    cells: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """E[r_t] of every scored cell (or execution): the expected true per-test percentile.
 
     E[r_t] = 100/n_t * sum_r P(mu_r < mu_c | data), over the test's pool without
     the solution itself; a non-ok cell gets 100, an empty pool NaN.
+
+    Parameters
+    ----------
+    model : NoiseModel
+    roles : sequence of str or None, default ("candidate",)
+    executions : DataFrame, optional
+        Score these single executions (see :func:`faster_probabilities`).
+    cells : DataFrame, optional
+        Score only these (problem, test, solution) cells of the model, with
+        their ``status`` (e.g. a reward environment's kept and limited cells: a
+        cell the limit turned into a timeout gets 100).
 
     Returns
     -------
@@ -557,7 +584,7 @@ def expected_percentiles(
     >>> expected_percentiles(fit_noise(runs))["expected_percentile"].tolist()  # no noise: the point rule
     [50.0]
     """
-    s = _scored(model, executions, roles)
+    s = _scored(model, executions, roles, cells)
     out = s.frame.copy()
     out["log_mean"] = s.m
     out["se"] = s.se
@@ -708,6 +735,7 @@ def noise_aware_scores(
     tau: float = 30.0,
     roles: Sequence[str] | None = ("candidate",),
     executions: pd.DataFrame | None = None,
+    cells: pd.DataFrame | None = None,
     level: float = 0.95,
     n_draws: int = 2000,
     seed: int | None = 0,
@@ -725,10 +753,13 @@ def noise_aware_scores(
         correct references, leave-self-out).
     executions : DataFrame, optional
         Score single executions (units per repeat) instead of the model's cells.
+    cells : DataFrame, optional
+        Score only these cells, with their ``status`` (:func:`expected_percentiles`).
     level : float, default 0.95
         Central posterior interval level.
     n_draws : int, default 2000
-        Posterior draws (Monte Carlo error of a probability <= 0.5/sqrt(n_draws)).
+        Posterior draws (Monte Carlo error of a probability <= 0.5/sqrt(n_draws));
+        0: the closed forms only (E[r_t], E[q]; intervals and probabilities NaN).
     seed : int or None, default 0
     keep_draws : bool, default False
         Keep the (n_draws, n_units) q* draws in ``.draws``.
@@ -759,18 +790,22 @@ def noise_aware_scores(
         raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    if isinstance(n_draws, bool) or int(n_draws) != n_draws or n_draws < 1:
-        raise ValueError(f"n_draws must be a positive integer, got {n_draws!r}")
+    if isinstance(n_draws, bool) or int(n_draws) != n_draws or n_draws < 0:
+        raise ValueError(f"n_draws must be a non-negative integer, got {n_draws!r}")
     n_draws = int(n_draws)
-    s = _scored(model, executions, roles)
+    s = _scored(model, executions, roles, cells)
     frame = s.frame
     by = ["problem", "solution"] + (["repeat"] if executions is not None and "repeat" in frame.columns else [])
     units, n_units, unit_frame = _units(frame, by)
     is_opt = (frame["test_kind"] == "optimization").to_numpy() if "test_kind" in frame.columns \
         else np.ones(len(frame), dtype=bool)
     expected = _expected(s)
-    twice, n_minus_self, q_draws = _simulate(s, units, n_units, is_opt, n_draws, seed)
     alpha = (1 - level) / 2
+    n_minus_self = s.pool_size[s.test] - (s.self_pool >= 0)
+    if n_draws:
+        twice, _, q_draws = _simulate(s, units, n_units, is_opt, n_draws, seed)
+    else:  # closed forms only
+        twice, q_draws = None, np.full((0, n_units), np.nan)
 
     tests = frame.copy()
     tests["log_mean"] = s.m
@@ -779,9 +814,12 @@ def noise_aware_scores(
     tests["expected_percentile"] = expected
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.where(n_minus_self > 0, 50.0 / np.maximum(n_minus_self, 1), np.nan)
-    r_lo = np.quantile(twice, alpha, axis=0, method="inverted_cdf") * scale
-    r_hi = np.quantile(twice, 1 - alpha, axis=0, method="inverted_cdf") * scale
-    r_sd = twice.std(axis=0) * scale
+    if twice is not None:
+        r_lo = np.quantile(twice, alpha, axis=0, method="inverted_cdf") * scale
+        r_hi = np.quantile(twice, 1 - alpha, axis=0, method="inverted_cdf") * scale
+        r_sd = twice.std(axis=0) * scale
+    else:
+        r_lo = r_hi = r_sd = np.full(len(s.m), np.nan)
     fixed = ~s.ok & (n_minus_self > 0)
     undefined = ~np.isfinite(expected)
     for name, values in (("percentile_ci_low", r_lo), ("percentile_ci_high", r_hi), ("percentile_sd", r_sd)):
@@ -795,9 +833,9 @@ def noise_aware_scores(
     with np.errstate(invalid="ignore", divide="ignore"):
         q_expected = np.where((cnt > 0) & ~undefined_unit, sums / np.maximum(cnt, 1), np.nan) / 100.0
     hard = np.bincount(units, weights=(is_opt & ~s.ok).astype(float), minlength=n_units) > 0
-    finite_q = np.isfinite(q_draws).all(axis=0)
+    finite_q = np.isfinite(q_draws).all(axis=0) & (n_draws > 0)
     with np.errstate(invalid="ignore"):
-        below = (100.0 * q_draws <= tau + 1e-9).mean(axis=0)
+        below = (100.0 * q_draws <= tau + 1e-9).mean(axis=0) if n_draws else np.full(n_units, np.nan)
     p_q = np.where(finite_q & np.isfinite(q_expected), below, np.nan)
     p_gate = np.where(hard, 0.0, p_q)
     scores = unit_frame
@@ -811,7 +849,7 @@ def noise_aware_scores(
     scores["q_ci_high"] = np.where(np.isfinite(q_expected), q_hi, np.nan)
     scores["p_q_le_tau"] = p_q
     scores["p_gate"] = p_gate
-    scores["p_gate_se"] = np.where(hard, 0.0, np.sqrt(p_q * (1 - p_q) / n_draws))
+    scores["p_gate_se"] = np.where(hard, 0.0, np.sqrt(p_q * (1 - p_q) / max(n_draws, 1)))
     scores["hard_fail"] = hard
     scores["n_opt_tests"] = np.bincount(units[is_opt], minlength=n_units)
     # Units in label order (row-order free).
@@ -820,6 +858,74 @@ def noise_aware_scores(
     q_kept = q_draws[:, order] if keep_draws else None
     return NoiseAwareScores(tests=tests, scores=scores, tau=float(tau), level=float(level), n_draws=n_draws,
                             seed=seed, prior_df=model.prior_df, measure=model.measure, draws=q_kept)
+
+
+def noise_aware_p_tau(
+    samples: pd.DataFrame,
+    draws: np.ndarray,
+    *,
+    taus: Sequence[float] = (100, 50, 30, 10),
+    k: int = 1,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """p_tau under the repeat-noise model: its posterior mean and interval from measurement noise.
+
+    Parameters
+    ----------
+    samples : DataFrame
+        One row per sample (candidate program): ``problem`` and ``c``, aligned with
+        the columns of ``draws``.
+    draws : ndarray, shape (n_draws, n_samples)
+        Posterior draws of each sample's q* (``noise_aware_scores(..., keep_draws=True).draws``).
+    taus, k : as :func:`stats.rewards.p_tau`.
+    level : float, default 0.95
+
+    Returns
+    -------
+    DataFrame
+        ``tau, k, expected, noise_ci_low, noise_ci_high, n_problems`` (percent): the mean over
+        draws of p_tau^(s) and its central ``level`` interval. The interval is the
+        spread due to *timing noise* only (the bootstrap CI of the point p_tau is
+        over problems).
+
+    Formula
+    -------
+    p_tau^(s) = mean over problems with n >= k of 1 - C(n - m^(s), k)/C(n, k),
+    m^(s) = #{c = 1 and q*^(s) <= tau/100} (tau >= 100: #{c = 1}).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> samples = pd.DataFrame({"problem": ["a", "a"], "c": [True, True]})
+    >>> draws = np.array([[0.1, 0.5], [0.4, 0.2]])   # two draws of two candidates' q*
+    >>> noise_aware_p_tau(samples, draws, taus=(30,))["expected"].tolist()   # (50 % + 50 %) / 2
+    [50.0]
+    """
+    from stats.rewards import pass_at_k
+
+    draws = np.asarray(draws, dtype=float)
+    if draws.ndim != 2 or draws.shape[1] != len(samples):
+        raise ValueError(f"draws must have shape (n_draws, {len(samples)} samples), got {draws.shape}")
+    codes, n_prob = group_codes(samples, ["problem"])
+    c = samples["c"].to_numpy(dtype=bool)
+    n = np.bincount(codes, minlength=n_prob)
+    used = n >= k
+    n_draws = draws.shape[0]
+    flat = (np.arange(n_draws)[:, None] * n_prob + codes[None, :]).ravel()
+    alpha = (1 - level) / 2
+    rows = []
+    for tau in taus:  # a loop over the few thresholds, vectorised over draws and problems
+        if not 0 <= tau <= 100:
+            raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
+        with np.errstate(invalid="ignore"):
+            ok = np.broadcast_to(c, draws.shape) if tau >= 100 else c[None, :] & (100.0 * draws <= tau + 1e-9)
+        m = np.bincount(flat, weights=ok.ravel().astype(float), minlength=n_draws * n_prob).reshape(n_draws, n_prob)
+        per_draw = 100.0 * pass_at_k(np.broadcast_to(n, m.shape)[:, used], m[:, used], k).mean(axis=1) \
+            if used.any() else np.full(n_draws, np.nan)
+        lo, hi = (np.quantile(per_draw, [alpha, 1 - alpha]) if n_draws and used.any() else (np.nan, np.nan))
+        rows.append({"tau": float(tau), "k": k, "expected": float(per_draw.mean()) if n_draws else np.nan,
+                     "noise_ci_low": float(lo), "noise_ci_high": float(hi), "n_problems": int(used.sum())})
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------

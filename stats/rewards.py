@@ -77,6 +77,7 @@ REWARD_SCHEMES = (
     "collapsed",
     "two_gate",
     "two_gate_graded",
+    "noise_aware",
 )
 
 
@@ -426,12 +427,17 @@ class EnvironmentRun:
         Executions (or cells) scored after the pre-filter.
     n_limited : int
         Of those, how many the limit turned into timeouts.
+    scored : DataFrame
+        The rows scored after the filter and the limit, with their ``percentile``.
+        For the ``noise_aware`` reward, ``scores`` also holds ``q_expected`` (E[q],
+        :mod:`stats.noise`) and ``scored`` the ``expected_percentile``.
     """
 
     scores: pd.DataFrame
     tests: pd.DataFrame
     n_executions: int
     n_limited: int
+    scored: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def limited_share(self) -> float:
@@ -763,7 +769,36 @@ def apply_environment(
             values = scores[column].to_numpy()[np.maximum(row, 0)] if len(scores) else np.full(len(units), empty)
             filled[column] = np.where(found, values, empty).astype(dtype)
         scores = filled
-    return EnvironmentRun(scores=scores, tests=tests, n_executions=len(frame), n_limited=int(hit.sum()))
+    if env.reward.scheme == "noise_aware":
+        scores["q_expected"], frame["expected_percentile"] = _expected_q(runs, frame, scores, by, per_repeat)
+    return EnvironmentRun(scores=scores, tests=tests, n_executions=len(frame), n_limited=int(hit.sum()),
+                          scored=frame)
+
+
+def _expected_q(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
+                per_repeat: bool) -> tuple[np.ndarray, np.ndarray]:
+    """E[q] of every unit (``mean_pct`` of E[r_t], :mod:`stats.noise`) and E[r_t] of every scored row.
+
+    The noise model is fitted on every repeat of ``runs``; a scored execution
+    (``per_repeat``) is one repeat, a collapsed cell keeps all of its repeats.
+    Rows the limit turned into timeouts get 100, as for the point percentile.
+    """
+    from stats.noise import expected_percentiles, fit_noise  # stats.noise builds on stats.ranking only
+
+    model = fit_noise(runs)
+    if per_repeat:
+        ep = expected_percentiles(model, roles=None, executions=frame)
+        keys = ["problem", "test", "solution"] + (["repeat"] if "repeat" in frame.columns else [])
+    else:
+        ep = expected_percentiles(model, roles=None, cells=frame)
+        keys = ["problem", "test", "solution"]
+    row = _row_lookup(frame, ep, keys)
+    pct = np.where(row >= 0, ep["expected_percentile"].to_numpy(dtype=float)[np.maximum(row, 0)], np.nan)
+    if len(frame) == 0:
+        return np.full(len(scores), np.nan), pct
+    q = problem_scores(frame.assign(percentile=pct), by=by)
+    unit = _row_lookup(scores, q, by)
+    return np.where(unit >= 0, q["q"].to_numpy(dtype=float)[np.maximum(unit, 0)], np.nan), pct
 
 
 # --------------------------------------------------------------------------------------------
@@ -802,13 +837,16 @@ def reward(
                                 correct fast +1)
     ``two_gate_graded``         R = -1 when c = 0, else 1 - q (q NaN, i.e. no optimization
                                 test scored, gives 0); tau plays no part
+    ``noise_aware``             the same formula with q = E[q], the expected true q under
+                                the repeat-noise model of :mod:`stats.noise` (pass E[q] as q;
+                                :func:`environment_rewards` does)
     ==========================  =====================================================
 
     Parameters
     ----------
     c, g : array of bool
     q : array of float, optional
-        Needed by ``optimization_bucketed`` and ``two_gate_graded``.
+        Needed by ``optimization_bucketed``, ``two_gate_graded`` and ``noise_aware`` (E[q]).
     thresholds : sequence of float
         Percentile points (0-100), strictly increasing (``optimization_bucketed``).
 
@@ -849,7 +887,7 @@ def reward(
     q = np.asarray(q, dtype=float)
     if q.shape != c.shape:
         raise ValueError(f"q must have the shape of c, got {q.shape} and {c.shape}")
-    if scheme == "two_gate_graded":
+    if scheme in ("two_gate_graded", "noise_aware"):
         graded = np.where(np.isfinite(q), 1.0 - np.clip(q, 0.0, 1.0), 0.0)
         return np.where(c, graded, -1.0)
     if scheme == "optimization_bucketed":
@@ -870,11 +908,18 @@ def reward(
 def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | None = None) -> np.ndarray:
     """:func:`reward` of an :class:`EnvironmentRun` score table under a :class:`RewardSpec`.
 
-    For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1.
+    For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1; ``noise_aware``
+    uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it.
     """
     hard = scores["hard_fail"].to_numpy(dtype=bool) if "hard_fail" in scores.columns else None
+    q_column = "q"
+    if spec.scheme == "noise_aware":
+        if "q_expected" not in scores.columns:
+            raise ValueError("the noise_aware reward needs E[q] (column q_expected): apply the environment "
+                             "with stats.rewards.apply_environment, which computes it for this scheme")
+        q_column = "q_expected"
     return reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
-                  scores["q"].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
+                  scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
                   p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,
                   hard_fail=hard, seed=spec.seed if seed is None else seed)
 

@@ -18,7 +18,8 @@ from scipy.special import digamma
 from scipy import stats as sps
 
 from audits.corpus.io import normalize
-from stats.noise import (adaptive_plan, expected_percentiles, faster_probabilities, fit_noise, noise_aware_scores,
+from stats.noise import (adaptive_plan, expected_percentiles, faster_probabilities, fit_noise, noise_aware_p_tau,
+                         noise_aware_scores,
                          sum_of_t_cdf)
 from stats.ranking import percentile_table, problem_scores
 
@@ -463,3 +464,82 @@ def test_an_adaptive_loop_on_planted_truth_stops_early_on_clear_cells_and_decide
     assert all(counts[name] == 3 for name in clear)
     assert runs.shape[0] < (n_ref + n_cand) * T * max_repeats
     assert decided_first.any()
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring subsets, p_tau, and the noise-aware reward
+# --------------------------------------------------------------------------------------------
+
+def test_cells_subset_keeps_only_those_cells_and_their_status():
+    rng = np.random.default_rng(17)
+    runs = _two_roles(rng, n_tests=3)
+    model = fit_noise(runs)
+    full = expected_percentiles(model)
+    subset = full.loc[full["test"] != "t2", ["problem", "test", "solution"]].copy()
+    subset["status"] = np.where((subset["test"] == "t1") & (subset["solution"] == "s6"), "timeout", "ok")
+    part = expected_percentiles(model, cells=subset)
+    assert len(part) == len(subset) and set(part["test"]) == {"t0", "t1"}
+    merged = part.merge(full, on=["problem", "test", "solution"], suffixes=("", "_full"))
+    limited = (merged["test"] == "t1") & (merged["solution"] == "s6")
+    assert (merged.loc[limited, "expected_percentile"] == 100.0).all()
+    np.testing.assert_array_equal(merged.loc[~limited, "expected_percentile"],
+                                  merged.loc[~limited, "expected_percentile_full"])
+    closed = noise_aware_scores(model, cells=subset, n_draws=0)
+    gate = closed.scores.set_index("solution")["p_gate"]
+    assert gate.loc["s6"] == 0.0 and gate.drop("s6").isna().all()  # a failure is certain; the rest needs draws
+    assert closed.tests["percentile_ci_low"].isna().sum() > 0
+    e = part.loc[part["solution"] == "s7", "expected_percentile"].mean() / 100
+    assert closed.scores.set_index("solution").loc["s7", "q_expected"] == pytest.approx(e)
+
+
+def test_noise_aware_p_tau_equals_linearity_at_k1_and_a_direct_loop_at_k2():
+    rng = np.random.default_rng(18)
+    mu = rng.normal(0, 0.3, (4, 3, 9))
+    runs = _frame(mu, np.full(mu.shape, 0.1), 3, rng, roles=["reference"] * 5 + ["candidate"] * 4,
+                  problem_names=["a", "b", "c", "d"])
+    out = noise_aware_scores(fit_noise(runs), tau=30, n_draws=400, seed=2, keep_draws=True)
+    samples = out.scores.assign(c=[True, True, False, True] * 4)
+    table = noise_aware_p_tau(samples, out.draws, taus=(100, 30), k=1).set_index("tau")
+    # k = 1: E[p_30] = mean over problems of mean over samples of c * P(q* <= 0.3) (the same draws)
+    per = samples.assign(x=samples["c"] * samples["p_q_le_tau"]).groupby("problem")["x"].mean()
+    assert table.loc[30.0, "expected"] == pytest.approx(100 * per.mean(), abs=1e-9)
+    assert table.loc[100.0, "expected"] == pytest.approx(75.0)
+    assert table.loc[100.0, "noise_ci_low"] == table.loc[100.0, "noise_ci_high"] == 75.0
+    k2 = noise_aware_p_tau(samples, out.draws, taus=(30,), k=2).iloc[0]
+    direct = []
+    for s in range(out.draws.shape[0]):
+        vals = []
+        for _, block in samples.assign(q=out.draws[s]).groupby("problem"):
+            n, m = len(block), int((block["c"] & (block["q"] <= 0.3 + 1e-11)).sum())
+            vals.append(1 - (n - m) * (n - m - 1) / (n * (n - 1)))
+        direct.append(100 * np.mean(vals))
+    assert k2["expected"] == pytest.approx(np.mean(direct), abs=1e-9)
+    assert k2["noise_ci_low"] == pytest.approx(np.quantile(direct, 0.025))
+
+
+def test_noise_aware_reward_pays_one_minus_expected_q():
+    from stats.rewards import Environment, apply_environment, environment_rewards, reward
+
+    assert reward([1, 1, 0], [0, 1, 1], [0.25, np.nan, 0.1], scheme="noise_aware").tolist() == [0.75, 0.0, -1.0]
+    rng = np.random.default_rng(19)
+    runs = _two_roles(rng, n_tests=3)
+    runs["test_kind"] = "optimization"
+    env = Environment.from_dict({"name": "na", "post": {"tau": 30}, "reward": {"scheme": "noise_aware"}})
+    model = fit_noise(runs)
+    # collapsed cells: E[q] of the model's cells
+    out = apply_environment(runs, env, per_repeat=False, roles=("candidate",))
+    ref = noise_aware_scores(model, n_draws=0).scores
+    merged = out.scores.merge(ref, on=["problem", "solution"])
+    np.testing.assert_allclose(merged["q_expected_x"], merged["q_expected_y"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(environment_rewards(out.scores, env.reward), 1 - out.scores["q_expected"])
+    # per repeat: each execution scored alone against the pool
+    per = apply_environment(runs, env, per_repeat=True, roles=("candidate",))
+    single = expected_percentiles(model, executions=runs.loc[runs["role"] == "candidate"])
+    q = single.groupby(["solution", "repeat"])["expected_percentile"].mean() / 100
+    got = per.scores.set_index(["solution", "repeat"])["q_expected"]
+    np.testing.assert_allclose(got.loc[q.index], q, atol=1e-12)
+    # a limit turns executions into timeouts: percentile 100 in E[q] too
+    lim = Environment.from_dict({"name": "lim", "limit": {"seconds": 1e-9}, "post": {"tau": 30},
+                                 "reward": {"scheme": "noise_aware"}})
+    limited = apply_environment(runs, lim, per_repeat=True, roles=("candidate",))
+    assert (limited.scores["q_expected"] == 1.0).all()
