@@ -347,6 +347,9 @@ def check(path):
         if isinstance(node, ast.Attribute) and node.attr in PY2_METHODS and node.attr not in defined \
                 and not guarded(node, parents):
             return ["python2", "line %d calls .%s(), a Python 2 dict method" % (node.lineno, node.attr)]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.RShift) and isinstance(node.left, ast.Name) \
+                and node.left.id == "print" and "print" not in bound:
+            return ["python2", "line %d: print >>file, ... (a Python 2 print statement)" % node.lineno]
         if isinstance(node, ast.Attribute) and node.attr == "maxint" and isinstance(node.value, ast.Name) \
                 and node.value.id == "sys" and not guarded(node, parents):
             return ["python2", "line %d uses sys.maxint (Python 2)" % node.lineno]

@@ -35,9 +35,10 @@ Decisions (where the issue is silent are marked *decision*):
   ``@EXPECTED_RESULTS@:`` header (DOMjudge / BAPCtools) is correct when every
   listed result is ``ACCEPTED`` or ``TIME_LIMIT_EXCEEDED`` (a correct
   reference that may time out), in any folder. Without a header, ``accepted``
-  and ``time_limit_exceeded`` hold correct references (the latter slow), a
-  ``mixed`` submission is skipped (its verdict is unknown), and every other
-  folder holds incorrect ones.
+  and ``time_limit_exceeded`` hold correct references (the latter slow), the
+  folders of :data:`INCORRECT_VERDICTS` incorrect ones, and a submission in
+  ``mixed`` or in any other folder is skipped (its verdict is unknown; the
+  2025-09 ``submissions.yaml`` expectations are not read).
 * **Python sources** are byte-compiled by the chosen interpreter at load time
   (one process per problem); one that does not compile, or a Python 2 program,
   is skipped with the reason (:func:`audits.collect.languages.check_python`).
@@ -82,12 +83,15 @@ from audits.errors import UserError
 
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
-    "CORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
+    "CORRECT_VERDICTS", "INCORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
     "probe_optimization_tests",
 ]
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow).
 CORRECT_VERDICTS = ("accepted", "time_limit_exceeded")
+#: Verdict folders whose programs are incorrect (Kattis, DOMjudge, BAPCtools, the 2023-07 draft).
+INCORRECT_VERDICTS = ("wrong_answer", "run_time_error", "rejected", "memory_limit_exceeded",
+                      "output_limit_exceeded", "compile_error", "compiler_error", "partially_accepted")
 
 
 class SuiteError(UserError):
@@ -740,6 +744,12 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                 skip(entry, "in submissions/mixed/ without an @EXPECTED_RESULTS@ header: its expected verdict "
                             "is unknown (add e.g. '@EXPECTED_RESULTS@: ACCEPTED, TIME_LIMIT_EXCEEDED')")
                 continue
+            elif verdict not in CORRECT_VERDICTS and verdict not in INCORRECT_VERDICTS:
+                skip(entry, f"verdict folder submissions/{verdict}/ is not a known one and the submission has no "
+                            f"@EXPECTED_RESULTS@ header: its expected verdict is unknown (known folders: "
+                            f"{', '.join(CORRECT_VERDICTS + INCORRECT_VERDICTS)}; submissions.yaml expectations "
+                            f"are not read)")
+                continue
             else:
                 correct = verdict in CORRECT_VERDICTS
             sub = Submission(pid, name, entry.resolve(), language, verdict, correct, results or ())
@@ -939,6 +949,10 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
     return Suite(suite_root, tuple(loaded), tuple(skipped))
 
 
+#: A probe's choice is called weak when its lightest chosen test costs less than this times the heaviest left out.
+PROBE_CLEAR_RATIO = 1.5
+
+
 def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir: Path | None = None,
                              python: str | None = None, wall_s: float = 5.0, max_references: int = 3,
                              memory_bytes: int | None = 1 << 30, record: str | os.PathLike | None = None) -> Suite:
@@ -1048,11 +1062,15 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
             ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
             chosen = ranked[:problem.probe_slots]
             rest = [seconds[n] for n in ranked[problem.probe_slots:]]
+            weak = ""
+            if rest and max(rest) > 0 and seconds[chosen[-1]] < PROBE_CLEAR_RATIO * max(rest):
+                weak = (f"; WEAK: the lightest chosen is less than {PROBE_CLEAR_RATIO:g}x the heaviest left out, so "
+                        f"the workloads barely differ and one run may have ordered them by noise")
             choice = (f"{len(chosen)} of {len(ranked)} inputs of indistinguishable size picked by a probe run "
                       f"({len(programs)} reference(s) x {len(ranked)} tests, one run each, {sandbox} sandbox): "
                       f"chosen {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''} "
                       f"({seconds[chosen[-1]] * 1000:.3g}-{seconds[chosen[0]] * 1000:.3g} ms CPU), left out "
-                      + (f"{min(rest) * 1000:.3g}-{max(rest) * 1000:.3g} ms" if rest else "none"))
+                      + (f"{min(rest) * 1000:.3g}-{max(rest) * 1000:.3g} ms" if rest else "none") + weak)
             problems[problem.id] = _apply_probe(problem, seconds, choice)
             kept[problem.id] = {"candidates": list(problem.probe_candidates), "slots": problem.probe_slots,
                                 "seconds": [[n, seconds[n]] for n in ranked], "choice": choice}

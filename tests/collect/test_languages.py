@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from audits.collect.languages import DEFAULT_PYTHON, BuildError, Program, floor_program, language_of, prepare
+from audits.collect.languages import (DEFAULT_PYTHON, BuildError, Program, check_python, first_error_line,
+                                      floor_program, language_of, prepare)
 from audits.collect.suite import Submission
 
 ADD_PY = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
@@ -146,7 +147,7 @@ def test_multi_file_submissions(tmp_path):
         prepare(ambiguous, tmp_path / "build")
 
 
-@pytest.mark.parametrize("language", ["python", "cpp"])
+@pytest.mark.parametrize("language", ["python", "cpp", "c"])
 def test_floor_program_does_nothing(tmp_path, language):
     program = floor_program(language, tmp_path / "build")
     assert program.language == language and program.source is None
@@ -179,3 +180,113 @@ def test_prepared_programs_run_as_an_unprivileged_uid():
             assert proc.returncode == 0 and proc.stdout == b"42\n", (name, proc.stderr)
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=True)
+
+
+# ---------------------------------------------------------------- link errors, C, Python checks, scripts
+
+
+def test_link_error_is_a_build_error_with_the_linkers_first_line(tmp_path):
+    # two files that each define main: both compile, the link fails and ld removes its output file
+    folder = tmp_path / "two"
+    folder.mkdir()
+    (folder / "a.cpp").write_text("int main(){return 0;}\n")
+    (folder / "b.cpp").write_text("int main(){return 1;}\n")
+    with pytest.raises(BuildError) as info:
+        prepare(folder, tmp_path / "build")
+    exc = info.value
+    assert "multiple definition of `main'" in exc.first_line and exc.first_line in str(exc)
+    assert "\n" not in str(exc) and "collect2" in exc.output  # the whole output is kept
+    assert not [p for p in (tmp_path / "build").rglob("*") if p.is_file()]  # no half-built file left
+    # an undefined symbol, in C: gcc's linker error, not a crash
+    src = tmp_path / "undef.c"
+    src.write_text("int f(void);\nint main(void){return f();}\n")
+    with pytest.raises(BuildError, match=r"gcc failed \(exit 1\): .*undefined reference to `f'"):
+        prepare(src, tmp_path / "build")
+
+
+def test_first_error_line_skips_context_and_paths_that_say_error():
+    out = ("/tmp/test_compile_error/a.cpp: In function 'int main()':\n"
+           "/tmp/test_compile_error/a.cpp:1:21: error: 'x' was not declared in this scope\n"
+           "    1 | int main(){ return x; }\n")
+    assert first_error_line(out) == "/tmp/test_compile_error/a.cpp:1:21: error: 'x' was not declared in this scope"
+    assert first_error_line("x.cpp:1:10: fatal error: validation.h: No such file or directory\n") == \
+        "x.cpp:1:10: fatal error: validation.h: No such file or directory"
+    assert first_error_line("just one line\n") == "just one line" and first_error_line("") == ""
+
+
+def test_c_programs_compile_with_libm_and_run(tmp_path):
+    src = tmp_path / "root.c"
+    src.write_text("#include <math.h>\n#include <stdio.h>\nint main(void){double x;scanf(\"%lf\",&x);"
+                   "printf(\"%.0f\\n\",sqrt(x));return 0;}\n")
+    program = prepare(src, tmp_path / "build")
+    assert program.language == "c" and _run(program, "1764").stdout == b"42\n"
+
+
+def test_python_is_byte_compiled_by_the_chosen_interpreter(tmp_path):
+    # a wrapper interpreter that records being called, then hands over to Debian's python3
+    log = tmp_path / "calls"
+    wrapper = tmp_path / "mypython"
+    wrapper.write_text(f"#!/bin/sh\necho called >> {log}\nexec {DEFAULT_PYTHON} \"$@\"\n")
+    wrapper.chmod(0o755)
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(ADD_PY)
+    bad.write_text("def f(:\n")
+    assert check_python([good, bad], python=str(wrapper)) == {
+        good: None, bad: f"does not compile under {wrapper}: line 1: invalid syntax"}
+    assert log.read_text() == "called\n"  # one process for both files
+    with pytest.raises(BuildError, match="is it a Python 3 interpreter"):
+        check_python([good], python="/bin/true")
+    # prepare compiles once: a second prepare of the same source does not call the interpreter to check it
+    prepare(good, tmp_path / "build", python=str(wrapper))
+    assert log.read_text() == "called\n" * 2
+    prepare(good, tmp_path / "build", python=str(wrapper))
+    assert log.read_text() == "called\n" * 2
+    with pytest.raises(BuildError, match=r"bad.py: does not compile under"):
+        prepare(bad, tmp_path / "build")
+
+
+@pytest.mark.parametrize("source, python2", [
+    ("print 'hello'\n", True),
+    ("import sys\nprint >>sys.stderr, 'x'\n", True),
+    ("try:\n    pass\nexcept ValueError, e:\n    pass\n", True),
+    ("for i in xrange(3):\n    print(i)\n", True),
+    ("d = {}\nprint(d.has_key(1))\n", True),
+    ("import sys\nprint(sys.maxint)\n", True),
+    ("#!/usr/bin/env python2\nprint('x')\n", True),
+    ("x = 0777\n", True),
+    ("try:\n    input = raw_input\nexcept NameError:\n    pass\nprint(input())\n", False),
+    ("from functools import reduce\nprint(reduce(lambda a, b: a + b, [1, 2]))\n", False),
+    ("long = 5\nprint(long)\n", False),
+    ("def file(x):\n    return x\nprint(file(1))\n", False),
+    ("#!/usr/bin/env python3\nprint('x')\n", False),
+    ("print('x', end='')\n", False),
+])
+def test_python2_programs_are_told_apart_without_running_them(tmp_path, source, python2):
+    src = tmp_path / "prog.py"
+    src.write_text(source)
+    reason = check_python([src])[src]
+    assert (reason is not None and reason.startswith("Python 2 program")) == python2, reason
+    if not python2:
+        assert reason is None
+        # and it really runs under Python 3
+        assert subprocess.run([DEFAULT_PYTHON, str(src)], input=b"x\n", capture_output=True,
+                              timeout=30).returncode == 0
+
+
+def test_python2_module_of_a_multi_file_submission_is_named(tmp_path):
+    folder = tmp_path / "multi"
+    folder.mkdir()
+    (folder / "main.py").write_text("from util import f\nprint(f())\n")
+    (folder / "util.py").write_text("def f():\n    return raw_input()\n")
+    with pytest.raises(BuildError, match=r"multi/util.py: Python 2 program \(line 2 uses raw_input"):
+        prepare(folder, tmp_path / "build")
+
+
+def test_build_and_run_scripts_are_refused(tmp_path):
+    folder = tmp_path / "scripted"
+    folder.mkdir()
+    (folder / "build").write_text("#!/bin/sh\ng++ -o sol sol.cpp\n")
+    (folder / "run").write_text("#!/bin/sh\n./sol\n")
+    (folder / "sol.cpp").write_text("int main(){}\n")
+    with pytest.raises(BuildError, match="has a build and a run script; speedaudit does not run build/run scripts"):
+        prepare(folder, tmp_path / "build")

@@ -469,3 +469,75 @@ def test_cli_exit_status_as_a_real_process(tmp_path):
     proc = subprocess.run([*CLI, "suite", str(tmp_path / "only_bad")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "interactive problem" in proc.stdout and "no usable problem" in proc.stderr
+
+
+# ---------------------------------------------------------------- @EXPECTED_RESULTS@, unknown folders, probes
+
+
+@pytest.mark.parametrize("header, expected", [
+    ("# @EXPECTED_RESULTS@: CORRECT", ("ACCEPTED",)),
+    ("// @EXPECTED_RESULTS@: ACCEPTED,TIMELIMIT", ("ACCEPTED", "TIME_LIMIT_EXCEEDED")),
+    ("/* @EXPECTED_RESULTS@: RUN-ERROR, WRONG-ANSWER */", ("RUN_TIME_ERROR", "WRONG_ANSWER")),
+    (" * @EXPECTED_RESULTS@: correct, no-output", ("ACCEPTED", "NO_OUTPUT")),
+    ("# @EXPECTED_RESULTS@: TIME_LIMIT_EXCEEDED; ACCEPTED", ("TIME_LIMIT_EXCEEDED", "ACCEPTED")),
+    ("# no header here", None),
+])
+def test_expected_results_spellings(tmp_path, header, expected):
+    from audits.collect.suite import expected_results
+
+    src = tmp_path / "s.py"
+    src.write_text(f"{header}\nprint(1)\n")
+    assert expected_results(src) == expected
+    folder = tmp_path / "multi"
+    folder.mkdir()
+    (folder / "helper.py").write_text("x = 1\n")
+    (folder / "main.py").write_text(f"{header}\nprint(1)\n")
+    assert expected_results(folder) == expected  # found in any source file of a folder
+
+
+def test_unknown_verdict_folders_are_skipped_unless_a_header_decides(tmp_path):
+    basic_package(tmp_path / "sum", **{
+        "submissions/ac_or_wa/maybe.py": ADD_PY,
+        "submissions/ac_or_wa/sure.py": "# @EXPECTED_RESULTS@: ACCEPTED\n" + ADD_PY,
+        "submissions/rejected/no.py": "print(0)\n",
+    })
+    suite = load_suite(tmp_path)
+    subs = {s.name: s.correct for s in suite.problems[0].submissions}
+    assert subs["ac_or_wa/sure.py"] is True and subs["rejected/no.py"] is False and "ac_or_wa/maybe.py" not in subs
+    reason = next(s.reason for s in suite.skipped if s.path.name == "maybe.py")
+    assert reason.startswith("verdict folder submissions/ac_or_wa/ is not a known one")
+
+
+def test_probe_that_cannot_build_a_reference_keeps_the_choice_by_name_and_says_why(tmp_path):
+    from audits.collect.suite import probe_optimization_tests
+
+    files = {"problem.yaml": "name: P\n", "submissions/accepted/broken.cpp": "int main( {\n",
+             "submissions/time_limit_exceeded/slow.py": ADD_PY}
+    for i in range(1, 6):
+        files[f"data/secret/{i}.in"] = f"{i}\n"
+        files[f"data/secret/{i}.ans"] = f"{i}\n"
+    write(tmp_path / "p", files)
+    suite = load_suite(tmp_path, n_largest_optimization=2)
+    (problem,) = suite.problems
+    assert problem.probe_candidates == ("secret/1", "secret/2", "secret/3", "secret/4", "secret/5")
+    assert problem.probe_slots == 2
+    (after,) = probe_optimization_tests(suite).problems
+    assert after.tests == problem.tests  # nothing re-kinded
+    assert "chosen BY NAME" in after.optimization_choice
+    assert "probe impossible: no reference builds (accepted/broken.cpp:" in after.optimization_choice
+    assert ": error: " in after.optimization_choice.split("probe impossible")[1]  # the compiler's first error line
+
+
+def test_sizes_that_tell_tests_apart_need_no_probe(tmp_path):
+    files = {"problem.yaml": "name: P\n"}
+    for i, n in enumerate((10, 1000, 1050, 3000, 5000), start=1):  # 1000 and 1050 are within 10 %
+        files[f"data/secret/{i}.in"] = "x" * n
+        files[f"data/secret/{i}.ans"] = "x\n"
+    write(tmp_path / "p", files)
+    (clear,) = load_suite(tmp_path, n_largest_optimization=2).problems
+    assert clear.probe_candidates == () and [t.name for t in clear.tests_of_kind("optimization")] == \
+        ["secret/4", "secret/5"]
+    assert clear.optimization_choice == "the 2 largest secret inputs (3,000+ bytes)"
+    (tied,) = load_suite(tmp_path, n_largest_optimization=3).problems
+    assert tied.probe_candidates == ("secret/3", "secret/2") and tied.probe_slots == 1
+    assert "1 of 2 secret inputs of indistinguishable size" in tied.optimization_choice
