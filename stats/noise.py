@@ -98,7 +98,7 @@ from scipy import special
 from scipy import stats as sps
 
 from stats._groups import group_codes
-from stats.ranking import STATUSES, _joint_codes, solution_cells, status_codes
+from stats.ranking import POOLS_ATTR, STATUSES, _joint_codes, solution_cells, status_codes
 
 __all__ = [
     "DEFAULT_PRIOR_DF",
@@ -116,6 +116,7 @@ __all__ = [
 
 DEFAULT_PRIOR_DF = 4.0
 CELL_KEYS = ("problem", "test", "solution")
+POOL_KEYS = ("problem", "test", "pool_language")  # a reference pool: one test (and language, when split)
 _TARGETS = ("gate", "rank")
 
 
@@ -175,6 +176,7 @@ def fit_noise(
     *,
     prior_df: float = DEFAULT_PRIOR_DF,
     measure: str = "duration_s",
+    by_language: bool | None = None,
 ) -> NoiseModel:
     """Fit the repeat-noise model of one run: per-cell log mean and shrunk variance.
 
@@ -189,6 +191,12 @@ def fit_noise(
         (``np.inf``: the pooled variance alone, treated as known).
     measure : str, default ``duration_s``
         A positive duration column (e.g. ``cpu_s``).
+    by_language : bool, optional
+        Per-language reference pools, as :func:`stats.ranking.reference_pools`
+        (default: one pool per language in problems whose references mix
+        languages, unless ``executions.attrs[POOLS_ATTR] == "one"``). A cell's
+        pool, and the cells its prior variance is pooled over, are those of its
+        (problem, test, ``pool_language``).
 
     Returns
     -------
@@ -213,6 +221,8 @@ def fit_noise(
     [0.05, 0.05]
     """
     prior_df = float(prior_df)
+    if by_language is None and executions.attrs.get(POOLS_ATTR) == "one":
+        by_language = False
     if not prior_df > 0:
         raise ValueError(f"prior_df must be > 0 (np.inf: the pooled variance alone), got {prior_df}")
     missing = [c for c in (*CELL_KEYS, measure, "status") if c not in executions.columns]
@@ -251,6 +261,17 @@ def fit_noise(
         if column not in cells.columns:
             cells[column] = {"role": "reference", "correct": True, "test_kind": "optimization"}[column]
     cells["correct"] = cells["correct"].to_numpy(dtype=bool)
+    is_ref = (cells["role"] == "reference").to_numpy()
+    in_pool = is_ref & cells["correct"].to_numpy(dtype=bool) & (n_ok > 0)
+    cells["pool_language"] = ""
+    if by_language is not False and "language" in cells.columns and len(cells):
+        language = cells["language"].astype(object).where(cells["language"].notna(), "").astype(str).to_numpy()
+        if by_language:
+            split = np.ones(len(cells), dtype=bool)
+        else:  # problems whose pool mixes languages (as stats.ranking.reference_pools)
+            n_lang = pd.Series(language[in_pool]).groupby(cells["problem"].to_numpy()[in_pool]).nunique()
+            split = cells["problem"].isin(n_lang.index[n_lang.to_numpy() > 1]).to_numpy()
+        cells["pool_language"] = np.where(split, language, "")
 
     # Prior scale s_t^2 of the test (else its problem, else the run), from the cells with >= 2 ok repeats.
     df_c = np.maximum(n_ok - 1, 0).astype(float)
@@ -263,7 +284,7 @@ def fit_noise(
     pooled = np.full(n_cells, np.nan)
     pooled_df = np.zeros(n_cells)
     source = np.full(n_cells, "none", dtype=object)
-    for level, keys in (("run", []), ("problem", ["problem"]), ("test", ["problem", "test"])):
+    for level, keys in (("run", []), ("problem", ["problem"]), ("test", list(POOL_KEYS))):
         g, n_g = group_codes(cells, keys)
         df_g = np.bincount(g, weights=df_c, minlength=n_g)
         has = df_g[g] > 0
@@ -293,10 +314,9 @@ def fit_noise(
     cells["shrunk_var"] = np.where(n_ok > 0, shrunk, np.nan)
     cells["df"] = np.where(n_ok > 0, post_df, np.nan)
     cells["se"] = se
-    is_ref = (cells["role"] == "reference").to_numpy()
-    cells["in_pool"] = is_ref & cells["correct"].to_numpy(dtype=bool) & (n_ok > 0)
+    cells["in_pool"] = in_pool
     cells = _sorted_cells(cells, CELL_KEYS)
-    tests = cells.drop_duplicates(["problem", "test"])[["problem", "test", "pooled_var", "pooled_df", "pooled_from"]]
+    tests = cells.drop_duplicates(list(POOL_KEYS))[[*POOL_KEYS, "pooled_var", "pooled_df", "pooled_from"]]
     return NoiseModel(cells=cells, tests=tests.reset_index(drop=True), prior_df=prior_df, measure=measure)
 
 
@@ -360,8 +380,8 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         if missing:
             raise ValueError(f"the executions to score lack column(s) {missing}")
         frame = executions.loc[_role_mask(executions, roles)]
-        keep = [c for c in (*CELL_KEYS, "repeat", model.measure, "status", "role", "correct", "test_kind")
-                if c in frame.columns]
+        keep = [c for c in (*CELL_KEYS, "repeat", model.measure, "status", "role", "correct", "test_kind",
+                            "language") if c in frame.columns]
         frame = frame[keep]
         sort_by = [c for c in (*CELL_KEYS, "repeat") if c in frame.columns]
         frame = frame.sort_values(sort_by, kind="stable").reset_index(drop=True)
@@ -370,7 +390,14 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         with np.errstate(invalid="ignore", divide="ignore"):
             m = np.where(ok, np.log(np.where(ok, d, 1.0)), np.nan)
         # One execution: n = 1, so sigma_hat^2 = the test's pooled variance and df = nu_0.
-        t_exec, t_model, n_t = _joint_codes(frame, model.tests, ["problem", "test"])
+        split = cells.loc[(cells["pool_language"] != "").to_numpy(), "problem"].astype(str).unique()
+        if len(split) and "language" in frame.columns:
+            in_split = frame["problem"].astype(str).isin(split).to_numpy()
+            language = frame["language"].astype(object).where(frame["language"].notna(), "").astype(str)
+            frame = frame.assign(pool_language=np.where(in_split, language.to_numpy(), ""))
+        else:
+            frame = frame.assign(pool_language="")
+        t_exec, t_model, n_t = _joint_codes(frame, model.tests, list(POOL_KEYS))
         pooled = np.full(n_t, np.nan)
         pooled[t_model] = model.tests["pooled_var"].to_numpy(dtype=float)
         var = pooled[t_exec]
@@ -379,7 +406,7 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         shared = False
 
     # Test codes shared by scored rows and the pool.
-    t_sc, t_pool, n_tests = _joint_codes(frame, pool, ["problem", "test"])
+    t_sc, t_pool, n_tests = _joint_codes(frame, pool, list(POOL_KEYS))
     order = np.argsort(t_pool, kind="stable")
     pool = pool.iloc[order].reset_index(drop=True)
     t_pool = t_pool[order]

@@ -543,3 +543,33 @@ def test_noise_aware_reward_pays_one_minus_expected_q():
                                  "reward": {"scheme": "noise_aware"}})
     limited = apply_environment(runs, lim, per_repeat=True, roles=("candidate",))
     assert (limited.scores["q_expected"] == 1.0).all()
+
+
+@pytest.mark.parametrize("by_language", [None, False])
+def test_per_language_pools_as_stats_ranking(by_language):
+    """Zero noise: E[r_t] equals stats.ranking's percentile with its per-language pools (or one pool)."""
+    rng = np.random.default_rng(20)
+    rows = []
+    for p, langs in (("mixed", ["python", "cpp"]), ("plain", ["python"])):
+        for t in range(2):
+            for s in range(8):
+                lang = langs[s % len(langs)]
+                d = 0.01 * rng.integers(1, 9) * (10 if lang == "python" else 1)
+                rows += [{"problem": p, "test": f"t{t}", "solution": f"s{s}", "repeat": r, "duration_s": d,
+                          "status": "ok", "language": lang, "correct": True,
+                          "role": "candidate" if s >= 6 else "reference"} for r in range(2)]
+    runs = normalize(pd.DataFrame(rows))
+    model = fit_noise(runs, by_language=by_language)
+    assert (model.cells.loc[model.cells["problem"] == "plain", "pool_language"] == "").all()
+    assert (model.cells.loc[model.cells["problem"] == "mixed", "pool_language"] != "").all() == (by_language is None)
+    out = expected_percentiles(model, roles=None)
+    from stats.ranking import reference_pools, test_percentiles
+    cells = percentile_table(runs, pools=reference_pools(runs, by_language=by_language))
+    merged = out.merge(cells[["problem", "test", "solution", "percentile"]], on=["problem", "test", "solution"])
+    assert len(merged) == len(out) == 32
+    np.testing.assert_array_equal(merged["expected_percentile"], merged["percentile"])
+    execs = runs.loc[runs["role"] == "candidate"]
+    single = expected_percentiles(model, executions=execs)
+    point = test_percentiles(single.assign(duration_s=single["duration_s"]),
+                             reference_pools(runs, by_language=by_language))
+    np.testing.assert_array_equal(single["expected_percentile"], point)
