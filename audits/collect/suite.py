@@ -487,7 +487,10 @@ def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
     try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
         return prepare(path, build_dir, python=python, cxx=cxx)
     except (BuildError, OSError) as exc:  # a compile or link error, a Python 2 validator, an unreadable file
-        raise _Skip(f"custom output validator cannot be built, problem skipped: {exc}", what="validator",
+        text = str(exc)
+        for prefix in (f"{path.resolve()}: ", f"{path}: "):  # the skip already names the validator
+            text = text[len(prefix):] if text.startswith(prefix) else text
+        raise _Skip(f"custom output validator cannot be built, problem skipped: {text}", what="validator",
                     path=path) from None
 
 
