@@ -87,8 +87,9 @@ __all__ = [
     "probe_optimization_tests",
 ]
 
-#: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow).
-CORRECT_VERDICTS = ("accepted", "time_limit_exceeded")
+#: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow; brute_force, 2023-07:
+#: correct, may exceed the time or memory limit).
+CORRECT_VERDICTS = ("accepted", "time_limit_exceeded", "brute_force")
 #: Verdict folders whose programs are incorrect (Kattis, DOMjudge, BAPCtools, the 2023-07 draft).
 INCORRECT_VERDICTS = ("wrong_answer", "run_time_error", "rejected", "memory_limit_exceeded",
                       "output_limit_exceeded", "compile_error", "compiler_error", "partially_accepted")
