@@ -95,7 +95,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import special
-from scipy import stats as sps
 
 from stats._groups import group_codes
 from stats.ranking import POOLS_ATTR, STATUSES, _joint_codes, solution_cells, status_codes

@@ -216,7 +216,7 @@ def _count_distribution(m_c, se_c, m_r, se_r):
         return dist
 
     lo, hi = m_c - 9 * se_c, m_c + 9 * se_c
-    return np.array([integrate.quad(lambda x: sps.norm.pdf(x, m_c, se_c) * pb(x)[k], lo, hi, limit=200,
+    return np.array([integrate.quad(lambda x, k=k: sps.norm.pdf(x, m_c, se_c) * pb(x)[k], lo, hi, limit=200,
                                     points=list(m_r[(m_r > lo) & (m_r < hi)]))[0] for k in range(n + 1)])
 
 
