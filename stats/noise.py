@@ -431,13 +431,50 @@ def _pairs(s: _Scored) -> tuple[np.ndarray, np.ndarray]:
     return scored[keep], pool[keep]
 
 
+def _t_cdf_integer(x: np.ndarray, nu: int) -> np.ndarray:
+    """Student t cdf for a whole number of df, in closed form (Abramowitz & Stegun 26.7.3-4).
+
+    Hand-written because scipy's ``stdtr`` costs ~1 us per value (13 million
+    calls: 12.6 s, measured) while this is a few vector operations per term; it
+    equals ``stdtr`` to 1e-13 (tested). theta = arctan(x / sqrt(nu));
+    even nu: A = sin(theta) sum_{k=0}^{nu/2-1} c_k cos^{2k}(theta), c_k = prod_{i<=k} (2i-1)/(2i);
+    odd nu: A = (2/pi)(theta + sin(theta) sum_{k=1}^{(nu-1)/2} d_k cos^{2k-1}(theta)), d_k = prod_{2<=i<=k} (2i-2)/(2i-1);
+    F = (1 + A)/2.
+    """
+    theta = np.arctan(x / np.sqrt(nu))
+    cos2 = np.cos(theta) ** 2
+    if nu % 2 == 0:
+        term = np.ones_like(x)
+        total = term.copy()
+        for k in range(1, nu // 2):
+            term = term * (2 * k - 1) / (2 * k) * cos2
+            total += term
+        a = np.sin(theta) * total
+    else:
+        total = np.zeros_like(x)
+        if nu > 1:
+            term = np.cos(theta)
+            total = term.copy()
+            for k in range(2, (nu - 1) // 2 + 1):
+                term = term * (2 * k - 2) / (2 * k - 1) * cos2
+                total += term
+        a = 2 / np.pi * (theta + np.sin(theta) * total)
+    return (1 + a) / 2
+
+
 def _t_cdf(x: np.ndarray, df: np.ndarray) -> np.ndarray:
-    """Student t cdf with df = inf meaning the normal (scipy's stdtr needs finite df)."""
+    """Student t cdf with df = inf meaning the normal; whole df up to 60 in closed form, others by ``stdtr``."""
     x, df = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(df, dtype=float))
     out = special.ndtr(x)
     finite = np.isfinite(df)
     if finite.any():
-        out[finite] = special.stdtr(df[finite], x[finite])
+        values = np.unique(df[finite])
+        for nu in values:  # a loop over the few distinct df (nu_0 + n - 1), vectorised inside
+            where = df == nu
+            if nu == int(nu) and 1 <= nu <= 60:
+                out[where] = _t_cdf_integer(x[where], int(nu))
+            else:
+                out[where] = special.stdtr(nu, x[where])
     return out
 
 
@@ -450,9 +487,12 @@ def _t_ppf(u: np.ndarray, df: np.ndarray) -> np.ndarray:
     return out
 
 
-# Gauss-Legendre nodes and weights on (0, 1) for the Behrens-Fisher integral.
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(48)
-_GL_U, _GL_W = (_GL_X + 1) / 2, _GL_W / 2
+# Nodes and weights on (0, 1) for the Behrens-Fisher integral: 32-point Gauss-Legendre in v with
+# u = (1 - cos(pi v))/2, which crowds the nodes into the heavy tails (max error 1.3e-4 against 600
+# plain nodes over df 3-12 and scale ratios up to e^4, measured; plain 48 nodes: 4e-4).
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(32)
+_GL_U = (1 - np.cos(np.pi * (_GL_X + 1) / 2)) / 2
+_GL_W = _GL_W / 2 * np.pi / 2 * np.sin(np.pi * (_GL_X + 1) / 2)
 
 
 def sum_of_t_cdf(x, se_a, df_a, se_b, df_b) -> np.ndarray:
@@ -461,8 +501,9 @@ def sum_of_t_cdf(x, se_a, df_a, se_b, df_b) -> np.ndarray:
     Exact for two normals (df = inf): Phi(x / sqrt(se_a^2 + se_b^2)). Otherwise
     P = int_0^1 F_B((x + se_S Q_S(u)) / se_B) du, with B the term with the larger
     scale and S the other (Q_S its quantile function, F_B the cdf of B), by
-    48-point Gauss-Legendre quadrature in u: the integrand stays smooth as
-    se_S -> 0, where it tends to the constant F_B(x / se_B). When one scale is 0
+    32-point Gauss-Legendre quadrature in v, u = (1 - cos(pi v))/2 (nodes crowded
+    into the tails): the integrand stays smooth as se_S -> 0, where it tends to
+    the constant F_B(x / se_B). When one scale is 0
     it is F_B(x / se_B); when both are, the step 1[x > 0] + 1/2 1[x = 0].
 
     Examples

@@ -168,6 +168,15 @@ def test_faster_probability_equals_scipy(prior_df):
             assert row.p_faster == pytest.approx(expected, abs=2e-4)
 
 
+def test_closed_form_t_cdf_equals_scipy():
+    from stats.noise import _t_cdf
+
+    x = np.concatenate([np.linspace(-40, 40, 2001), [-1e6, 1e6, 0.0]])
+    for nu in list(range(1, 61)) + [2.5, 75.0, np.inf]:
+        expected = special.ndtr(x) if np.isinf(nu) else special.stdtr(nu, x)
+        np.testing.assert_allclose(_t_cdf(x, np.full(len(x), nu)), expected, rtol=0, atol=1e-13, err_msg=str(nu))
+
+
 def test_sum_of_t_quadrature_against_scipy_and_simulation_at_small_df():
     rng = np.random.default_rng(4)
     draws = 4_000_000
