@@ -49,7 +49,7 @@ from scipy.special import gammaln
 from stats._groups import canonical_order, first_rows, group_codes
 from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
-from stats.ranking import percentile_table, problem_scores, reference_pools
+from stats.ranking import percentile_table, problem_scores, reference_pools, solution_cells
 
 __all__ = [
     "CELL",
@@ -58,6 +58,7 @@ __all__ = [
     "chi2_median_factor",
     "repeat_cv",
     "summarize_repeat_cv",
+    "process_level",
     "per_repeat_scores",
     "RankDrift",
     "rank_drift",
@@ -301,6 +302,34 @@ def _pooled_cv(cells: pd.DataFrame, problems: np.ndarray, *, n_boot: int, level:
 # --------------------------------------------------------------------------- rank drift
 
 
+def process_level(executions: pd.DataFrame) -> pd.DataFrame:
+    """Collapse nested repeats to one row per process: the process is the independent repeat.
+
+    With a ``run`` column (several values per process, e.g. pyperf: 20
+    processes x 3 values), the values of one process share its state (memory
+    layout, frequency, hash seed) and are not independent draws. Every
+    (environment, campaign, problem, test, solution, run) becomes one row:
+    ``duration_s`` = median of its ``ok`` values and ``status`` by majority
+    (:func:`stats.ranking.solution_cells`), ``repeat`` = the ``run`` index.
+    Frames without ``run`` are returned unchanged.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"problem": "p", "test": "t", "solution": "s", "run": [0, 0, 0, 1, 1, 1],
+    ...     "repeat": range(6), "duration_s": [1.0, 1.1, 0.9, 2.0, 2.2, 1.8], "status": "ok"})
+    >>> process_level(runs)[["repeat", "duration_s"]].values.tolist()
+    [[0.0, 1.0], [1.0, 2.0]]
+    """
+    if "run" not in executions.columns:
+        return executions
+    by = [c for c in ("environment", "campaign", "problem", "test", "solution", "run") if c in executions.columns]
+    cols = by + [c for c in ("repeat", "duration_s", "status", "role", "correct", "test_kind")
+                 if c in executions.columns and c not in by]
+    out = solution_cells(executions[cols], by=by)
+    out["repeat"] = out["run"].to_numpy(dtype=np.int64)
+    return out.drop(columns=["run", "n_runs", "n_ok"])
+
+
 def per_repeat_scores(
     run: pd.DataFrame,
     *,
@@ -328,9 +357,12 @@ def per_repeat_scores(
     Returns
     -------
     DataFrame with ``problem, solution, repeat, q`` (q in 0..1; NaN when no
-    optimization test has a pool) and ``role`` when the run has one.
+    optimization test has a pool) and ``role`` when the run has one. With
+    nested repeats (a ``run`` column) each process is one repeat
+    (:func:`process_level`), so drift and significance count processes.
     """
     _require(run, ["problem", "test", "solution", "duration_s", "status"], "per_repeat_scores")
+    run = process_level(run)
     if pools is None:
         pools = reference_pools(run)
     mask = np.ones(len(run), dtype=bool)
@@ -620,13 +652,22 @@ class VarianceComponents:
     not estimable from this corpus, e.g. campaign with one campaign),
     ``share`` (of the sum of the estimable components) and ``df``.
     ``mean_tests`` / ``mean_solutions`` are the average numbers of
-    optimization tests and solutions per problem used.
+    optimization tests and solutions per problem used. With nested repeats (a
+    ``run`` column: values inside processes) the table has a ``run`` row
+    (between-process variance) and ``repeat`` is the within-process variance;
+    ``values_per_run`` is the mean number of values per process (else None).
     """
 
     table: pd.DataFrame
     n_problems: int
     mean_tests: float
     mean_solutions: float
+    values_per_run: float | None = None
+
+    @property
+    def nested(self) -> bool:
+        """True when the components split between-process (``run``) and within-process (``repeat``) noise."""
+        return self.values_per_run is not None
 
     def variance(self, component: str) -> float:
         return float(self.table.set_index("component").loc[component, "variance"])
@@ -677,6 +718,15 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
     5. problem: the problem means M_p have
        E[var(M)] = s2_P + mean_p(s2_T/T_p + s2_S/S_p + MS_TS/(T_p S_p)).
 
+    Nested repeats (a ``run`` column, e.g. pyperf's values inside processes):
+    0. within process: s2_w = sum (y - ybar_process)^2 / sum (n_k - 1), the
+       ``repeat`` component; then every process is replaced by its mean and
+       steps 1-5 run on process means, so step 1 gives the variance of process
+       means, s2_pm, with E[s2_pm] = s2_run + s2_w h (h = df-weighted mean over
+       cells of mean_k 1/n_k), and s2_run = s2_pm - s2_w h is the ``run``
+       (between-process) component. Processes, not values, are then the
+       independent repeats.
+
     Negative estimates are truncated at 0 (the usual ANOVA convention). For
     balanced data these are the classical ANOVA estimators, which equal REML
     whenever none is truncated. Components that the corpus cannot identify
@@ -696,19 +746,39 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
     VarianceComponents
     """
     _require(executions, ["problem", "test", "solution", "duration_s"], "variance_components")
-    executions = executions.iloc[canonical_order(executions, ["problem", "test", "solution", "campaign"])]
+    nested = "run" in executions.columns
+    executions = executions.iloc[canonical_order(executions, ["problem", "test", "solution", "campaign"]
+                                                 + (["run"] if nested else []))]
     d, ok = _ok_durations(executions)
     ok &= d > 0
     frame = executions.loc[ok]
     y = np.log(d[ok])
     if "campaign" not in frame.columns:
         frame = frame.assign(campaign="c0")
-    # 1. repeat
+    s2_w = df_w = values_per_run = math.nan
+    if nested:
+        # 0. nested repeats: values inside processes. s2_w = pooled within-process variance; the rest
+        # of the analysis runs on process means, one "repeat" per process (see the docstring).
+        pr, n_pr = group_codes(frame, ["problem", "test", "solution", "campaign", "run"])
+        n_val = np.bincount(pr, minlength=n_pr).astype(float)
+        mean_pr = np.bincount(pr, weights=y, minlength=n_pr) / n_val
+        df_w = float(np.sum(n_val - 1))
+        s2_w = float(np.sum((y - mean_pr[pr]) ** 2) / df_w) if df_w > 0 else math.nan
+        values_per_run = float(np.mean(n_val))
+        frame = frame.iloc[first_rows(pr, n_pr)]
+        y = mean_pr
+    # 1. repeat (with nested repeats: between process means)
     cc, n_cc_groups = group_codes(frame, ["problem", "test", "solution", "campaign"])
     n_cc = np.bincount(cc, minlength=n_cc_groups).astype(float)
     mean_cc = np.bincount(cc, weights=y, minlength=n_cc_groups) / np.maximum(n_cc, 1)
     df_e = float(np.sum(n_cc - 1))
     s2_e = float(np.sum((y - mean_cc[cc]) ** 2) / df_e) if df_e > 0 else math.nan
+    s2_run = math.nan
+    if nested:
+        # E[s2 of process means] = s2_run + s2_w * h, h = the df-weighted mean over cells of mean_k(1 / n_k)
+        inv = np.bincount(cc, weights=1.0 / n_val, minlength=n_cc_groups) / np.maximum(n_cc, 1)
+        h = float(np.sum((n_cc - 1) * inv) / df_e) if df_e > 0 else math.nan
+        s2_run = _pos(s2_e - (0.0 if math.isnan(s2_w) else s2_w) * h) if df_e > 0 else math.nan
     e_used = 0.0 if math.isnan(s2_e) else s2_e
     # 2. campaign
     first_cc = first_rows(cc, n_cc_groups)
@@ -764,14 +834,22 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
         s2_p = _pos(np.var(M[present], ddof=1) - expected)
     else:
         s2_p = math.nan
-    variances = np.array([s2_p, s2_t, s2_s, s2_ts, s2_c, s2_e], dtype=float)
+    if nested:
+        names = COMPONENTS[:-1] + ("run", "repeat")
+        variances = np.array([s2_p, s2_t, s2_s, s2_ts, s2_c, s2_run, s2_w], dtype=float)
+        dfs = [n_prob - 1, df_t, df_s, df_res, df_c, df_e, df_w]
+    else:
+        names = COMPONENTS
+        variances = np.array([s2_p, s2_t, s2_s, s2_ts, s2_c, s2_e], dtype=float)
+        dfs = [n_prob - 1, df_t, df_s, df_res, df_c, df_e]
     total = np.nansum(variances)
     with np.errstate(invalid="ignore", divide="ignore"):
-        shares = np.where(np.isfinite(variances), variances / total, np.nan) if total > 0 else np.full(6, np.nan)
-    table = pd.DataFrame({"component": COMPONENTS, "variance": variances, "share": shares,
-                          "df": [n_prob - 1, df_t, df_s, df_res, df_c, df_e]})
+        shares = (np.where(np.isfinite(variances), variances / total, np.nan) if total > 0
+                  else np.full(len(variances), np.nan))
+    table = pd.DataFrame({"component": names, "variance": variances, "share": shares, "df": dfs})
     return VarianceComponents(table, n_prob, float(np.mean(T[present])) if n_prob else math.nan,
-                              float(np.mean(S[present])) if n_prob else math.nan)
+                              float(np.mean(S[present])) if n_prob else math.nan,
+                              values_per_run if nested else None)
 
 
 def repeats_for_reliability(components: VarianceComponents, *, target: float = 0.9,
@@ -792,6 +870,11 @@ def repeats_for_reliability(components: VarianceComponents, *, target: float = 0
     Returns ``inf`` when sig = 0 (no repeat count makes the score reliable)
     and NaN when the repeat variance is unknown (one repeat per cell).
 
+    Nested repeats (``components.nested``): the unit that is repeated is the
+    process. With m values per process (``values_per_run``) one process mean
+    has error variance s2_e = s2_run + s2_repeat / m, and n counts processes
+    (more values inside one process cannot remove the between-process part).
+
     Examples
     --------
     >>> vc = VarianceComponents(pd.DataFrame({"component": list(COMPONENTS),
@@ -803,6 +886,8 @@ def repeats_for_reliability(components: VarianceComponents, *, target: float = 0
         raise ValueError(f"target reliability must lie in (0, 1), got {target}")
     T = components.mean_tests if n_tests is None else float(n_tests)
     s2_e = components.variance("repeat")
+    if getattr(components, "nested", False):
+        s2_e = components.variance("run") + s2_e / components.values_per_run
     if not (np.isfinite(s2_e) and np.isfinite(T) and T > 0):
         return math.nan
     sig = np.nan_to_num(components.variance("solution")) + np.nan_to_num(components.variance("test:solution")) / T
