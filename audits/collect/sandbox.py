@@ -61,7 +61,10 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
+import errno
+import fcntl
 import hashlib
+import importlib.resources
 import math
 import os
 import resource
@@ -90,6 +93,8 @@ __all__ = [
     "BwrapSandbox",
     "CommandSandbox",
     "make_sandbox",
+    "strongest_sandbox",
+    "launcher_source",
     "parse_size",
     "scratch_root",
     "stage_program",
@@ -99,6 +104,8 @@ __all__ = [
 RUN_STATUSES = PROCESS_STATUSES
 _MEMORY_MARKERS = ("memoryerror", "std::bad_alloc", "cannot allocate memory", "out of memory")
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: What every program's view has (read-only): the system directories.
+_SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/etc/")
 _READ = 1 << 16
 
 
@@ -148,6 +155,13 @@ class Limits:
         ``runtime_error``) and ``stdout_truncated`` is set. Default 64 MiB.
     stderr_bytes : int
         Tail of standard error kept in ``Execution.stderr_tail`` (default 4096).
+    stderr_limit : int
+        Standard error a program may write; more is killed like too much output
+        ("output limit", ``runtime_error``) instead of being drained. Default 1 MiB.
+    scratch_bytes : int
+        Size of the program's private tmpfs (its scratch directory, /tmp, /var/tmp and
+        /dev/shm together under ``local``; each of them under ``bwrap``); a write beyond it
+        fails with ENOSPC. Default 256 MiB.
     """
 
     wall_s: float = 10.0
@@ -157,6 +171,8 @@ class Limits:
     nproc: int = 64
     output_bytes: int = 64 << 20
     stderr_bytes: int = 4096
+    stderr_limit: int = 1 << 20
+    scratch_bytes: int = 256 << 20
 
     def __post_init__(self):
         if not (isinstance(self.wall_s, (int, float)) and math.isfinite(self.wall_s) and self.wall_s > 0):
@@ -166,7 +182,7 @@ class Limits:
                              f"to start), got {self.memory_bytes!r}")
         if self.cpu_s is not None and not self.cpu_s > 0:
             raise ValueError(f"Limits.cpu_s must be positive or None, got {self.cpu_s!r}")
-        for name in ("file_bytes", "nproc", "output_bytes", "stderr_bytes"):
+        for name in ("file_bytes", "nproc", "output_bytes", "stderr_bytes", "stderr_limit", "scratch_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
@@ -274,30 +290,93 @@ def stage_program(argv: list[str] | tuple[str, ...], stage_dir: str | os.PathLik
     return out
 
 
-class _UidPool:
-    """Unprivileged uids for the runs of this process, handed out in rotation.
+#: First uid of the blocks the sandboxes lease (decision: far above the uids a distribution
+#: hands out and above the 100000-164000 range of speedaudit's older pid-derived blocks, so a
+#: campaign of an older version cannot collide either).
+UID_BASE = 3_000_000
+UID_BLOCK = 64
+UID_BLOCKS = 1000
 
-    RLIMIT_NPROC counts every process of a uid, including killed children that are
-    still zombies waiting for init to reap them (that took ~1.6 s on our machines).
-    So concurrent runs each get their own uid, and a uid is reused only after at
-    least ``MIN_POOL - 1`` other runs. The uids are ``100000 + (pid % 1000) * 64 + k``,
-    k < 64 (the pid term keeps several worker processes on one machine apart); they
-    need no /etc/passwd entry.
+
+def _lease_dir() -> Path:
+    """Where uid-block leases live: one directory for the whole machine (root-owned, 0755)."""
+    if os.environ.get("SPEEDAUDIT_UID_LEASES"):
+        return Path(os.environ["SPEEDAUDIT_UID_LEASES"])
+    for candidate in ("/run/lock", "/run", "/var/lock"):
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK):
+            return Path(candidate) / "speedaudit-uids"
+    return Path(tempfile.gettempdir()) / "speedaudit-uids"
+
+
+class _UidPool:
+    """Unprivileged uids for the runs of this process, from a block leased for the machine.
+
+    Concurrent campaigns (processes) on one machine must never share a uid: a run's
+    end-of-run sweep kills every process of its uid, and RLIMIT_NPROC counts them. So each
+    process leases a block of ``UID_BLOCK`` uids, ``UID_BASE + b * UID_BLOCK + k``, by an
+    exclusive ``flock`` on ``<lease dir>/block-<b>.lock`` that it holds for its lifetime
+    (the kernel drops it when the process dies, even by SIGKILL). It tries blocks from
+    ``$SPEEDAUDIT_UID_BLOCK`` (default: pid mod ``UID_BLOCKS``) upwards and takes the first
+    free one; on taking a block it kills what a dead holder may have left under its uids.
+    A forked copy of the process leases a block of its own.
+
+    Within the block, concurrent runs each get their own uid, handed out in rotation, and a
+    uid is reused only after at least ``MIN_POOL - 1`` other runs: RLIMIT_NPROC counts
+    killed children that are still zombies. The uids need no /etc/passwd entry.
     """
 
     MIN_POOL = 8
-    MAX_POOL = 64
+    MAX_POOL = UID_BLOCK
 
     def __init__(self):
         self._lock = threading.Lock()
         self._free: collections.deque[int] = collections.deque()
         self._minted = 0
+        self._block: int | None = None
+        self._lease_fd: int | None = None
+        self._owner: int | None = None
+
+    @property
+    def block(self) -> int:
+        """The leased block (leases one on first use)."""
+        with self._lock:
+            return self._ensure_block()
+
+    def _ensure_block(self) -> int:
+        if self._block is not None and self._owner == os.getpid():
+            return self._block
+        # first use, or a forked copy: the flock we inherited is our parent's
+        self._free.clear()
+        self._minted = 0
+        folder = _lease_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o755)
+        hint = os.environ.get("SPEEDAUDIT_UID_BLOCK")
+        start = int(hint) % UID_BLOCKS if hint and hint.strip().isdigit() else os.getpid() % UID_BLOCKS
+        for step in range(UID_BLOCKS):
+            block = (start + step) % UID_BLOCKS
+            fd = os.open(folder / f"block-{block:03d}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self._block, self._lease_fd, self._owner = block, fd, os.getpid()
+            first = UID_BASE + block * UID_BLOCK
+            for uid in _live_uids(range(first, first + UID_BLOCK)):
+                _kill_uid(uid)  # left by a holder that died: ours now
+            return block
+        raise SandboxError(f"all {UID_BLOCKS} uid blocks in {folder} are leased by running processes\n"
+                           f"  -> wait for other campaigns to finish")
 
     def _uid(self, k: int) -> int:
-        return 100000 + (os.getpid() % 1000) * self.MAX_POOL + k
+        return UID_BASE + self._block * UID_BLOCK + k
 
     def acquire(self) -> int:
         with self._lock:
+            self._ensure_block()
             if self._minted < self.MIN_POOL or (not self._free and self._minted < self.MAX_POOL):
                 self._minted += 1
                 return self._uid(self._minted - 1)
@@ -307,10 +386,29 @@ class _UidPool:
 
     def release(self, uid: int) -> None:
         with self._lock:
-            self._free.append(uid)
+            if self._block is not None and self._uid(0) <= uid < self._uid(UID_BLOCK):
+                self._free.append(uid)
 
     def issued(self) -> list[int]:
-        return [self._uid(k) for k in range(self._minted)]
+        with self._lock:
+            if self._block is None or self._owner != os.getpid():
+                return []
+            return [self._uid(k) for k in range(self._minted)]
+
+
+def _live_uids(uids) -> set[int]:
+    """Which of ``uids`` own a process now (one pass over /proc)."""
+    wanted = set(uids)
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+            except OSError:
+                continue
+            if uid in wanted:
+                found.add(uid)
+    return found
 
 
 _UIDS = _UidPool()
@@ -347,252 +445,19 @@ def _decode_status(code: int | None, sig: int | None) -> str:
     return f"exit {code}"
 
 
-# The launcher: a tiny C program between the runner and the measured program.
-#
-# Why hand-written (no library does this): the peak RSS that wait4 reports for a
-# process includes what it had *before* exec, and a child forked (or vforked) from
-# the runner starts as a copy of the runner (tens of MB with pandas loaded, GBs in a
-# Dask worker). A small launcher process forks the program itself, so the program's
-# pre-exec RSS is the launcher's (~1 MB), and reports the program's own rusage and
-# wall time (monotonic clock around fork and reap). It also applies the rlimits and
-# drops to the unprivileged uid in the child (no Python preexec_fn in a threaded
-# process), puts the program in its own process group, kills that whole group when
-# the program ends or when the runner sends it SIGUSR1 (wall limit, output cap) or
-# dies (PR_SET_PDEATHSIG), and reaps the program only after the group was killed, so
-# the group id cannot be reused while it is being signalled. As a subreaper it reaps
-# every orphan of the program at once (zombies count against RLIMIT_NPROC) and kills
-# survivors that left the group, by uid.
-#
-# It runs as a server ("zygote"), one per runner thread: a request (one SOCK_SEQPACKET
-# message carrying the program's stdin/stdout/stderr as SCM_RIGHTS) costs one fork of
-# a 1 MB process instead of a fork of the runner plus an exec of the launcher, which
-# is what keeps the runner's throughput at that of a bare subprocess loop. Inside
-# bwrap the same program runs once per execution ("one-shot" mode).
-_LAUNCHER_C = r"""
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/types.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+# The launcher: a small C program between the runner and the measured program
+# (audits/collect/launcher.c, shipped as package data; its header says what it does and why
+# it is hand-written). It is compiled once per machine into the cache, under a name that
+# carries the SHA-256 of its source, so that versions of speedaudit sharing one cache never
+# run each other's launcher.
+_LAUNCHER_SOURCE = "launcher.c"
 
-/* The program being run (0 = none) and whether it has been reaped. */
-static volatile sig_atomic_t child = 0, reaped = 1, stop = 0;
 
-static void on_kill(int sig) {           /* SIGUSR1 (serve) or SIGTERM (one-shot): kill the program's group */
-    (void)sig;
-    stop = 1;
-    if (child > 0 && !reaped) kill(-child, SIGKILL);
-}
+def launcher_source() -> bytes:
+    """The launcher's C source (package data beside this module)."""
+    return (importlib.resources.files("audits.collect") / _LAUNCHER_SOURCE).read_bytes()
 
-static void on_die(int sig) {            /* serve mode: the runner is gone */
-    (void)sig;
-    if (child > 0 && !reaped) kill(-child, SIGKILL);
-    _exit(0);
-}
 
-typedef void (*report_fn)(void *ctx, const char *text);
-
-static void report_fd(void *ctx, const char *text) {
-    int fd = *(int *)ctx;
-    size_t n = strlen(text);
-    while (n > 0) {
-        ssize_t k = write(fd, text, n);
-        if (k < 0) { if (errno == EINTR) continue; return; }
-        text += k; n -= (size_t)k;
-    }
-}
-
-static void report_sock(void *ctx, const char *text) {
-    int fd = *(int *)ctx;
-    while (send(fd, text, strlen(text), MSG_NOSIGNAL) < 0 && errno == EINTR) {}
-}
-
-/* Kill every process of `uid` (the sandbox's own uid: nothing else runs under it). */
-static void sweep(long long uid) {
-    if (uid < 0 && geteuid() == 0) return;        /* never kill(-1) as root */
-    if (uid < 0) { kill(-1, SIGKILL); return; }   /* we already are the unprivileged uid */
-    pid_t p = fork();
-    if (p == 0) {
-        if (setgroups(0, NULL) == 0 && setgid((gid_t)uid) == 0 && setuid((uid_t)uid) == 0) kill(-1, SIGKILL);
-        _exit(0);
-    }
-}
-
-static int limit(int which, long long soft, long long hard) {
-    struct rlimit rl;
-    if (soft < 0) return 0;
-    rl.rlim_cur = (rlim_t)soft; rl.rlim_max = (rlim_t)hard;
-    return setrlimit(which, &rl);
-}
-
-/* Fork, confine and exec argv; wait; kill its group; reap it and every orphan; report. */
-static int run(long long uid, long long as, long long fsize, long long nproc, long long cpu, const char *cwd,
-               char **argv, char **envp, const int *fds, int close_fd, report_fn say, void *ctx) {
-    char buf[256];
-    struct timespec t0, t1;
-    if (stop) return 125;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(buf, sizeof buf, "error fork: %s\n", strerror(errno));
-        say(ctx, buf);
-        return 125;
-    }
-    if (pid == 0) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGTERM, &dfl, NULL);
-        sigaction(SIGUSR1, &dfl, NULL);
-        setpgid(0, 0);
-        if (close_fd >= 0) close(close_fd);
-        if (fds) {   /* received close-on-exec: only the dup2 copies survive the exec */
-            for (int i = 0; i < 3; i++) if (dup2(fds[i], i) < 0) _exit(126);
-            if (fds[3] == 3) fcntl(3, F_SETFD, 0);
-            else if (fds[3] >= 0 && dup2(fds[3], 3) < 0) _exit(126);
-        }
-        if (cwd && chdir(cwd) != 0) {
-            fprintf(stderr, "sa-launch: cannot enter %s: %s\n", cwd, strerror(errno));
-            _exit(126);
-        }
-        if (limit(RLIMIT_CORE, 0, 0) || limit(RLIMIT_AS, as, as) || limit(RLIMIT_FSIZE, fsize, fsize)
-            || limit(RLIMIT_NPROC, nproc, nproc) || limit(RLIMIT_CPU, cpu, cpu < 0 ? cpu : cpu + 1)) {
-            fprintf(stderr, "sa-launch: setrlimit: %s\n", strerror(errno));
-            _exit(126);
-        }
-        if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) || setuid((uid_t)uid))) {
-            fprintf(stderr, "sa-launch: cannot switch to uid %lld: %s\n", uid, strerror(errno));
-            _exit(126);
-        }
-        if (envp) execvpe(argv[0], argv, envp); else execvp(argv[0], argv);
-        fprintf(stderr, "sa-launch: cannot execute %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    reaped = 0;
-    child = pid;
-    if (stop) kill(-pid, SIGKILL);   /* the kill arrived while forking */
-    snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
-    say(ctx, buf);
-    siginfo_t info;
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
-        if (errno != EINTR) { snprintf(buf, sizeof buf, "error waitid: %s\n", strerror(errno)); say(ctx, buf); return 125; }
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    kill(-pid, SIGKILL);             /* stray descendants in its group; the zombie keeps the id reserved */
-    int status = 0;
-    struct rusage ru;
-    while (wait4(pid, &status, 0, &ru) < 0) {
-        if (errno != EINTR) { snprintf(buf, sizeof buf, "error wait4: %s\n", strerror(errno)); say(ctx, buf); return 125; }
-    }
-    reaped = 1;
-    child = 0;
-    /* Reap the rest at once: killed descendants would otherwise wait as zombies for init,
-       and zombies still count against the uid's RLIMIT_NPROC. Survivors (a descendant that
-       left the process group) are swept by uid. */
-    int swept = 0;
-    struct timespec ts, now;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    for (;;) {
-        pid_t r = waitpid(-1, NULL, WNOHANG);
-        if (r > 0) continue;
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) break;
-        if (!swept) { sweep(uid); swept = 1; }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - ts.tv_sec >= 2) break;
-        usleep(1000);
-    }
-    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld\n", status, wall,
-             (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-             (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss);
-    say(ctx, buf);
-    stop = 0;
-    return 0;
-}
-
-/* Serve mode: one request per SOCK_SEQPACKET message with the program's stdin, stdout and
-   stderr (and optionally a 4th descriptor, which the program gets as fd 3) as SCM_RIGHTS;
-   fields separated by NUL:
-   uid as fsize nproc cpu cwd n_env env... argv...   Runs one program at a time. */
-static int serve(int sock) {
-    static char data[1 << 20];
-    for (;;) {
-        struct iovec iov = { data, sizeof data - 1 };
-        union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } control;
-        struct msghdr msg;
-        memset(&msg, 0, sizeof msg);
-        msg.msg_iov = &iov; msg.msg_iovlen = 1;
-        msg.msg_control = control.buf; msg.msg_controllen = sizeof control.buf;
-        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n == 0) return 0;
-        if (n < 0) { if (errno == EINTR) continue; return 1; }
-        data[n] = 0;
-        int fds[4] = { -1, -1, -1, -1 };
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            if (c->cmsg_len == CMSG_LEN(3 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
-            else if (c->cmsg_len == CMSG_LEN(4 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
-        }
-        char *fields[8192];
-        int count = 0;
-        for (char *p = data; p < data + n && count < 8191; p += strlen(p) + 1) fields[count++] = p;
-        fields[count] = NULL;
-        if (fds[0] < 0 || count < 9 || atoi(fields[6]) < 0 || 7 + atoi(fields[6]) >= count) {
-            report_sock(&sock, "error bad request\n");
-        } else {
-            int n_env = atoi(fields[6]);
-            char *envp[4096];
-            int k = 0;
-            for (; k < n_env && k < 4095; k++) envp[k] = fields[7 + k];
-            envp[k] = NULL;
-            run(atoll(fields[0]), atoll(fields[1]), atoll(fields[2]), atoll(fields[3]), atoll(fields[4]),
-                fields[5], fields + 7 + n_env, envp, fds, sock, report_sock, &sock);
-        }
-        for (int i = 0; i < 4; i++) if (fds[i] >= 0) close(fds[i]);
-    }
-}
-
-/* sa-launch --serve SOCKFD
-   sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...]   (one shot; -1 = unchanged) */
-int main(int argc, char **argv) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    prctl(PR_SET_CHILD_SUBREAPER, 1);   /* orphans of the program come to us, and we reap them */
-    if (argc == 3 && strcmp(argv[1], "--serve") == 0) {
-        sa.sa_handler = on_kill;
-        sigaction(SIGUSR1, &sa, NULL);
-        sa.sa_handler = on_die;
-        sigaction(SIGTERM, &sa, NULL);
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() == 1) return 0;
-        return serve(atoi(argv[2]));
-    }
-    if (argc < 9 || strcmp(argv[7], "--") != 0) {
-        fprintf(stderr, "usage: sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...] | sa-launch --serve SOCKFD\n");
-        return 125;
-    }
-    int fd = atoi(argv[1]);
-    sa.sa_handler = on_kill;
-    sigaction(SIGTERM, &sa, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    return run(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoll(argv[5]), atoll(argv[6]), NULL,
-               argv + 8, NULL, NULL, fd, report_fd, &fd);
-}
-"""
 _LAUNCHER: dict[str, str | None] = {}
 _LAUNCHER_LOCK = threading.Lock()
 
@@ -606,7 +471,8 @@ def launcher_path() -> str | None:
         if "path" in _LAUNCHER:
             return _LAUNCHER["path"]
         compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("g++")
-        digest = hashlib.sha256(_LAUNCHER_C.encode()).hexdigest()[:16]
+        source = launcher_source()
+        digest = hashlib.sha256(source).hexdigest()[:16]
         base = os.environ.get("SPEEDAUDIT_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "speedaudit")
         target = Path(base) / f"sa-launch-{digest}"
@@ -617,9 +483,9 @@ def launcher_path() -> str | None:
             target.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
                 src = Path(tmp) / "sa-launch.c"
-                src.write_text(_LAUNCHER_C)
+                src.write_bytes(source)
                 exe = Path(tmp) / "sa-launch"
-                done = subprocess.run([compiler, "-x", "c", "-O2", "-o", str(exe), str(src)], capture_output=True)
+                done = subprocess.run([compiler, "-x", "c", "-O2", "-pthread", "-o", str(exe), str(src)], capture_output=True)
                 if done.returncode == 0:
                     os.replace(exe, target)
                     path = str(target)
@@ -663,13 +529,21 @@ class Sandbox:
         return f"{type(self).__name__}({self.spec()!r}, uid={self.uid!r})"
 
     # -- the runner ------------------------------------------------------------------
+    #: the launcher builds a private root view for the program (LocalSandbox, when root)
+    private_view = False
+    #: the zygote sits in an empty network namespace (LocalSandbox, when root)
+    netns = False
+
     def run(self, argv, *, stdin_path, workdir, limits: Limits = Limits()) -> Execution:
         """Run ``argv`` with standard input from ``stdin_path``.
 
         ``workdir`` is a directory for this execution (created if missing, removed by
         the caller): the program runs in ``workdir/scratch`` (fresh, owned by the
-        sandbox uid) and its standard output is kept in ``workdir/stdout`` (root-owned,
-        at most ``limits.output_bytes``).
+        sandbox uid; under ``local`` as root and under ``bwrap`` that path exists only in
+        the program's own view, on its private tmpfs) and its standard output is kept in
+        ``workdir/stdout`` (root-owned, at most ``limits.output_bytes``). Standard input
+        is a sealed in-memory copy of ``stdin_path`` (``/proc/self/fd/0`` names no file),
+        which the runner opens without following a symbolic link.
         """
         if not argv:
             raise SandboxError("empty argv: nothing to run")
@@ -688,20 +562,84 @@ class Sandbox:
             if uid is not None and self.uid == "auto":
                 _UIDS.release(uid)
 
+    def keep_paths(self, argv: list[str]) -> list[str]:
+        """What of the host a program's view needs besides the system directories.
+
+        For every argument that is an existing absolute path outside them: a directory
+        itself, a file's folder (a program's build folder holds only that program); for a
+        virtualenv interpreter its environment, and an interpreter's real prefix. Read-only.
+        """
+        keep: list[str] = []
+
+        def add(path: str) -> None:
+            if path and path != "/" and not path.startswith(_SYSTEM_PREFIXES) and path not in keep and os.path.exists(path):
+                keep.append(path)
+
+        for k, item in enumerate(argv):
+            if not item.startswith("/") or not os.path.exists(item):
+                continue
+            if os.path.isdir(item) or os.path.dirname(os.path.normpath(item)) == "/":
+                add(os.path.normpath(item))
+            else:
+                add(os.path.dirname(os.path.normpath(item)))
+            if k == 0:
+                real = os.path.realpath(item)
+                bindir = os.path.dirname(os.path.normpath(item))
+                if os.path.exists(os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
+                    add(os.path.dirname(bindir))
+                if real != item:
+                    add(os.path.dirname(os.path.dirname(real)))
+        return keep
+
+    def _stdin(self, stdin_path: Path) -> int:
+        """A read-only descriptor of a sealed in-memory copy of the input file."""
+        try:
+            src = os.open(stdin_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise SandboxError(f"{stdin_path}: the input is a symbolic link; the runner reads inputs only "
+                                   f"as plain files\n  -> give the file it points to") from None
+            raise SandboxError(f"{stdin_path}: cannot open the input ({exc.strerror})") from None
+        try:
+            if not stat.S_ISREG(os.fstat(src).st_mode):
+                raise SandboxError(f"{stdin_path}: the input is not a regular file")
+            mem = os.memfd_create("speedaudit-stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            try:
+                size = os.fstat(src).st_size
+                sent = 0
+                while sent < size:
+                    n = os.sendfile(mem, src, sent, size - sent)
+                    if n == 0:
+                        break
+                    sent += n
+                fcntl.fcntl(mem, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK
+                            | fcntl.F_SEAL_SEAL)
+                reader = os.open(f"/proc/self/fd/{mem}", os.O_RDONLY | os.O_CLOEXEC)
+            finally:
+                os.close(mem)
+            return reader
+        finally:
+            os.close(src)
+
     def _run(self, argv, stdin_path: Path, workdir: Path, limits: Limits, uid: int | None) -> Execution:
         scratch = workdir / "scratch"
-        scratch.mkdir(exist_ok=False)
         stdout_path = workdir / "stdout"
+        launcher = launcher_path()
+        view = self.private_view and launcher is not None
+        on_host = not view and not self.nest_launcher
+        if on_host or launcher is None:
+            scratch.mkdir(exist_ok=False)
+            if uid is not None:
+                os.chown(scratch, uid, uid)
+                os.chmod(scratch, 0o700)
         if uid is not None:
             os.chmod(workdir, 0o711)
-            os.chown(scratch, uid, uid)
-            os.chmod(scratch, 0o700)
             _check_traversable(workdir, uid)
-        launcher = launcher_path()
         if launcher is None:
             return self._run_fallback(argv, stdin_path, scratch, stdout_path, limits, uid)
         pipes: list[int] = []
         try:
+            pipes.append(self._stdin(stdin_path))
             inner_r = None
             if self.nest_launcher:
                 # A second launcher inside the sandbox measures the program itself (see BwrapSandbox).
@@ -713,19 +651,25 @@ class Sandbox:
             lim = limits if self.confine else None
             cpu = max(1, math.ceil(lim.cpu_s)) if lim is not None and lim.cpu_s is not None else -1
             env = self.environment(scratch)
+            keep = self.keep_paths(argv) if view else []
+            box = workdir / "root"
+            if view:
+                box.mkdir(mode=0o700)
+            cwd = str(scratch) if (view or on_host) else "/"
             fields = [str(uid if uid is not None else -1),
                       str(lim.memory_bytes if lim is not None and lim.memory_bytes is not None else -1),
                       str(lim.file_bytes if lim is not None else -1), str(lim.nproc if lim is not None else -1),
-                      str(cpu), str(scratch), str(len(env)), *(f"{k}={v}" for k, v in env.items()), *cmd]
+                      str(cpu), cwd, str(1 if view else 0), str(limits.scratch_bytes), str(box),
+                      str(len(keep)), *keep, str(len(env)), *(f"{k}={v}" for k, v in env.items()), *cmd]
             payload = b"\0".join(os.fsencode(f) for f in fields)
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             pipes += [out_r, out_w, err_r, err_w]
-            with open(stdin_path, "rb") as stdin, open(stdout_path, "wb") as out:
+            with open(stdout_path, "wb") as out:
                 os.chmod(stdout_path, 0o600)
-                zygote = _zygote(launcher)
+                zygote = _zygote(launcher, netns=self.netns)
                 t0 = time.monotonic()
-                zygote.send(payload, [stdin.fileno(), out_w, err_w] + ([inner_w] if self.nest_launcher else []))
+                zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w] if self.nest_launcher else []))
                 for fd in (out_w, err_w) + ((inner_w,) if self.nest_launcher else ()):
                     os.close(fd)
                     pipes.remove(fd)
@@ -747,15 +691,19 @@ class Sandbox:
             popen["preexec_fn"] = preexec
         if uid is not None and self.confine:
             popen.update(user=uid, group=uid, extra_groups=[])
-        with open(stdin_path, "rb") as stdin, open(stdout_path, "wb") as out:
-            os.chmod(stdout_path, 0o600)
-            t0 = time.monotonic()
-            try:
-                proc = subprocess.Popen(cmd, stdin=stdin, **popen)
-            except OSError as exc:
-                return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
-                                 False, "", f"could not start {cmd[0]}: {exc}", self.name)
-            return self._watch(proc, t0, out, stdout_path, limits)
+        stdin = self._stdin(stdin_path)
+        try:
+            with open(stdout_path, "wb") as out:
+                os.chmod(stdout_path, 0o600)
+                t0 = time.monotonic()
+                try:
+                    proc = subprocess.Popen(cmd, stdin=stdin, **popen)
+                except OSError as exc:
+                    return Execution("runtime_error", time.monotonic() - t0, 0.0, 0, None, None, stdout_path, 0,
+                                     False, "", f"could not start {cmd[0]}: {exc}", self.name)
+                return self._watch(proc, t0, out, stdout_path, limits)
+        finally:
+            os.close(stdin)
 
     def _watch_zygote(self, zygote: "_Zygote", t0: float, out, stdout_path: Path, limits: Limits, out_r: int,
                       err_r: int, inner_r: int | None) -> Execution:
@@ -770,6 +718,8 @@ class Sandbox:
             sel.register(inner_r, selectors.EVENT_READ, "inner")
         written = 0
         truncated = False
+        err_written = 0
+        err_over = False
         err_tail = bytearray()
         inner_text = bytearray()
         killed = None
@@ -779,7 +729,7 @@ class Sandbox:
         escalated = False
 
         def consume(key) -> None:
-            nonlocal written, truncated
+            nonlocal written, truncated, err_written, err_over
             try:
                 chunk = os.read(key.fd, _READ)
             except BlockingIOError:
@@ -796,9 +746,12 @@ class Sandbox:
                     out.write(chunk)
                     written += len(chunk)
             elif key.data == "err":
+                err_written += len(chunk)
                 err_tail.extend(chunk)
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
+                if err_written > limits.stderr_limit:
+                    err_over = True
             else:
                 inner_text.extend(chunk)
 
@@ -841,12 +794,12 @@ class Sandbox:
                                 final = tuple(int(p) for p in parts[1:])
                             elif parts and parts[0] == "error":
                                 failed = " ".join(parts[1:])
-                    elif key.data == "out" and truncated:
+                    elif (key.data == "out" and truncated) or (key.data == "err" and err_over):
                         sel.unregister(key.fd)  # over the cap: stop reading, the program is being killed
                     else:
                         consume(key)
-                        if truncated and killed is None:
-                            killed = "output"
+                        if (truncated or err_over) and killed is None:
+                            killed = "output" if truncated else "stderr"
                             kill_sent = time.monotonic()
                             zygote.interrupt()
             t1 = time.monotonic()
@@ -855,7 +808,7 @@ class Sandbox:
             drain_until = time.monotonic() + 1.0
             while sel.get_map() and time.monotonic() < drain_until:
                 for key, _ in sel.select(max(0.0, drain_until - time.monotonic())):
-                    if key.data == "out" and truncated:
+                    if (key.data == "out" and truncated) or (key.data == "err" and err_over):
                         sel.unregister(key.fd)
                     else:
                         consume(key)
@@ -902,8 +855,10 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 pass
 
+        err_written = 0
+
         def consume(key) -> None:
-            nonlocal written, truncated
+            nonlocal written, truncated, err_written
             chunk = os.read(key.fd, _READ)
             if not chunk:
                 sel.unregister(key.fd)
@@ -915,6 +870,7 @@ class Sandbox:
                 out.write(chunk)
                 written += len(chunk)
             else:
+                err_written += len(chunk)
                 err_tail.extend(chunk)
                 if len(err_tail) > 2 * limits.stderr_bytes:
                     del err_tail[:-limits.stderr_bytes]
@@ -929,12 +885,13 @@ class Sandbox:
                 for key, _ in sel.select(max(remaining, 0.0) if killed is None else 0.25):
                     if key.data == "exit":
                         exited = True
-                    elif key.data == "out" and truncated:
+                    elif (key.data == "out" and truncated) or (key.data == "err"
+                                                               and err_written > limits.stderr_limit):
                         sel.unregister(key.fd)
                     else:
                         consume(key)
-                        if truncated and killed is None:
-                            killed = "output"
+                        if (truncated or err_written > limits.stderr_limit) and killed is None:
+                            killed = "output" if truncated else "stderr"
                             kill_group()
             _, wstatus, usage = os.wait4(proc.pid, 0)
             t1 = time.monotonic()
@@ -943,7 +900,8 @@ class Sandbox:
             drain_until = time.monotonic() + 1.0
             while any(k.data != "exit" for k in sel.get_map().values()) and time.monotonic() < drain_until:
                 for key, _ in sel.select(max(0.0, drain_until - time.monotonic())):
-                    if key.data == "exit" or (key.data == "out" and truncated):
+                    if key.data == "exit" or (key.data == "out" and truncated) or (
+                            key.data == "err" and err_written > limits.stderr_limit):
                         sel.unregister(key.fd)
                     else:
                         consume(key)
@@ -1011,10 +969,11 @@ def _staged_launcher(launcher: str) -> str:
 class _Zygote:
     """A launcher in serve mode, owned by one runner thread (it dies with that thread)."""
 
-    def __init__(self, launcher: str):
+    def __init__(self, launcher: str, *, netns: bool = False):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno()), *(["--netns"] if netns else [])],
+                                         pass_fds=(theirs.fileno(),),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         finally:
@@ -1055,13 +1014,20 @@ _THREAD = threading.local()
 _ALL_ZYGOTES: list[_Zygote] = []
 
 
-def _zygote(launcher: str) -> _Zygote:
-    """This thread's launcher server (started on first use, restarted if it died)."""
-    zygote = getattr(_THREAD, "zygote", None)
+def _zygote(launcher: str, *, netns: bool = False) -> _Zygote:
+    """This thread's launcher server (started on first use, restarted if it died).
+
+    One per thread and network setting: with ``netns`` it lives in an empty network
+    namespace of its own, which every program it starts inherits.
+    """
+    zygotes = getattr(_THREAD, "zygotes", None)
+    if zygotes is None:
+        zygotes = _THREAD.zygotes = {}
+    zygote = zygotes.get(netns)
     if zygote is None or not zygote.alive():
         if zygote is not None and zygote.owner == os.getpid():
             zygote.destroy()
-        zygote = _THREAD.zygote = _Zygote(launcher)
+        zygote = zygotes[netns] = _Zygote(launcher, netns=netns)
         with _LAUNCHER_LOCK:
             _ALL_ZYGOTES[:] = [z for z in _ALL_ZYGOTES if z.alive()]
             _ALL_ZYGOTES.append(zygote)
@@ -1096,6 +1062,8 @@ def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits) -> tu
         return "timeout", f"wall limit {limits.wall_s:g} s"
     if killed == "output":
         return "runtime_error", f"output limit: wrote more than {limits.output_bytes} bytes"
+    if killed == "stderr":
+        return "runtime_error", f"output limit: wrote more than {limits.stderr_limit} bytes to stderr"
     if code == 0 and sig is None:
         return "ok", how
     if limits.cpu_s is not None and (sig == _signal.SIGXCPU or
@@ -1114,30 +1082,70 @@ def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits) -> tu
 
 
 class LocalSandbox(Sandbox):
-    """A local child process with rlimits, an unprivileged uid and a scrubbed environment.
+    """A child process of the launcher, confined with kernel namespaces when we are root.
 
-    Contained: CPU, memory, file size, process count, wall time, output size, its
-    process group, and (as uid nobody) files that only root may write. *Not*
-    contained: the network, reading world-readable files, writing into
-    world-writable directories such as ``/tmp``, and a descendant that leaves the
-    process group with ``setsid`` (use ``bwrap`` for those).
+    As root (``isolated``): an unprivileged uid from this process's leased block, rlimits,
+    no new privileges, a scrubbed environment, an empty network namespace, a private IPC
+    namespace and a private root: a fresh tmpfs of ``Limits.scratch_bytes`` holding its
+    scratch, /tmp, /var/tmp and /dev/shm, the system directories and the program's own
+    files read-only, a few device nodes and a /proc that shows only its own processes
+    (hidepid=2). Nothing else of the host's file system is in its view, and nothing of the
+    run outlives it. *Not* contained: the host's pid and user namespaces (it can count
+    processes and see kernel-wide figures in /proc), and memory that is not address space
+    (memfd or pipe buffers, at most RLIMIT_FSIZE per file); see docs/collecting.md.
+
+    Not root: only rlimits and a scrubbed environment; ``isolated`` is False and
+    :meth:`check` says so (use ``bwrap``).
     """
 
     name = "local"
 
+    def __init__(self, *, uid: int | str | None = "auto"):
+        super().__init__(uid=uid)
+        self.isolated = os.geteuid() == 0
+        self.private_view = self.netns = self.isolated
+        self._checked = False
+
+    def check(self) -> None:
+        if self._checked:
+            return
+        if not self.isolated:
+            raise SandboxError("the local sandbox isolates programs only when it runs as root (network, file "
+                               "system and IPC namespaces); as another user it would only apply rlimits\n"
+                               "  -> run as root, or use --sandbox bwrap")
+        if launcher_path() is None:
+            raise SandboxError("the local sandbox needs its C launcher, and no C compiler (cc, gcc) was found\n"
+                               "  -> install gcc (Debian: apt-get install gcc; or run scripts/system-deps.sh)")
+        root = scratch_root("speedaudit-local-check-")
+        try:
+            empty = root / "stdin"
+            empty.write_bytes(b"")
+            ex = self.run(["/bin/true"], stdin_path=empty, workdir=root / "w", limits=Limits(wall_s=10))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if ex.status != "ok":
+            raise SandboxError(f"the local sandbox cannot isolate a program here ({ex.reason}): "
+                               f"{ex.stderr_tail.strip()}\n  -> the kernel must allow mount, network and IPC "
+                               f"namespaces to root; or use --sandbox bwrap")
+        self._checked = True
+
 
 class BwrapSandbox(Sandbox):
-    """The local sandbox inside bubblewrap (read-only root, private /tmp, no network, own pid namespace).
+    """The program inside bubblewrap, run by the launcher as the unprivileged uid.
 
-    bwrap itself runs as the unprivileged uid (unprivileged user namespaces), so
-    the rlimits including RLIMIT_NPROC apply inside.
+    The view is built from nothing: the system directories and the program's own files
+    read-only, a fresh tmpfs of ``Limits.scratch_bytes`` for each of its scratch, /tmp,
+    /var/tmp and /dev/shm, bwrap's own /dev and /proc, the root read-only; its own user
+    (no further user namespaces), pid, network, IPC, UTS and cgroup namespaces, a new
+    session, and it dies with the runner. bwrap itself runs as the unprivileged uid
+    (unprivileged user namespaces), so the rlimits including RLIMIT_NPROC apply inside.
     """
 
     name = "bwrap"
     # bwrap's outer process does not wait for the sandboxed program, so its rusage
-    # lacks the program's CPU and memory: a launcher inside the sandbox measures the
-    # program and reports through an inherited pipe (wall time stays the outer one,
-    # which includes the sandbox's own set-up, as a service using bwrap would see).
+    # lacks the program's CPU and memory: a launcher inside the sandbox (pid 1 of its pid
+    # namespace) measures the program and reports through an inherited pipe (wall time stays
+    # the outer one, which includes the sandbox's own set-up, as a service using bwrap would see).
     nest_launcher = True
 
     def __init__(self, *, uid: int | str | None = "auto", bwrap: str | None = None):
@@ -1152,6 +1160,9 @@ class BwrapSandbox(Sandbox):
             raise SandboxError("the bwrap sandbox needs bubblewrap, which is not installed\n"
                                "  -> install it (Debian/Ubuntu: apt-get install bubblewrap; or run "
                                "scripts/system-deps.sh), or use --sandbox local")
+        if launcher_path() is None:
+            raise SandboxError("the bwrap sandbox needs its C launcher, and no C compiler (cc, gcc) was found\n"
+                               "  -> install gcc (Debian: apt-get install gcc; or run scripts/system-deps.sh)")
         root = scratch_root("speedaudit-bwrap-check-")
         try:
             empty = root / "stdin"
@@ -1168,18 +1179,22 @@ class BwrapSandbox(Sandbox):
     def command(self, argv, *, scratch, stdin_path, limits, uid):
         if not self.bwrap:
             raise SandboxError("bwrap is not installed\n  -> apt-get install bubblewrap, or use --sandbox local")
-        cmd = [self.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-               "--bind", str(scratch), str(scratch)]
-        for item in argv:  # program files hidden by the private /tmp and /dev are bound read-only
-            if item.startswith(("/tmp/", "/dev/shm/")) and os.path.exists(item):
-                cmd += ["--ro-bind", item, item]
-        cmd += ["--chdir", str(scratch), "--unshare-all", "--die-with-parent", "--", *argv]
+        size = str(limits.scratch_bytes)
+        cmd = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+               "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
+        for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"):
+            if os.path.islink(top):
+                cmd += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                cmd += ["--ro-bind", top, top]
+        cmd += ["--dev", "/dev", "--proc", "/proc"]
+        for place in ("/tmp", "/var/tmp", "/dev/shm"):
+            cmd += ["--perms", "1777", "--size", size, "--tmpfs", place]
+        for path in self.keep_paths(argv):
+            cmd += ["--ro-bind", path, path]
+        cmd += ["--perms", "0700", "--size", size, "--tmpfs", str(scratch), "--remount-ro", "/",
+                "--chdir", str(scratch), "--", *argv]
         return cmd
-
-    def environment(self, scratch):
-        env = super().environment(scratch)
-        env["TMPDIR"] = "/tmp"
-        return env
 
     def _sandbox_failure(self, code, sig, stderr_tail):
         text = stderr_tail.strip()
@@ -1188,7 +1203,7 @@ class BwrapSandbox(Sandbox):
         return None
 
     def _translate_exit(self, code, sig):
-        # bwrap's pid-1 reports a child killed by signal N as exit 128 + N.
+        # bwrap reports a child killed by signal N as exit 128 + N.
         if sig is None and code is not None and 128 < code <= 128 + 64:
             return None, code - 128
         return code, sig
@@ -1255,16 +1270,42 @@ class CommandSandbox(Sandbox):
         return env
 
 
+_AUTO: dict[str, str] = {}
+
+
+def strongest_sandbox() -> str:
+    """The strongest sandbox that works on this machine: ``bwrap``, else ``local``.
+
+    bwrap adds its own user and pid namespaces to what ``local`` does as root, and it
+    needs no root; ``local`` (isolated only as root) is the fall-back. Checked once per
+    process by running ``/bin/true`` in it.
+    """
+    with _LAUNCHER_LOCK:
+        if "spec" in _AUTO:
+            return _AUTO["spec"]
+    choice = "local"
+    try:
+        BwrapSandbox().check()
+        choice = "bwrap"
+    except SandboxError:
+        pass
+    with _LAUNCHER_LOCK:
+        _AUTO["spec"] = choice
+    return choice
+
+
 def make_sandbox(spec: str, *, uid: int | str | None = "auto") -> Sandbox:
-    """Build a sandbox from ``"local"``, ``"bwrap"`` or ``"cmd:TEMPLATE"``."""
+    """Build a sandbox from ``"auto"`` (the strongest available), ``"local"``, ``"bwrap"`` or ``"cmd:TEMPLATE"``."""
     if not isinstance(spec, str) or not spec.strip():
-        raise SandboxError("--sandbox: give local, bwrap or cmd:TEMPLATE")
+        raise SandboxError("--sandbox: give auto, local, bwrap or cmd:TEMPLATE")
     spec = spec.strip()
+    if spec == "auto":
+        spec = strongest_sandbox()
     if spec == "local":
         return LocalSandbox(uid=uid)
     if spec == "bwrap":
         return BwrapSandbox(uid=uid)
     if spec.startswith("cmd:"):
         return CommandSandbox(spec)
-    raise SandboxError(f"--sandbox {spec!r}: unknown sandbox\n  -> use local, bwrap or cmd:TEMPLATE "
+    raise SandboxError(f"--sandbox {spec!r}: unknown sandbox\n  -> use auto, local, bwrap or cmd:TEMPLATE "
                        f"(e.g. 'cmd:prlimit --as={{memory_bytes}} -- {{argv}}')")

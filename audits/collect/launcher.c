@@ -1,0 +1,448 @@
+/* sa-launch: the small process between speedaudit's runner and the measured program.
+ *
+ * Why hand-written (no library does this): the peak RSS that wait4 reports for a process
+ * includes what it had *before* exec, and a child forked from the runner starts as a copy of
+ * the runner (tens of MB with pandas loaded, GBs in a Dask worker). This launcher forks the
+ * program itself, so the program's pre-exec RSS is the launcher's (~1 MB), and reports the
+ * program's own rusage and wall time (monotonic clock around fork and reap).
+ *
+ * In the child, before exec, it confines the program:
+ *   - (serve mode, flag VIEW) a private mount and IPC namespace with a new root: a tmpfs of
+ *     `scratch_bytes` (the quota of everything the program may write: its scratch = working
+ *     directory, at the same path as on the host, and fresh /tmp, /var/tmp, /dev/shm), the system directories (/usr, /bin, /lib*, /sbin,
+ *     /etc) and the program's own files bound read-only, a few device nodes, and a fresh /proc
+ *     with hidepid=2 (it sees only its own processes). Nothing of the host's /tmp, /dev/shm,
+ *     the suite, the answers or the journals is in that view, and the whole tree is gone when
+ *     the program's last process exits;
+ *   - rlimits (address space, file size, process count, CPU, no core dumps), no new
+ *     privileges (setuid binaries do not elevate), and an unprivileged uid;
+ *   - its own process group, killed as a whole when the program ends or when the runner sends
+ *     SIGUSR1 (wall limit, output cap) or dies (PR_SET_PDEATHSIG).
+ * The launcher reaps the program only after the group was killed (so the group id cannot be
+ * reused while signalled), reaps every orphan at once as a subreaper (zombies count against
+ * RLIMIT_NPROC) and kills survivors that left the group, by uid.
+ *
+ * The launcher is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot ptrace
+ * it or read its memory. Inside bwrap it runs as pid 1 of the sandbox's pid namespace
+ * (`--as-pid-1`) and installs no handler for any signal the program could send, so the kernel
+ * drops every signal from inside the namespace (SIGKILL included); it dies only with bwrap
+ * (PR_SET_PDEATHSIG SIGKILL from the outer side).
+ *
+ * Serve mode ("zygote"), one per runner thread: a request is one SOCK_SEQPACKET message
+ * carrying the program's stdin/stdout/stderr (and optionally a 4th descriptor, which the
+ * program gets as fd 3) as SCM_RIGHTS; it costs one fork of a 1 MB process instead of a fork
+ * of the runner plus an exec of the launcher. With --netns the server first moves itself into
+ * a new, empty network namespace (no interface is up, not even loopback), which every program
+ * it starts inherits: no socket of the host is reachable.
+ *
+ * Build: cc -O2 -pthread -o sa-launch launcher.c (speedaudit builds it once per machine into its cache,
+ * keyed by the SHA-256 of this file).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FLAG_VIEW 1          /* private mount + IPC namespace with the minimal root described above */
+
+/* The program being run (0 = none) and whether it has been reaped. */
+static volatile sig_atomic_t child = 0, reaped = 1, stop = 0;
+
+static void on_kill(int sig) {           /* SIGUSR1 (serve mode): kill the program's group */
+    (void)sig;
+    stop = 1;
+    if (child > 0 && !reaped) kill(-child, SIGKILL);
+}
+
+static void on_die(int sig) {            /* serve mode: the runner is gone */
+    (void)sig;
+    if (child > 0 && !reaped) kill(-child, SIGKILL);
+    _exit(0);
+}
+
+typedef void (*report_fn)(void *ctx, const char *text);
+
+static void report_fd(void *ctx, const char *text) {
+    int fd = *(int *)ctx;
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t k = write(fd, text, n);
+        if (k < 0) { if (errno == EINTR) continue; return; }
+        text += k; n -= (size_t)k;
+    }
+}
+
+static void report_sock(void *ctx, const char *text) {
+    int fd = *(int *)ctx;
+    while (send(fd, text, strlen(text), MSG_NOSIGNAL) < 0 && errno == EINTR) {}
+}
+
+/* Kill every process of `uid` (the sandbox's own uid: nothing else runs under it). */
+static void sweep(long long uid) {
+    if (uid < 0 && geteuid() == 0) return;        /* never kill(-1) as root */
+    if (uid < 0) { kill(-1, SIGKILL); return; }   /* we already are the unprivileged uid */
+    pid_t p = fork();
+    if (p == 0) {
+        if (setgroups(0, NULL) == 0 && setgid((gid_t)uid) == 0 && setuid((uid_t)uid) == 0) kill(-1, SIGKILL);
+        _exit(0);
+    }
+}
+
+static int limit(int which, long long soft, long long hard) {
+    struct rlimit rl;
+    if (soft < 0) return 0;
+    rl.rlim_cur = (rlim_t)soft; rl.rlim_max = (rlim_t)hard;
+    return setrlimit(which, &rl);
+}
+
+static void fail(const char *what, const char *path) {
+    fprintf(stderr, "sa-launch: %s %s: %s\n", what, path ? path : "", strerror(errno));
+    _exit(126);
+}
+
+/* mkdir -p of `path` (absolute, inside the new root `box`), every level 0755 root. */
+static void make_dirs(const char *box, const char *path) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s%s", box, path) >= (int)sizeof buf) { errno = ENAMETOOLONG; fail("path", path); }
+    for (char *p = buf + strlen(box) + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) fail("mkdir", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) fail("mkdir", buf);
+}
+
+/* Bind `src` read-only (no setuid, no devices) at the same path inside `box`. */
+static void bind_ro(const char *box, const char *src) {
+    char dst[4096];
+    struct stat st;
+    if (stat(src, &st) != 0) return;             /* vanished: nothing to show */
+    if (snprintf(dst, sizeof dst, "%s%s", box, src) >= (int)sizeof dst) { errno = ENAMETOOLONG; fail("path", src); }
+    if (S_ISDIR(st.st_mode)) {
+        make_dirs(box, src);
+    } else {
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", src);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) { *slash = 0; make_dirs(box, parent); }
+        int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) fail("create", dst);
+        if (fd >= 0) close(fd);
+    }
+    if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) fail("bind", src);
+    if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0)
+        fail("remount read-only", src);
+}
+
+/* A system path: a directory is bound read-only, a symlink (merged /usr: /bin -> usr/bin) copied. */
+static void system_path(const char *box, const char *path) {
+    struct stat st;
+    char dst[4096], target[4096];
+    if (lstat(path, &st) != 0) return;
+    snprintf(dst, sizeof dst, "%s%s", box, path);
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n < 0) fail("readlink", path);
+        target[n] = 0;
+        if (symlink(target, dst) != 0 && errno != EEXIST) fail("symlink", dst);
+    } else if (S_ISDIR(st.st_mode)) {
+        bind_ro(box, path);
+    }
+}
+
+static void node(const char *box, const char *name, int major, int minor) {
+    char dst[4096];
+    snprintf(dst, sizeof dst, "%s/dev/%s", box, name);
+    if (mknod(dst, S_IFCHR | 0666, makedev(major, minor)) != 0) fail("mknod", dst);
+    chmod(dst, 0666);
+}
+
+/* The private view (see the header). Runs in the forked child, as root, before the uid switch. */
+static void private_view(const char *box, const char *scratch, long long scratch_bytes, long long uid, char **keep,
+                         int n_keep) {
+    static const char *system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", NULL};
+    char opts[128], path[4096];
+    if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0) fail("unshare", "(mount, ipc)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail("make private", "/");
+    snprintf(opts, sizeof opts, "size=%lld,nr_inodes=65536,mode=0755", scratch_bytes);
+    if (mount("speedaudit", box, "tmpfs", MS_NOSUID, opts) != 0) fail("mount tmpfs", box);
+    for (int i = 0; system_dirs[i]; i++) system_path(box, system_dirs[i]);
+    for (int i = 0; i < n_keep; i++) bind_ro(box, keep[i]);
+    static const char *dirs[] = {"/dev", "/proc", "/tmp", "/var", "/var/tmp", "/dev/shm", NULL};
+    for (int i = 0; dirs[i]; i++) make_dirs(box, dirs[i]);
+    node(box, "null", 1, 3); node(box, "zero", 1, 5); node(box, "full", 1, 7);
+    node(box, "random", 1, 8); node(box, "urandom", 1, 9);
+    static const char *links[][2] = {{"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"},
+                                     {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", box, links[i][1]);
+        if (symlink(links[i][0], path) != 0) fail("symlink", path);
+    }
+    static const char *sticky[] = {"/tmp", "/var/tmp", "/dev/shm", NULL};
+    for (int i = 0; sticky[i]; i++) {
+        snprintf(path, sizeof path, "%s%s", box, sticky[i]);
+        if (chmod(path, 01777) != 0) fail("chmod", path);
+    }
+    make_dirs(box, scratch);                        /* the scratch: the program's own, empty */
+    snprintf(path, sizeof path, "%s%s", box, scratch);
+    if (uid >= 0 && chown(path, (uid_t)uid, (gid_t)uid) != 0) fail("chown", path);
+    if (chmod(path, 0700) != 0) fail("chmod", path);
+    snprintf(path, sizeof path, "%s/proc", box);
+    if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0) fail("mount proc", path);
+    if (chdir(box) != 0) fail("chdir", box);
+    if (syscall(SYS_pivot_root, ".", ".") != 0) fail("pivot_root", box);
+    if (umount2(".", MNT_DETACH) != 0) fail("detach the old root", "");
+    if (chdir("/") != 0) fail("chdir", "/");
+}
+
+/* Tearing a mount namespace down waits for an RCU grace period (milliseconds on a busy
+   machine), and it happens when the last reference goes. If that were the program's exit, it
+   would be part of the measured wall time; so the launcher holds a reference to each run's
+   namespace (an open /proc/PID/ns/mnt) and a thread of its own drops it after the report. */
+static int closer_w = -1;
+
+static void *closer(void *arg) {
+    int fd, r = *(int *)arg;
+    for (;;) {
+        ssize_t n = read(r, &fd, sizeof fd);
+        if (n == (ssize_t)sizeof fd) close(fd);
+        else if (n < 0 && errno == EINTR) continue;
+        else return NULL;
+    }
+}
+
+static void release_later(int fd) {
+    if (fd < 0) return;
+    if (closer_w < 0) {
+        static int fds[2];
+        pthread_t t;
+        if (pipe2(fds, O_CLOEXEC) == 0 && pthread_create(&t, NULL, closer, &fds[0]) == 0) {
+            pthread_detach(t);
+            closer_w = fds[1];
+        }
+    }
+    if (closer_w < 0 || write(closer_w, &fd, sizeof fd) != (ssize_t)sizeof fd) close(fd);
+}
+
+struct request {
+    long long uid, as, fsize, nproc, cpu, flags, scratch_bytes;
+    const char *cwd, *box;
+    char **keep; int n_keep;
+    char **argv, **envp;
+};
+
+/* Fork, confine and exec; wait; kill its group; reap it and every orphan; report. */
+static int run(const struct request *rq, const int *fds, int close_fd, report_fn say, void *ctx) {
+    char buf[256];
+    struct timespec t0, t1;
+    if (stop) return 125;
+    int sync_p[2] = {-1, -1}, ack_p[2] = {-1, -1}, ns_fd = -1;
+    if ((rq->flags & FLAG_VIEW) && (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0)) {
+        snprintf(buf, sizeof buf, "error pipe: %s\n", strerror(errno));
+        say(ctx, buf);
+        return 125;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(buf, sizeof buf, "error fork: %s\n", strerror(errno));
+        say(ctx, buf);
+        return 125;
+    }
+    if (pid == 0) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGTERM, &dfl, NULL);
+        sigaction(SIGUSR1, &dfl, NULL);
+        setpgid(0, 0);
+        if (close_fd >= 0) close(close_fd);
+        if (fds) {   /* received close-on-exec: only the dup2 copies survive the exec */
+            for (int i = 0; i < 3; i++) if (dup2(fds[i], i) < 0) _exit(126);
+            if (fds[3] == 3) fcntl(3, F_SETFD, 0);
+            else if (fds[3] >= 0 && dup2(fds[3], 3) < 0) _exit(126);
+        }
+        if (rq->flags & FLAG_VIEW) {
+            char byte = 1;
+            private_view(rq->box, rq->cwd, rq->scratch_bytes, rq->uid, rq->keep, rq->n_keep);
+            /* tell the launcher the namespace is ready and wait until it holds a reference */
+            if (write(sync_p[1], &byte, 1) != 1 || read(ack_p[0], &byte, 1) != 1) _exit(126);
+        }
+        if (rq->cwd && rq->cwd[0] && chdir(rq->cwd) != 0) fail("cannot enter", rq->cwd);
+        if (limit(RLIMIT_CORE, 0, 0) || limit(RLIMIT_AS, rq->as, rq->as) || limit(RLIMIT_FSIZE, rq->fsize, rq->fsize)
+            || limit(RLIMIT_NPROC, rq->nproc, rq->nproc) || limit(RLIMIT_CPU, rq->cpu, rq->cpu < 0 ? rq->cpu : rq->cpu + 1))
+            fail("setrlimit", "");
+        if (rq->uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)rq->uid) || setuid((uid_t)rq->uid))) {
+            fprintf(stderr, "sa-launch: cannot switch to uid %lld: %s\n", rq->uid, strerror(errno));
+            _exit(126);
+        }
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        if (rq->envp) execvpe(rq->argv[0], rq->argv, rq->envp); else execvp(rq->argv[0], rq->argv);
+        fprintf(stderr, "sa-launch: cannot execute %s: %s\n", rq->argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    reaped = 0;
+    child = pid;
+    if (stop) kill(-pid, SIGKILL);   /* the kill arrived while forking */
+    if (rq->flags & FLAG_VIEW) {
+        char byte = 0, path[64];
+        ssize_t got;
+        close(sync_p[1]); close(ack_p[0]);
+        while ((got = read(sync_p[0], &byte, 1)) < 0 && errno == EINTR) {}
+        if (got == 1) {
+            snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+            ns_fd = open(path, O_RDONLY | O_CLOEXEC);
+            while (write(ack_p[1], &byte, 1) < 0 && errno == EINTR) {}
+        }
+        close(sync_p[0]); close(ack_p[1]);
+    }
+    snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
+    say(ctx, buf);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
+        if (errno != EINTR) { snprintf(buf, sizeof buf, "error waitid: %s\n", strerror(errno)); say(ctx, buf); return 125; }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    kill(-pid, SIGKILL);             /* stray descendants in its group; the zombie keeps the id reserved */
+    int status = 0;
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0) {
+        if (errno != EINTR) { snprintf(buf, sizeof buf, "error wait4: %s\n", strerror(errno)); say(ctx, buf); return 125; }
+    }
+    reaped = 1;
+    child = 0;
+    /* Reap the rest at once: killed descendants would otherwise wait as zombies for init,
+       and zombies still count against the uid's RLIMIT_NPROC. Survivors (a descendant that
+       left the process group) are swept by uid. */
+    int swept = 0;
+    struct timespec ts, now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    for (;;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r > 0) continue;
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        if (!swept) { sweep(rq->uid); swept = 1; }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - ts.tv_sec >= 2) break;
+        usleep(1000);
+    }
+    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld\n", status, wall,
+             (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+             (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss);
+    say(ctx, buf);
+    release_later(ns_fd);
+    stop = 0;
+    return 0;
+}
+
+/* Serve mode: one request per SOCK_SEQPACKET message, fields separated by NUL:
+   uid as fsize nproc cpu cwd flags scratch_bytes box n_keep keep... n_env env... argv...
+   Runs one program at a time. */
+static int serve(int sock) {
+    static char data[1 << 20];
+    for (;;) {
+        struct iovec iov = { data, sizeof data - 1 };
+        union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } control;
+        struct msghdr msg;
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = &iov; msg.msg_iovlen = 1;
+        msg.msg_control = control.buf; msg.msg_controllen = sizeof control.buf;
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n == 0) return 0;
+        if (n < 0) { if (errno == EINTR) continue; return 1; }
+        data[n] = 0;
+        int fds[4] = { -1, -1, -1, -1 };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            if (c->cmsg_len == CMSG_LEN(3 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+            else if (c->cmsg_len == CMSG_LEN(4 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+        }
+        static char *fields[8192];
+        int count = 0;
+        for (char *p = data; p < data + n && count < 8191; p += strlen(p) + 1) fields[count++] = p;
+        fields[count] = NULL;
+        int ok = fds[0] >= 0 && count >= 12;
+        int n_keep = ok ? atoi(fields[9]) : -1;
+        ok = ok && n_keep >= 0 && 10 + n_keep < count;
+        int n_env = ok ? atoi(fields[10 + n_keep]) : -1;
+        ok = ok && n_env >= 0 && 11 + n_keep + n_env < count;
+        if (!ok) {
+            report_sock(&sock, "error bad request\n");
+        } else {
+            struct request rq;
+            rq.uid = atoll(fields[0]); rq.as = atoll(fields[1]); rq.fsize = atoll(fields[2]);
+            rq.nproc = atoll(fields[3]); rq.cpu = atoll(fields[4]); rq.cwd = fields[5];
+            rq.flags = atoll(fields[6]); rq.scratch_bytes = atoll(fields[7]); rq.box = fields[8];
+            rq.n_keep = n_keep; rq.keep = fields + 10;
+            static char *envp[4096];
+            int k = 0;
+            for (; k < n_env && k < 4095; k++) envp[k] = fields[11 + n_keep + k];
+            envp[k] = NULL;
+            rq.envp = envp;
+            rq.argv = fields + 11 + n_keep + n_env;
+            run(&rq, fds, sock, report_sock, &sock);
+        }
+        for (int i = 0; i < 4; i++) if (fds[i] >= 0) close(fds[i]);
+    }
+}
+
+/* sa-launch --serve SOCKFD [--netns]
+   sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...]   (one shot; -1 = unchanged) */
+int main(int argc, char **argv) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);   /* no ptrace, no /proc/PID/mem for the program's uid */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);     /* orphans of the program come to us, and we reap them */
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "--serve") == 0) {
+        if (argc == 4) {
+            if (strcmp(argv[3], "--netns") != 0) return 125;
+            if (unshare(CLONE_NEWNET) != 0) {
+                fprintf(stderr, "sa-launch: cannot create a network namespace: %s\n", strerror(errno));
+                return 124;
+            }
+        }
+        sa.sa_handler = on_kill;
+        sigaction(SIGUSR1, &sa, NULL);
+        sa.sa_handler = on_die;
+        sigaction(SIGTERM, &sa, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1) return 0;
+        return serve(atoi(argv[2]));
+    }
+    if (argc < 9 || strcmp(argv[7], "--") != 0) {
+        fprintf(stderr, "usage: sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...] | sa-launch --serve SOCKFD [--netns]\n");
+        return 125;
+    }
+    int fd = atoi(argv[1]);
+    /* One shot (inside bwrap, as pid 1 of its pid namespace): no signal handler at all, so no
+       signal from the program reaches us; we die with bwrap (SIGKILL is sent from outside). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.uid = atoll(argv[2]); rq.as = atoll(argv[3]); rq.fsize = atoll(argv[4]);
+    rq.nproc = atoll(argv[5]); rq.cpu = atoll(argv[6]); rq.cwd = NULL; rq.argv = argv + 8; rq.envp = NULL;
+    return run(&rq, NULL, fd, report_fd, &fd);
+}
