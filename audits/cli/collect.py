@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
@@ -18,9 +19,11 @@ again and it finishes the remaining jobs (exactly one row per job).
 """
 
 _EPILOG = """\
-sandboxes:
-  local          a child process under an unprivileged uid with rlimits, in a fresh scratch dir
-  bwrap          the same inside bubblewrap: read-only root, private /tmp, no network, own pid ns
+sandboxes (programs are treated as adversaries; docs/collecting.md has the threat model):
+  auto           the default: bwrap when it works here, else local
+  local          as root: an unprivileged uid with rlimits, no network, a private root view
+                 (system dirs and the program read-only, a quota'd tmpfs scratch, own /proc)
+  bwrap          the same view inside bubblewrap, plus its own user and pid namespaces
   cmd:TEMPLATE   any other sandbox command; {argv} expands to the program's arguments, and
                  {workdir} {stdin} {wall_s} {cpu_s} {memory_bytes} {memory_mb} {nproc} are filled in,
                  e.g. --sandbox 'cmd:prlimit --as={memory_bytes} -- {argv}'
@@ -29,7 +32,8 @@ examples:
   speedaudit collect fixtures/suites/mini --repeats 5 --out corpus.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
       --environment busy --campaign day1 --out busy.parquet
-  speedaudit collect archive/ --scheduler tcp://10.0.0.5:8786 --out corpus.parquet
+  speedaudit collect archive/ --scheduler tls://127.0.0.1:8786 --tls-ca-file ca.pem \\
+      --tls-cert client.pem --tls-key client.key --out corpus.parquet
 """
 
 
@@ -68,6 +72,23 @@ def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _security(args: argparse.Namespace):
+    """The Dask TLS security from --tls-ca-file/--tls-cert/--tls-key (all three, or none)."""
+    given = [args.tls_ca_file, args.tls_cert, args.tls_key]
+    if not any(given):
+        return None
+    if not all(given):
+        raise UserError("--tls-ca-file, --tls-cert and --tls-key go together (the cluster's CA and this "
+                        "client's certificate and key)")
+    for flag, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), given):
+        if not os.path.isfile(path):
+            raise UserError(f"{flag} {path}: no such file")
+    from distributed.security import Security
+
+    return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert, tls_client_key=args.tls_key,
+                    require_encryption=True)
+
+
 def _run(args: argparse.Namespace) -> int:
     from audits.collect.background_load import LoadSpec
     from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
@@ -78,7 +99,9 @@ def _run(args: argparse.Namespace) -> int:
         make_sandbox(args.sandbox)
         load = LoadSpec.parse(args.load)
         limits = Limits(wall_s=args.timeout, memory_bytes=args.memory, cpu_s=args.cpu_limit,
-                        output_bytes=args.output_limit, nproc=args.nproc)
+                        output_bytes=args.output_limit, nproc=args.nproc, stderr_limit=args.stderr_limit,
+                        scratch_bytes=args.scratch_limit)
+        security = _security(args)
         kinds = tuple(_names(args.tests))
         bad = [k for k in kinds if k not in TEST_KINDS]
         if bad or not kinds:
@@ -86,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
         spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
                             repeats=args.repeats, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
-                            scheduler=args.scheduler)
+                            scheduler=args.scheduler, security=security)
         if args.scheduler and not load.empty:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
@@ -122,8 +145,8 @@ def register(commands, audit_commands) -> None:
     p.add_argument("suite", help="a folder of Kattis problem packages (or one package)")
     p.add_argument("--out", required=True, help="the corpus to write (.parquet); the journal goes beside it")
     g = p.add_argument_group("sandbox and limits")
-    g.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",
-                   help="where programs run (default: local; see below)")
+    g.add_argument("--sandbox", default="auto", metavar="auto|local|bwrap|cmd:TEMPLATE",
+                   help="where programs run (default: auto, the strongest available; see below)")
     g.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
                    help="wall-clock limit per run; a timeout is recorded at the limit (default: 10)")
     g.add_argument("--memory", type=_size, default="1G", metavar="SIZE",
@@ -134,6 +157,10 @@ def register(commands, audit_commands) -> None:
                    help="standard output kept per run; more is a runtime_error (default: 64M)")
     g.add_argument("--nproc", type=_whole(1), default=64, metavar="N",
                    help="processes/threads a program may have (default: 64)")
+    g.add_argument("--stderr-limit", type=_size, default="1M", metavar="SIZE",
+                   help="standard error a program may write; more is a runtime_error (default: 1M)")
+    g.add_argument("--scratch-limit", type=_size, default="256M", metavar="SIZE",
+                   help="size of each program's private tmpfs (scratch, /tmp, /dev/shm) (default: 256M)")
     g.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
                    help=f"interpreter for Python programs; must be readable by an unprivileged uid "
                         f"(default: {DEFAULT_PYTHON})")
@@ -150,8 +177,12 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--seed", type=int, default=0, help="seed of the interleaved order (default: 0)")
     g.add_argument("--floor-every", type=_whole(1), default=20, metavar="N",
                    help="one floor run per N jobs, at least REPEATS per language (default: 20)")
-    g.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
-                   help="run the jobs on a Dask distributed cluster (suite and work dir on a shared filesystem)")
+    g.add_argument("--scheduler", default=None, metavar="tls://HOST:PORT",
+                   help="run the jobs on a Dask distributed cluster secured with TLS (suite and work dir on a "
+                        "shared filesystem); plain tcp:// is refused")
+    g.add_argument("--tls-ca-file", default=None, metavar="PEM", help="the cluster's CA certificate")
+    g.add_argument("--tls-cert", default=None, metavar="PEM", help="this client's certificate")
+    g.add_argument("--tls-key", default=None, metavar="PEM", help="this client's private key")
     g = p.add_argument_group("suite selection")
     g.add_argument("--problems", default=None, metavar="A,B", help="only these problem ids")
     g.add_argument("--tests", default=",".join(TEST_KINDS), metavar="KINDS",

@@ -57,9 +57,13 @@ import concurrent.futures as cf
 import dataclasses
 import hashlib
 import json
+import errno
+import fcntl
 import math
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -77,7 +81,7 @@ from audits.collect.background_load import BackgroundLoad, LoadSpec
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
-from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
+from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root, strongest_sandbox
 
 __all__ = [
     "CampaignError",
@@ -117,7 +121,9 @@ class CampaignSpec:
     environment, campaign : str
         Names written into every row (the sandbox/machine and the session).
     sandbox : str
-        ``local``, ``bwrap`` or ``cmd:TEMPLATE`` (:func:`audits.collect.sandbox.make_sandbox`).
+        ``auto`` (default: the strongest sandbox this machine has, resolved when the spec is
+        made, see :func:`audits.collect.sandbox.strongest_sandbox`), ``local``, ``bwrap`` or
+        ``cmd:TEMPLATE`` (:func:`audits.collect.sandbox.make_sandbox`).
     repeats : int
         Repeats of every (submission, test) unit.
     workers : int
@@ -135,12 +141,18 @@ class CampaignSpec:
     test_kinds : tuple of str
         Which test kinds to run (``correctness``, ``optimization``).
     scheduler : str or None
-        ``tcp://HOST:PORT`` of a Dask scheduler; None runs locally.
+        ``tls://HOST:PORT`` of a Dask scheduler; None runs locally. Plain ``tcp://`` is
+        refused: anyone who reaches an unauthenticated scheduler can run code on its
+        workers (``Client.run``), as root when they run as root.
+    security : distributed.security.Security or None
+        The TLS certificates of that cluster (``Security(tls_ca_file=..., tls_client_cert=...,
+        tls_client_key=..., require_encryption=True)``, or ``Security.temporary()`` for a
+        cluster made for this campaign). Not part of the campaign's identity.
     """
 
     environment: str = OPTIONAL_DEFAULTS["environment"]
     campaign: str = OPTIONAL_DEFAULTS["campaign"]
-    sandbox: str = "local"
+    sandbox: str = "auto"
     repeats: int = 5
     workers: int = 1
     limits: Limits = field(default_factory=Limits)
@@ -150,8 +162,11 @@ class CampaignSpec:
     python: str = "/usr/bin/python3"
     test_kinds: tuple[str, ...] = TEST_KINDS
     scheduler: str | None = None
+    security: object | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        if self.sandbox == "auto":
+            object.__setattr__(self, "sandbox", strongest_sandbox())
         for name in ("environment", "campaign"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -162,8 +177,18 @@ class CampaignSpec:
                 raise CampaignError(f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}")
         if not self.test_kinds or any(k not in TEST_KINDS for k in self.test_kinds):
             raise CampaignError(f"--tests must name correctness and/or optimization, got {','.join(self.test_kinds)!r}")
-        if self.scheduler is not None and not str(self.scheduler).startswith(("tcp://", "tls://", "inproc://")):
-            raise CampaignError(f"--scheduler {self.scheduler!r}: give the scheduler address as tcp://HOST:PORT")
+        if self.scheduler is not None:
+            if str(self.scheduler).startswith("tcp://"):
+                raise CampaignError(
+                    f"--scheduler {self.scheduler}: a plain TCP scheduler accepts work from anyone who reaches "
+                    f"it (Client.run executes code on every worker)\n  -> start the cluster with TLS "
+                    f"(dask scheduler --tls-ca-file ... --tls-cert ... --tls-key ...) and pass tls://HOST:PORT "
+                    f"with --tls-ca-file, --tls-cert and --tls-key")
+            if not str(self.scheduler).startswith(("tls://", "inproc://")):
+                raise CampaignError(f"--scheduler {self.scheduler!r}: give the scheduler address as tls://HOST:PORT")
+            if str(self.scheduler).startswith("tls://") and self.security is None:
+                raise CampaignError(f"--scheduler {self.scheduler}: a TLS scheduler needs the cluster's "
+                                    f"certificates\n  -> pass --tls-ca-file, --tls-cert and --tls-key")
 
     def fingerprint_fields(self) -> dict:
         return {"environment": self.environment, "campaign": self.campaign, "sandbox": self.sandbox,
@@ -310,7 +335,7 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
         digest.update(job.job_id.encode())
     owns = work_dir is None
     if work_dir is None:
-        work_dir = scratch_root("speedaudit-collect-")
+        work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
     return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns)
 
 
@@ -327,7 +352,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
         work_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(work_dir, 0o711)
     else:
-        work_dir = scratch_root("speedaudit-collect-")
+        work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
     try:
         plan = _plan_suite(suite, spec, work_dir)
     except BaseException:
@@ -512,7 +537,8 @@ class Journal:
                 os.truncate(self.path, end)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(self._fd, 0o600)  # only root reads what ran, how, and the suite's paths
         if fresh:
             self._write(self.header)
             os.fsync(self._fd)
@@ -576,14 +602,15 @@ def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: 
 
 
 def _run_dask(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
-              scheduler: str, tag: str) -> None:
+              scheduler: str, tag: str, security=None) -> None:
     from distributed import Client, as_completed
 
     try:
-        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
+        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT, security=security)
     except (OSError, TimeoutError) as exc:
         raise CampaignError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
-                            f"  -> start one with 'dask scheduler' and 'dask worker {scheduler}'") from exc
+                            f"  -> start one with 'dask scheduler --tls-ca-file CA --tls-cert CERT --tls-key KEY' "
+                            f"and 'dask worker {scheduler}' with the same options") from exc
     try:
         threads = sum(client.nthreads().values()) or 1
         window = max(2 * threads, 4)
@@ -688,6 +715,106 @@ def journal_to_corpus(rows: Iterable[dict], *, source: str = "<journal>") -> pd.
     return normalize(frame, source=source)
 
 
+def _lock_holder(path: Path) -> int | None:
+    """The pid holding a ``flock`` on ``path``, from /proc/locks (None if unknown)."""
+    try:
+        st = os.stat(path)
+        for line in Path("/proc/locks").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].endswith(f":{st.st_ino}"):
+                major, minor = (int(x, 16) for x in parts[5].split(":")[:2])
+                if (major, minor) == (os.major(st.st_dev), os.minor(st.st_dev)):
+                    return int(parts[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class _CampaignLock:
+    """An exclusive ``flock`` on the journal for as long as one campaign writes to ``out``.
+
+    A second ``collect`` on the same ``--out`` stops at once with the pid of the holder.
+    The kernel drops the lock when the holder dies, so a killed campaign never blocks
+    the next one.
+    """
+
+    def __init__(self, out: Path, journal_path: Path):
+        self.journal_path = journal_path
+        journal_path.parent.mkdir(parents=True, exist_ok=True)
+        existed = journal_path.exists()
+        self.fd = os.open(journal_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.created = not existed
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            holder = _lock_holder(journal_path)
+            who = f"pid {holder}" if holder is not None else "another process"
+            raise CampaignError(f"{out}: another campaign ({who}) is collecting into it now (its journal "
+                                f"{journal_path} is locked)\n  -> wait for it to finish, stop it, or choose "
+                                f"another --out") from None
+
+    def release(self, *, remove_if_empty: bool = True) -> None:
+        try:
+            ours = os.fstat(self.fd)
+            if remove_if_empty and ours.st_size == 0 and ours.st_nlink > 0:
+                self.journal_path.unlink()  # nothing was journaled: leave nothing behind
+        finally:
+            os.close(self.fd)
+
+
+def _stale_temporaries(out: Path) -> list[Path]:
+    """Temporary files of an interrupted final write of ``out`` (named as ``audits.corpus.io.save_corpus`` names them)."""
+    if not out.parent.is_dir():
+        return []
+    prefix = f".{out.name}."
+    return [p for p in out.parent.iterdir() if p.name.startswith(prefix) and p.name.endswith(".tmp")]
+
+
+# Removes the work dir when the campaign dies without cleaning up (SIGKILL): it reads the
+# campaign's pipe until EOF; "done" first means the campaign cleaned up itself.
+_JANITOR = (
+    "import shutil, sys\n"
+    "said = sys.stdin.buffer.read()\n"
+    "if not said.startswith(b'done'):\n"
+    "    for path in sys.argv[1:]:\n"
+    "        shutil.rmtree(path, ignore_errors=True)\n"
+)
+
+
+class _Janitor:
+    """A tiny process that removes the campaign's own work dir if the campaign is killed."""
+
+    def __init__(self, paths: Sequence[Path]):
+        self.proc = subprocess.Popen([sys.executable, "-c", _JANITOR, *map(str, paths)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def dismiss(self) -> None:
+        try:
+            self.proc.stdin.write(b"done")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+class _TermAsInterrupt:
+    """SIGTERM behaves like Ctrl-C while a campaign runs (in the main thread only)."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            def raise_interrupt(signum, frame):
+                raise KeyboardInterrupt(f"signal {signum}")
+            self.previous = signal.signal(signal.SIGTERM, raise_interrupt)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
 def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, keep_journal: bool = False,
                  restart: bool = False, overwrite: bool = False, keep_work_dir: bool = False,
                  stop_after: int | None = None) -> CampaignResult:
@@ -698,7 +825,9 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
     plan : Plan
         From :func:`plan_campaign` or :func:`plan_units`.
     out : path
-        The corpus Parquet. The journal is ``<out>.journal.jsonl``.
+        The corpus Parquet. The journal is ``<out>.journal.jsonl`` (mode 0600), locked for
+        the whole campaign: a second campaign on the same ``out`` stops at once naming
+        the pid that holds it.
     progress : bool
         Show a tqdm bar (ETA, running count by status) on stderr.
     keep_journal : bool
@@ -709,21 +838,36 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
         Allow collecting again into an existing ``out`` that has no journal.
     stop_after : int, optional
         Stop (without writing the corpus) after this many new jobs; for tests and dry runs.
+
+    SIGTERM is handled like Ctrl-C: the jobs in flight finish (their limits bound the
+    wait) and are journaled, the sandbox's processes are swept, the work dir is removed,
+    and KeyboardInterrupt is raised. After a SIGKILL a small janitor process removes the
+    work dir the campaign made; a resumed campaign removes a half-written corpus file.
     """
     out = Path(out)
     journal_path = journal_path_for(out)
+    janitor = _Janitor([plan.work_dir]) if plan.owns_work_dir and not keep_work_dir else None
+    lock = None
     try:
-        if restart and journal_path.exists():
-            journal_path.unlink()
-        if out.exists() and not journal_path.exists() and not overwrite:
-            raise CampaignError(f"{out} exists and there is no journal to resume\n"
-                                f"  -> pass --overwrite to collect again into it, or choose another --out")
-        return _run_campaign(plan, out, journal_path, progress=progress, keep_journal=keep_journal,
-                             stop_after=stop_after)
+        with _TermAsInterrupt():
+            lock = _CampaignLock(out, journal_path)
+            for stale in _stale_temporaries(out):  # a final write killed half-way (we hold the lock)
+                stale.unlink()
+            if restart:
+                os.ftruncate(lock.fd, 0)
+            if out.exists() and (lock.created or restart) and not overwrite:
+                raise CampaignError(f"{out} exists and there is no journal to resume\n"
+                                    f"  -> pass --overwrite to collect again into it, or choose another --out")
+            return _run_campaign(plan, out, journal_path, progress=progress, keep_journal=keep_journal,
+                                 stop_after=stop_after)
     finally:
+        if lock is not None:
+            lock.release()
         # the work dir (built programs, scratch) is rebuilt by every run; ours goes in any case
         if plan.owns_work_dir and not keep_work_dir:
             shutil.rmtree(plan.work_dir, ignore_errors=True)
+        if janitor is not None:
+            janitor.dismiss()
 
 
 def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, keep_journal: bool,
@@ -779,7 +923,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         with load:
             if spec.scheduler:
                 _run_dask(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
-                          tag=plan.fingerprint[:10])
+                          tag=plan.fingerprint[:10], security=spec.security)
             else:
                 _run_local(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers)
     finally:

@@ -65,6 +65,25 @@ _FLOAT_RE = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:ini
 _SPLIT_KEEP_WS = re.compile(rb"([ \t\n\r\x0b\x0c]+)")
 
 
+def _count_tokens(path: Path, *, stop_after: int, chunk: int = 1 << 16) -> int:
+    """Whitespace-separated tokens in a file, read 64 KiB at a time; stops once past ``stop_after``.
+
+    Whitespace is the default validator's (space, tab, newline, CR, VT, FF: ``bytes.split()``).
+    """
+    count = 0
+    previous_ends_in_token = False
+    with open(path, "rb") as fh:
+        while count <= stop_after:
+            block = fh.read(chunk)
+            if not block:
+                break
+            count += len(block.split())
+            if previous_ends_in_token and not block[:1].isspace():
+                count -= 1  # one token split across the two blocks
+            previous_ends_in_token = not block[-1:].isspace()
+    return count
+
+
 class CheckerError(Exception):
     """The checker itself failed (validator crashed, timed out or could not start): a judge error."""
 
@@ -375,8 +394,16 @@ class OutputChecker:
             A custom validator crashed, timed out, or exited with neither 42 nor 43.
         """
         if self.kind == "default":
-            output = Path(output_path).read_bytes()
             answer = Path(answer_path).read_bytes()
+            # Bounded memory against a "checker bomb" (an output of millions of tiny tokens,
+            # ~50 bytes of Python objects each): count the output's tokens in a streaming pass
+            # first; more than the answer has is a wrong answer under every flag, so only an
+            # output no longer (in tokens) than the trusted answer is split in memory.
+            expected = len(answer.split())
+            found = _count_tokens(Path(output_path), stop_after=expected)
+            if found > expected:
+                return False, f"extra output: more than {expected} tokens, expected {expected}"
+            output = Path(output_path).read_bytes()
             return compare_tokens(output, answer, **self._options)
         return self._run_custom(Path(output_path), Path(input_path), Path(answer_path), Path(workdir))
 

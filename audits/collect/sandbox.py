@@ -298,14 +298,19 @@ UID_BLOCK = 64
 UID_BLOCKS = 1000
 
 
+def _machine_dir(name: str) -> Path:
+    """A directory for the whole machine under /run/lock (else /run, /var/lock, the temp dir)."""
+    for candidate in ("/run/lock", "/run", "/var/lock"):
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK):
+            return Path(candidate) / name
+    return Path(tempfile.gettempdir()) / name
+
+
 def _lease_dir() -> Path:
     """Where uid-block leases live: one directory for the whole machine (root-owned, 0755)."""
     if os.environ.get("SPEEDAUDIT_UID_LEASES"):
         return Path(os.environ["SPEEDAUDIT_UID_LEASES"])
-    for candidate in ("/run/lock", "/run", "/var/lock"):
-        if os.path.isdir(candidate) and os.access(candidate, os.W_OK):
-            return Path(candidate) / "speedaudit-uids"
-    return Path(tempfile.gettempdir()) / "speedaudit-uids"
+    return _machine_dir("speedaudit-uids")
 
 
 class _UidPool:
@@ -952,17 +957,24 @@ _STAGED: dict[str, str] = {}
 
 
 def _staged_launcher(launcher: str) -> str:
-    """A world-readable copy of the launcher under the temp dir (bound into bwrap sandboxes)."""
+    """A world-readable copy of the launcher (bound into bwrap sandboxes, which run as the
+    unprivileged uid and cannot read the cache under root's home). It lives in a machine-wide
+    directory, named like the cached build (by the source's hash), so it is shared, never
+    half-written (renamed into place) and never left in /tmp by a killed campaign."""
     with _LAUNCHER_LOCK:
         staged = _STAGED.get(launcher)
         if staged is None or not os.path.exists(staged):
-            folder = Path(tempfile.mkdtemp(prefix="speedaudit-launcher-"))
+            folder = _machine_dir("speedaudit-launch")
+            folder.mkdir(parents=True, exist_ok=True)
             os.chmod(folder, 0o755)
-            target = folder / "sa-launch"
-            shutil.copy2(launcher, target)
-            os.chmod(target, 0o755)
+            target = folder / Path(launcher).name
+            if not target.is_file():
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".staging-")
+                os.close(fd)
+                shutil.copy2(launcher, tmp)
+                os.chmod(tmp, 0o755)
+                os.replace(tmp, target)
             staged = _STAGED[launcher] = str(target)
-            atexit.register(shutil.rmtree, folder, True)
         return staged
 
 

@@ -523,6 +523,17 @@ def _group_flags(group: str, testdata: dict) -> tuple[str, ...] | None:
     return None
 
 
+def _inside_package(path: Path, root: Path) -> Path:
+    """``path`` with every link resolved; SuiteError when that leaves the package ``root``."""
+    real = Path(os.path.realpath(path))
+    top = Path(os.path.realpath(root))
+    if real != top and top not in real.parents:
+        raise SuiteError(f"{path}: a symbolic link to {real}, outside the problem package {root}\n"
+                         f"  -> a package must contain its files; copy the file into the package "
+                         f"instead of linking to it")
+    return real
+
+
 def _readable(path: Path) -> str | None:
     """None when ``path`` is a regular file we can open, else why not."""
     try:
@@ -580,6 +591,9 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list
                 if fname[:-3] + ".ans" not in names:
                     skip(inp, f"no answer file {ans.name} beside the input (test {rel} skipped)")
                     continue
+                # a package is data: never read through a link that leaves it (the runner reads
+                # tests as root), and read the files themselves, not the links (issue 14)
+                inp, ans = _inside_package(inp, root), _inside_package(ans, root)
                 why = _readable(inp) or None
                 if why is None:
                     why_ans = _readable(ans)
@@ -737,6 +751,7 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                     reason = f"language not supported ({entry.suffix or 'no extension'})"
                 skip(entry, f"{reason}; supported: {', '.join(EXTENSIONS)}")
                 continue
+            real = _inside_package(entry, root)  # before reading a byte of it
             try:
                 results = expected_results(entry)
             except ValueError as exc:
@@ -756,7 +771,7 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                 continue
             else:
                 correct = verdict in CORRECT_VERDICTS
-            sub = Submission(pid, name, entry.resolve(), language, verdict, correct, results or ())
+            sub = Submission(pid, name, real, language, verdict, correct, results or ())
             if language == "python":
                 python_subs.append((sub, entry))
             out.append(sub)

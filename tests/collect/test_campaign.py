@@ -255,7 +255,10 @@ def test_campaign_killed_with_sigkill_resumes_to_exactly_one_row_per_job(tmp_pat
     (["--load", "gpu=1"], "not cpu=N or mem=SIZE"),
     (["--tests", "speed"], "--tests"),
     (["--problems", "nope"], "no problem 'nope'"),
-    (["--scheduler", "localhost:8786"], "tcp://HOST:PORT"),
+    (["--scheduler", "localhost:8786"], "tls://HOST:PORT"),
+    (["--scheduler", "tcp://127.0.0.1:8786"], "plain TCP scheduler accepts work from anyone"),
+    (["--scheduler", "tls://127.0.0.1:8786"], "needs the cluster's certificates"),
+    (["--tls-cert", "c.pem"], "go together"),
 ])
 def test_cli_rejects_bad_options_with_a_clear_message(tmp_path, capsys, args, message):
     suite_dir = make_suite(tmp_path / "suite", n_secret=1)

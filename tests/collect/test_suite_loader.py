@@ -183,8 +183,9 @@ def test_broken_packages_are_listed_not_fatal(tmp_path):
 
 
 def test_symlinked_groups_and_problems_without_tests(tmp_path):
-    shared = write(tmp_path / "shared", {"big.in": "9 9 9\n", "big.ans": "27\n"})
     basic_package(tmp_path / "suite" / "sum")
+    # shared data inside the package may be linked; links out of it are refused (test_sandbox_suite_links)
+    shared = write(tmp_path / "suite" / "sum" / "shared", {"big.in": "9 9 9\n", "big.ans": "27\n"})
     os.symlink(shared, tmp_path / "suite" / "sum" / "data" / "secret" / "linked")
     os.symlink(tmp_path / "suite" / "sum" / "data", tmp_path / "suite" / "sum" / "data" / "secret" / "loop")
     write(tmp_path / "suite" / "empty", {"problem.yaml": "name: e\n", "data/sample/1.in": "1"})
