@@ -7,9 +7,13 @@ own monotonic clock around the run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +201,94 @@ def test_the_launcher_is_built_here():
     # silently fall back to the Python one, whose peak RSS includes the runner's own.
     path = sb.launcher_path()
     assert path is not None and os.access(path, os.X_OK)
+
+
+def test_the_launcher_source_is_package_data_and_its_hash_names_the_build():
+    import hashlib
+    import importlib.resources
+
+    source = (importlib.resources.files("audits.collect") / "launcher.c").read_bytes()
+    assert source == sb.launcher_source() and b"int main(" in source
+    assert "_LAUNCHER_C" not in Path(sb.__file__).read_text()  # no C in a Python string
+    assert Path(sb.launcher_path()).name == f"sa-launch-{hashlib.sha256(source).hexdigest()[:16]}"
+
+
+_LEASE = """
+import json, os, sys
+import audits.collect.sandbox as sb
+pool = sb._UidPool()
+block = pool.block
+print(json.dumps({"block": block, "uid": pool.acquire()}), flush=True)
+sys.stdin.read()   # hold the lease until the test says so
+"""
+
+
+def test_uid_blocks_are_leased_so_concurrent_processes_never_share_one(tmp_path):
+    """Two processes asking for the same block (as pid % 1000 collisions did) get different ones."""
+    env = {**os.environ, "SPEEDAUDIT_UID_BLOCK": "777", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    procs = [subprocess.Popen([sys.executable, "-c", _LEASE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env=env, text=True) for _ in range(2)]
+    try:
+        leases = [json.loads(p.stdout.readline()) for p in procs]
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait()
+    blocks = [lease["block"] for lease in leases]
+    assert len(set(blocks)) == 2 and 777 in blocks
+    uids = [lease["uid"] for lease in leases]
+    assert len(set(uids)) == 2 and all(u >= sb.UID_BASE for u in uids)
+    # once both are gone the block is free again
+    again = subprocess.run([sys.executable, "-c", _LEASE], input="", capture_output=True, text=True, env=env)
+    assert json.loads(again.stdout)["block"] == 777
+
+
+def test_a_forked_copy_leases_a_block_of_its_own():
+    pool = sb._UidPool()
+    parent = pool.block
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.close(read)
+        os.write(write, str(pool.block).encode())
+        os._exit(0)
+    os.close(write)
+    child = int(os.read(read, 100))
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert child != parent
+
+
+def test_stderr_over_its_limit_fails_the_run(root):
+    for spec in ("local", "bwrap"):
+        ex = run(make_sandbox(spec), "import sys\nfor _ in range(64): sys.stderr.write('e' * 4096)", root,
+                 limits=Limits(wall_s=5, memory_bytes=256 << 20, stderr_limit=16 << 10))
+        assert ex.status == "runtime_error" and ex.reason == f"output limit: wrote more than {16 << 10} bytes to stderr"
+        quiet = run(make_sandbox(spec), "import sys\nsys.stderr.write('e' * 1000)", root,
+                    limits=Limits(wall_s=5, memory_bytes=256 << 20, stderr_limit=16 << 10))
+        assert quiet.status == "ok" and quiet.stderr_tail == "e" * 1000
+
+
+def test_the_default_is_the_strongest_sandbox_here():
+    assert sb.strongest_sandbox() == "bwrap"  # bubblewrap is installed by scripts/system-deps.sh
+    assert make_sandbox("auto").name == "bwrap"
+    from audits.collect.campaign import CampaignSpec
+    assert CampaignSpec().sandbox == "bwrap"
+
+
+def test_local_says_when_it_cannot_isolate(monkeypatch):
+    # We are root here; pretend not to be (cannot drop root for one test in this process).
+    monkeypatch.setattr(sb.os, "geteuid", lambda: 1000)
+    box = LocalSandbox()
+    assert not box.isolated
+    with pytest.raises(SandboxError, match="only when it runs as root"):
+        box.check()
+
+
+def test_scratch_quota_is_the_limit(root):
+    ex = run(make_sandbox("local"), "import os\nopen('f', 'wb').write(b'x' * (6 << 20))", root,
+             limits=Limits(wall_s=5, memory_bytes=256 << 20, scratch_bytes=4 << 20))
+    assert ex.status == "runtime_error" and "No space left on device" in ex.stderr_tail
+    ok = run(make_sandbox("local"), "import os\nopen('f', 'wb').write(b'x' * (3 << 20))", root,
+             limits=Limits(wall_s=5, memory_bytes=256 << 20, scratch_bytes=4 << 20))
+    assert ok.status == "ok"
