@@ -1,10 +1,17 @@
-"""The same campaign on a real dask.distributed LocalCluster over TCP on loopback."""
+"""The same campaign on a real dask.distributed LocalCluster, over TLS on loopback.
+
+The cluster's traffic uses Dask's TLS security with certificates made for this test
+(``Security.temporary()``, which needs the ``cryptography`` package): a client without
+them cannot connect, and a program under test that tries ``Client(...).run`` (root on
+every worker, before issue 14) fails and reaches nothing.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from distributed import LocalCluster
+from distributed import Client, LocalCluster
+from distributed.security import Security
 
 from test_campaign import ADD, make_suite
 
@@ -15,22 +22,25 @@ from audits.collect.suite import load_suite
 
 
 @pytest.fixture(scope="module")
-def scheduler():
+def cluster():
+    security = Security.temporary()
     # processes=False keeps it quick (workers are threads of this process) while the
-    # client still talks to the scheduler over a real TCP socket.
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
-        yield cluster.scheduler_address
+    # client still talks to the scheduler over a real TLS socket.
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls", host="127.0.0.1",
+                      dashboard_address=None, security=security) as c:
+        assert c.scheduler_address.startswith("tls://127.0.0.1:")
+        yield c.scheduler_address, security
 
 
-def test_dask_campaign_gives_the_same_jobs_and_statuses_as_the_local_one(tmp_path, scheduler):
+def test_dask_campaign_gives_the_same_jobs_and_statuses_as_the_local_one(tmp_path, cluster):
+    address, security = cluster
     suite = load_suite(make_suite(tmp_path / "suite", wrong_answer={"zero.py": "print(0)\n"},
                                   run_time_error={"crash.py": "raise SystemExit(2)\n"}), n_largest_optimization=2)
     limits = Limits(wall_s=5, memory_bytes=256 << 20)
     local = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, limits=limits)), out=tmp_path / "local.parquet",
                          progress=False)
-    remote = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, limits=limits, scheduler=scheduler)),
+    remote = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, limits=limits, scheduler=address,
+                                                            security=security)),
                           out=tmp_path / "dask.parquet", progress=False)
     assert remote.out is not None and not remote.errors
     a, b = pd.read_parquet(local.out), pd.read_parquet(remote.out)
@@ -45,25 +55,81 @@ def test_dask_campaign_gives_the_same_jobs_and_statuses_as_the_local_one(tmp_pat
     assert (b.loc[b["status"] == "ok", "cpu_s"] > 0).all()
 
 
-def test_a_campaign_started_locally_is_finished_on_dask_with_one_row_per_job(tmp_path, scheduler):
+def test_a_campaign_started_locally_is_finished_on_dask_with_one_row_per_job(tmp_path, cluster):
+    address, security = cluster
     suite = load_suite(make_suite(tmp_path / "suite", accepted={"a.py": ADD, "b.py": ADD}), n_largest_optimization=2)
     limits = Limits(wall_s=5, memory_bytes=256 << 20)
     out = tmp_path / "c.parquet"
     plan = plan_campaign(suite, CampaignSpec(repeats=2, limits=limits))
     run_campaign(plan, out=out, progress=False, stop_after=7)
     # the scheduler is an execution detail, not part of the campaign's identity
-    finished = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, limits=limits, scheduler=scheduler)),
-                            out=out, progress=False)
+    finished = run_campaign(plan_campaign(suite, CampaignSpec(repeats=2, limits=limits, scheduler=address,
+                                                              security=security)), out=out, progress=False)
     assert finished.resumed == 7 and finished.ran == len(plan.jobs) - 7
     corpus = pd.read_parquet(out)
     assert len(corpus) == len(plan.jobs) and not corpus.duplicated(list(KEY)).any()
 
 
-def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
+ROOT_VIA_DASK = '''
+import glob, os, socket, sys
+HOST, PORT, MARKER = {host!r}, {port}, {marker!r}
+for site in glob.glob("/work/*/.venv/lib/python3*/site-packages") + glob.glob("/usr/lib/python3/dist-packages"):
+    sys.path.insert(0, site)
+try:
+    s = socket.create_connection((HOST, PORT), timeout=2)
+    print("connected")
+except OSError as exc:
+    print("no socket", exc.errno)
+from distributed import Client          # the venv is not in the program's view: ModuleNotFoundError
+def payload():
+    open(MARKER, "w").write(open("/etc/shadow").read()[:20])
+Client("tls://%s:%d" % (HOST, PORT), timeout=2).run(payload)
+print("ran as root on the workers")
+''' + ADD
+
+
+def test_a_program_calling_client_run_fails_and_reaches_no_worker(tmp_path, cluster):
+    address, security = cluster
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    marker = tmp_path / "rooted.txt"
+    hostile = ROOT_VIA_DASK.format(host=host, port=int(port), marker=str(marker))
+    suite = load_suite(make_suite(tmp_path / "suite", run_time_error={"rootkit.py": hostile}, n_secret=1),
+                       n_largest_optimization=1)
+    for sandbox in ("local", "bwrap"):
+        out = tmp_path / f"{sandbox}.parquet"
+        result = run_campaign(plan_campaign(suite, CampaignSpec(repeats=1, sandbox=sandbox, scheduler=address,
+                                                                security=security,
+                                                                limits=Limits(wall_s=5, memory_bytes=256 << 20))),
+                              out=out, progress=False)
+        assert result.out is not None and not result.errors
+        corpus = pd.read_parquet(out)
+        rootkit = corpus[corpus["solution"] == "run_time_error/rootkit.py"]
+        assert len(rootkit) == 2 and set(rootkit["status"].astype(str)) == {"runtime_error"}
+        assert not marker.exists()
+
+
+def test_nothing_without_the_certificates_can_submit_work(cluster):
+    address, security = cluster
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    with pytest.raises((OSError, TimeoutError, TypeError, ValueError)):
+        Client(address, timeout=2)  # TLS address, no certificates
+    with pytest.raises((OSError, TimeoutError)):
+        Client(f"tcp://{host}:{port}", timeout=2)  # plain TCP to the TLS listener
+    other = Security.temporary()  # certificates of another CA
+    with pytest.raises((OSError, TimeoutError)):
+        Client(address, timeout=2, security=other)
+    with Client(address, timeout=10, security=security) as client:  # the campaign's certificates work
+        assert client.submit(sum, [1, 2]).result() == 3
+
+
+def test_unreachable_or_insecure_scheduler_is_a_clear_error(tmp_path, monkeypatch):
     import audits.collect.campaign
 
     monkeypatch.setattr(audits.collect.campaign, "DASK_CONNECT_TIMEOUT", "1s")
     suite = load_suite(make_suite(tmp_path / "suite", n_secret=1), n_largest_optimization=1)
-    spec = CampaignSpec(repeats=1, scheduler="tcp://127.0.0.1:9", limits=Limits(wall_s=2))
+    spec = CampaignSpec(repeats=1, scheduler="tls://127.0.0.1:9", security=Security.temporary(),
+                        limits=Limits(wall_s=2))
     with pytest.raises(CampaignError, match="cannot connect"):
         run_campaign(plan_campaign(suite, spec), out=tmp_path / "x.parquet", progress=False)
+    with pytest.raises(CampaignError, match="plain TCP scheduler"):
+        CampaignSpec(scheduler="tcp://127.0.0.1:8786")
