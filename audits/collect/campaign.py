@@ -57,7 +57,6 @@ import concurrent.futures as cf
 import dataclasses
 import hashlib
 import json
-import errno
 import fcntl
 import math
 import os

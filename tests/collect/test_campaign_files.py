@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from test_campaign import ADD, make_suite
 
@@ -195,7 +194,7 @@ def test_two_concurrent_campaigns_whose_uid_blocks_would_have_collided_both_fini
                                       env=env(SPEEDAUDIT_UID_BLOCK="500"), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     results = [p.communicate(timeout=300) for p in procs]
-    for proc, (stdout, stderr) in zip(procs, results):
+    for proc, (_stdout, stderr) in zip(procs, results):
         assert proc.returncode == 0, stderr
     for out in outs:
         corpus = pd.read_parquet(out)
