@@ -63,6 +63,7 @@ import collections
 import dataclasses
 import errno
 import fcntl
+import functools
 import hashlib
 import importlib.resources
 import math
@@ -498,6 +499,31 @@ def launcher_path() -> str | None:
         return path
 
 
+@functools.lru_cache(maxsize=4096)
+def _keep_paths(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """:meth:`Sandbox.keep_paths`, cached."""
+    keep: list[str] = []
+
+    def add(path: str) -> None:
+        if path and path != "/" and not path.startswith(_SYSTEM_PREFIXES) and path not in keep and os.path.exists(path):
+            keep.append(path)
+
+    for item in argv:
+        if not item.startswith("/") or item.startswith(_SYSTEM_PREFIXES) or not os.path.exists(item):
+            continue
+        if os.path.isdir(item) or os.path.dirname(os.path.normpath(item)) == "/":
+            add(os.path.normpath(item))
+        else:
+            add(os.path.dirname(os.path.normpath(item)))
+            real = os.path.realpath(item)  # an interpreter: its virtualenv and its real prefix
+            bindir = os.path.dirname(os.path.normpath(item))
+            if os.path.exists(os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
+                add(os.path.dirname(bindir))
+            if real != item:
+                add(os.path.dirname(os.path.dirname(real)))
+    return tuple(keep)
+
+
 class Sandbox:
     """Base class: spawn, watch, kill and measure. Subclasses choose the command and the uid."""
 
@@ -573,28 +599,10 @@ class Sandbox:
         For every argument that is an existing absolute path outside them: a directory
         itself, a file's folder (a program's build folder holds only that program); for a
         virtualenv interpreter its environment, and an interpreter's real prefix. Read-only.
+        Cached per argv (a campaign runs each program many times; build folders do not change).
         """
-        keep: list[str] = []
+        return list(_keep_paths(tuple(argv)))
 
-        def add(path: str) -> None:
-            if path and path != "/" and not path.startswith(_SYSTEM_PREFIXES) and path not in keep and os.path.exists(path):
-                keep.append(path)
-
-        for k, item in enumerate(argv):
-            if not item.startswith("/") or not os.path.exists(item):
-                continue
-            if os.path.isdir(item) or os.path.dirname(os.path.normpath(item)) == "/":
-                add(os.path.normpath(item))
-            else:
-                add(os.path.dirname(os.path.normpath(item)))
-            if k == 0:
-                real = os.path.realpath(item)
-                bindir = os.path.dirname(os.path.normpath(item))
-                if os.path.exists(os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
-                    add(os.path.dirname(bindir))
-                if real != item:
-                    add(os.path.dirname(os.path.dirname(real)))
-        return keep
 
     def _stdin(self, stdin_path: Path) -> int:
         """A read-only descriptor of a sealed in-memory copy of the input file."""
@@ -641,6 +649,10 @@ class Sandbox:
             os.chmod(workdir, 0o711)
             _check_traversable(workdir, uid)
         if launcher is None:
+            if self.private_view or self.nest_launcher:
+                raise SandboxError(f"the {self.name} sandbox needs its C launcher, and no C compiler (cc, gcc) "
+                                   f"was found\n  -> install gcc (Debian: apt-get install gcc; or run "
+                                   f"scripts/system-deps.sh)")
             return self._run_fallback(argv, stdin_path, scratch, stdout_path, limits, uid)
         pipes: list[int] = []
         try:

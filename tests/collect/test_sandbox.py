@@ -125,7 +125,10 @@ def test_python_fallback_without_launcher_gives_the_same_statuses(root, monkeypa
     # Simulates a machine without a C compiler (the launcher cannot be built): the
     # Python preexec path must classify every status the same way.
     monkeypatch.setattr(sb, "_LAUNCHER", {"path": None})
-    box = LocalSandbox()
+    for isolating in (LocalSandbox(), BwrapSandbox()):  # they need the launcher: refused, not weakened
+        with pytest.raises(SandboxError, match="install gcc"):
+            run(isolating, "print(1)", root)
+    box = CommandSandbox("cmd:prlimit --as={memory_bytes} -- {argv}")
     assert run(box, "import os; print(os.getuid())", root).status == "ok"
     assert run(box, "raise SystemExit(4)", root).exit_code == 4
     assert run(box, "import time; time.sleep(9)", root, limits=Limits(wall_s=0.3)).status == "timeout"
