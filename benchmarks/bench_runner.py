@@ -1,9 +1,12 @@
 """Benchmark the sandbox runner against a bare subprocess loop and against hyperfine.
 
-(a) Throughput: the runner (``LocalSandbox.run``: fresh scratch dir, unprivileged
-    uid, rlimits, launcher, wall-clock watch, output capture) against a bare
-    ``subprocess.run`` loop over the same commands (same stdin file, stdout
-    captured). Target: the runner reaches >= 95 % of the bare loop's runs/s.
+(a) Throughput: the runner (``LocalSandbox.run`` after the hardening of issue 14: a
+    sealed in-memory copy of stdin, a leased unprivileged uid, rlimits, no new
+    privileges, an empty network namespace, a private IPC and mount namespace with a
+    new root on a quota'd tmpfs and its own /proc, the launcher, the wall-clock watch,
+    output and stderr caps) against a bare ``subprocess.run`` loop over the same
+    commands (same stdin file, stdout captured), which isolates nothing. Target: the
+    runner reaches >= 95 % of the bare loop's runs/s (issue 17, item 4).
 (b) Accuracy: the runner's mean measured duration of ``python3 -c pass`` against
     ``hyperfine -N`` on the same machine in the same run. Target: means within 2 ms.
 
@@ -14,6 +17,10 @@ Usage::
 
     .venv/bin/python benchmarks/bench_runner.py            # ~1 minute
     .venv/bin/python benchmarks/bench_runner.py --quick    # ~15 s
+    .venv/bin/python benchmarks/bench_runner.py --profile  # + where the runner's own CPU goes (cProfile)
+
+The load average before and after is printed and kept in the JSON: on a shared machine
+the ratio moves with it.
 
 Writes ``benchmarks/results/bench_runner-<UTC time>.json`` (git-ignored).
 """
@@ -80,11 +87,31 @@ def hyperfine_mean(argv, runs: int, out: Path) -> dict:
             "times": result["times"]}
 
 
+def profile_runner(box, argv, stdin_path: Path, work: Path, limits: Limits, n: int = 200) -> list[dict]:
+    """Where the runner's own CPU goes: cProfile (CPU clock) over n runs, top 12 functions by own time."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    runner_loop(box, argv, stdin_path, work, n, limits)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = []
+    for (filename, line, name), (_, _, own, cum, _) in stats.stats.items():
+        rows.append({"function": f"{Path(filename).name}:{line}({name})", "own_ms_per_run": 1e3 * own / n,
+                     "cum_ms_per_run": 1e3 * cum / n})
+    rows.sort(key=lambda r: -r["own_ms_per_run"])
+    return rows[:12]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs (~15 s)")
     parser.add_argument("--blocks", type=int, default=None, help="alternating blocks per comparison")
     parser.add_argument("--per-block", type=int, default=None, help="runs per block")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile 200 runner runs of python3 -c pass (own CPU by function)")
     args = parser.parse_args(argv)
     blocks = args.blocks or (4 if args.quick else 10)
     per_block = args.per_block or (15 if args.quick else 25)
@@ -97,6 +124,7 @@ def main(argv=None) -> int:
     box = LocalSandbox()
     limits = Limits(wall_s=10)
     results: dict = {"when": datetime.now(timezone.utc).isoformat(), "host": os.uname().nodename,
+                     "load_before": os.getloadavg(), "isolated": box.isolated,
                      "cpus": os.cpu_count(), "launcher": launcher_path() is not None, "uid_switch": box.uid is not None,
                      "blocks": blocks, "per_block": per_block, "throughput": {}, "accuracy": {}}
     try:
@@ -134,11 +162,15 @@ def main(argv=None) -> int:
             "runner_mean_ms": 1e3 * r_mean, "runner_sd_ms": 1e3 * statistics.stdev(runner_walls),
             "runner_median_ms": 1e3 * statistics.median(runner_walls),
             "difference_ms": 1e3 * (r_mean - h_mean), "target_ms": 2.0, "n": len(runner_walls)}
+        if args.profile:
+            results["profile"] = profile_runner(box, COMMANDS["python3 -c pass"], stdin_path, work, limits)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    results["load_after"] = os.getloadavg()
 
     print(f"runner benchmark ({blocks} alternating blocks x {per_block} runs; launcher={results['launcher']}, "
-          f"uid switch={results['uid_switch']})")
+          f"uid switch={results['uid_switch']}, isolated={results['isolated']}; load average "
+          f"{results['load_before'][0]:.2f} before, {results['load_after'][0]:.2f} after)")
     print(f"{'throughput':<18}{'bare runs/s':>12}{'runner runs/s':>15}{'ratio':>8}{'median pair':>13}"
           f"{'target':>9}{'own CPU ms/run bare, runner':>30}")
     for name, r in results["throughput"].items():
@@ -151,6 +183,10 @@ def main(argv=None) -> int:
           f"{a['runner_mean_ms']:>10.2f} ±{a['runner_sd_ms']:.1f}{a['difference_ms']:>+8.2f}{'|d|<=2':>9}")
     print(f"{'  (medians)':<18}{a['hyperfine_median_ms']:>9.2f}{'':>5}{a['runner_median_ms']:>10.2f}{'':>5}"
           f"{a['runner_median_ms'] - a['hyperfine_median_ms']:>+8.2f}")
+    if "profile" in results:
+        print("runner's own CPU per run of python3 -c pass, by function (cProfile, top 12 by own time):")
+        for row in results["profile"]:
+            print(f"  {row['own_ms_per_run']:6.3f} ms own, {row['cum_ms_per_run']:6.3f} ms with callees  {row['function']}")
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench_runner-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
