@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from audits.corpus.io import CorpusError, check_input_file, normalize
 
@@ -267,111 +268,56 @@ def import_pyperf(
     """
     if not paths:
         raise CorpusError("import pyperf: no files given\n  -> pass one or more pyperf JSON files or folders")
-    files = _expand(paths)
     skipped: list[tuple[str, str]] = []
-    loaded = []
-    for path, named in files:
-        if named:
-            loaded.append((path, read_pyperf_file(path)))
-            continue
-        try:
-            loaded.append((path, read_pyperf_file(path)))
-        except CorpusError as exc:
-            skipped.append((str(path), str(exc).splitlines()[0].removeprefix(f"{path}: ")))
-    loaded = [(p, d) for p, d in loaded if d["benchmarks"] or skipped.append((str(p), "no benchmarks in the file"))]
-    if not loaded:
-        raise CorpusError(f"{', '.join(map(str, paths))}: no pyperf result files found ({len(skipped)} skipped)\n"
-                          f"  -> pass pyperf JSON files, or folders holding them")
-
-    raw_ids = {}
-    for path, data in loaded:
-        meta = data.get("metadata") or {}
-        first = (data["benchmarks"][0].get("metadata") or {}) if data["benchmarks"] else {}
-        commit = meta.get("commit_id") or first.get("commit_id")
-        raw_ids[path] = str(commit) if commit else None
-    canonical = normalize_build_ids([i for i in raw_ids.values() if i])
-    merged = {i: c for i, c in canonical.items() if c != i}
-
-    # per file: build, variant, machine, campaign date
-    plans = []
-    for path, data in loaded:
-        common = data.get("metadata") or {}
-        build = canonical.get(raw_ids[path], raw_ids[path]) if raw_ids[path] else _stem(path)
-        flags: list[str] = []
-        if raw_ids[path]:
-            for name in (path.parent.name, _stem(path)):
-                flags += [f for f in _name_flags(name, raw_ids[path]) if f not in flags]
-        first = (data["benchmarks"][0].get("metadata") or {})
-        flags += [f for f in _config_flags({**first, **common}) if f not in flags]
-        solution = f"{build} [{','.join(flags)}]" if flags else build
-        date = _first_date(data)
-        day = date.strftime("%Y-%m-%d") if date is not None else path.name  # undated: the file is the session
-        plans.append({"path": path, "data": data, "build": build, "solution": solution, "day": day,
-                      "machine": _bench_runner_machine(path)})
-
-    rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
-                                              "duration_s", "run", "loops", "timestamp", "file", "platform")}
+    plans = []  # one per file: its rows (a small frame) and what names its build, machine and session
     warmups = calibrations = 0
+    for path, named in _expand(paths):
+        try:
+            data = read_pyperf_file(path)
+        except CorpusError as exc:
+            if named:
+                raise
+            skipped.append((str(path), str(exc).splitlines()[0].removeprefix(f"{path}: ")))
+            continue
+        if not data["benchmarks"]:
+            skipped.append((str(path), "no benchmarks in the file"))
+            continue
+        plan, n_warmups, n_calibrations = _read_file(path, data, environment, skipped)
+        warmups += n_warmups
+        calibrations += n_calibrations
+        if plan is not None:
+            plans.append(plan)
+        del data  # an archive is ~1.5 GB of JSON: keep only each file's rows
+    if not plans:
+        raise CorpusError(f"{', '.join(map(str, paths))}: no benchmark values found "
+                          f"({len(skipped)} benchmarks or files skipped)\n"
+                          f"  -> pass finished pyperf result files, or folders holding them")
+
+    canonical = normalize_build_ids([p["commit"] for p in plans if p["commit"]])
+    merged = {i: c for i, c in canonical.items() if c != i}
     for plan in plans:
-        path, data = plan["path"], plan["data"]
-        common = data.get("metadata") or {}
-        for b_index, bench in enumerate(data["benchmarks"]):
-            meta = {**common, **(bench.get("metadata") or {})}
-            name = str(meta.get("name") or f"benchmark{b_index}")
-            unit = meta.get("unit", "second")
-            if unit != "second":
-                skipped.append((f"{path}:{name}", f"unit is {unit!r}, not seconds"))
-                continue
-            env = environment or _machine(meta, plan["machine"])
-            plan.setdefault("environments", set()).add(env)
-            repeat = run_index = 0
-            for run in bench.get("runs", []):
-                run_meta = run.get("metadata") or {}
-                values = run.get("values") or []
-                warmups += len(run.get("warmups") or [])
-                if not values or any(k in run_meta for k in _CALIBRATION_KEYS):
-                    calibrations += 1
-                    continue
-                n = len(values)
-                rows["environment"] += [env] * n
-                rows["problem"] += [name] * n
-                rows["solution"] += [plan["solution"]] * n
-                rows["repeat"] += range(repeat, repeat + n)
-                rows["duration_s"] += [float(v) for v in values]
-                rows["run"] += [run_index] * n
-                rows["loops"] += [run_meta.get("loops", meta.get("loops", np.nan))] * n
-                rows["timestamp"] += [run_meta.get("date")] * n
-                rows["file"] += [str(path)] * n
-                rows["platform"] += [meta.get("platform")] * n
-                rows["campaign"] += [id(plan)] * n  # resolved below, once every file's machine is known
-                repeat += n
-                run_index += 1
+        build = canonical[plan["commit"]] if plan["commit"] else _stem(plan["path"])
+        plan["build"] = build
+        plan["solution"] = f"{build} [{','.join(plan['flags'])}]" if plan["flags"] else build
 
     # one campaign per file: its first day, or (same build, machine and day in several files) day + file name
-    sessions = Counter((env, plan["solution"], plan["day"]) for plan in plans for env in plan.get("environments", ()))
-    names, split = {}, []
+    sessions = Counter((env, plan["solution"], plan["day"]) for plan in plans for env in plan["environments"])
+    split = []
     for plan in plans:
-        clash = any(sessions[(env, plan["solution"], plan["day"])] > 1 for env in plan.get("environments", ()))
+        clash = any(sessions[(env, plan["solution"], plan["day"])] > 1 for env in plan["environments"])
         if campaign is not None:
-            names[id(plan)] = campaign
             if clash:
                 raise CorpusError(
                     f"{plan['path']}: another file also holds build {plan['solution']!r} on the same machine, "
                     f"and --campaign {campaign!r} gives both one campaign (duplicate executions)\n"
                     f"  -> import them without --campaign (each file is then its own campaign) or separately")
+            plan["campaign"] = campaign
         else:
-            names[id(plan)] = f"{plan['day']} ({plan['path'].name})" if clash else plan["day"]
+            plan["campaign"] = f"{plan['day']} ({plan['path'].name})" if clash else plan["day"]
             if clash:
-                split.append(names[id(plan)])
-    rows["campaign"] = [names[c] for c in rows["campaign"]]
+                split.append(plan["campaign"])
 
-    if not rows["problem"]:
-        raise CorpusError(f"{', '.join(map(str, paths))}: no benchmark values found "
-                          f"({len(skipped)} benchmarks or files skipped)\n"
-                          f"  -> check that the files hold finished pyperf runs")
-    frame = pd.DataFrame(rows)
-    frame["file"] = pd.Categorical(frame["file"])
-    frame["platform"] = pd.Categorical(frame["platform"])
+    frame = _concat(plans)
     frame["test"] = "benchmark"
     frame["status"] = "ok"
     frame["role"] = "reference"
@@ -379,7 +325,82 @@ def import_pyperf(
     frame["test_kind"] = "optimization"
     source = ", ".join(map(str, paths)) if len(paths) <= 3 else f"{len(paths)} paths ({paths[0]}, ...)"
     corpus = normalize(frame, source=source)
-    used = {p["path"] for p in plans if p.get("environments")}
-    return PyperfImport(corpus, tuple(skipped), warmups, calibrations, files=len(used),
-                        builds=len({p["build"] for p in plans if p["path"] in used}),
-                        merged_build_ids=merged, split_campaigns=tuple(sorted(split)))
+    return PyperfImport(corpus, tuple(skipped), warmups, calibrations, files=len(plans),
+                        builds=len({p["build"] for p in plans}), merged_build_ids=merged,
+                        split_campaigns=tuple(sorted(split)))
+
+
+def _read_file(path: Path, data: dict, environment: str | None, skipped: list) -> tuple[dict | None, int, int]:
+    """One file's rows and naming facts; benchmarks in other units are added to ``skipped``."""
+    common = data.get("metadata") or {}
+    first = data["benchmarks"][0].get("metadata") or {}
+    commit = common.get("commit_id") or first.get("commit_id")
+    commit = str(commit) if commit else None
+    flags: list[str] = []
+    if commit:
+        for name in (path.parent.name, _stem(path)):
+            flags += [f for f in _name_flags(name, commit) if f not in flags]
+    flags += [f for f in _config_flags({**first, **common}) if f not in flags]
+    date = _first_date(data)
+    machine = _bench_runner_machine(path)
+    cols: dict[str, list] = {k: [] for k in ("environment", "problem", "repeat", "duration_s", "run", "loops",
+                                              "timestamp", "platform")}
+    environments = set()
+    warmups = calibrations = 0
+    for b_index, bench in enumerate(data["benchmarks"]):
+        meta = {**common, **(bench.get("metadata") or {})}
+        name = str(meta.get("name") or f"benchmark{b_index}")
+        unit = meta.get("unit", "second")
+        if unit != "second":
+            skipped.append((f"{path}:{name}", f"unit is {unit!r}, not seconds"))
+            continue
+        env = environment or _machine(meta, machine)
+        repeat = run_index = 0
+        for run in bench.get("runs", []):
+            run_meta = run.get("metadata") or {}
+            values = run.get("values") or []
+            warmups += len(run.get("warmups") or [])
+            if not values or any(k in run_meta for k in _CALIBRATION_KEYS):
+                calibrations += 1
+                continue
+            environments.add(env)
+            n = len(values)
+            cols["environment"] += [env] * n
+            cols["problem"] += [name] * n
+            cols["repeat"] += range(repeat, repeat + n)
+            cols["duration_s"] += values
+            cols["run"] += [run_index] * n
+            cols["loops"] += [run_meta.get("loops", meta.get("loops", np.nan))] * n
+            cols["timestamp"] += [run_meta.get("date")] * n
+            cols["platform"] += [meta.get("platform")] * n
+            repeat += n
+            run_index += 1
+    if not cols["problem"]:
+        return None, warmups, calibrations
+    rows = pd.DataFrame({
+        "environment": pd.Categorical(cols["environment"]), "problem": pd.Categorical(cols["problem"]),
+        "repeat": np.asarray(cols["repeat"], dtype=np.int64),
+        "duration_s": pd.to_numeric(pd.Series(cols["duration_s"], dtype=object), errors="coerce").to_numpy(float),
+        "run": np.asarray(cols["run"], dtype=np.int64), "loops": pd.to_numeric(pd.Series(cols["loops"])),
+        "timestamp": pd.Series(cols["timestamp"], dtype=object), "platform": pd.Categorical(cols["platform"]),
+    })
+    day = date.strftime("%Y-%m-%d") if date is not None else path.name  # undated: the file is the session
+    return ({"path": path, "rows": rows, "commit": commit, "flags": flags, "day": day,
+             "environments": environments}, warmups, calibrations)
+
+
+def _concat(plans: list[dict]) -> pd.DataFrame:
+    """The files' rows as one frame; text columns stay categorical (union of the files' categories)."""
+    frames = [plan.pop("rows") for plan in plans]
+    sizes = np.array([len(f) for f in frames])
+    out = {}
+    for column in frames[0].columns:
+        if isinstance(frames[0][column].dtype, pd.CategoricalDtype):
+            out[column] = union_categoricals([f[column] for f in frames])
+        else:
+            out[column] = np.concatenate([f[column].to_numpy() for f in frames])
+    for column, values in (("campaign", [p["campaign"] for p in plans]), ("solution", [p["solution"] for p in plans]),
+                           ("file", [str(p["path"]) for p in plans])):
+        codes, labels = pd.factorize(pd.Series(values, dtype=object))
+        out[column] = pd.Categorical.from_codes(np.repeat(codes, sizes), categories=list(labels))
+    return pd.DataFrame(out)
