@@ -231,8 +231,13 @@ def test_short_and_full_hash_and_jit_config_outside_bench_runner_layout(tmp_path
                        scale=0.8, start="2024-03-01 12:00:00", seed=2)
     other = _write_suite(tmp_path / "other.json", metadata={"hostname": "box", "commit_id": "abc1234"},
                          scale=1.0, start="2024-03-01 14:00:00", seed=3)
-    corpus = import_pyperf([base, jit, other]).corpus
-    assert set(corpus["solution"]) == {FULL, f"{FULL} [JIT]", "abc1234"}
+    interpreter = _write_suite(tmp_path / "tier2.json", scale=0.9, start="2024-03-01 16:00:00", seed=4, metadata={
+        "hostname": "box", "commit_id": SHORT, "python_config_args": "'--enable-experimental-jit=interpreter'"})
+    off = _write_suite(tmp_path / "off.json", scale=1.0, start="2024-03-01 18:00:00", seed=5, metadata={
+        "hostname": "box", "commit_id": "fedcba9", "python_config_args": "'--enable-experimental-jit=no'"})
+    corpus = import_pyperf([base, jit, other, interpreter, off]).corpus
+    assert set(corpus["solution"]) == {FULL, f"{FULL} [JIT]", "abc1234", f"{FULL} [JIT=interpreter]", "fedcba9"}
+    assert set(corpus["campaign"]) == {"2024-03-01"}
     assert set(corpus["environment"]) == {"box"}
 
 

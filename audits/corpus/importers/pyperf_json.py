@@ -31,7 +31,8 @@ VERSION-HASH[-FLAGS].json``, with ``-`` inside a field written ``%2d``): the mac
 ``NICK-ARCH`` (e.g. ``pythonperf1_win32-x86``), and the flags are the fields after the field
 that starts the file's commit id (e.g. ``JIT``, ``NOGIL``, ``PYTHON_UOPS``). Builds configured
 with ``--enable-experimental-jit`` or ``--disable-gil`` (pyperf's ``python_config_args``) are the
-variants ``JIT`` / ``NOGIL`` whatever their names. Names of other layouts are not parsed.
+variants ``JIT`` / ``NOGIL`` whatever their names (``JIT=interpreter`` for
+``--enable-experimental-jit=interpreter``). Names of other layouts are not parsed.
 
 Two files that give the same build on the same machine on the same day are two sessions: their
 campaigns are the date followed by the file name, e.g. ``2024-01-24 (rerun.json)``.
@@ -210,8 +211,11 @@ def _config_flags(meta: dict) -> list[str]:
     for option, flag in _CONFIG_FLAGS:
         for match in re.finditer(re.escape(option) + r"(=\S+)?", args):
             value = (match.group(1) or "=yes")[1:].strip("'\"").lower()
-            if value not in ("no", "false", "0", "off") and flag not in flags:
-                flags.append(flag)
+            if value in ("no", "false", "0", "off"):
+                continue
+            named = flag if value in ("yes", "true", "1", "on") else f"{flag}={value}"  # e.g. JIT=interpreter
+            if named not in flags:
+                flags.append(named)
     return flags
 
 
@@ -234,8 +238,12 @@ def _machine(meta: dict, file_machine: str | None) -> str:
 def _first_date(data: dict) -> pd.Timestamp | None:
     dates = [run.get("metadata", {}).get("date") for bench in data["benchmarks"] for run in bench.get("runs", [])]
     dates.append((data.get("metadata") or {}).get("date"))
-    parsed = pd.to_datetime(pd.Series([d for d in dates if d], dtype=object), errors="coerce", format="mixed")
-    parsed = parsed.dropna()
+    dates = [str(d) for d in dates if d]
+    try:
+        parsed = pd.to_datetime(pd.Series(dates, dtype=object), errors="coerce", format="mixed").dropna()
+    except (ValueError, TypeError):  # e.g. dates with and without a time zone in one file
+        parsed = pd.to_datetime(pd.Series([d[:19] for d in dates], dtype=object), errors="coerce",
+                                format="mixed").dropna()
     return parsed.min() if len(parsed) else None
 
 
