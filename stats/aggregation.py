@@ -84,7 +84,7 @@ import pandas as pd
 
 from stats._groups import first_rows, group_codes, grouped_median
 from stats._ties import snap, tail_weights
-from stats.ranking import _joint_codes, test_percentiles
+from stats.ranking import _joint_codes, pool_join, test_percentiles
 
 __all__ = [
     "Aggregator",
@@ -99,6 +99,7 @@ __all__ = [
     "reference_percentile",
     "tie_rank",
     "floor_from_rows",
+    "floors_by_language",
     "AggregatorComparison",
     "compare_aggregators",
     "mean_pairwise_abs_diff",
@@ -216,12 +217,13 @@ class AggregationContext:
     """
 
     def __init__(self, cells: pd.DataFrame, pools: pd.DataFrame, codes: np.ndarray, n_groups: int,
-                 *, floor_s: float = 0.0):
+                 *, floor_s: float | np.ndarray = 0.0):
         self.cells = cells
         self.pools = pools
         self.codes = codes
         self.n_groups = n_groups
-        self.floor_s = float(floor_s)
+        # one floor, or one per row (the floor of the row's language)
+        self.floor_s = np.asarray(floor_s, dtype=float) if np.ndim(floor_s) else float(floor_s)
 
     # -- row arrays ---------------------------------------------------------
     @cached_property
@@ -242,7 +244,8 @@ class AggregationContext:
     def _tests(self) -> tuple[np.ndarray, np.ndarray, int]:
         if len(self.pools) == 0:
             return np.zeros(len(self.cells), np.int64), np.zeros(0, np.int64), 1
-        return _joint_codes(self.cells, self.pools, ["problem", "test"])
+        cells, keys = pool_join(self.cells, self.pools)  # per-language pools: the row's own language's
+        return _joint_codes(cells, self.pools, keys)
 
     @cached_property
     def _pool_stats(self) -> dict[str, np.ndarray]:
@@ -511,7 +514,10 @@ def _slope(ctx: AggregationContext) -> np.ndarray:
 
 
 def _floor_pct(ctx: AggregationContext) -> np.ndarray:
-    """mean r_t over tests with m_t >= 2 f; a unit with no such test falls back to mean_pct."""
+    """mean r_t over tests with m_t >= 2 f; a unit with no such test falls back to mean_pct.
+
+    With a ``language`` column, f is the floor of the row's language and m_t the median of
+    its language's pool (when the pools are per language)."""
     keep = ctx.ref_median >= FLOOR_FACTOR * ctx.floor_s
     above = ctx.mean(ctx.percentile, keep)
     return np.where(np.isfinite(above), above, ctx.mean(ctx.percentile))
@@ -796,6 +802,29 @@ def list_aggregators() -> pd.DataFrame:
 # Entry points
 # ----------------------------------------------------------------------------
 
+def floors_by_language(frame: pd.DataFrame) -> dict[str, float]:
+    """Floor of each language: median ``ok`` duration of the ``floor`` rows per ``language`` ({} without one)."""
+    if "role" not in frame.columns or "language" not in frame.columns:
+        return {}
+    mask = _is(frame["role"], "floor")
+    if "status" in frame.columns:
+        mask &= _is(frame["status"], "ok")
+    d = frame["duration_s"].to_numpy(dtype=float)
+    mask &= np.isfinite(d) & frame["language"].notna().to_numpy()
+    if not mask.any():
+        return {}
+    medians = pd.Series(d[mask]).groupby(frame["language"].astype(str).to_numpy()[mask]).median()
+    return {str(k): float(v) for k, v in medians.items()}
+
+
+def _row_floors(cells: pd.DataFrame, floors: dict[str, float], fallback: float) -> np.ndarray | float:
+    """Per-row floor (the floor of the row's language; ``fallback`` for a language without one)."""
+    if not floors or "language" not in cells.columns:
+        return fallback
+    lang = cells["language"].astype(object).where(cells["language"].notna(), "").astype(str)
+    return lang.map(floors).fillna(fallback).to_numpy(dtype=float)
+
+
 def floor_from_rows(frame: pd.DataFrame) -> float | None:
     """Sandbox floor: median duration of the ``ok`` rows with role ``floor`` (None when there are none)."""
     if "role" not in frame.columns:
@@ -813,8 +842,12 @@ def _default_by(cells: pd.DataFrame) -> list[str]:
 
 
 def aggregation_context(cells: pd.DataFrame, pools: pd.DataFrame, *, by: Sequence[str] | None = None,
-                        floor_s: float | None = None) -> tuple[AggregationContext, pd.DataFrame]:
+                        floor_s: float | dict | None = None) -> tuple[AggregationContext, pd.DataFrame]:
     """Build the shared context for ``cells`` (several aggregators can reuse it).
+
+    ``floor_s``: one floor, or ``{language: floor}`` (each row gets its
+    language's; default: from the ``floor`` rows of ``cells``, per language
+    when they have a ``language`` column).
 
     Returns the context and the unit table (by-columns, role/correct when
     present, ``n_tests`` = optimization tests of the unit).
@@ -832,9 +865,12 @@ def aggregation_context(cells: pd.DataFrame, pools: pd.DataFrame, *, by: Sequenc
     if pool_missing:
         raise ValueError(f"aggregate: pools lack column(s) {pool_missing}; pass stats.ranking.reference_pools(...)")
     if floor_s is None:
-        floor_s = floor_from_rows(cells) or 0.0
-    if not (np.isfinite(floor_s) and floor_s >= 0):
-        raise ValueError(f"floor_s must be a finite duration >= 0 seconds, got {floor_s}")
+        floor_s = floors_by_language(cells) or floor_from_rows(cells) or 0.0
+    language_floors = dict(floor_s) if isinstance(floor_s, dict) else {}
+    pooled = float(np.median(list(language_floors.values()))) if language_floors else floor_s
+    for value in [pooled, *language_floors.values()]:
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"floor_s must be a finite duration >= 0 seconds, got {value}")
     keep = np.ones(len(cells), dtype=bool)
     if "role" in cells.columns:
         keep &= ~_is(cells["role"], "floor")
@@ -846,7 +882,7 @@ def aggregation_context(cells: pd.DataFrame, pools: pd.DataFrame, *, by: Sequenc
     cols = list(dict.fromkeys(by + [c for c in ("role", "correct") if c in opt.columns]))
     units = opt.iloc[first][cols].reset_index(drop=True)
     units["n_tests"] = np.bincount(codes, minlength=n_groups)
-    ctx = AggregationContext(opt, pools, codes, n_groups, floor_s=floor_s)
+    ctx = AggregationContext(opt, pools, codes, n_groups, floor_s=_row_floors(opt, language_floors, pooled))
     return ctx, units
 
 
@@ -1156,8 +1192,8 @@ def compare_aggregators(
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
     names = list(_REGISTRY) if names is None else [get_aggregator(n).name for n in names]
-    if floor_s is None:
-        floor_s = floor_from_rows(runs) or 0.0
+    if floor_s is None:  # each language's own floor when the rows say which language they are
+        floor_s = floors_by_language(runs) or floor_from_rows(runs) or 0.0
     if "role" in runs.columns:
         runs = runs.loc[~_is(runs["role"], "floor")]
     repeats = np.unique(runs["repeat"].to_numpy())

@@ -39,6 +39,8 @@ __all__ = [
     "test_percentiles",
     "percentile_table",
     "problem_scores",
+    "pool_join",
+    "POOLS_ATTR",
 ]
 
 #: The estimators' input contract: the statuses they know, ``ok`` first (their codes index this
@@ -209,6 +211,26 @@ def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None) ->
     return out
 
 
+def pool_join(executions: pd.DataFrame, pools: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The columns that join executions to their pool, and the executions with them.
+
+    ``["problem", "test"]``; when some pool is split by language (``pools``
+    has ``pool_language``, see :func:`reference_pools`) and the executions have
+    a ``language``, also ``pool_language``: an execution of such a problem
+    joins the pool of its own language, every other one the problem's single
+    pool. Returns ``(executions, keys)`` (a shallow copy with the column added
+    when it is needed).
+    """
+    keys = ["problem", "test"]
+    if "pool_language" in pools.columns and "language" in executions.columns:
+        split_problems = pd.unique(pools.loc[(pools["pool_language"] != "").to_numpy(), "problem"].astype(str))
+        in_split = executions["problem"].astype(str).isin(split_problems).to_numpy()
+        language = executions["language"].astype(object).where(executions["language"].notna(), "").astype(str)
+        executions = executions.assign(pool_language=np.where(in_split, language.to_numpy(), ""))
+        keys.append("pool_language")
+    return executions, keys
+
+
 def _searchsorted_both(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``searchsorted`` left and right of many needles in a sorted haystack.
 
@@ -287,14 +309,7 @@ def test_percentiles(
     durations = executions["duration_s"].to_numpy(dtype=float)
     ok = (executions["status"] == "ok").to_numpy() & np.isfinite(durations)
 
-    keys = ["problem", "test"]
-    if "pool_language" in pools.columns and "language" in executions.columns:
-        # an execution of a problem with per-language pools joins the pool of its own language
-        split_problems = pd.unique(pools.loc[(pools["pool_language"] != "").to_numpy(), "problem"].astype(str))
-        in_split = executions["problem"].astype(str).isin(split_problems).to_numpy()
-        language = executions["language"].astype(object).where(executions["language"].notna(), "").astype(str)
-        executions = executions.assign(pool_language=np.where(in_split, language.to_numpy(), ""))
-        keys.append("pool_language")
+    executions, keys = pool_join(executions, pools)
     exec_test, pool_test, n_tests = _joint_codes(executions, pools, keys)
     pool_d = pools["duration_s"].to_numpy(dtype=float)
     # Exact integer keys: (test group, position of the value among the pool's
