@@ -100,10 +100,12 @@ def _fail(source: str, column: str | None, problem: str, fix: str,
 def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and string labels of a column, without building 10^7 Python strings.
 
-    Categorical columns are used as they are; others are factorised once. Labels
-    that coincide after conversion to ``str`` are merged. Missing values get
-    code -1, or the ``default`` label when one is given.
+    Categorical columns are used as they are; others are factorised once and
+    their labels sorted (so the categories of a file do not depend on its row
+    order: set semantics). Labels that coincide after conversion to ``str`` are
+    merged. Missing values get code -1, or the ``default`` label when one is given.
     """
+    sort = False
     if isinstance(values.dtype, pd.CategoricalDtype):
         codes = values.cat.codes.to_numpy(dtype=np.int64)
         labels = np.asarray(values.cat.categories.astype(str), dtype=object)
@@ -111,7 +113,8 @@ def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
         codes = codes.astype(np.int64, copy=False)
         labels = np.asarray([str(u) for u in uniques], dtype=object)
-    if not pd.Index(labels).is_unique:  # e.g. 1 and "1": merge them
+        sort = True
+    if sort or not pd.Index(labels).is_unique:  # sorted labels; e.g. 1 and "1" merged
         labels, inverse = np.unique(labels, return_inverse=True)
         labels = labels.astype(object)
         codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)

@@ -3,7 +3,8 @@
 Each corpus -- the shipped fixtures, a synthetic one with planted truth, and a pyperf import of files
 written with pyperf's own API -- is audited as it is and after shuffling its rows; the JSON of every
 audit (reliability, discriminability, calibration, aggregation, simulation), estimates, CIs (fixed
-seed), findings and their messages included, must be identical character for character. Before the
+seed), findings and their messages included, must be identical character for character -- also for
+a shuffled CSV file, whose categories are built on loading. Before the
 fixes this failed on, e.g., quiet-a's aggregation dynamic range (61.2 in file order, 64.2 / 67.1 /
 72.6 after shuffles: ties at the quartile cut broken by input order) and on every bootstrap CI
 (problems coded by first appearance).
@@ -136,6 +137,13 @@ def test_every_audit_figure_is_identical_after_shuffling_rows(name, request, tmp
     save_corpus(corpus.iloc[::-1].reset_index(drop=True), path)
     got = _audits(load_corpus(path), **CASES[name])
     assert got == reference, f"{name}, reversed file: {_first_difference(reference, got)}"
+    # A text file has no stored categories: loading builds them, and they must not follow row order.
+    in_order, shuffled = tmp_path / "in_order.csv", tmp_path / "shuffled.csv"
+    corpus.to_csv(in_order, index=False)
+    corpus.iloc[np.random.default_rng(3).permutation(len(corpus))].to_csv(shuffled, index=False)
+    from_csv = _audits(load_corpus(in_order), **CASES[name])
+    got = _audits(load_corpus(shuffled), **CASES[name])
+    assert got == from_csv, f"{name}, shuffled CSV: {_first_difference(from_csv, got)}"
 
 
 def test_a_shuffle_really_reorders_the_rows(shipped):
