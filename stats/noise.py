@@ -97,7 +97,7 @@ import pandas as pd
 from scipy import special
 
 from stats._groups import group_codes
-from stats.ranking import POOLS_ATTR, STATUSES, _joint_codes, solution_cells, status_codes
+from stats.ranking import POOLS_ATTR, STATUSES, _joint_codes, pool_join, solution_cells, status_codes
 
 __all__ = [
     "DEFAULT_PRIOR_DF",
@@ -389,12 +389,8 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         with np.errstate(invalid="ignore", divide="ignore"):
             m = np.where(ok, np.log(np.where(ok, d, 1.0)), np.nan)
         # One execution: n = 1, so sigma_hat^2 = the test's pooled variance and df = nu_0.
-        split = cells.loc[(cells["pool_language"] != "").to_numpy(), "problem"].astype(str).unique()
-        if len(split) and "language" in frame.columns:
-            in_split = frame["problem"].astype(str).isin(split).to_numpy()
-            language = frame["language"].astype(object).where(frame["language"].notna(), "").astype(str)
-            frame = frame.assign(pool_language=np.where(in_split, language.to_numpy(), ""))
-        else:
+        frame, _ = pool_join(frame, cells)  # the pool of the execution's own language, where split
+        if "pool_language" not in frame.columns:
             frame = frame.assign(pool_language="")
         t_exec, t_model, n_t = _joint_codes(frame, model.tests, list(POOL_KEYS))
         pooled = np.full(n_t, np.nan)
