@@ -15,7 +15,8 @@
  *     the suite, the answers or the journals is in that view, and the whole tree is gone when
  *     the program's last process exits;
  *   - rlimits (address space, file size, process count, CPU, no core dumps), no new
- *     privileges (setuid binaries do not elevate), and an unprivileged uid;
+ *     privileges (setuid binaries do not elevate), an unprivileged uid, and (with VIEW) a
+ *     seccomp filter that refuses user namespaces of its own;
  *   - its own process group, killed as a whole when the program ends or when the runner sends
  *     SIGUSR1 (wall limit, output cap) or dies (PR_SET_PDEATHSIG).
  * The launcher reaps the program only after the group was killed (so the group id cannot be
@@ -42,9 +43,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +249,42 @@ static void release_later(int fd) {
     if (closer_w < 0 || write(closer_w, &fd, sizeof fd) != (ssize_t)sizeof fd) close(fd);
 }
 
+/* No user namespace of its own (local): under a user namespace a program gets capabilities
+   over namespaces it makes, e.g. to mount a tmpfs of any size. bwrap has --disable-userns;
+   here a seccomp filter refuses unshare/clone with CLONE_NEWUSER (clone3, whose flags a
+   filter cannot read, gets ENOSYS, and the C library falls back to clone), and every system
+   call of another ABI (i386, x32), whose numbers the filter would not recognise. */
+static int no_user_namespaces(void) {
+#if defined(__x86_64__)
+#define SA_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SA_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#ifdef SA_AUDIT_ARCH
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SA_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),           /* x32 system calls */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 struct request {
     long long uid, as, fsize, nproc, cpu, flags, scratch_bytes;
     const char *cwd, *box;
@@ -297,6 +338,7 @@ static int run(const struct request *rq, const int *fds, int close_fd, report_fn
             _exit(126);
         }
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        if ((rq->flags & FLAG_VIEW) && no_user_namespaces() != 0) fail("seccomp", "");
         if (rq->envp) execvpe(rq->argv[0], rq->argv, rq->envp); else execvp(rq->argv[0], rq->argv);
         fprintf(stderr, "sa-launch: cannot execute %s: %s\n", rq->argv[0], strerror(errno));
         _exit(127);

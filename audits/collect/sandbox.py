@@ -1113,10 +1113,10 @@ class LocalSandbox(Sandbox):
     namespace and a private root: a fresh tmpfs of ``Limits.scratch_bytes`` holding its
     scratch, /tmp, /var/tmp and /dev/shm, the system directories and the program's own
     files read-only, a few device nodes and a /proc that shows only its own processes
-    (hidepid=2). Nothing else of the host's file system is in its view, and nothing of the
-    run outlives it. *Not* contained: the host's pid and user namespaces (it can count
-    processes and see kernel-wide figures in /proc), and memory that is not address space
-    (memfd or pipe buffers, at most RLIMIT_FSIZE per file); see docs/collecting.md.
+    (hidepid=2), and a seccomp filter that refuses user namespaces of its own. Nothing else
+    of the host's file system is in its view, and nothing of the run outlives it. *Not*
+    contained: kernel-wide figures in /proc, and memory that is not address space (memfd
+    or pipe buffers, at most RLIMIT_FSIZE per file); see docs/collecting.md.
 
     Not root: only rlimits and a scrubbed environment; ``isolated`` is False and
     :meth:`check` says so (use ``bwrap``).
