@@ -645,7 +645,7 @@ class Sandbox:
             if uid is not None:
                 os.chown(scratch, uid, uid)
                 os.chmod(scratch, 0o700)
-        if uid is not None:
+        if uid is not None and (on_host or launcher is None):  # a view has its own scratch: nothing to reach
             os.chmod(workdir, 0o711)
             _check_traversable(workdir, uid)
         if launcher is None:
@@ -678,7 +678,7 @@ class Sandbox:
                       str(lim.file_bytes if lim is not None else -1), str(lim.nproc if lim is not None else -1),
                       str(cpu), cwd, str(1 if view else 0), str(limits.scratch_bytes), str(box),
                       str(len(keep)), *keep, str(len(env)), *(f"{k}={v}" for k, v in env.items()), *cmd]
-            payload = b"\0".join(os.fsencode(f) for f in fields)
+            payload = "\0".join(fields).encode("utf-8", "surrogateescape")  # = os.fsencode of each, at once
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             pipes += [out_r, out_w, err_r, err_w]

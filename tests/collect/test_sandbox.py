@@ -169,9 +169,16 @@ def test_workdir_unreachable_by_the_sandbox_uid_is_reported(tmp_path):
     private.mkdir(mode=0o700)
     os.chmod(tmp_path, 0o700)
     (tmp_path / "in").write_bytes(b"")
+    # a program whose scratch is on the host (no private view) must reach it: refused up front
+    on_host = LocalSandbox()
+    on_host.private_view = False
     with pytest.raises(SandboxError, match="cannot enter"):
-        LocalSandbox().run([PY, "-c", "pass"], stdin_path=tmp_path / "in", workdir=private / "w",
-                           limits=Limits(wall_s=2))
+        on_host.run([PY, "-c", "pass"], stdin_path=tmp_path / "in", workdir=private / "w", limits=Limits(wall_s=2))
+    # with its own view (local as root, bwrap) the scratch is its tmpfs: any work dir will do
+    for box in (LocalSandbox(), BwrapSandbox()):
+        ex = box.run([PY, "-c", "import os; print(os.getcwd())"], stdin_path=tmp_path / "in",
+                     workdir=private / box.name, limits=Limits(wall_s=5))
+        assert ex.status == "ok" and ex.stdout_path.read_text() == f"{private / box.name / 'scratch'}\n"
 
 
 def test_limits_and_sizes_are_validated():
