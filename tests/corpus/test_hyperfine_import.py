@@ -75,24 +75,14 @@ def test_one_problem_over_files_makes_campaigns(files):
         import_hyperfine([scan, again], problem="seq", campaign="x")
 
 
-def test_cli_import_and_reliability_audit(files, tmp_path):
+def test_cli_import_and_reliability_audit(files, tmp_path, check_reliability_audit):
     scan, named = files
     out = tmp_path / "hyperfine.parquet"
     proc = subprocess.run(CLI + ["import", "hyperfine", str(scan), str(named), "--out", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert len(load_corpus(out)) == 35  # 4 x 5 + 3 x 5 executions
-    report = tmp_path / "reliability.json"
-    proc = subprocess.run(CLI + ["audit", "reliability", str(out), "--n-boot", "50", "--json", str(report)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(report.read_text())
-    cv = next(f for f in result["findings"] if f["metric"] == "median_repeat_cv")
-    # independent check of the headline figure: median over ok cells of sd/mean of the 5 repeats
-    corpus = load_corpus(out)
-    ok = corpus.loc[(corpus.status == "ok") & (corpus.role != "floor")]
-    cells = ok.groupby(["problem", "test", "solution"], observed=True)["duration_s"]
-    assert cv["value"] == pytest.approx(float(np.median(cells.std(ddof=1) / cells.mean())), rel=1e-6)
+    check_reliability_audit(out)
 
 
 def test_not_a_hyperfine_file(tmp_path):

@@ -99,7 +99,7 @@ def test_cli_import_then_validate(pyperf_files, tmp_path):
 def test_bad_pyperf_files(tmp_path):
     not_json = tmp_path / "x.json"
     not_json.write_text("{oops")
-    with pytest.raises(CorpusError, match="x.json: not a readable pyperf JSON"):
+    with pytest.raises(CorpusError, match=r"x.json: not a pyperf result file \(not readable JSON"):
         import_pyperf([not_json])
     other = tmp_path / "y.json"
     other.write_text(json.dumps({"hello": 1}))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
-from audits.corpus.io import CorpusError, load_corpus
+from audits.corpus.io import CorpusError
 
 CLI = [sys.executable, "-m", "audits.cli"]
 BENCH = '''
@@ -89,18 +89,10 @@ def test_saved_run_without_data_says_what_to_do(runs):
         import_pytest_benchmark([saved[2]])
 
 
-def test_cli_import_and_reliability_audit(runs, tmp_path):
+def test_cli_import_and_reliability_audit(runs, tmp_path, check_reliability_audit):
     _, saved = runs
     out = tmp_path / "pb.parquet"
     proc = subprocess.run(CLI + ["import", "pytest-benchmark", str(saved[0]), str(saved[1]), "--out", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    corpus = load_corpus(out)
-    report = tmp_path / "reliability.json"
-    proc = subprocess.run(CLI + ["audit", "reliability", str(out), "--n-boot", "50", "--json", str(report)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(report.read_text())
-    cv = next(f for f in result["findings"] if f["metric"] == "median_repeat_cv")
-    cells = corpus.groupby(["campaign", "problem", "test", "solution"], observed=True)["duration_s"]
-    assert cv["value"] == pytest.approx(float(np.median(cells.std(ddof=1) / cells.mean())), rel=1e-6)
+    check_reliability_audit(out)

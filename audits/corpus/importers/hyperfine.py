@@ -22,7 +22,6 @@ and are not kept.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.io import CorpusError, check_input_file, normalize
+from audits.corpus.importers._json import load_json
+from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["HyperfineImport", "import_hyperfine", "read_hyperfine_file"]
 
@@ -55,13 +55,8 @@ class HyperfineImport:
 
 def read_hyperfine_file(path: str | os.PathLike) -> dict:
     """Parse one ``hyperfine --export-json`` file, naming the file on error."""
-    path = check_input_file(path, what="a hyperfine JSON file", hint="pass files written by hyperfine --export-json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"{path}: not a readable hyperfine JSON file ({exc})\n"
-                          f"  -> pass files written by hyperfine --export-json") from exc
+    path = Path(path)
+    data = load_json(path, what="a hyperfine JSON file", hint="pass files written by hyperfine --export-json")
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list) or not results:
         raise CorpusError(f"{path}: no 'results' list: this is not a hyperfine --export-json file\n"

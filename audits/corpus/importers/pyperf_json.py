@@ -45,8 +45,6 @@ JSON (pyperf itself is not needed at run time).
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import re
 from collections import Counter
@@ -58,7 +56,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.io import CorpusError, check_input_file, normalize
+from audits.corpus.importers._json import load_json
+from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PyperfImport", "import_pyperf", "read_pyperf_file", "normalize_build_ids"]
 
@@ -112,15 +111,9 @@ class PyperfImport:
 
 def read_pyperf_file(path: str | os.PathLike) -> dict:
     """Parse one pyperf JSON file (plain or gzip), naming the file on error."""
-    path = check_input_file(path, what="a pyperf result file",
-                            hint="pass pyperf JSON result files (e.g. written by 'pyperf timeit -o')")
-    try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"{path}: not a readable pyperf JSON file ({exc})\n"
-                          f"  -> pass files written by pyperf/pyperformance (.json or .json.gz)") from exc
+    path = Path(path)
+    data = load_json(path, what="a pyperf result file",
+                     hint="pass pyperf JSON result files (e.g. written by 'pyperf timeit -o')")
     if not isinstance(data, dict) or "benchmarks" not in data or not isinstance(data["benchmarks"], list):
         raise CorpusError(f"{path}: no 'benchmarks' list: this is not a pyperf result file\n"
                           f"  -> pass files written by pyperf/pyperformance")

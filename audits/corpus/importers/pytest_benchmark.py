@@ -21,7 +21,6 @@ rejected with that advice.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.io import CorpusError, check_input_file, normalize
+from audits.corpus.importers._json import load_json
+from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark", "read_pytest_benchmark_file"]
 
@@ -50,14 +50,9 @@ class PytestBenchmarkImport:
 
 def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
     """Parse one pytest-benchmark JSON file, naming the file on error."""
-    path = check_input_file(path, what="a pytest-benchmark JSON file",
-                            hint="pass files written by pytest --benchmark-json or --benchmark-save")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"{path}: not a readable pytest-benchmark JSON file ({exc})\n"
-                          f"  -> pass files written by pytest --benchmark-json or --benchmark-save") from exc
+    path = Path(path)
+    data = load_json(path, what="a pytest-benchmark JSON file",
+                     hint="pass files written by pytest --benchmark-json or --benchmark-save")
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list) or "machine_info" not in data:
         raise CorpusError(f"{path}: no 'benchmarks' list and 'machine_info': this is not a pytest-benchmark file\n"
                           f"  -> pass files written by pytest --benchmark-json or --benchmark-save")

@@ -1,0 +1,32 @@
+"""Reading another tool's JSON result file, with the file named on every error (shared by the importers)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+from audits.corpus.io import CorpusError, check_input_file
+
+__all__ = ["load_json"]
+
+
+def load_json(path: str | os.PathLike, *, what: str, hint: str):
+    """Parse a JSON (or gzip-compressed ``.gz`` JSON) file; a :class:`CorpusError` names the file and says ``hint``.
+
+    Examples
+    --------
+    >>> load_json("/", what="a pyperf result file", hint="pass pyperf files")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    audits.corpus.io.CorpusError: /: is a directory, not a pyperf result file
+    ...
+    """
+    path = Path(check_input_file(path, what=what, hint=hint))
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: not {what} (not readable JSON: {exc})\n  -> {hint}") from exc
