@@ -30,6 +30,18 @@ def _pytest_benchmark(args: argparse.Namespace) -> int:
     return _write(import_pytest_benchmark(args.files, environment=args.environment, campaign=args.campaign), args)
 
 
+def _add_format(formats, name: str, func, *, help: str, description: str, files: str, environment: str,
+                campaign: str) -> argparse.ArgumentParser:
+    """One ``speedaudit import FORMAT`` parser: FILES, --out, --environment, --campaign."""
+    parser = formats.add_parser(name, help=help, description=description)
+    parser.add_argument("files", nargs="+", help=files)
+    parser.add_argument("--out", required=True, help="output corpus (.parquet)")
+    parser.add_argument("--environment", help=environment)
+    parser.add_argument("--campaign", help=campaign)
+    parser.set_defaults(func=func)
+    return parser
+
+
 def register(commands, audit_commands) -> None:
     importer = commands.add_parser(
         "import", help="import timings from other tools' formats (pyperf, hyperfine, pytest-benchmark)",
@@ -37,8 +49,8 @@ def register(commands, audit_commands) -> None:
                     "atomically, nothing on error).")
     formats = importer.add_subparsers(dest="format", metavar="FORMAT")
     formats.required = True
-    p = formats.add_parser(
-        "pyperf", help="pyperf / pyperformance JSON result files or whole archives",
+    _add_format(
+        formats, "pyperf", _pyperf, help="pyperf / pyperformance JSON result files or whole archives",
         description="Each file is one build on one machine in one session. Solution: the build (commit_id, a "
                     "short hash merged with the full hash of the same commit; else the file name) with its "
                     "variant flags (JIT, NOGIL, ... from bench_runner folder/file names or python_config_args); "
@@ -46,34 +58,27 @@ def register(commands, audit_commands) -> None:
                     "names; campaign: the day of the file's first run (one per file); each benchmark a problem "
                     "with one test; each value a repeat, each process run a 'run' (warmups dropped, "
                     "calibration runs skipped). Folders are searched for *.json and *.json.gz; files in them "
-                    "that are not pyperf results are skipped with the reason.")
-    p.add_argument("files", nargs="+", help="pyperf JSON files (.json or .json.gz) or folders of them")
-    p.add_argument("--out", required=True, help="output corpus (.parquet)")
-    p.add_argument("--environment", help="one environment name for every file (default: from the metadata)")
-    p.add_argument("--campaign", help="one campaign name for every file (default: the day of each file's first run)")
-    p.set_defaults(func=_pyperf)
+                    "that are not pyperf results are skipped with the reason.",
+        files="pyperf JSON files (.json or .json.gz) or folders of them",
+        environment="one environment name for every file (default: from the metadata)",
+        campaign="one campaign name for every file (default: the day of each file's first run)")
 
-    h = formats.add_parser(
-        "hyperfine", help="hyperfine --export-json files",
+    hyperfine = _add_format(
+        formats, "hyperfine", _hyperfine, help="hyperfine --export-json files",
         description="Each file is a problem (its name; --problem for one problem over several files, which "
                     "are then its campaigns); each parameter combination (-P/-L) a test ('n=10'; 'default' "
                     "without parameters); each command a solution (the k-th command of every combination; "
                     "named by its text when that is the same in every combination, else 'command k'); each "
-                    "'times' value a repeat, ok when its exit code is 0, runtime_error otherwise.")
-    h.add_argument("files", nargs="+", help="hyperfine JSON files (hyperfine --export-json FILE)")
-    h.add_argument("--out", required=True, help="output corpus (.parquet)")
-    h.add_argument("--problem", help="one problem name for every file (default: the file name)")
-    h.add_argument("--environment", help="environment name (default: 'default'; hyperfine records no machine)")
-    h.add_argument("--campaign", help="campaign name (default: the file name)")
-    h.set_defaults(func=_hyperfine)
+                    "'times' value a repeat, ok when its exit code is 0, runtime_error otherwise.",
+        files="hyperfine JSON files (hyperfine --export-json FILE)",
+        environment="environment name (default: 'default'; hyperfine records no machine)",
+        campaign="campaign name (default: the file name)")
+    hyperfine.add_argument("--problem", help="one problem name for every file (default: the file name)")
 
-    b = formats.add_parser(
-        "pytest-benchmark", help="pytest-benchmark JSON files (--benchmark-json, saved runs)",
+    _add_format(
+        formats, "pytest-benchmark", _pytest_benchmark, help="pytest-benchmark JSON files (--benchmark-json, saved runs)",
         description="Each benchmarked test is a problem with one test; each saved run (file) a campaign; the "
                     "commit (commit_info, '(dirty)' when the tree had changes) the solution; machine_info the "
-                    "environment; each round (stats.data) a repeat. Saved runs need --benchmark-save-data.")
-    b.add_argument("files", nargs="+", help="pytest-benchmark JSON files")
-    b.add_argument("--out", required=True, help="output corpus (.parquet)")
-    b.add_argument("--environment", help="environment name (default: from machine_info)")
-    b.add_argument("--campaign", help="campaign name, for one file (default: the file name)")
-    b.set_defaults(func=_pytest_benchmark)
+                    "environment; each round (stats.data) a repeat. Saved runs need --benchmark-save-data.",
+        files="pytest-benchmark JSON files", environment="environment name (default: from machine_info)",
+        campaign="campaign name, for one file (default: the file name)")

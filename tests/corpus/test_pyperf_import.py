@@ -229,7 +229,8 @@ def test_short_and_full_hash_and_jit_config_outside_bench_runner_layout(tmp_path
     jit = _write_suite(tmp_path / "jit.json", metadata={"hostname": "box", "commit_id": SHORT,
                                                         "python_config_args": "'--enable-experimental-jit=yes'"},
                        scale=0.8, start="2024-03-01 12:00:00", seed=2)
-    other = _write_suite(tmp_path / "other.json", metadata={"hostname": "box", "commit_id": "abc1234"},
+    other = _write_suite(tmp_path / "other.json", metadata={"hostname": "box", "commit_id": "abc1234",
+                                                            "platform": "Linux-6.1.0-x86_64-with-glibc2.36"},
                          scale=1.0, start="2024-03-01 14:00:00", seed=3)
     interpreter = _write_suite(tmp_path / "tier2.json", scale=0.9, start="2024-03-01 16:00:00", seed=4, metadata={
         "hostname": "box", "commit_id": SHORT, "python_config_args": "'--enable-experimental-jit=interpreter'"})
@@ -238,7 +239,10 @@ def test_short_and_full_hash_and_jit_config_outside_bench_runner_layout(tmp_path
     corpus = import_pyperf([base, jit, other, interpreter, off]).corpus
     assert set(corpus["solution"]) == {FULL, f"{FULL} [JIT]", "abc1234", f"{FULL} [JIT=interpreter]", "fedcba9"}
     assert set(corpus["campaign"]) == {"2024-03-01"}
-    assert set(corpus["environment"]) == {"box"}
+    # files with and without a platform import together; the platform names the OS and architecture
+    assert set(corpus["environment"]) == {"box", "box / Linux / x86_64"}
+    assert set(corpus.loc[corpus.solution == "abc1234", "platform"]) == {"Linux-6.1.0-x86_64-with-glibc2.36"}
+    assert corpus.loc[corpus.solution != "abc1234", "platform"].isna().all()
 
 
 def test_rerun_of_one_build_same_day_is_two_campaigns(tmp_path):

@@ -397,7 +397,9 @@ def _concat(plans: list[dict]) -> pd.DataFrame:
     out = {}
     for column in frames[0].columns:
         if isinstance(frames[0][column].dtype, pd.CategoricalDtype):
-            out[column] = union_categoricals([f[column] for f in frames])
+            # categories as plain objects: a file whose column is all missing has no string categories
+            parts = [f[column].cat.set_categories(pd.Index(f[column].cat.categories, dtype=object)) for f in frames]
+            out[column] = union_categoricals(parts)
         else:
             out[column] = np.concatenate([f[column].to_numpy() for f in frames])
     for column, values in (("campaign", [p["campaign"] for p in plans]), ("solution", [p["solution"] for p in plans]),
