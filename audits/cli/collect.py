@@ -16,6 +16,12 @@ REPEATS times, in a sandbox, in a seeded interleaved order, and write a timing c
 language; role 'floor'). Results go to a journal beside --out as they arrive
 (<out>.journal.jsonl); if the campaign is interrupted or killed, run the same command
 again and it finishes the remaining jobs (exactly one row per job).
+
+What cannot be used is skipped and listed with the reason, never a crash: submissions
+that do not build (the compiler's first error line), Python 2 or non-compiling Python,
+problems whose output validator does not build, tests without .in or .ans. When sizes
+cannot tell the optimization tests apart, a probe run of the references picks the
+heaviest (kept in <out>.probe.json; --no-probe chooses by name).
 """
 
 _EPILOG = """\
