@@ -593,16 +593,16 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list
                     continue
                 # a package is data: never read through a link that leaves it (the runner reads
                 # tests as root), and read the files themselves, not the links (issue 14)
-                inp, ans = _inside_package(inp, root), _inside_package(ans, root)
-                why = _readable(inp) or None
-                if why is None:
-                    why_ans = _readable(ans)
-                    if why_ans is not None:
-                        skip(ans, f"answer file cannot be read ({why_ans}; test {rel} skipped)")
-                        continue
-                else:
+                real_inp, real_ans = _inside_package(inp, root), _inside_package(ans, root)
+                why = _readable(real_inp)
+                if why is not None:  # the skip names the archive's entry, not where a link points
                     skip(inp, f"input cannot be read ({why}; test {rel} skipped)")
                     continue
+                why = _readable(real_ans)
+                if why is not None:
+                    skip(ans, f"answer file cannot be read ({why}; test {rel} skipped)")
+                    continue
+                inp, ans = real_inp, real_ans
                 size = inp.stat().st_size
                 group = Path(rel).parent.as_posix()
                 found.append((rel, group, inp, ans, size))
