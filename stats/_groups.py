@@ -111,15 +111,20 @@ def label_mask(column: pd.Series, value: str) -> np.ndarray:
 
 
 def canonical_order(frame: pd.DataFrame, columns: Sequence[str], value: str = "duration_s") -> np.ndarray:
-    """Row positions that sort ``frame`` by its group key, then by ``value``.
+    """Row positions that sort ``frame`` by its group key (then ``repeat``/``run``, then ``value``).
 
     Grouped floating-point sums (``np.bincount`` with weights, pandas' grouped
     std) add values in row order, so a shuffled corpus gives results that differ
     in the last bit. Reducing in this order instead makes every such sum a
-    function of the rows as a set: rows of one group that tie on ``value`` are
-    interchangeable for any reduction of ``value``.
+    function of the rows as a set. Within a group, rows are ordered by
+    ``repeat`` and ``run`` when present (an execution's key is unique, so this
+    is one integer sort); only when rows still share a key is ``value`` used
+    to break the tie (rows equal in both are interchangeable for any reduction
+    of ``value``).
     """
-    codes, _ = group_codes(frame, [c for c in columns if c in frame.columns])
-    if value in frame.columns:
-        return np.lexsort((frame[value].to_numpy(dtype=float), codes))
-    return np.argsort(codes, kind="stable")
+    keys = [c for c in columns if c in frame.columns]
+    keys += [c for c in ("repeat", "run") if c in frame.columns and c not in keys]
+    codes, n_groups = group_codes(frame, keys)
+    if n_groups == len(frame) or value not in frame.columns:
+        return np.argsort(codes, kind="stable")
+    return np.lexsort((frame[value].to_numpy(dtype=float), codes))
