@@ -192,3 +192,18 @@ def test_the_same_file_without_the_fault_is_accepted(work):
     proc = _cli("convert", src, "--out", work / "out.parquet")
     assert proc.returncode == 0, proc.stderr
     assert _listing(work) == ["good.csv", "out.parquet"]
+
+
+@pytest.mark.parametrize("fmt", ["pyperf", "hyperfine", "pytest-benchmark"])
+def test_importers_say_why_a_file_cannot_be_read(work, fmt):
+    os.mkfifo(work / "pipe.json")
+    os.symlink("loop.json", work / "loop.json")
+    (work / "broken.json").write_text('{"benchmarks": [')
+    before = _listing(work)
+    for name, words in (("pipe.json", "is a FIFO (named pipe)"), ("loop.json", "symbolic link loop"),
+                        ("broken.json", "(not readable JSON: ")):
+        proc = _cli("import", fmt, work / name, "--out", work / "out.parquet")
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(f"speedaudit: error: {work / name}: ") and words in proc.stderr, proc.stderr
+        assert "\n  -> " in proc.stderr
+    assert _listing(work) == before
