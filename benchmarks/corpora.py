@@ -13,6 +13,13 @@ simulator use the first; calibration pairs the two).
 
 Files go to ``benchmarks/results/corpora/`` (git-ignored) and are re-used when
 present; building them is not timed.
+
+Partitioned datasets (:func:`ensure_dataset`, for the Dask path up to 10^8
+executions) have the same geometry, generated ``CHUNK_PROBLEMS`` problems at a
+time (each chunk its own seed, ``seed * 1_000_003 + chunk``; problems renamed
+``p00000``... by their global index; the 20 floor rows per campaign in the first
+chunk only) and written ``PARTITION_PROBLEMS`` whole problems per file as each chunk is made, so
+that generating 10^8 executions holds one chunk (10^6 rows) in memory.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from pathlib import Path
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 
-__all__ = ["CACHE", "GEOMETRY", "spec_for", "corpus_path", "ensure_corpus"]
+__all__ = ["CACHE", "GEOMETRY", "CHUNK_PROBLEMS", "spec_for", "corpus_path", "ensure_corpus", "dataset_path",
+           "dataset_chunks", "ensure_dataset"]
 
 CACHE = Path(__file__).resolve().parent / "results" / "corpora"
 GEOMETRY = {"n_tests": 20, "n_solutions": 50, "n_repeats": 5, "campaigns": 2}
+CHUNK_PROBLEMS = 100
+PARTITION_PROBLEMS = 10  # 10^5 rows per file: 1,000 files at 10^8 (one problem per file would be 10^4 small files)
 PER_PROBLEM = GEOMETRY["n_tests"] * GEOMETRY["n_solutions"] * GEOMETRY["n_repeats"] * GEOMETRY["campaigns"]
 
 
@@ -55,4 +65,50 @@ def ensure_corpus(rows: int, *, seed: int = 0, cache: Path = CACHE) -> Path:
     synth = synthesize(**spec)
     save_corpus(synth.corpus, path)
     meta.write_text(json.dumps({"spec": spec, "rows": len(synth.corpus)}, indent=1))
+    return path
+
+
+def dataset_path(rows: int, *, seed: int = 0, cache: Path = CACHE) -> Path:
+    return Path(cache) / f"synthetic_{int(rows):d}_s{seed}.dataset"
+
+
+def dataset_chunks(rows: int, *, seed: int = 0, chunk_problems: int = CHUNK_PROBLEMS,
+                   problems_per_partition: int = PARTITION_PROBLEMS):
+    """Yield the corpus of ``rows`` executions as validated frames of ``problems_per_partition`` whole
+    problems, one chunk of ``chunk_problems`` problems in memory at a time."""
+    import pandas as pd
+
+    from audits.corpus.dataset import split_by_problem
+    from audits.corpus.io import normalize
+
+    n_problems = spec_for(rows, seed=seed)["n_problems"]
+    width = max(5, len(str(n_problems - 1)))
+    for chunk, first in enumerate(range(0, n_problems, chunk_problems)):
+        size = min(chunk_problems, n_problems - first)
+        spec = {**spec_for(rows, seed=seed), "n_problems": size, "seed": seed * 1_000_003 + chunk,
+                "floor_rows": 20 if chunk == 0 else 0}
+        corpus = synthesize(**spec).corpus
+        names = [name if name == "_floor" else f"p{first + int(name[1:]):0{width}d}"
+                 for name in corpus["problem"].cat.categories.astype(str)]
+        corpus["problem"] = corpus["problem"].cat.rename_categories(pd.Index(names))
+        corpus = normalize(corpus, source=f"synthetic chunk {chunk}")  # validated once per chunk
+        yield from split_by_problem(corpus, problems_per_partition=problems_per_partition)
+        del corpus
+
+
+def ensure_dataset(rows: int, *, seed: int = 0, cache: Path = CACHE, chunk_problems: int = CHUNK_PROBLEMS,
+                   problems_per_partition: int = PARTITION_PROBLEMS) -> Path:
+    """Build (once) and return the partitioned dataset of a ``rows``-execution corpus."""
+    from audits.corpus.dataset import is_dataset, write_dataset
+
+    path = dataset_path(rows, seed=seed, cache=cache)
+    meta = path.with_suffix(".json")
+    spec = {**spec_for(rows, seed=seed), "chunk_problems": chunk_problems,
+            "problems_per_partition": problems_per_partition, "layout": "dataset"}
+    if is_dataset(path) and meta.exists() and json.loads(meta.read_text()).get("spec") == json.loads(json.dumps(spec)):
+        return path
+    chunks = dataset_chunks(rows, seed=seed, chunk_problems=chunk_problems,
+                            problems_per_partition=problems_per_partition)
+    dataset = write_dataset(chunks, path, validate=False)  # each chunk was validated as a whole
+    meta.write_text(json.dumps({"spec": spec, "rows": dataset.rows}, indent=1))
     return path

@@ -27,6 +27,13 @@ def _convert(args: argparse.Namespace) -> int:
     corpus, warnings = _load(args)
     for warning in warnings:
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
+    if args.partition_by:
+        from audits.corpus.dataset import save_dataset
+
+        dataset = save_dataset(corpus, args.out, partition_by=args.partition_by)
+        print(f"wrote {dataset.path} ({dataset.rows:,} rows in {dataset.n_partitions:,} partitions, "
+              f"one per {args.partition_by})")
+        return 0
     path = save_corpus(corpus, args.out)
     print(f"wrote {path} ({len(corpus):,} rows)")
     return 0
@@ -47,5 +54,9 @@ def register(commands, audit_commands) -> None:
         description="Validate a CSV / JSON-lines / Parquet corpus (with an optional column mapping and "
                     "unit) and write it as canonical Parquet. Nothing is written unless it is valid.")
     add_corpus_input(convert)
-    convert.add_argument("--out", required=True, help="output .parquet path")
+    convert.add_argument("--out", required=True,
+                         help="output .parquet path, or a folder with --partition-by")
+    convert.add_argument("--partition-by", choices=("problem",), default=None,
+                         help="write a partitioned dataset instead: a folder of Parquet files, one per problem, "
+                              "with a manifest (audited lazily, e.g. with 'speedaudit audit all --scheduler')")
     convert.set_defaults(func=_convert)

@@ -510,7 +510,17 @@ def load_corpus(
     Examples
     --------
     >>> corpus = load_corpus("runs.csv", mapping="task_id=problem,runtime=duration_s", unit="ms")  # doctest: +SKIP
+
+    A partitioned dataset folder (:mod:`audits.corpus.dataset`) is read whole
+    (it is already canonical; ``mapping`` and ``unit`` must be left at their defaults).
     """
+    from audits.corpus.dataset import is_dataset, open_dataset  # dataset imports this module
+
+    if is_dataset(path):
+        if parse_mapping(mapping) or unit != "s":
+            raise CorpusError(f"{path}: a dataset is already canonical; --map and --unit apply to the file it "
+                              f"was converted from\n  -> drop --map/--unit")
+        return open_dataset(path).load()
     frame = read_table(path)
     return normalize(frame, source=str(path), mapping=mapping, unit=unit)
 
