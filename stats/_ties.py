@@ -89,14 +89,7 @@ def tail_weights(groups: np.ndarray, values: np.ndarray, k: np.ndarray) -> tuple
     k = np.asarray(k, dtype=np.int64)
     if len(values) == 0:
         return np.zeros(0), np.zeros(0)
-    _, dense = np.unique(values, return_inverse=True)
-    radix = np.int64(dense.max() + 1)
-    keys = groups * radix + dense
-    sorted_keys = np.sort(keys)
-    sizes = np.bincount(groups, minlength=len(k))
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    a = np.searchsorted(sorted_keys, keys, side="left") - starts[groups]
-    m = np.searchsorted(sorted_keys, keys, side="right") - starts[groups] - a
+    a, m, sizes = _less_equal(groups, values, len(k))
     n = sizes[groups]
     kk = k[groups]
     low = np.clip(kk - a, 0, m) / m
@@ -121,13 +114,22 @@ def grouped_midranks(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     ok = np.isfinite(values)
     if not ok.any():
         return out
-    g, v = groups[ok], values[ok]
-    _, dense = np.unique(v, return_inverse=True)
-    keys = g * np.int64(dense.max() + 1) + dense
-    sorted_keys = np.sort(keys)
-    sizes = np.bincount(g)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    less = np.searchsorted(sorted_keys, keys, side="left") - starts[g]
-    equal = np.searchsorted(sorted_keys, keys, side="right") - starts[g] - less
+    less, equal, _ = _less_equal(groups[ok], values[ok])
     out[ok] = less + (equal + 1) / 2.0
     return out
+
+
+def _less_equal(groups: np.ndarray, values: np.ndarray, n_groups: int | None = None):
+    """Per value: #{smaller values in its group}, #{equal values in its group}, and the group sizes.
+
+    Exact integer keys (group, dense rank of the value), one sort and two
+    ``searchsorted`` calls: no loop over groups.
+    """
+    _, dense = np.unique(values, return_inverse=True)
+    keys = groups * np.int64(dense.max() + 1) + dense
+    sorted_keys = np.sort(keys)
+    sizes = np.bincount(groups, minlength=n_groups or 0)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    less = np.searchsorted(sorted_keys, keys, side="left") - starts[groups]
+    equal = np.searchsorted(sorted_keys, keys, side="right") - starts[groups] - less
+    return less, equal, sizes

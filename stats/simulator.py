@@ -65,6 +65,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from stats._groups import first_rows, group_codes
+from stats._ties import grouped_midranks
 from stats.ranking import problem_scores, reference_pools, test_percentiles
 from stats.rewards import (Environment, EnvironmentRun, _row_lookup, apply_environment, base_percentiles,
                            environment_rewards)
@@ -107,25 +108,11 @@ def within_group_rank(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     [1.0, 0.25, 0.25, 0.5]
     """
     groups = np.asarray(groups, dtype=np.int64)
-    values = np.asarray(values, dtype=float)
-    out = np.full(len(values), np.nan)
-    ok = np.isfinite(values)
-    if not ok.any():
-        return out
-    g, v = groups[ok], values[ok]
-    _, dense = np.unique(v, return_inverse=True)
-    radix = np.int64(dense.max() + 2)
-    keys = g * radix + dense
-    sorted_keys = np.sort(keys)
-    sizes = np.bincount(g)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    less = np.searchsorted(sorted_keys, keys, side="left") - starts[g]
-    equal = np.searchsorted(sorted_keys, keys, side="right") - starts[g] - less
-    n = sizes[g].astype(float)
+    mid = grouped_midranks(groups, values)          # 1-based mid-ranks among the group's finite values
+    ok = np.isfinite(mid)
+    n = np.bincount(groups[ok], minlength=int(groups.max()) + 1 if len(groups) else 0)[groups].astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        u = (less + (equal - 1) / 2.0) / (n - 1)
-    out[ok] = np.where(n > 1, u, 0.5)
-    return out
+        return np.where(ok, np.where(n > 1, (mid - 1.0) / (n - 1.0), 0.5), np.nan)
 
 
 def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None,
