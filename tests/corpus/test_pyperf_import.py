@@ -197,6 +197,7 @@ def test_archive_machines_variants_builds_and_campaigns(archive):
     assert f"{SHORT} -> {FULL}" in text
     assert any(what.endswith("bm-20240124-pystats.json") and "not a pyperf result" in why
                for what, why in result.skipped)
+    assert "skipped 1 (no 'benchmarks' list: this is not a pyperf result file): " in text
 
 
 def test_archive_calibrates_across_machines(archive, tmp_path):
@@ -253,3 +254,15 @@ def test_rerun_of_one_build_same_day_is_two_campaigns(tmp_path):
     assert set(result.corpus["campaign"]) == {"2024-03-01 (first.json)", "2024-03-01 (again.json)"}
     with pytest.raises(CorpusError, match="--campaign 'x' gives both one campaign"):
         import_pyperf([first, again], campaign="x")
+
+
+def test_build_ids_merge_only_when_one_commit_fits():
+    from audits.corpus.importers.pyperf_json import normalize_build_ids
+
+    ids = ["abc1234", "abc1234aa", "abc1234bb", "DEF5678", "def5678901", "main", "v3.10.4"]
+    got = normalize_build_ids(ids)
+    assert got["abc1234"] == "abc1234"  # the start of two different commits: left as it is
+    assert got["abc1234aa"] == "abc1234aa" and got["abc1234bb"] == "abc1234bb"
+    assert got["DEF5678"] == got["def5678901"] == "def5678901"  # case and length do not split one commit
+    assert got["main"] == "main" and got["v3.10.4"] == "v3.10.4"  # not hashes: kept exactly
+    assert normalize_build_ids(list(reversed(ids))) == got  # the order the files come in does not matter

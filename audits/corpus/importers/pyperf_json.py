@@ -105,7 +105,12 @@ class PyperfImport:
                          + ", ".join(f"{short} -> {full}" for short, full in sorted(self.merged_build_ids.items())))
         lines += [f"same build, machine and day in several files; campaigns named by file: {name}"
                   for name in self.split_campaigns]
-        lines += [f"skipped {what}: {why}" for what, why in self.skipped]
+        by_reason: dict[str, list[str]] = {}
+        for what, why in self.skipped:
+            by_reason.setdefault(why, []).append(what)
+        for why, items in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            shown = ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+            lines.append(f"skipped {len(items)} ({why}): {shown}")
         return "\n".join(lines)
 
 
