@@ -37,9 +37,11 @@ from pathlib import Path
 import yaml
 
 from audits.errors import UserError
+from audits import shipped_dir
 from stats.rewards import Environment, EnvironmentSpecError
 
-__all__ = ["EnvironmentFileError", "read_mapping", "load_environment", "load_grid", "expand_grid",
+__all__ = ["EnvironmentFileError", "SHIPPED_PACKAGE", "shipped_environments_dir", "shipped_environment_files",
+           "find_shipped", "read_mapping", "load_environment", "load_grid", "expand_grid",
            "load_environments"]
 
 
@@ -47,9 +49,53 @@ class EnvironmentFileError(UserError, ValueError):
     """An environment or grid file that cannot be used (the message names the file and the key)."""
 
 
-def read_mapping(path: str | os.PathLike) -> dict:
-    """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file that must hold one mapping."""
+#: The package the shipped reward-environment files are installed as (pyproject.toml maps
+#: ``fixtures/environments/`` onto it); :data:`SHIPPED_FOLDER` is where they live in git.
+SHIPPED_PACKAGE = "audits.shipped_reward_environments"
+SHIPPED_FOLDER = "fixtures/environments"
+
+
+def shipped_environments_dir() -> Path:
+    """The folder of the shipped reward-environment files (checkout or installed wheel; see :func:`audits.shipped_dir`)."""
+    return shipped_dir(SHIPPED_PACKAGE, SHIPPED_FOLDER)
+
+
+def shipped_environment_files() -> list[Path]:
+    """Every shipped reward-environment and grid file (``*.yaml``, ``*.yml``, ``*.json``), sorted by name."""
+    folder = shipped_environments_dir()
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".yaml", ".yml", ".json") and p.is_file())
+
+
+def find_shipped(path: str | os.PathLike) -> Path | None:
+    """The shipped file a relative path ``fixtures/environments/<file>`` names, or None.
+
+    Lets the spelling used in the report templates and the docs work from any working directory and in
+    an installed wheel, where the repository's ``fixtures/`` does not exist.
+
+    Examples
+    --------
+    >>> find_shipped("fixtures/environments/top30.yaml").name
+    'top30.yaml'
+    >>> find_shipped("elsewhere/top30.yaml") is None
+    True
+    """
     path = Path(path)
+    prefix = Path(SHIPPED_FOLDER).parts
+    if path.is_absolute() or path.parts[:len(prefix)] != prefix or len(path.parts) <= len(prefix):
+        return None
+    candidate = shipped_environments_dir().joinpath(*path.parts[len(prefix):])
+    return candidate if candidate.is_file() else None
+
+
+def read_mapping(path: str | os.PathLike) -> dict:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file that must hold one mapping.
+
+    A relative ``fixtures/environments/<file>`` that is not found from the working directory is the
+    shipped file of that name (:func:`find_shipped`).
+    """
+    path = Path(path)
+    if not path.is_file() and (shipped := find_shipped(path)) is not None:
+        path = shipped
     if not path.is_file():
         raise EnvironmentFileError(f"{path}: no such environment file")
     text = path.read_text(encoding="utf-8")

@@ -35,7 +35,7 @@ sandboxes (programs are treated as adversaries; docs/collecting.md has the threa
                  e.g. --sandbox 'cmd:prlimit --as={memory_bytes} -- {argv}'
 
 examples:
-  speedaudit collect fixtures/suites/mini --repeats 5 --out corpus.parquet
+  speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 --out corpus.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
       --environment busy --campaign day1 --out busy.parquet
   speedaudit collect archive/ --scheduler tls://127.0.0.1:8786 --tls-ca-file ca.pem \\

@@ -45,10 +45,12 @@ from pathlib import Path
 
 import yaml
 
+from audits import shipped_dir
 from audits.errors import UserError
 from audits.corpus.io import atomic_write
 from audits.findings import LEVELS
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
+from audits.reward_environments import find_shipped
 
 __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
@@ -96,9 +98,16 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+#: The package the templates are installed as (pyproject.toml maps ``notebooks/`` onto it).
+TEMPLATE_PACKAGE = "audits.report.templates"
+
+
 def notebook_dir() -> Path:
-    """The folder of the report templates (``notebooks/`` of the checkout)."""
-    return repo_root() / "notebooks"
+    """The folder of the report templates: ``notebooks/`` of a checkout, else the installed package data.
+
+    See :func:`audits.shipped_dir`.
+    """
+    return shipped_dir(TEMPLATE_PACKAGE, "notebooks")
 
 
 #: Templates are jupytext percent-format sources (``# %%`` cells), the only copy in git; the notebook
@@ -150,7 +159,9 @@ def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, wha
     """Absolute paths; a relative path is looked up from the working directory, then the repo root.
 
     Notebook defaults are written relative to the repository (``fixtures/...``) so that a template runs
-    as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill.
+    as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill. A shipped
+    reward-environment file (``fixtures/environments/<file>``) is also found in an installed wheel
+    (:func:`audits.reward_environments.find_shipped`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -158,6 +169,8 @@ def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, wha
     for raw in paths:
         path = Path(raw).expanduser()
         candidates = [path] if path.is_absolute() else [Path.cwd() / path, repo_root() / path]
+        if not path.is_absolute() and (shipped := find_shipped(path)) is not None:
+            candidates.append(shipped)  # e.g. fixtures/environments/top30.yaml in an installed wheel
         found = next((c for c in candidates if c.exists()), None)
         if found is None:
             tried = ", ".join(dict.fromkeys(str(c) for c in candidates))
@@ -743,7 +756,9 @@ def render_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     rendered = []
     for i, name in enumerate(names, 1):
-        say(f"[{i}/{len(names)}] {name}: executing notebooks/{name}{TEMPLATE_SUFFIX} ...")
+        template = template_path(name, templates)
+        shown = template.relative_to(repo_root()) if template.is_relative_to(repo_root()) else template
+        say(f"[{i}/{len(names)}] {name}: executing {shown} ...")
         try:
             report = render_notebook(name, out_dir, parameters=params, show_code=show_code,
                                      kernel_name=kernel_name, templates=templates)

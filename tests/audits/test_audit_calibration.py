@@ -22,9 +22,7 @@ matplotlib.use("Agg")
 DRIFT = (("c0", 1.0, 0.0), ("c1", 0.63, 0.053))
 
 
-@pytest.fixture(scope="module")
-def drifted():
-    return synthesize(campaigns=DRIFT).corpus
+# `drifted` (the drifted corpus, campaigns DRIFT) is a fixture of tests/conftest.py.
 
 
 @pytest.fixture(scope="module")

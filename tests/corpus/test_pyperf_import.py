@@ -15,29 +15,8 @@ from audits.corpus.io import CorpusError, load_corpus
 from audits.corpus.importers.pyperf_json import import_pyperf
 
 
-def _timeit(path, stmt, *extra):
-    cmd = [sys.executable, "-m", "pyperf", "timeit", "--quiet", "-p", "3", "-n", "3", "-w", "1", *extra,
-           "-o", str(path), stmt]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    return path
-
-
-@pytest.fixture(scope="module")
-def pyperf_files(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pyperf")
-    fixed = _timeit(root / "main.json", "sum(range(50))", "-l", "20")        # fixed loops: no calibration
-    calibrated = _timeit(root / "patched.json", "sum(range(200))")           # pyperf calibrates the loop count
-    # The Runner API (what pyperformance uses) writing a suite with two benchmarks.
-    script = root / "bench.py"
-    script.write_text(
-        "import pyperf\n"
-        "runner = pyperf.Runner()\n"
-        "runner.timeit('sort', stmt='sorted(x)', setup='x=list(range(300,0,-1))')\n"
-        "runner.timeit('join', stmt=\"','.join(x)\", setup='x=[str(i) for i in range(300)]')\n")
-    suite = root / "suite.json"
-    subprocess.run([sys.executable, str(script), "--quiet", "-p", "2", "-n", "2", "-w", "1", "-l", "5",
-                    "-o", str(suite)], check=True, capture_output=True, timeout=120)
-    return root, fixed, calibrated, suite
+# `pyperf_files` (files the real pyperf writes) is a fixture of tests/conftest.py, shared with
+# tests/cli/test_examples.py.
 
 
 def test_values_warmups_and_calibration_runs(pyperf_files):

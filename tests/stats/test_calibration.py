@@ -31,10 +31,7 @@ from stats.ranking import percentile_table, problem_scores, select_runs
 DRIFT = (("c0", 1.0, 0.0), ("c1", 0.63, 0.053))
 
 
-@pytest.fixture(scope="module")
-def drifted():
-    # The drifted corpus (default spec: 20 problems, seed 0).
-    return synthesize(campaigns=DRIFT).corpus
+# `drifted` (the drifted corpus, campaigns DRIFT) is a fixture of tests/conftest.py.
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,54 @@
+"""Corpora shared by test modules of several layers.
+
+Each fixture is module-scoped, as the per-module fixtures it replaces were: every module gets its own
+copy, so a test that modifies a corpus cannot leak into another module.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from audits.corpus.synthetic import synthesize
+
+
+@pytest.fixture(scope="module")
+def drifted():
+    """The issue's drifted corpus: the default spec (20 problems, seed 0) in two campaigns, c1 = 0.63·c0 + 53 ms.
+
+    Used by the estimator tests (tests/stats/test_calibration.py) and the audit tests
+    (tests/audits/test_audit_calibration.py) alike.
+    """
+    return synthesize(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053))).corpus
+
+
+def _timeit(path, stmt, *extra):
+    cmd = [sys.executable, "-m", "pyperf", "timeit", "--quiet", "-p", "3", "-n", "3", "-w", "1", *extra,
+           "-o", str(path), stmt]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pyperf_files(tmp_path_factory):
+    """Files the real pyperf writes: two timeit runs (fixed loops; calibrated) and a Runner-API suite.
+
+    Returns ``(folder, main.json, patched.json, suite.json)``; used by the pyperf importer's tests
+    (tests/corpus/test_pyperf_import.py) and the README's example (tests/cli/test_examples.py).
+    """
+    root = tmp_path_factory.mktemp("pyperf")
+    fixed = _timeit(root / "main.json", "sum(range(50))", "-l", "20")        # fixed loops: no calibration
+    calibrated = _timeit(root / "patched.json", "sum(range(200))")           # pyperf calibrates the loop count
+    # The Runner API (what pyperformance uses) writing a suite with two benchmarks.
+    script = root / "bench.py"
+    script.write_text(
+        "import pyperf\n"
+        "runner = pyperf.Runner()\n"
+        "runner.timeit('sort', stmt='sorted(x)', setup='x=list(range(300,0,-1))')\n"
+        "runner.timeit('join', stmt=\"','.join(x)\", setup='x=[str(i) for i in range(300)]')\n")
+    suite = root / "suite.json"
+    subprocess.run([sys.executable, str(script), "--quiet", "-p", "2", "-n", "2", "-w", "1", "-l", "5",
+                    "-o", str(suite)], check=True, capture_output=True, timeout=120)
+    return root, fixed, calibrated, suite
