@@ -13,6 +13,7 @@ package list in pyproject.toml is complete runs on its own.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 from setuptools import find_packages
 
-from audits.report.render import REPORTS, repo_root
+from audits.report.render import REPORTS, repo_root, template_parameters, template_path
 
 PYPROJECT = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
@@ -85,9 +86,14 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     index = (work / "reports" / "index.html").read_text(encoding="utf-8")
     assert all(f"href='{name}.html'" in index for name in REPORTS)
     assert "FAILED" not in out
-    # The simulation report screened the shipped reward environments, read from the wheel's package data.
+    # Every shipped reward environment is in the wheel, and the simulation report screened the template's
+    # defaults (fixtures/environments/<file>), read from the wheel's package data.
+    installed = site / "audits" / "shipped_reward_environments"
+    assert sorted(p.name for p in installed.glob("*.y*ml")) == sorted(
+        p.name for p in (repo_root() / "fixtures" / "environments").glob("*.y*ml"))
+    defaults = ast.literal_eval(template_parameters(template_path("simulation"))["environment_files"]["default"])
+    assert defaults and all(f.startswith("fixtures/environments/") for f in defaults)
     simulation = (work / "reports" / "simulation.html").read_text(encoding="utf-8")
-    shipped = sorted(p.stem for p in (site / "audits" / "shipped_reward_environments").glob("*.yaml")
-                     if p.stem != "grid")
-    assert shipped and all(stem in simulation for stem in shipped)
+    for name in defaults:
+        assert (installed / Path(name).name).is_file() and Path(name).stem in simulation, name
     assert sorted(p.name for p in work.iterdir()) == ["corpus.parquet", "corpus.truth.json", "reports"]
