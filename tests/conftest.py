@@ -1,4 +1,4 @@
-"""Corpora shared by test modules of several layers.
+"""Fixtures shared by test modules of several layers: corpora, real pyperf files, a loopback Dask cluster.
 
 Each fixture is module-scoped, as the per-module fixtures it replaces were: every module gets its own
 copy, so a test that modifies a corpus cannot leak into another module.
@@ -52,3 +52,22 @@ def pyperf_files(tmp_path_factory):
     subprocess.run([sys.executable, str(script), "--quiet", "-p", "2", "-n", "2", "-w", "1", "-l", "5",
                     "-o", str(suite)], check=True, capture_output=True, timeout=120)
     return root, fixed, calibrated, suite
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """``(address, security)`` of a real dask.distributed LocalCluster over TLS on loopback.
+
+    Certificates made for it (``Security.temporary()``, which needs the ``cryptography`` package).
+    processes=False keeps it quick (workers are threads of this process) while the client still talks
+    to the scheduler over a real TLS socket. Used by tests/collect/test_dask_campaign.py and the
+    ``collect --help`` example (tests/cli/test_examples.py).
+    """
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    security = Security.temporary()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls", host="127.0.0.1",
+                      dashboard_address=None, security=security) as c:
+        assert c.scheduler_address.startswith("tls://127.0.0.1:")
+        yield c.scheduler_address, security

@@ -13,8 +13,10 @@ terminal), with ``speedaudit`` and ``.venv/bin/speedaudit`` both running this ch
 (a link to the shipped fixtures, read only), ``runs.csv`` (a synthetic corpus in a foreign layout:
 ``task_id``, ``runtime`` in ms, campaigns ``stored`` and ``fresh``), ``main.json`` and
 ``patched.json.gz`` (written by the real pyperf), ``archive/`` (a small problem archive: a trimmed copy
-of the shipped ``primecount`` package). A ``tcp://127.0.0.1:8786`` scheduler address is replaced by the
-address of a real Dask LocalCluster this test starts on loopback (the only substitution).
+of the shipped ``primecount`` package). An example that names the scheduler ``tls://127.0.0.1:8786``
+runs against a real Dask LocalCluster over TLS on loopback (the ``cluster`` fixture of
+tests/conftest.py): its address replaces that one (the only substitution), and its certificates are
+written as the ``ca.pem``, ``client.pem`` and ``client.key`` the example names.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from audits.report.render import repo_root
 
 ROOT = repo_root()
 COMMAND = re.compile(r"^(?:\.venv/bin/)?speedaudit\s")
-EXAMPLE_SCHEDULER = "tcp://127.0.0.1:8786"
+EXAMPLE_SCHEDULER = "tls://127.0.0.1:8786"
 
 
 def commands_in(lines) -> list[str]:
@@ -149,16 +151,6 @@ def inputs(tmp_path_factory, pyperf_files):
     return root
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
-        yield cluster.scheduler_address
-
-
 def _workdir(tmp_path: Path, inputs: Path) -> Path:
     work = tmp_path / "work"
     shutil.copytree(inputs, work)
@@ -168,13 +160,17 @@ def _workdir(tmp_path: Path, inputs: Path) -> Path:
     return work
 
 
-def _run_all(commands: list[str], work: Path, *, where: str, scheduler_address: str | None = None) -> None:
+def _run_all(commands: list[str], work: Path, *, where: str, cluster=None) -> None:
     env = dict(os.environ, PATH=f"{work.parent / 'bin'}{os.pathsep}{os.environ['PATH']}",
                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     for command in commands:
         if EXAMPLE_SCHEDULER in command:
-            assert scheduler_address, f"{where}: a scheduler example needs the LocalCluster"
-            command = command.replace(EXAMPLE_SCHEDULER, scheduler_address)
+            assert cluster is not None, f"{where}: a scheduler example needs the LocalCluster"
+            address, security = cluster
+            command = command.replace(EXAMPLE_SCHEDULER, address)
+            for name, pem in (("ca.pem", security.tls_ca_file), ("client.pem", security.tls_client_cert),
+                              ("client.key", security.tls_client_key)):
+                (work / name).write_text(pem)
         result = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
                                 timeout=900, stdin=subprocess.DEVNULL)
         assert result.returncode == 0, (f"{where}: example failed (exit {result.returncode}): {command}\n"
@@ -196,6 +192,5 @@ HELP_CASES = [(path, i, command) for path, commands in sorted(HELP_EXAMPLES.item
 @pytest.mark.parametrize("path, i, command", HELP_CASES, ids=[f"{p}-{i}" for p, i, _ in HELP_CASES])
 def test_help_examples_run(path, i, command, tmp_path, inputs, request):
     # The examples of one --help are alternatives, not steps: each runs in its own fresh directory.
-    address = request.getfixturevalue("scheduler") if EXAMPLE_SCHEDULER in command else None
-    _run_all([command], _workdir(tmp_path, inputs), where=f"'{path} --help' example {i + 1}",
-             scheduler_address=address)
+    cluster = request.getfixturevalue("cluster") if EXAMPLE_SCHEDULER in command else None
+    _run_all([command], _workdir(tmp_path, inputs), where=f"'{path} --help' example {i + 1}", cluster=cluster)

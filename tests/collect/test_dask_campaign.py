@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from distributed.security import Security
 
 from test_campaign import ADD, make_suite
@@ -21,15 +21,7 @@ from audits.collect.sandbox import Limits
 from audits.collect.suite import load_suite
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    security = Security.temporary()
-    # processes=False keeps it quick (workers are threads of this process) while the
-    # client still talks to the scheduler over a real TLS socket.
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls", host="127.0.0.1",
-                      dashboard_address=None, security=security) as c:
-        assert c.scheduler_address.startswith("tls://127.0.0.1:")
-        yield c.scheduler_address, security
+# `cluster` (a real LocalCluster over TLS on loopback, and its Security) is a fixture of tests/conftest.py.
 
 
 def test_dask_campaign_gives_the_same_jobs_and_statuses_as_the_local_one(tmp_path, cluster):
