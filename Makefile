@@ -10,10 +10,10 @@ STAMP  := $(VENV)/.installed
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-# pip's output filtered to one line per package (what it is fetching, then what it installed), so a
+# pip's output filtered to one line per package (what it fetches or unpacks, then what it installed), so a
 # first install shows progress instead of minutes of silence.
 # (grep's status 1, "no line matched", is fine; pip's errors go to stderr, unfiltered.)
-PIP_PROGRESS := { grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed)' || [ $$? = 1 ]; } | sed -u 's/^/  pip: /'
+PIP_PROGRESS := { grep --line-buffered -E '^(Collecting|Processing|Installing collected|Successfully installed)' || [ $$? = 1 ]; } | sed -u 's/^/  pip: /'
 
 # (Re)create the virtual environment and install the project with its test extras
 # whenever pyproject.toml changes.
