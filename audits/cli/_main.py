@@ -57,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("speedaudit: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # 'speedaudit suite ... | head': the reader left; no traceback
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush of stdout must not fail again
+        return 141
 
 
 if __name__ == "__main__":

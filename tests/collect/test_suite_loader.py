@@ -542,3 +542,14 @@ def test_sizes_that_tell_tests_apart_need_no_probe(tmp_path):
     (tied,) = load_suite(tmp_path, n_largest_optimization=3).problems
     assert tied.probe_candidates == ("secret/3", "secret/2") and tied.probe_slots == 1
     assert "1 of 2 secret inputs of indistinguishable size" in tied.optimization_choice
+
+
+def test_cli_output_into_a_closed_pipe_ends_without_a_traceback(tmp_path):
+    # 3,000 skipped submissions: a summary far larger than a pipe's buffer, so the writer meets EPIPE
+    basic_package(tmp_path / "sum", **{f"submissions/accepted/S{i}.java": "" for i in range(3000)})
+    proc = subprocess.Popen([*CLI, "suite", str(tmp_path), "--no-probe"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"suite ")
+    proc.stdout.close()  # like 'speedaudit suite ... | head -1'
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in stderr, stderr
