@@ -14,16 +14,17 @@ from audits.findings import worst_level, write_json
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status"]
 
 
-def add_corpus_input(parser: argparse.ArgumentParser) -> None:
-    """The corpus argument plus --map and --unit."""
+def add_corpus_input(parser: argparse.ArgumentParser, *, pools: bool = True) -> None:
+    """The corpus argument plus --map and --unit (and --one-pool, for commands that rank, when ``pools``)."""
     parser.add_argument("corpus", help="timing corpus: .parquet, .csv(.gz) or .jsonl (JSON lines)")
     parser.add_argument("--map", dest="mapping", metavar="SRC=DST[,SRC=DST...]",
                         help="rename file columns onto corpus columns, e.g. task_id=problem,runtime=duration_s")
     parser.add_argument("--unit", choices=sorted(UNITS), default="s",
                         help="unit of the duration columns in the file (default: s)")
-    parser.add_argument("--one-pool", action="store_true",
-                        help="rank every solution in one reference pool per test even when a problem's references "
-                             "mix languages (default: one pool per language there)")
+    if pools:
+        parser.add_argument("--one-pool", action="store_true",
+                            help="rank every solution in one reference pool per test even when a problem's "
+                                 "references mix languages (default: one pool per language there)")
 
 
 def read_corpus(args: argparse.Namespace):

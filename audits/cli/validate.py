@@ -46,14 +46,14 @@ def register(commands, audit_commands) -> None:
                     "rows, problems (without the floor pseudo-problem), tests, solutions, environments, "
                     "campaigns, runs, repeats per solution cell and status counts; warn when the durations "
                     "look like another unit than --unit.")
-    add_corpus_input(validate)
+    add_corpus_input(validate, pools=False)
     validate.set_defaults(func=_validate)
 
     convert = commands.add_parser(
         "convert", help="validate a corpus and write it as canonical Parquet",
         description="Validate a CSV / JSON-lines / Parquet corpus (with an optional column mapping and "
                     "unit) and write it as canonical Parquet. Nothing is written unless it is valid.")
-    add_corpus_input(convert)
+    add_corpus_input(convert, pools=False)
     convert.add_argument("--out", required=True,
                          help="output .parquet path, or a folder with --partition-by")
     convert.add_argument("--partition-by", choices=("problem",), default=None,

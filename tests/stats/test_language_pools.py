@@ -137,3 +137,22 @@ def test_floor_pct_uses_each_rows_language_floor_and_pool():
     assert scores[("mix", "p1")] == 0.0
     p1 = cells.loc[(cells["problem"] == "mix") & (cells["solution"] == "p1")].set_index("test")["percentile"]
     assert p1["t1"] == 100.0 and p1["t2"] == 0.0
+
+
+def test_cli_one_pool_option_reaches_the_pools(tmp_path):
+    import argparse
+
+    from audits.cli._common import add_corpus_input, read_corpus
+    from audits.corpus.io import save_corpus
+
+    path = save_corpus(mixed_corpus(), tmp_path / "mixed.parquet")
+    parser = argparse.ArgumentParser()
+    add_corpus_input(parser)
+    for flags, split in (([], True), (["--one-pool"], False)):
+        corpus = read_corpus(parser.parse_args([str(path), *flags]))
+        body = corpus.loc[(corpus["role"] != "floor").to_numpy()]
+        assert ("pool_language" in reference_pools(body).columns) == split
+    plain = argparse.ArgumentParser()
+    add_corpus_input(plain, pools=False)  # validate / convert do not rank
+    with pytest.raises(SystemExit):
+        plain.parse_args([str(path), "--one-pool"])
