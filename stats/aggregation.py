@@ -803,18 +803,14 @@ def list_aggregators() -> pd.DataFrame:
 # ----------------------------------------------------------------------------
 
 def floors_by_language(frame: pd.DataFrame) -> dict[str, float]:
-    """Floor of each language: median ``ok`` duration of the ``floor`` rows per ``language`` ({} without one)."""
+    """Floor of each language of one run: :func:`stats.discriminability.sandbox_floor` per ``language``
+    ({} without a ``language`` column or floor rows)."""
+    from stats.discriminability import sandbox_floor  # here: stats.discriminability is the heavier module
+
     if "role" not in frame.columns or "language" not in frame.columns:
         return {}
-    mask = _is(frame["role"], "floor")
-    if "status" in frame.columns:
-        mask &= _is(frame["status"], "ok")
-    d = frame["duration_s"].to_numpy(dtype=float)
-    mask &= np.isfinite(d) & frame["language"].notna().to_numpy()
-    if not mask.any():
-        return {}
-    medians = pd.Series(d[mask]).groupby(frame["language"].astype(str).to_numpy()[mask]).median()
-    return {str(k): float(v) for k, v in medians.items()}
+    floors = sandbox_floor(frame.loc[frame["language"].notna().to_numpy()])
+    return {str(lang): float(f) for lang, f in zip(floors["language"], floors["floor_s"])}
 
 
 def _row_floors(cells: pd.DataFrame, floors: dict[str, float], fallback: float) -> np.ndarray | float:
