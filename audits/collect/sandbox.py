@@ -556,6 +556,21 @@ class Sandbox:
     def check(self) -> None:
         """Raise :class:`SandboxError` when this sandbox cannot run here."""
 
+    def _try_true(self, failure: str, advice: str) -> None:
+        """Run ``/bin/true`` in this sandbox (with its launcher); SandboxError with ``advice`` if that fails."""
+        if launcher_path() is None:
+            raise SandboxError(f"the {self.name} sandbox needs its C launcher, and no C compiler (cc, gcc) was "
+                               f"found\n  -> install gcc (Debian: apt-get install gcc; or run scripts/system-deps.sh)")
+        root = scratch_root(f"speedaudit-{self.name}-check-")
+        try:
+            empty = root / "stdin"
+            empty.write_bytes(b"")
+            ex = self.run(["/bin/true"], stdin_path=empty, workdir=root / "w", limits=Limits(wall_s=10))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if ex.status != "ok":
+            raise SandboxError(f"{failure} ({ex.reason}): {ex.stderr_tail.strip()}\n  -> {advice}")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec()!r}, uid={self.uid!r})"
 
@@ -1137,20 +1152,8 @@ class LocalSandbox(Sandbox):
             raise SandboxError("the local sandbox isolates programs only when it runs as root (network, file "
                                "system and IPC namespaces); as another user it would only apply rlimits\n"
                                "  -> run as root, or use --sandbox bwrap")
-        if launcher_path() is None:
-            raise SandboxError("the local sandbox needs its C launcher, and no C compiler (cc, gcc) was found\n"
-                               "  -> install gcc (Debian: apt-get install gcc; or run scripts/system-deps.sh)")
-        root = scratch_root("speedaudit-local-check-")
-        try:
-            empty = root / "stdin"
-            empty.write_bytes(b"")
-            ex = self.run(["/bin/true"], stdin_path=empty, workdir=root / "w", limits=Limits(wall_s=10))
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-        if ex.status != "ok":
-            raise SandboxError(f"the local sandbox cannot isolate a program here ({ex.reason}): "
-                               f"{ex.stderr_tail.strip()}\n  -> the kernel must allow mount, network and IPC "
-                               f"namespaces to root; or use --sandbox bwrap")
+        self._try_true("the local sandbox cannot isolate a program here",
+                       "the kernel must allow mount, network and IPC namespaces to root; or use --sandbox bwrap")
         self._checked = True
 
 
@@ -1184,20 +1187,8 @@ class BwrapSandbox(Sandbox):
             raise SandboxError("the bwrap sandbox needs bubblewrap, which is not installed\n"
                                "  -> install it (Debian/Ubuntu: apt-get install bubblewrap; or run "
                                "scripts/system-deps.sh), or use --sandbox local")
-        if launcher_path() is None:
-            raise SandboxError("the bwrap sandbox needs its C launcher, and no C compiler (cc, gcc) was found\n"
-                               "  -> install gcc (Debian: apt-get install gcc; or run scripts/system-deps.sh)")
-        root = scratch_root("speedaudit-bwrap-check-")
-        try:
-            empty = root / "stdin"
-            empty.write_bytes(b"")
-            ex = self.run(["/bin/true"], stdin_path=empty, workdir=root / "w", limits=Limits(wall_s=10))
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-        if ex.status != "ok":
-            raise SandboxError(f"bwrap cannot start a sandbox here ({ex.reason}): {ex.stderr_tail.strip()}\n"
-                               "  -> bwrap needs unprivileged user namespaces "
-                               "(sysctl kernel.unprivileged_userns_clone=1); or use --sandbox local")
+        self._try_true("bwrap cannot start a sandbox here", "bwrap needs unprivileged user namespaces "
+                       "(sysctl kernel.unprivileged_userns_clone=1); or use --sandbox local")
         self._checked = True
 
     def command(self, argv, *, scratch, stdin_path, limits, uid):

@@ -78,7 +78,8 @@ def processes_of(uids) -> list[int]:
 
 
 def test_a_second_collect_on_the_same_out_stops_at_once_naming_the_pid(tmp_path):
-    suite_dir = make_suite(tmp_path / "suite", accepted={"a.py": SLOW_ADD}, n_secret=3)
+    # long enough (6 jobs of 1 s) that the first is still running when the second has started
+    suite_dir = make_suite(tmp_path / "suite", accepted={"a.py": "import time\ntime.sleep(1)\n" + ADD}, n_secret=2)
     out = tmp_path / "c.parquet"
     first = subprocess.Popen(collect(suite_dir, out), cwd=ROOT, env=env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -95,7 +96,7 @@ def test_a_second_collect_on_the_same_out_stops_at_once_naming_the_pid(tmp_path)
         stdout, stderr = first.communicate()
     assert first.returncode == 0, stderr
     corpus = pd.read_parquet(out)
-    assert len(corpus) == 4 * 2 + 2 and not corpus.duplicated(list(KEY)).any()
+    assert len(corpus) == 3 * 2 + 2 and not corpus.duplicated(list(KEY)).any()
     assert not journal_path_for(out).exists()
 
 
@@ -184,7 +185,7 @@ def test_two_concurrent_campaigns_whose_uid_blocks_would_have_collided_both_fini
     """Both ask for block 500 first (as two pids equal mod 1000 did); each sweeps daemons of its own."""
     daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n    os._exit(0)\n" + ADD)
     outs, procs = [], []
-    for name, sleep in (("short", 0.0), ("long", 0.4)):
+    for name, sleep in (("short", 0.0), ("long", 0.25)):
         slow = f"import time\ntime.sleep({sleep})\n" + ADD
         suite_dir = make_suite(tmp_path / name, accepted={"slow.py": slow, "daemon.py": daemon},
                                wrong_answer={"zero.py": "print(0)\n"}, n_secret=2)
