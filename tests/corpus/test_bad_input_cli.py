@@ -54,10 +54,14 @@ def _cli(*args, unprivileged=False):
     env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
     cmd = [sys.executable, "-m", "audits.cli", *map(str, args)]
     if unprivileged and os.geteuid() == 0:
-        home = Path(tempfile.mkdtemp(prefix="speedaudit-nobody-home-"))
+        home = Path(tempfile.mkdtemp(prefix="speedaudit-nobody-home-"))  # removed by the caller
         os.chown(home, NOBODY, NOBODY)
         env.update(HOME=str(home), MPLCONFIGDIR=str(home))
         cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd="/")
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd="/")
 
 
