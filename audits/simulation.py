@@ -273,7 +273,11 @@ class CandidateScores:
     table : DataFrame
         ``tau, k, estimate, ci_low, ci_high, n_problems`` (percent).
     samples : DataFrame
-        One row per (problem, candidate solution): ``q, c, g, reward``.
+        One row per (problem, candidate solution): ``q, c, g, reward`` and the
+        noise-aware ``q_expected, q_ci_low, q_ci_high, p_q_le_tau, p_gate``
+        (docs/noise.md; the table adds ``noise_aware, noise_ci_low, noise_ci_high``).
+    noise_reason : str or None
+        Why the noise-aware values are n/a, if they are.
     """
 
     environment: Environment
@@ -281,6 +285,8 @@ class CandidateScores:
     campaign: str
     table: pd.DataFrame
     samples: pd.DataFrame
+    noise_reason: str | None = None
+    noise_settings: dict = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -292,6 +298,7 @@ class CandidateScores:
             "n_problems": int(self.samples["problem"].nunique()), "n_samples": len(self.samples),
             "p_tau": {f"p{int(r['tau']) if float(r['tau']).is_integer() else r['tau']}": r
                       for r in self.table.to_dict(orient="records")},
+            "noise_aware": _noise_dict(self),
         })
 
     def summary(self) -> str:
@@ -305,8 +312,9 @@ class CandidateScores:
         for r in self.table.to_dict(orient="records"):
             tau = f"p{r['tau']:g}"
             ci = f"[{r['ci_low']:5.1f}, {r['ci_high']:5.1f}]" if np.isfinite(r["ci_low"]) else "[  n/a ]"
-            lines.append(f"  {tau:>5}  {r['estimate']:5.1f} %  {ci}  n = {r['n_problems']} problems")
-        return "\n".join(lines)
+            lines.append(f"  {tau:>5}  {r['estimate']:5.1f} %  {ci}  n = {r['n_problems']} problems"
+                         + _noise_cell(r))
+        return "\n".join(lines + _noise_lines(self))
 
 
 def score_candidates(
@@ -319,13 +327,19 @@ def score_candidates(
     k: int = 1,
     n_boot: int = 1000,
     seed: int = 0,
+    n_draws: int = 2000,
+    prior_df: float = 4.0,
 ) -> CandidateScores:
     """p_tau (pass@k) of the candidate solutions (role ``candidate``) under one environment.
 
     Every candidate solution of a problem is one sample; its repeats are
     collapsed (median of ``ok`` repeats, majority status) and ranked against the
     reference pool of the same sandbox environment and campaign, through the
-    environment's filter, limit and aggregator.
+    environment's filter, limit and aggregator. Beside each point value, the
+    noise-aware one (docs/noise.md): E[q] with its 95 % posterior interval and
+    P(q <= tau/100) per candidate, and p_tau's posterior mean with its
+    timing-noise interval (``n_draws`` posterior draws, ``prior_df`` of the
+    repeat-noise model).
     """
     if "role" not in corpus.columns or not (corpus["role"] == "candidate").any():
         raise ValueError("the corpus has no candidate solutions (rows with role=candidate): p_tau scores "
@@ -342,4 +356,94 @@ def score_candidates(
 
     samples["reward"] = environment_rewards(samples, env.reward)
     table = p_tau(samples, taus=taus, k=k, n_boot=n_boot, seed=seed)
-    return CandidateScores(environment=env, corpus_environment=env_name, campaign=camp, table=table, samples=samples)
+    samples, noise_table, reason = noise_aware_candidates(runs, outcome, env, samples=samples, taus=taus, k=k,
+                                                          n_draws=n_draws, prior_df=prior_df, seed=seed)
+    return CandidateScores(environment=env, corpus_environment=env_name, campaign=camp,
+                           table=pd.concat([table, noise_table], axis=1), samples=samples, noise_reason=reason,
+                           noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau})
+
+
+# --------------------------------------------------------------------------------------------
+# Noise-aware values of the candidates (docs/noise.md)
+# --------------------------------------------------------------------------------------------
+
+NOISE_COLUMNS = ("q_expected", "q_ci_low", "q_ci_high", "p_q_le_tau", "p_gate")
+
+
+def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.DataFrame, taus: Sequence[float],
+                           k: int, n_draws: int, prior_df: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                                      str | None]:
+    """The noise-aware values beside the point ones: per candidate E[q] [interval], P(q <= tau/100), P(gate),
+    and p_tau's posterior mean and timing-noise interval.
+
+    The repeat-noise model (:func:`stats.noise.fit_noise`) is fitted on every repeat
+    of the run; the candidates' cells are those the reward environment kept, with
+    the status its limit gave them. Returns ``(samples, table, reason)``: the
+    samples with :data:`NOISE_COLUMNS`, the p_tau table with ``noise_aware,
+    noise_ci_low, noise_ci_high``, and why they are n/a (else None).
+    """
+    from stats.noise import fit_noise, noise_aware_p_tau, noise_aware_scores
+    from stats.rewards import _row_lookup
+
+    samples = samples.copy()
+    reason = None
+    if env.post.aggregator != "mean_pct":
+        reason = (f"defined for the mean_pct aggregator (q = mean per-test percentile); this reward environment "
+                  f"uses {env.post.aggregator}")
+    table_cols = {"noise_aware": np.nan, "noise_ci_low": np.nan, "noise_ci_high": np.nan}
+    if reason is None:
+        model = fit_noise(runs, prior_df=prior_df)
+        scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=outcome.scored,
+                                    n_draws=n_draws, seed=seed, keep_draws=True)
+        row = _row_lookup(samples, scored.scores, ["problem", "solution"])
+        found = row >= 0
+        for column in NOISE_COLUMNS:
+            values = scored.scores[column].to_numpy(dtype=float)[np.maximum(row, 0)]
+            samples[column] = np.where(found, values, np.nan)
+        # a candidate left without any scored test has no draws: its q* is undefined (never a success)
+        draws = np.where(found[None, :], scored.draws[:, np.maximum(row, 0)], np.nan)
+        noise = noise_aware_p_tau(samples, draws, taus=taus, k=k)
+        table_cols = {"noise_aware": noise["expected"].to_numpy(), "noise_ci_low": noise["noise_ci_low"].to_numpy(),
+                      "noise_ci_high": noise["noise_ci_high"].to_numpy()}
+    else:
+        for column in NOISE_COLUMNS:
+            samples[column] = np.nan
+    return samples, pd.DataFrame(table_cols, index=range(len(taus))), reason
+
+
+def _noise_cell(row: dict) -> str:
+    if not np.isfinite(row.get("noise_aware", np.nan)):
+        return ""
+    return f"  | noise-aware {row['noise_aware']:5.1f} % [{row['noise_ci_low']:5.1f}, {row['noise_ci_high']:5.1f}]"
+
+
+def _noise_lines(result: CandidateScores, *, max_rows: int = 20) -> list[str]:
+    settings = result.noise_settings
+    if result.noise_reason is not None:
+        return ["", f"noise-aware values: n/a ({result.noise_reason})"]
+    s = result.samples
+    lines = ["", f"noise-aware (docs/noise.md): p_tau's posterior mean and its interval from timing noise alone "
+                 f"({settings.get('n_draws')} posterior draws, prior_df {settings.get('prior_df')}); per candidate, "
+                 f"today's q and g beside E[q] [95 % posterior interval] and P(q <= tau/100), "
+                 f"tau = {settings.get('tau'):g}:"]
+    table = pd.DataFrame({
+        "problem": s["problem"].astype(str), "solution": s["solution"].astype(str),
+        "q": s["q"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
+        "g": s["g"].map(lambda v: "yes" if v else "no"),
+        "E[q]": [("n/a" if not np.isfinite(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]")
+                 for e, lo, hi in zip(s["q_expected"], s["q_ci_low"], s["q_ci_high"])],
+        "P(q<=tau)": s["p_q_le_tau"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
+        "P(gate)": s["p_gate"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
+    }).sort_values(["problem", "solution"], kind="stable")
+    lines.append(table.head(max_rows).to_string(index=False))
+    if len(table) > max_rows:
+        lines.append(f"  ... {len(table) - max_rows} more candidates (all of them with --json)")
+    return lines
+
+
+def _noise_dict(result: CandidateScores) -> dict:
+    if result.noise_reason is not None:
+        return {"level": "n/a", "reason": result.noise_reason}
+    cols = ["problem", "solution", "q", "c", "g", *NOISE_COLUMNS]
+    return {**result.noise_settings, "model": "docs/noise.md",
+            "candidates": result.samples[[c for c in cols if c in result.samples.columns]]}

@@ -30,6 +30,26 @@ def _float_list(text: str) -> tuple[float, ...]:
     return values
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from exc
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _prior_df(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from exc
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
+    return value
+
+
 def _quality(text: str):
     if text == "uniform":
         return "uniform"
@@ -105,7 +125,8 @@ def _score(args: argparse.Namespace) -> int:
     corpus = read_corpus(args)
     try:
         result = score_candidates(corpus, env=envs[0], environment=args.environment, campaign=args.campaign,
-                                  taus=args.taus, k=args.k, n_boot=args.n_boot, seed=args.seed)
+                                  taus=args.taus, k=args.k, n_boot=args.n_boot, seed=args.seed,
+                                  n_draws=args.n_draws, prior_df=args.prior_df)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     print(result.summary())
@@ -163,10 +184,17 @@ def _add_score(commands) -> None:
         "score", help="p100/p50/p30/p10 of the corpus's candidate solutions under one environment",
         description="p_tau: a candidate succeeds when it is strictly correct and its q <= tau/100 under the "
                     "environment's filter, limit and aggregator; pass@k is the unbiased estimator over the "
-                    "candidates of each problem, averaged over problems, with a bootstrap CI over problems.")
+                    "candidates of each problem, averaged over problems, with a bootstrap CI over problems. Beside "
+                    "each point value, the noise-aware one (docs/noise.md): p_tau's posterior mean with its interval "
+                    "from timing noise, and per candidate E[q] [95 % interval] and P(q <= tau/100).")
     _common(score)
     score.add_argument("--taus", type=_float_list, default=(100, 50, 30, 10), metavar="T,T,...",
                        help="thresholds in percentile points (default 100,50,30,10)")
     score.add_argument("--k", type=int, default=1, help="pass@k (default 1)")
     score.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default 1000)")
+    score.add_argument("--n-draws", type=_non_negative_int, default=2000,
+                       help="posterior draws of the noise-aware values (default 2000; 0: E[q] only), docs/noise.md")
+    score.add_argument("--prior-df", type=_prior_df, default=4.0,
+                       help="degrees of freedom of the per-test variance prior of the repeat-noise model (default 4; "
+                            "inf: one known variance per test), docs/noise.md")
     score.set_defaults(func=_score, grid=None)
