@@ -37,8 +37,10 @@ Decisions (where the issue is silent are marked *decision*):
   reference that may time out), in any folder. Without a header, ``accepted``
   and ``time_limit_exceeded`` hold correct references (the latter slow), the
   folders of :data:`INCORRECT_VERDICTS` incorrect ones, and a submission in
-  ``mixed`` or in any other folder is skipped (its verdict is unknown; the
-  2025-09 ``submissions.yaml`` expectations are not read).
+  ``mixed`` or in any other folder is skipped (its verdict is unknown). A 2025-09
+  ``submissions/submissions.yaml`` entry for the submission's folder or file
+  (``permitted``/``required`` verdicts) decides before the folder does
+  (:func:`_yaml_expectation`; patterns and per-group expectations are not read).
 * **Python sources** are byte-compiled by the chosen interpreter at load time
   (one process per problem); one that does not compile, or a Python 2 program,
   is skipped with the reason (:func:`audits.collect.languages.check_python`).
@@ -709,6 +711,45 @@ def expected_results(path: Path) -> tuple[str, ...] | None:
     return None
 
 
+#: submissions.yaml verdict names that a correct program may get (TLE: correct but slow).
+_YAML_CORRECT = {"AC", "TLE"}
+
+
+def _yaml_expectation(expectations: dict, folder: str, entry: str) -> str | None:
+    """"correct", "incorrect", "unknown" or None (no entry) from a 2025-09 ``submissions.yaml``.
+
+    Only keys that name the submission exactly (``folder/file``) or its folder
+    are read; the file's key wins. Keys with patterns (``*``, ``{a,b}``) and the
+    per-test-group expectations are not read (*decision*: a partial reading of
+    them could label a program wrongly). With ``required`` that holds no
+    ``AC``/``TLE``: incorrect; with ``permitted`` a subset of ``AC``/``TLE``:
+    correct; ``permitted`` without ``AC``: incorrect; anything else unknown.
+    """
+    import fnmatch
+
+    exact = f"{folder}/{entry}"
+    if exact not in expectations and any(
+            isinstance(key, str) and key.startswith(f"{folder}/") and any(c in key for c in "*?[{")
+            and ("{" in key or fnmatch.fnmatchcase(exact, key)) for key in expectations):
+        return "unknown"  # a pattern may apply to it: rather unknown than labelled by the folder alone
+    for key in (exact, folder):
+        spec = expectations.get(key)
+        if not isinstance(spec, dict) or not ({"permitted", "required"} & set(spec)):
+            continue
+        permitted = spec.get("permitted")
+        required = spec.get("required")
+        permitted = {str(v).upper() for v in permitted} if isinstance(permitted, list) else None
+        required = {str(v).upper() for v in required} if isinstance(required, list) else None
+        if required is not None and not required & _YAML_CORRECT:
+            return "incorrect"
+        if permitted is not None and permitted <= _YAML_CORRECT and permitted:
+            return "correct"
+        if permitted is not None and "AC" not in permitted:
+            return "incorrect"
+        return "unknown"
+    return None
+
+
 def _python_files(entry: Path) -> list[Path]:
     if entry.is_file():
         return [entry]
@@ -725,6 +766,10 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
 
     def skip(entry: Path, reason: str) -> None:
         skipped.append(Skipped(entry, reason, "submission", pid))
+
+    expectations: dict = {}
+    if (subs_dir / "submissions.yaml").is_file():  # 2025-09: expected verdicts per folder or file
+        expectations = _read_yaml(subs_dir / "submissions.yaml", "submissions/submissions.yaml")
 
     for verdict_dir in sorted(subs_dir.iterdir()):
         if _hidden(verdict_dir.name) or not verdict_dir.is_dir():
@@ -757,8 +802,15 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
             except ValueError as exc:
                 skip(entry, str(exc))
                 continue
+            from_yaml = _yaml_expectation(expectations, verdict, entry.name)
             if results is not None:
                 correct = all(r in CORRECT_RESULTS for r in results)
+            elif from_yaml is not None:
+                if from_yaml == "unknown":
+                    skip(entry, f"submissions.yaml permits both correct and incorrect verdicts for {name}, or "
+                                f"a pattern there (not read by speedaudit) may apply: its expected verdict is unknown")
+                    continue
+                correct = from_yaml == "correct"
             elif verdict == "mixed":
                 skip(entry, "in submissions/mixed/ without an @EXPECTED_RESULTS@ header: its expected verdict "
                             "is unknown (add e.g. '@EXPECTED_RESULTS@: ACCEPTED, TIME_LIMIT_EXCEEDED')")
@@ -766,8 +818,8 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
             elif verdict not in CORRECT_VERDICTS and verdict not in INCORRECT_VERDICTS:
                 skip(entry, f"verdict folder submissions/{verdict}/ is not a known one and the submission has no "
                             f"@EXPECTED_RESULTS@ header: its expected verdict is unknown (known folders: "
-                            f"{', '.join(CORRECT_VERDICTS + INCORRECT_VERDICTS)}; submissions.yaml expectations "
-                            f"are not read)")
+                            f"{', '.join(CORRECT_VERDICTS + INCORRECT_VERDICTS)}; or give it 'permitted:' in "
+                            f"submissions/submissions.yaml)")
                 continue
             else:
                 correct = verdict in CORRECT_VERDICTS

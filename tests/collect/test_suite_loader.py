@@ -553,3 +553,29 @@ def test_cli_output_into_a_closed_pipe_ends_without_a_traceback(tmp_path):
     proc.stdout.close()  # like 'speedaudit suite ... | head -1'
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in stderr, stderr
+
+
+def test_submissions_yaml_2025_09_decides_by_folder_or_file_and_patterns_make_it_unknown(tmp_path):
+    basic_package(tmp_path / "sum", **{
+        "submissions/submissions.yaml": (
+            "accepted:\n  permitted: [AC, TLE]\n"
+            "ac_or_wa:\n  permitted: [AC, WA]\n"
+            "ac_or_wa/ac.py:\n  permitted: [AC]\n"
+            "ac_or_wa/wa.py:\n  permitted: [WA]\n"
+            "slow:\n  permitted: [AC, TLE]\n"
+            "needs_wa:\n  permitted: [AC, WA]\n  required: [WA]\n"
+            "needs_wa/ac*:\n  permitted: [AC]\n"),
+        "submissions/ac_or_wa/ac.py": ADD_PY, "submissions/ac_or_wa/wa.py": "print(0)\n",
+        "submissions/ac_or_wa/either.py": ADD_PY,
+        "submissions/slow/brute.py": ADD_PY,
+        "submissions/needs_wa/wrong.py": "print(0)\n", "submissions/needs_wa/ac_really.py": ADD_PY,
+    })
+    suite = load_suite(tmp_path)
+    subs = {s.name: s.correct for s in suite.problems[0].submissions}
+    assert subs["ac_or_wa/ac.py"] is True and subs["ac_or_wa/wa.py"] is False and subs["slow/brute.py"] is True
+    assert subs["accepted/sum.py"] is True and subs["wrong_answer/off_by_one.cc"] is False  # folders as before
+    # needs_wa/wrong.py: required WA; ac_really.py could match the pattern 'needs_wa/ac*', which is not read
+    reasons = {s.path.name: s.reason for s in suite.skipped if s.what == "submission"}
+    assert "either.py" in reasons and "ac_really.py" in reasons and "wrong.py" not in reasons
+    assert subs["needs_wa/wrong.py"] is False
+    assert "a pattern there (not read by speedaudit) may apply" in reasons["ac_really.py"]
