@@ -245,6 +245,8 @@ class Plan:
     fingerprint: str
     work_dir: Path
     owns_work_dir: bool = False
+    #: removes an owned work dir if this process dies before run_campaign does (see _Janitor)
+    janitor: object | None = field(default=None, compare=False, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"order": j.order, "job": j.job_id, "problem": j.unit.problem, "test": j.unit.test,
@@ -333,9 +335,11 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
     for job in jobs:
         digest.update(job.job_id.encode())
     owns = work_dir is None
+    janitor = None
     if work_dir is None:
         work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
-    return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns)
+        janitor = _Janitor([work_dir])
+    return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns, janitor)
 
 
 def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None) -> Plan:
@@ -350,15 +354,18 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
         work_dir = Path(work_dir).resolve()
         work_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(work_dir, 0o711)
-    else:
+    janitor = None
+    if owns:  # made here: removed by the janitor even if this process is killed while building
         work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
+        janitor = _Janitor([work_dir])
     try:
         plan = _plan_suite(suite, spec, work_dir)
     except BaseException:
         if owns:
             shutil.rmtree(work_dir, ignore_errors=True)
+            janitor.dismiss()
         raise
-    return dataclasses.replace(plan, owns_work_dir=owns)
+    return dataclasses.replace(plan, owns_work_dir=owns, janitor=janitor)
 
 
 def _plan_suite(suite, spec: CampaignSpec, work_dir: Path) -> Plan:
@@ -782,17 +789,24 @@ _JANITOR = (
 
 
 class _Janitor:
-    """A tiny process that removes the campaign's own work dir if the campaign is killed."""
+    """A tiny process that removes the campaign's own work dir if the campaign is killed.
+
+    Started when the work dir is made (planning builds programs there, which takes a while);
+    :meth:`dismiss` (run_campaign's end, or a failed plan) lets it go without removing anything.
+    A plan that is never run has its work dir removed when this process exits.
+    """
 
     def __init__(self, paths: Sequence[Path]):
         self.proc = subprocess.Popen([sys.executable, "-c", _JANITOR, *map(str, paths)], stdin=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def dismiss(self) -> None:
+        if self.proc.returncode is not None:
+            return
         try:
             self.proc.stdin.write(b"done")
             self.proc.stdin.close()
-        except OSError:
+        except (OSError, ValueError):
             pass
         self.proc.wait()
 
@@ -845,7 +859,9 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
     """
     out = Path(out)
     journal_path = journal_path_for(out)
-    janitor = _Janitor([plan.work_dir]) if plan.owns_work_dir and not keep_work_dir else None
+    janitor = plan.janitor
+    if janitor is None and plan.owns_work_dir and not keep_work_dir:
+        janitor = _Janitor([plan.work_dir])
     lock = None
     try:
         with _TermAsInterrupt():

@@ -204,3 +204,23 @@ def test_two_concurrent_campaigns_whose_uid_blocks_would_have_collided_both_fini
         assert status == {"accepted/slow.py": {"ok"}, "accepted/daemon.py": {"ok"},
                           "wrong_answer/zero.py": {"wrong_answer"}}, (out, real[["solution", "status", "reason"]])
         assert len(real) == 3 * 3 * 2
+
+
+def test_a_kill_while_planning_leaves_no_work_dir(tmp_path):
+    """Killed while its C++ submissions compile (before any job ran): the work dir goes too."""
+    cpp = '#include <cstdio>\nint main(){long a,b;if(scanf("%ld %ld",&a,&b)!=2)return 1;printf("%ld\\n",a+b);}\n'
+    suite_dir = make_suite(tmp_path / "suite", accepted={f"add{i}.cpp": cpp + f"// {i}\n" for i in range(6)})
+    out = tmp_path / "c.parquet"
+    proc = subprocess.Popen(collect(suite_dir, out), cwd=ROOT, env=env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(Path("/dev/shm", d, "build").exists() for d in work_dirs_of(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    assert not journal_path_for(out).exists()  # it was still planning
+    deadline = time.monotonic() + 20
+    while work_dirs_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert work_dirs_of(proc.pid) == []
