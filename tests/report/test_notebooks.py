@@ -270,3 +270,34 @@ def test_verdict_overview_orders_audits_worst_first():
     assert text.startswith("**4 audits**: 1 fail, 1 warn, 1 pass.") and "Start with **reliability**" in text
     html_table = narrative.show_verdicts(verdicts)._repr_html_()
     assert html_table.index("reliability") < html_table.index("calibration") < html_table.index("aggregation")
+
+
+# --- the overview repeats the other templates: they must not drift apart --------------------------
+
+def _assignments(path) -> dict[str, str]:
+    """Target name -> ast.dump of every top-level ``name = ...`` statement of a template's code cells."""
+    out = {}
+    for cell in read_template(path).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                out[node.targets[0].id] = ast.dump(node.value)
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem != "overview"], ids=lambda p: p.stem)
+def test_overview_repeats_each_template_exactly(path):
+    # The overview is the union of the other templates (parameters and audit calls, written again in
+    # its file since the builder is gone): a default or a call changed in one place only fails here.
+    overview, specific = template_parameters(template_path("overview")), template_parameters(path)
+    shared = set(overview) & set(specific)
+    assert {"corpora", "n_boot", "seed"} <= shared
+    assert set(specific) <= set(overview), "every parameter of a template is one of the overview's"
+    for name in shared:
+        assert overview[name]["default"] == specific[name]["default"], f"{name}: default differs from the overview's"
+    calls, mine = _assignments(template_path("overview")), _assignments(path)
+    audits = [n for n in mine if n in calls and n not in specific and n != "corpus"]
+    assert audits, f"{path.stem} shares no audit call with the overview"
+    for name in audits:
+        assert calls[name] == mine[name], f"{name} = ... differs between overview.py and {path.name}"
