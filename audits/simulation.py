@@ -430,7 +430,7 @@ def _noise_lines(result: CandidateScores, *, max_rows: int = 20) -> list[str]:
         "problem": s["problem"].astype(str), "solution": s["solution"].astype(str),
         "q": s["q"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
         "g": s["g"].map(lambda v: "yes" if v else "no"),
-        "E[q]": [("n/a" if not np.isfinite(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]")
+        "E[q]": [("n/a" if not np.isfinite(e) else f"{e:.3f}" if not np.isfinite(lo) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]")
                  for e, lo, hi in zip(s["q_expected"], s["q_ci_low"], s["q_ci_high"])],
         "P(q<=tau)": s["p_q_le_tau"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
         "P(gate)": s["p_gate"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),

@@ -30,24 +30,21 @@ def _float_list(text: str) -> tuple[float, ...]:
     return values
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
+def _checked(convert, valid, what: str):
+    """An argparse type: ``convert`` the text, then require ``valid(value)``; the message says ``what``."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from exc
+        if not valid(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+    return parse
 
 
-def _prior_df(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from exc
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
-    return value
+_non_negative_int = _checked(int, lambda v: v >= 0, "a whole number >= 0")
+_prior_df = _checked(float, lambda v: v > 0, "a number > 0 or inf")
 
 
 def _quality(text: str):
