@@ -97,7 +97,8 @@ import pandas as pd
 from scipy import special
 
 from stats._groups import group_codes
-from stats.ranking import POOLS_ATTR, STATUSES, _joint_codes, pool_join, solution_cells, status_codes
+from stats.ranking import (POOLS_ATTR, STATUSES, _joint_codes, _require_single_run, pool_join, solution_cells,
+                           status_codes)
 
 __all__ = [
     "DEFAULT_PRIOR_DF",
@@ -227,6 +228,7 @@ def fit_noise(
     missing = [c for c in (*CELL_KEYS, measure, "status") if c not in executions.columns]
     if missing:
         raise ValueError(f"the executions lack column(s) {missing} needed by the noise model")
+    _require_single_run(executions, "fit_noise")  # repeats of one run: a cell never mixes campaigns
     if "role" in executions.columns:
         executions = executions.loc[(executions["role"] != "floor").to_numpy()]
     d = executions[measure].to_numpy(dtype=float)

@@ -122,6 +122,8 @@ def test_bad_input_is_named():
         fit_noise(good, prior_df=0)
     with pytest.raises(ValueError, match="lack column"):
         fit_noise(good, measure="cpu_s")
+    with pytest.raises(ValueError, match="several campaign values"):
+        fit_noise(good.assign(campaign=["monday", "tuesday"]))
     with pytest.raises(ValueError, match="tau"):
         noise_aware_scores(fit_noise(good), tau=130)
     with pytest.raises(ValueError, match="confidence"):
