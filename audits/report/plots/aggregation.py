@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from audits.report.plots._layout import place_labels, thin_tick_labels  # noqa: E402
+
 __all__ = ["stability_range_figure"]
 
 
@@ -21,7 +23,9 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
     the Pareto front is the step line through the non-dominated points; the
     default is drawn as a square, the recommended aggregator (lowest ratio on the
     front) as a star. Labels go to the front, the default, the recommended one
-    and the three worst ratios (the rest cluster). Bottom row: every
+    and the three worst ratios (the rest cluster), each placed where it
+    overlaps no other label, marker or legend (a label with no room is left out:
+    the bottom row names every aggregator). Bottom row: every
     aggregator's stability / range ratio with its CI, best first, so no label is
     lost.
 
@@ -46,7 +50,10 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
     for column in ("environment", "campaign"):
         if column not in frame.columns:
             frame[column] = ""
-    runs = list(frame[["environment", "campaign"]].drop_duplicates().itertuples(index=False, name=None))
+    # Panels in name order (a function of the runs as a set, not of the table's row order).
+    runs = sorted(frame[["environment", "campaign"]].drop_duplicates().itertuples(index=False, name=None),
+                  key=lambda r: (str(r[0]), str(r[1])))
+    to_label = {}
     fig, axes = plt.subplots(2, len(runs), figsize=(panel_width * len(runs), panel_width * 1.7), squeeze=False,
                              gridspec_kw={"height_ratios": [1.0, 0.9]})
     for ax, bar_ax, (env, camp) in zip(axes[0], axes[1], runs):
@@ -58,7 +65,7 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
         ax.errorbar(t["stability"], t["dynamic_range"], xerr=np.abs(xerr), yerr=np.abs(yerr), fmt="none",
                     ecolor="lightgray", elinewidth=1, zorder=1)
         ax.scatter(t["stability"], t["dynamic_range"], c=list(colors), s=30, zorder=2)
-        front = t[t["pareto"]].sort_values("stability")
+        front = t[t["pareto"]].sort_values(["stability", "aggregator"])
         if len(front):
             ax.step(front["stability"], front["dynamic_range"], where="post", color="tab:blue", lw=1.2,
                     label="Pareto front", zorder=1)
@@ -67,18 +74,19 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
         elif isinstance(recommended, str):
             best = recommended
         else:
-            best = str(front.sort_values("ratio").iloc[0]["aggregator"]) if len(front) else None
+            best = str(front.sort_values(["ratio", "aggregator"]).iloc[0]["aggregator"]) if len(front) else None
+        big = []  # the square and the star: larger markers the labels must keep clear of
         for name, marker, label in ((default, "s", f"default ({default})"), (best, "*", f"recommended ({best})")):
             row = t[t["aggregator"] == name]
             if name is not None and len(row):
+                big += [(sx, sy, 9.0) for sx, sy in zip(row["stability"], row["dynamic_range"])]
                 ax.scatter(row["stability"], row["dynamic_range"], marker=marker, s=160, facecolors="none",
                            edgecolors="tab:red" if marker == "*" else "black", linewidths=1.5, zorder=3, label=label)
         if annotate:
-            worst = set(t.sort_values("ratio").tail(3)["aggregator"])
-            for row in t.itertuples():
-                if row.pareto or row.aggregator in (default, best) or row.aggregator in worst:
-                    ax.annotate(row.aggregator, (row.stability, row.dynamic_range), textcoords="offset points",
-                                xytext=(4, 3), fontsize=7, color="black" if row.pareto else "dimgray")
+            worst = set(t.sort_values(["ratio", "aggregator"]).tail(3)["aggregator"])
+            chosen = t[t["pareto"] | t["aggregator"].isin([default, best]) | t["aggregator"].isin(worst)]
+            to_label[ax] = ([(r.aggregator, r.stability, r.dynamic_range) for r in chosen.itertuples()],
+                            list(zip(t["stability"], t["dynamic_range"])) + big, set(front["aggregator"]))
         title = " / ".join(str(v) for v in (env, camp) if str(v))
         ax.set_title(title or "aggregators")
         ax.set_xlabel("instability: mean |score(i) - score(j)|, points (lower = better)")
@@ -86,7 +94,7 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
 
-        order = t.sort_values("ratio", ascending=False)
+        order = t.sort_values(["ratio", "aggregator"], ascending=[False, True])
         y = np.arange(len(order))
         err = np.abs(np.vstack([order["ratio"] - order["ratio_low"], order["ratio_high"] - order["ratio"]]))
         bar_ax.barh(y, order["ratio"], xerr=err, color=np.where(order["pareto"], "tab:blue", "silver"),
@@ -97,4 +105,15 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
         bar_ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Aggregators: stability vs dynamic range (95% bootstrap CIs over problems)", fontsize=10)
     fig.tight_layout()
+    # Point labels are placed once the layout is final, each where it overlaps no other label, no
+    # marker and no legend (audits.report.plots._layout.place_labels); a label with no room is left to
+    # the ratio panel below, which names every aggregator.
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax, (points, markers, on_front) in to_label.items():
+        legend = ax.get_legend()
+        place_labels(ax, points, markers=markers, fontsize=7,
+                     avoid=[legend.get_window_extent(renderer)] if legend else [],
+                     color_of=lambda n, f=on_front: "black" if n in f else "dimgray")
+    thin_tick_labels(fig)
     return fig
