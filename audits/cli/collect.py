@@ -78,6 +78,17 @@ def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _pins(text: str | None):
+    """--pin-cpus: None (not given), 'auto' (the flag alone) or a list of core numbers."""
+    if text is None or text == "auto":
+        return text
+    try:
+        return tuple(int(part) for part in _names(text))
+    except ValueError:
+        raise UserError(f"--pin-cpus {text!r}: give core numbers separated by commas (e.g. 0,1), or the flag "
+                        f"alone for the last --workers cores") from None
+
+
 def _security(args: argparse.Namespace):
     """The Dask TLS security from --tls-ca-file/--tls-cert/--tls-key (all three, or none)."""
     given = [args.tls_ca_file, args.tls_cert, args.tls_key]
@@ -115,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
                             repeats=args.repeats, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
-                            scheduler=args.scheduler, security=security)
+                            scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus))
         if args.scheduler and not load.empty:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
@@ -132,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
         plan = plan_campaign(suite, spec, work_dir=args.work_dir)
         print(f"campaign {spec.environment}/{spec.campaign}: {len(plan.jobs):,} jobs "
               f"({len(suite.problems)} problems, {spec.repeats} repeats, sandbox {spec.sandbox}, "
-              f"{'scheduler ' + spec.scheduler if spec.scheduler else f'{spec.workers} worker(s)'}), "
+              f"{'scheduler ' + spec.scheduler if spec.scheduler else f'{spec.workers} worker(s)'}, "
+              f"cores: {spec.describe_pinning()}), "
               f"{len(plan.skipped)} skipped", file=sys.stderr)
         result = run_campaign(plan, out=args.out, progress=not args.no_progress, keep_journal=args.keep_journal,
                               restart=args.restart, overwrite=args.overwrite)
@@ -180,6 +192,10 @@ def register(commands, audit_commands) -> None:
                    help="parallel runs on this machine (default: 1; more runs faster but measures a busier machine)")
     g.add_argument("--load", default=None, metavar="cpu=N,mem=SIZE",
                    help="background load while collecting: N CPU spinners and a memory hog (e.g. cpu=2,mem=1G)")
+    g.add_argument("--pin-cpus", nargs="?", const="auto", default=None, metavar="CORES",
+                   help="pin each worker to one core (worker i on the i-th of CORES, e.g. 0,1; the flag alone: the "
+                        "last --workers cores) and run the background load on the other cores; recorded per row "
+                        "(cpu) and in <out>.campaign.json")
     g.add_argument("--seed", type=int, default=0, help="seed of the interleaved order (default: 0)")
     g.add_argument("--floor-every", type=_whole(1), default=20, metavar="N",
                    help="one floor run per N jobs, at least REPEATS per language (default: 20)")

@@ -98,6 +98,7 @@ __all__ = [
     "execute_job",
     "run_campaign",
     "journal_path_for",
+    "manifest_path_for",
 ]
 
 FLOOR_PROBLEM = "_floor"
@@ -147,6 +148,11 @@ class CampaignSpec:
         The TLS certificates of that cluster (``Security(tls_ca_file=..., tls_client_cert=...,
         tls_client_key=..., require_encryption=True)``, or ``Security.temporary()`` for a
         cluster made for this campaign). Not part of the campaign's identity.
+    pin_cpus : None, "auto" or sequence of int
+        Pin each local worker to one core: worker i runs every program on ``pin_cpus[i]``
+        (``"auto"``: the last ``workers`` cores this process may use), and the background
+        load runs on the other cores. Resolved to a tuple when the spec is made; recorded
+        per row (``cpu``) and in the campaign manifest. Not with a scheduler.
     """
 
     environment: str = OPTIONAL_DEFAULTS["environment"]
@@ -162,10 +168,13 @@ class CampaignSpec:
     test_kinds: tuple[str, ...] = TEST_KINDS
     scheduler: str | None = None
     security: object | None = field(default=None, compare=False, repr=False)
+    pin_cpus: tuple[int, ...] | str | None = None
 
     def __post_init__(self):
         if self.sandbox == "auto":
             object.__setattr__(self, "sandbox", strongest_sandbox())
+        if self.pin_cpus is not None:
+            object.__setattr__(self, "pin_cpus", _resolve_pins(self.pin_cpus, self.workers, self.scheduler))
         for name in ("environment", "campaign"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -190,9 +199,49 @@ class CampaignSpec:
                                     f"certificates\n  -> pass --tls-ca-file, --tls-cert and --tls-key")
 
     def fingerprint_fields(self) -> dict:
-        return {"environment": self.environment, "campaign": self.campaign, "sandbox": self.sandbox,
-                "repeats": self.repeats, "limits": self.limits.to_dict(), "seed": self.seed,
-                "floor_every": self.floor_every, "python": self.python, "test_kinds": list(self.test_kinds)}
+        fields = {"environment": self.environment, "campaign": self.campaign, "sandbox": self.sandbox,
+                  "repeats": self.repeats, "limits": self.limits.to_dict(), "seed": self.seed,
+                  "floor_every": self.floor_every, "python": self.python, "test_kinds": list(self.test_kinds)}
+        if self.pin_cpus is not None:  # absent when unpinned: older journals keep their fingerprint
+            fields["pin_cpus"] = list(self.pin_cpus)
+        return fields
+
+    def describe_pinning(self) -> str:
+        """``unpinned``, or which core each worker ran on and where the background load went."""
+        if self.pin_cpus is None:
+            return "unpinned"
+        others = sorted(set(os.sched_getaffinity(0)) - set(self.pin_cpus))
+        load = "" if self.load.empty else (f"; background load on cores {_cores(others)}" if others
+                                           else "; background load unpinned (no core left for it)")
+        return (", ".join(f"worker {i} on core {c}" for i, c in enumerate(self.pin_cpus)) + load)
+
+
+def _cores(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in cpus)
+
+
+def _resolve_pins(pins, workers: int, scheduler: str | None) -> tuple[int, ...]:
+    """``--pin-cpus``: one core per worker, among the cores this process may run on."""
+    if scheduler is not None:
+        raise CampaignError("--pin-cpus pins local workers; with --scheduler pin the Dask workers themselves "
+                            "(e.g. taskset -c N dask worker ... --nthreads 1)")
+    allowed = sorted(os.sched_getaffinity(0))
+    if isinstance(pins, str):
+        if pins != "auto":
+            raise CampaignError(f"--pin-cpus {pins!r}: give 'auto' or core numbers such as 0,1")
+        if workers > len(allowed):
+            raise CampaignError(f"--pin-cpus: {workers} workers need {workers} cores, this process may use "
+                                f"{len(allowed)} ({_cores(allowed)})\n  -> pass --workers {len(allowed)} or fewer")
+        return tuple(allowed[-workers:])
+    try:
+        pins = tuple(int(c) for c in pins)
+    except (TypeError, ValueError):
+        raise CampaignError(f"--pin-cpus {pins!r}: give core numbers such as 0,1") from None
+    bad = [c for c in pins if c not in allowed]
+    if bad or len(set(pins)) != len(pins) or len(pins) != workers:
+        raise CampaignError(f"--pin-cpus {_cores(pins)}: give {workers} distinct cores (one per worker) among "
+                            f"those this process may use ({_cores(allowed)})")
+    return pins
 
 
 @dataclass(frozen=True)
@@ -431,12 +480,14 @@ def _worker_scratch(scratch: str | None) -> Path:
         return _SCRATCH["own"]
 
 
-def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None) -> dict:
+def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu: int | None = None) -> dict:
     """Run one job in the sandbox, check its output, and return its measurement.
 
     Returns a dict with ``job`` and either the measurement (``status``, ``wall_s``,
     ``cpu_s``, ``max_rss_kb``, ``exit_code``, ``signal``, ``stdout_truncated``,
-    ``reason``, ``timestamp``) or ``error`` (a harness failure: sandbox or checker).
+    ``reason``, ``timestamp``, ``load_1m``: the 1-minute load average just before the
+    program started, and ``cpu``: the core the calling worker thread is pinned to, or
+    None) or ``error`` (a harness failure: sandbox or checker).
     Self-contained so that it can run on a Dask worker.
     """
     unit = job.unit
@@ -446,6 +497,7 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None) -> dict
     except Exception as exc:  # noqa: BLE001 - reported as a harness error
         return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
     try:
+        load_1m = os.getloadavg()[0]
         ex = sandbox.run(unit.argv, stdin_path=unit.input_path, workdir=workdir, limits=job.limits)
         status, reason = ex.status, ex.reason
         if status == "ok" and unit.checker is not None and unit.answer_path:
@@ -456,7 +508,7 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None) -> dict
         return {"job": job.job_id, "status": status, "wall_s": ex.wall_s, "cpu_s": ex.cpu_s,
                 "max_rss_kb": ex.max_rss_kb, "exit_code": ex.exit_code, "signal": ex.signal,
                 "stdout_truncated": ex.stdout_truncated, "reason": reason[:500],
-                "timestamp": datetime.now(timezone.utc).isoformat()}
+                "timestamp": datetime.now(timezone.utc).isoformat(), "load_1m": load_1m, "cpu": cpu}
     except Exception as exc:  # noqa: BLE001 - a checker/sandbox failure is the harness's, not the program's
         return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -472,7 +524,9 @@ def _row(job: Job, result: dict, spec: CampaignSpec) -> dict:
             "cpu_s": result["cpu_s"], "max_rss_kb": result["max_rss_kb"], "input_bytes": unit.input_bytes,
             "timeout_s": job.limits.wall_s, "timestamp": result["timestamp"], "wall_s": result["wall_s"],
             "language": unit.language, "exit_code": result["exit_code"], "signal": result["signal"],
-            "stdout_truncated": result["stdout_truncated"], "reason": result["reason"], "order": job.order}
+            "stdout_truncated": result["stdout_truncated"], "reason": result["reason"], "order": job.order,
+            **({"load_1m": result["load_1m"]} if result.get("load_1m") is not None else {}),
+            **({"cpu": result["cpu"]} if result.get("cpu") is not None else {})}
 
 
 # --------------------------------------------------------------------------------------------
@@ -572,11 +626,38 @@ class Journal:
 # Executors: local threads, or a Dask cluster. Both call handle(result) in the calling thread.
 
 
+_PINNED = threading.local()
+
+
+def _pin_worker(cores) -> None:
+    """Thread-pool initializer: pin this worker thread to the next free core.
+
+    ``sched_setaffinity(0, ...)`` sets the calling thread's mask; the thread's own launcher
+    (``audits.collect.sandbox`` keeps one per thread, started on first use, so after this)
+    and every program it forks inherit it.
+    """
+    core = cores.get_nowait()
+    os.sched_setaffinity(0, {core})
+    _PINNED.cpu = core
+
+
+def _execute_pinned(job: Job, sandbox: str, scratch: str) -> dict:
+    return execute_job(job, sandbox, scratch, cpu=getattr(_PINNED, "cpu", None))
+
+
 def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
-               workers: int) -> None:
+               workers: int, pin_cpus: Sequence[int] | None = None) -> None:
+    import queue
+
     window = max(2 * workers, 2)
     it = iter(jobs)
-    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speedaudit-job") as pool:
+    pool_args: dict = {}
+    if pin_cpus is not None:
+        cores: queue.Queue = queue.Queue()
+        for core in pin_cpus[:workers]:
+            cores.put(core)
+        pool_args = {"initializer": _pin_worker, "initargs": (cores,)}
+    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speedaudit-job", **pool_args) as pool:
         running: set[cf.Future] = set()
 
         def fill():
@@ -584,7 +665,7 @@ def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: 
                 job = next(it, None)
                 if job is None:
                     return
-                running.add(pool.submit(execute_job, job, sandbox, scratch))
+                running.add(pool.submit(_execute_pinned, job, sandbox, scratch))
 
         try:
             fill()
@@ -672,10 +753,12 @@ class CampaignResult:
     errors: tuple[tuple[str, str], ...]
     elapsed_s: float
     load: str
+    pinning: str = "unpinned"
+    manifest: Path | None = None
 
     def summary(self) -> str:
         lines = [f"jobs {self.n_jobs:,}: {self.resumed:,} from the journal, {self.ran:,} run now "
-                 f"in {self.elapsed_s:.1f} s (background load: {self.load})",
+                 f"in {self.elapsed_s:.1f} s (background load: {self.load}; cores: {self.pinning})",
                  "status  " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items()))]
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)}:")
@@ -693,6 +776,7 @@ class CampaignResult:
         out = dataclasses.asdict(self)
         out["out"] = None if self.out is None else str(self.out)
         out["journal"] = str(self.journal)
+        out["manifest"] = None if self.manifest is None else str(self.manifest)
         return out
 
 
@@ -897,7 +981,8 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         raise CampaignError(str(exc)) from exc
     journal = Journal(journal_path, plan.fingerprint,
                       header={"campaign": spec.campaign, "environment": spec.environment, "n_jobs": len(plan.jobs),
-                              "created": datetime.now(timezone.utc).isoformat()})
+                              "created": datetime.now(timezone.utc).isoformat(),
+                              "pinning": spec.describe_pinning()})
     done = journal.open()
     by_id = {job.job_id: job for job in plan.jobs}
     stale = [j for j in done if j not in by_id]
@@ -936,11 +1021,13 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     load = BackgroundLoad(spec.load)
     try:
         with load:
+            _pin_load(load, spec)
             if spec.scheduler:
                 _run_dask(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
                           tag=plan.fingerprint[:10], security=spec.security)
             else:
-                _run_local(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers)
+                _run_local(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers,
+                           pin_cpus=spec.pin_cpus)
     finally:
         bar.close()
         journal.close()
@@ -952,7 +1039,48 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     if complete and not errors:
         corpus = journal_to_corpus(done.values(), source=str(journal_path))
         written = save_corpus(corpus, out)
+        manifest = _write_manifest(out, spec, corpus)
         if not keep_journal:
             journal_path.unlink()
     return CampaignResult(written, journal_path, len(plan.jobs), len(done) - ran, ran, dict(statuses),
-                          plan.skipped, tuple(errors), elapsed, spec.load.describe())
+                          plan.skipped, tuple(errors), elapsed, spec.load.describe(), spec.describe_pinning(),
+                          manifest if written is not None else None)
+
+
+def _pin_load(load: BackgroundLoad, spec: CampaignSpec) -> None:
+    """With pinned workers, move the background load onto the cores the workers do not use."""
+    if spec.pin_cpus is None:
+        return
+    others = set(os.sched_getaffinity(0)) - set(spec.pin_cpus)
+    if not others:
+        return
+    for pid in load.pids:
+        try:
+            os.sched_setaffinity(pid, others)
+        except ProcessLookupError:
+            pass
+
+
+def manifest_path_for(out: str | os.PathLike) -> Path:
+    """``corpus.parquet`` -> ``corpus.parquet.campaign.json`` (the campaign manifest, beside the output)."""
+    out = Path(out)
+    return out.with_name(out.name + ".campaign.json")
+
+
+def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame) -> Path:
+    """The conditions of collection beside the corpus: machine, sandbox, load, pinning, load averages."""
+    from audits.collect.provenance import machine_info
+
+    load = corpus["load_1m"].to_numpy(dtype=float) if "load_1m" in corpus.columns else np.array([])
+    load = load[np.isfinite(load)]
+    info = {"environment": spec.environment, "campaign": spec.campaign, "sandbox": spec.sandbox,
+            "workers": spec.workers, "repeats": spec.repeats, "background_load": spec.load.describe(),
+            "pin_cpus": None if spec.pin_cpus is None else list(spec.pin_cpus), "pinning": spec.describe_pinning(),
+            "load_1m": None if not len(load) else {"min": float(load.min()), "median": float(np.median(load)),
+                                                   "max": float(load.max())},
+            "machine": machine_info(), "rows": int(len(corpus))}
+    path = manifest_path_for(out)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path

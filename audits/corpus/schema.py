@@ -32,7 +32,9 @@ Optional without a default (kept when present, never invented): ``timestamp``
 ``language`` (category: the solution's language), ``run`` (int64 >= 0: the
 process-run level inside a repeat, as pyperf has several values per process
 run), and the numeric extras ``cpu_s``, ``max_rss_kb``, ``instructions``,
-``input_bytes``, ``timeout_s``.
+``input_bytes``, ``timeout_s``, ``load_1m`` (the machine's 1-minute load
+average when the execution started: contention evidence) and ``cpu`` (the core a
+pinned execution ran on, ``collect --pin-cpus``).
 
 A **run** is one (environment, campaign): :data:`RUN_COLUMNS`. An execution is
 identified by :data:`KEY` (plus ``run`` when the corpus has that column,
@@ -119,6 +121,8 @@ _COLUMNS = (
     Column("instructions", "float64", description="retired instructions"),
     Column("input_bytes", "float64", description="size of the test input"),
     Column("timeout_s", "float64", description="the wall-time limit in seconds"),
+    Column("load_1m", "float64", description="the machine's 1-minute load average when the execution started"),
+    Column("cpu", "float64", description="the core the execution was pinned to (collect --pin-cpus)"),
 )
 
 #: Every column by name.
@@ -137,7 +141,7 @@ CATEGORICAL = ("problem", "test", "solution", "environment", "campaign")
 #: Columns in seconds, converted from ``--unit``.
 DURATION_COLUMNS = ("duration_s", "cpu_s", "timeout_s")
 #: Numeric extras kept as float64 when present.
-NUMERIC_EXTRAS = ("cpu_s", "max_rss_kb", "instructions", "input_bytes", "timeout_s")
+NUMERIC_EXTRAS = ("cpu_s", "max_rss_kb", "instructions", "input_bytes", "timeout_s", "load_1m", "cpu")
 
 
 def key_columns(columns: Iterable[str]) -> list[str]:

@@ -1,0 +1,83 @@
+"""Contention evidence of a campaign: the load average per execution, CPU pinning seen from inside.
+
+Real Kattis packages, real programs in the real default sandbox. A program reports the
+cores it may run on through its exit status (``100 + 10 * len(cores) + min(cores)``), so
+the test reads the pinning from inside the program, not from the runner's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from audits.collect.background_load import LoadSpec
+from audits.collect.campaign import CampaignError, CampaignSpec, manifest_path_for, plan_campaign, run_campaign
+from audits.collect.sandbox import Limits
+from audits.collect.suite import load_suite
+from audits.corpus.io import load_corpus
+from tests.collect.test_campaign import ADD, make_suite
+
+REPORT_CORES = ("import os, sys\ncores = os.sched_getaffinity(0)\n"
+                "sys.exit(100 + 10 * len(cores) + min(cores))\n")
+ALLOWED = sorted(os.sched_getaffinity(0))
+
+
+def _campaign(tmp_path, **spec):
+    suite_dir = make_suite(tmp_path / "suite", accepted={"add.py": ADD},
+                           run_time_error={"cores.py": REPORT_CORES}, n_secret=2)
+    suite = load_suite(suite_dir, n_largest_optimization=2)
+    plan = plan_campaign(suite, CampaignSpec(repeats=2, limits=Limits(wall_s=5.0, memory_bytes=256 << 20), **spec))
+    out = tmp_path / "corpus.parquet"
+    result = run_campaign(plan, out=out, progress=False)
+    assert result.out == out and not result.errors
+    return result, load_corpus(out)
+
+
+def _reported(corpus):
+    """(number of cores, lowest core) each cores.py execution saw, from its exit status."""
+    rows = corpus[corpus["solution"].astype(str).str.endswith("cores.py")]
+    codes = rows["exit_code"].astype(int).to_numpy() - 100
+    return rows, codes // 10, codes % 10
+
+
+def test_every_execution_records_the_load_average_and_its_cpu_time(tmp_path):
+    before = os.getloadavg()[0]
+    result, corpus = _campaign(tmp_path)
+    after = os.getloadavg()[0]
+    load = corpus["load_1m"].to_numpy(dtype=float)
+    assert np.isfinite(load).all() and (load >= 0).all()
+    # the 1-minute average moves slowly: every job's value lies near the ones read around the campaign
+    assert load.min() >= min(before, after) - 3 and load.max() <= max(before, after) + 3
+    ok = corpus[corpus["status"] == "ok"]
+    ratio = ok["duration_s"] / ok["cpu_s"]
+    assert (ok["cpu_s"] > 0).all() and np.isfinite(ratio).all()
+    assert "cpu" not in corpus.columns and result.pinning == "unpinned"
+    rows, n_cores, _ = _reported(corpus)
+    assert len(rows) and (n_cores == len(ALLOWED)).all()  # unpinned: the program may run on every core
+    manifest = json.loads(manifest_path_for(result.out).read_text())
+    assert manifest["pin_cpus"] is None and manifest["load_1m"]["max"] == pytest.approx(load.max())
+
+
+@pytest.mark.skipif(len(ALLOWED) < 2, reason="pinning one worker away from the load needs two cores")
+def test_pin_cpus_runs_every_program_on_its_workers_core_and_records_it(tmp_path):
+    result, corpus = _campaign(tmp_path, pin_cpus="auto", workers=1, load=LoadSpec.parse("cpu=1"))
+    core = ALLOWED[-1]
+    rows, n_cores, lowest = _reported(corpus)
+    assert len(rows) == 2 * 3  # 2 repeats x (1 sample + 2 secret)
+    assert (n_cores == 1).all() and (lowest == core).all()  # seen from inside the program
+    assert (corpus["cpu"] == core).all()
+    assert f"worker 0 on core {core}" in result.pinning and "background load on cores" in result.pinning
+    manifest = json.loads(manifest_path_for(result.out).read_text())
+    assert manifest["pin_cpus"] == [core] and manifest["pinning"] == result.pinning
+
+
+def test_pin_cpus_refuses_more_workers_than_cores_and_foreign_cores():
+    with pytest.raises(CampaignError, match="need"):
+        CampaignSpec(pin_cpus="auto", workers=len(ALLOWED) + 1)
+    with pytest.raises(CampaignError, match="distinct cores"):
+        CampaignSpec(pin_cpus=(max(ALLOWED) + 1,), workers=1)
+    with pytest.raises(CampaignError, match="scheduler"):
+        CampaignSpec(pin_cpus="auto", scheduler="tls://127.0.0.1:1", security=object())
