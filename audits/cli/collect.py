@@ -36,6 +36,8 @@ sandboxes (programs are treated as adversaries; docs/collecting.md has the threa
 
 examples:
   speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 --out corpus.parquet
+  speedaudit collect fixtures/suites/speedbench --problems twosum --adaptive --confidence 0.95 \\
+      --max-repeats 10 --timeout 1 --out adaptive.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
       --environment busy --campaign day1 --out busy.parquet
   speedaudit collect archive/ --scheduler tls://127.0.0.1:8786 --tls-ca-file ca.pem \\
@@ -123,8 +125,19 @@ def _run(args: argparse.Namespace) -> int:
         bad = [k for k in kinds if k not in TEST_KINDS]
         if bad or not kinds:
             raise UserError(f"--tests {args.tests!r}: use correctness, optimization or both (comma-separated)")
+        repeats = args.repeats if args.repeats is not None else (3 if args.adaptive else 5)
+        if not args.adaptive:
+            given = [flag for flag, value in (("--max-repeats", args.max_repeats), ("--confidence", args.confidence),
+                                              ("--tau", args.tau), ("--adaptive-target", args.adaptive_target))
+                     if value is not None]
+            if given:
+                raise UserError(f"{', '.join(given)} set(s) the adaptive repeats: add --adaptive")
+        adaptive = {"adaptive": True, "max_repeats": args.max_repeats,
+                    "confidence": 0.95 if args.confidence is None else args.confidence,
+                    "tau": 30.0 if args.tau is None else args.tau,
+                    "adaptive_target": args.adaptive_target or "gate"} if args.adaptive else {}
         spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
-                            repeats=args.repeats, workers=args.workers, limits=limits, seed=args.seed,
+                            repeats=repeats, **adaptive, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
                             scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus))
         if args.scheduler and not load.empty:
@@ -142,7 +155,9 @@ def _run(args: argparse.Namespace) -> int:
                     print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
         plan = plan_campaign(suite, spec, work_dir=args.work_dir)
         print(f"campaign {spec.environment}/{spec.campaign}: {len(plan.jobs):,} jobs "
-              f"({len(suite.problems)} problems, {spec.repeats} repeats, sandbox {spec.sandbox}, "
+              f"({len(suite.problems)} problems, "
+              f"{f'{spec.repeats} to {spec.max_repeats} repeats (adaptive)' if spec.adaptive else f'{spec.repeats} repeats'}"
+              f"{' planned' if spec.adaptive else ''}, sandbox {spec.sandbox}, "
               f"{'scheduler ' + spec.scheduler if spec.scheduler else f'{spec.workers} worker(s)'}, "
               f"cores: {spec.describe_pinning()}), "
               f"{len(plan.skipped)} skipped", file=sys.stderr)
@@ -183,7 +198,9 @@ def register(commands, audit_commands) -> None:
                    help=f"interpreter for Python programs; must be readable by an unprivileged uid "
                         f"(default: {DEFAULT_PYTHON})")
     g = p.add_argument_group("campaign")
-    g.add_argument("--repeats", type=_whole(1), default=5, help="runs of every submission on every test (default: 5)")
+    g.add_argument("--repeats", type=_whole(1), default=None,
+                   help="runs of every submission on every test (default: 5; with --adaptive the first round's, "
+                        "default 3)")
     g.add_argument("--campaign", default=OPTIONAL_DEFAULTS["campaign"], metavar="NAME",
                    help=f"campaign name written into the rows (default: {OPTIONAL_DEFAULTS['campaign']})")
     g.add_argument("--environment", default=OPTIONAL_DEFAULTS["environment"], metavar="NAME",
@@ -205,6 +222,19 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--tls-ca-file", default=None, metavar="PEM", help="the cluster's CA certificate")
     g.add_argument("--tls-cert", default=None, metavar="PEM", help="this client's certificate")
     g.add_argument("--tls-key", default=None, metavar="PEM", help="this client's private key")
+    g = p.add_argument_group("adaptive repeats (docs/collecting.md, docs/noise.md)")
+    g.add_argument("--adaptive", action="store_true",
+                   help="after --repeats runs of everything, re-execute round by round only the cells whose gate "
+                        "decision (or rank) is still ambiguous, until decided or at --max-repeats")
+    g.add_argument("--max-repeats", type=_whole(2), default=None, metavar="N",
+                   help="with --adaptive: the most runs of one cell (default: 15)")
+    g.add_argument("--confidence", type=float, default=None, metavar="C",
+                   help="with --adaptive: a gate is decided when P(pass) >= C or <= 1 - C (default: 0.95)")
+    g.add_argument("--tau", type=float, default=None, metavar="PERCENTILE",
+                   help="with --adaptive: the gate threshold in percentile points (default: 30)")
+    g.add_argument("--adaptive-target", choices=("gate", "rank"), default=None,
+                   help="with --adaptive: decide each solution's gate (default) or each cell's order against "
+                        "its pool")
     g = p.add_argument_group("suite selection")
     g.add_argument("--problems", default=None, metavar="A,B", help="only these problem ids")
     g.add_argument("--tests", default=",".join(TEST_KINDS), metavar="KINDS",

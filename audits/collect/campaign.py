@@ -34,6 +34,17 @@ Statuses
     suite's checker rejects becomes ``wrong_answer``. ``duration_s`` is the
     measured wall time, except for a timeout, where it is the limit (DESIGN.md);
     the measured wall time is kept in ``wall_s``.
+Adaptive repeats (``CampaignSpec(adaptive=True)``, ``collect --adaptive``)
+    The plan holds ``max_repeats`` rounds, but only round 0 (``repeats`` of every
+    unit) is run unconditionally. Then, round by round, the decision rule of
+    :func:`stats.noise.adaptive_plan` (noise model on log durations, docs/noise.md)
+    is fitted to every journaled execution, and only the cells it still finds
+    ambiguous at ``confidence`` (each unit's gate at ``tau``, or with
+    ``adaptive_target="rank"`` each cell's order against its pool, plus the pool
+    members it cannot yet be ordered against) get their next repeat, until nothing
+    is ambiguous or the ambiguous cells have ``max_repeats``. Job ids, journal and
+    resume are those of a fixed campaign (the parameters are in the fingerprint): a
+    resumed campaign refits the rule to what the journal holds and goes on.
 Failures of the harness
     A submission that does not compile is skipped with its reason (the campaign
     goes on). A job whose *checker* or sandbox fails (a judge error, not the
@@ -153,6 +164,17 @@ class CampaignSpec:
         (``"auto"``: the last ``workers`` cores this process may use), and the background
         load runs on the other cores. Resolved to a tuple when the spec is made; recorded
         per row (``cpu``) and in the campaign manifest. Not with a scheduler.
+    adaptive : bool
+        Adaptive repeats (see "Adaptive repeats" in the module docstring): ``repeats`` is the
+        first round's count, and cells whose gate decision (or rank) is still ambiguous at
+        ``confidence`` are re-executed round by round, up to ``max_repeats``.
+    max_repeats : int or None
+        With ``adaptive``: the most executions of one cell (default 15).
+    confidence, tau : float
+        With ``adaptive``: the decision rule's confidence and gate threshold
+        (:func:`stats.noise.adaptive_plan`).
+    adaptive_target : {"gate", "rank"}
+        With ``adaptive``: what must be decided, each unit's gate or each cell's order against its pool.
     """
 
     environment: str = OPTIONAL_DEFAULTS["environment"]
@@ -169,6 +191,16 @@ class CampaignSpec:
     scheduler: str | None = None
     security: object | None = field(default=None, compare=False, repr=False)
     pin_cpus: tuple[int, ...] | str | None = None
+    adaptive: bool = False
+    max_repeats: int | None = None
+    confidence: float = 0.95
+    tau: float = 30.0
+    adaptive_target: str = "gate"
+
+    @property
+    def planned_repeats(self) -> int:
+        """Repeats planned per unit: ``max_repeats`` for an adaptive campaign, else ``repeats``."""
+        return self.max_repeats if self.adaptive else self.repeats
 
     def __post_init__(self):
         if self.sandbox == "auto":
@@ -183,6 +215,21 @@ class CampaignSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise CampaignError(f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}")
+        if self.adaptive:
+            if self.max_repeats is None:
+                object.__setattr__(self, "max_repeats", max(15, self.repeats))
+            if isinstance(self.max_repeats, bool) or not isinstance(self.max_repeats, int) \
+                    or self.max_repeats < self.repeats:
+                raise CampaignError(f"--max-repeats must be a whole number >= the first round's --repeats "
+                                    f"({self.repeats}), got {self.max_repeats!r}")
+            if self.repeats < 2:
+                raise CampaignError("--adaptive needs --repeats >= 2 (the first round must give each cell a variance)")
+            if not 0.5 < float(self.confidence) < 1:
+                raise CampaignError(f"--confidence must lie strictly between 0.5 and 1, got {self.confidence!r}")
+            if not 0 <= float(self.tau) <= 100:
+                raise CampaignError(f"--tau must be a percentile in [0, 100], got {self.tau!r}")
+            if self.adaptive_target not in ("gate", "rank"):
+                raise CampaignError(f"--adaptive-target must be gate or rank, got {self.adaptive_target!r}")
         if not self.test_kinds or any(k not in TEST_KINDS for k in self.test_kinds):
             raise CampaignError(f"--tests must name correctness and/or optimization, got {','.join(self.test_kinds)!r}")
         if self.scheduler is not None:
@@ -204,6 +251,9 @@ class CampaignSpec:
                   "floor_every": self.floor_every, "python": self.python, "test_kinds": list(self.test_kinds)}
         if self.pin_cpus is not None:  # absent when unpinned: older journals keep their fingerprint
             fields["pin_cpus"] = list(self.pin_cpus)
+        if self.adaptive:
+            fields["adaptive"] = {"max_repeats": self.max_repeats, "confidence": float(self.confidence),
+                                  "tau": float(self.tau), "target": self.adaptive_target}
         return fields
 
     def describe_pinning(self) -> str:
@@ -368,11 +418,11 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise CampaignError(f"two units share problem/test/solution {dup}; ids must be unique")
-    n_real = len(units) * spec.repeats
+    n_real = len(units) * spec.planned_repeats
     floor_repeats = 0
     if floor_units:
-        floor_repeats = max(spec.repeats, math.ceil(n_real / spec.floor_every))
-    order = interleave(len(units), spec.repeats, seed=spec.seed, n_floor_units=len(floor_units),
+        floor_repeats = max(spec.planned_repeats, math.ceil(n_real / spec.floor_every))
+    order = interleave(len(units), spec.planned_repeats, seed=spec.seed, n_floor_units=len(floor_units),
                        floor_repeats=floor_repeats)
     jobs = []
     for position, (is_floor, index, repeat) in enumerate(order):
@@ -755,10 +805,15 @@ class CampaignResult:
     load: str
     pinning: str = "unpinned"
     manifest: Path | None = None
+    #: adaptive campaigns: rounds this invocation ran (round 0 counts even when resumed) and the planned maximum
+    rounds: int | None = None
+    max_jobs: int | None = None
 
     def summary(self) -> str:
         lines = [f"jobs {self.n_jobs:,}: {self.resumed:,} from the journal, {self.ran:,} run now "
                  f"in {self.elapsed_s:.1f} s (background load: {self.load}; cores: {self.pinning})",
+                 *([f"adaptive: {self.rounds} rounds, {self.n_jobs:,} of at most {self.max_jobs:,} jobs "
+                    f"({self.n_jobs / self.max_jobs:.0%})"] if self.rounds is not None else []),
                  "status  " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items()))]
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)}:")
@@ -1018,23 +1073,32 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         bar.update(1)
         bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in sorted(statuses.items())), refresh=False)
 
+    def execute(jobs: Sequence[Job]) -> None:
+        if spec.scheduler:
+            _run_dask(jobs, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
+                      tag=plan.fingerprint[:10], security=spec.security)
+        else:
+            _run_local(jobs, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers,
+                       pin_cpus=spec.pin_cpus)
+
     load = BackgroundLoad(spec.load)
+    rounds = None
     try:
         with load:
             _pin_load(load, spec)
-            if spec.scheduler:
-                _run_dask(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
-                          tag=plan.fingerprint[:10], security=spec.security)
+            if not spec.adaptive:
+                execute(pending)
+                complete = len(done) == len(plan.jobs)
             else:
-                _run_local(pending, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers,
-                           pin_cpus=spec.pin_cpus)
+                bar.reset(total=None)
+                bar.update(len(done))
+                complete, rounds = _adaptive_rounds(plan, done, execute, errors, budget=stop_after)
     finally:
         bar.close()
         journal.close()
         sandbox.sweep()
     elapsed = time.monotonic() - started
     statuses.pop("harness_error", None)
-    complete = len(done) == len(plan.jobs)
     written = None
     if complete and not errors:
         corpus = journal_to_corpus(done.values(), source=str(journal_path))
@@ -1042,9 +1106,72 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         manifest = _write_manifest(out, spec, corpus)
         if not keep_journal:
             journal_path.unlink()
-    return CampaignResult(written, journal_path, len(plan.jobs), len(done) - ran, ran, dict(statuses),
-                          plan.skipped, tuple(errors), elapsed, spec.load.describe(), spec.describe_pinning(),
-                          manifest if written is not None else None)
+    return CampaignResult(written, journal_path, len(done) if spec.adaptive else len(plan.jobs), len(done) - ran,
+                          ran, dict(statuses), plan.skipped, tuple(errors), elapsed, spec.load.describe(),
+                          spec.describe_pinning(), manifest if written is not None else None,
+                          rounds, len(plan.jobs) if spec.adaptive else None)
+
+
+def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], None], errors: list, *,
+                     budget: int | None) -> tuple[bool, int]:
+    """Run an adaptive campaign's rounds; returns (finished, rounds run).
+
+    Round 0 runs every unit ``repeats`` times. Each later round fits the decision rule
+    (:func:`stats.noise.adaptive_plan`) to *every* journaled execution of the campaign's
+    real units, and runs the next repeat of each proposed cell (once per round, in the
+    plan's seeded order). Floor jobs keep pace: ``max(repeats, ceil(real runs /
+    floor_every))`` per language. A resumed campaign redoes this from the journal: the
+    rule depends only on the executions (as a set), so it continues where it was killed.
+    It stops when nothing is ambiguous below ``max_repeats``, on a harness error (the
+    missing jobs are retried when the command is run again), or after ``budget`` new jobs.
+    """
+    from stats.noise import adaptive_plan
+
+    spec = plan.spec
+    by_key = {(j.unit.problem, j.unit.test, j.unit.solution, j.repeat): j for j in plan.jobs}
+    floors = [j for j in plan.jobs if j.unit.role == "floor"]
+    max_floor = max((j.repeat for j in floors), default=-1) + 1
+    spent = 0
+
+    def floor_jobs() -> list[Job]:
+        n_real = sum(1 for row in done.values() if row["role"] != "floor")
+        need = min(max_floor, max(spec.repeats, math.ceil(n_real / spec.floor_every)))
+        return [j for j in floors if j.repeat < need and j.job_id not in done]
+
+    def run(jobs: list[Job]) -> bool:
+        nonlocal spent
+        jobs = sorted((j for j in jobs if j.job_id not in done), key=lambda j: j.order)
+        if budget is not None:
+            jobs = jobs[:max(budget - spent, 0)]
+        before = len(done)
+        execute(jobs)
+        spent += len(done) - before
+        return not errors and (budget is None or spent < budget)
+
+    first = [j for j in plan.jobs if j.unit.role != "floor" and j.repeat < spec.repeats]
+    if not run(first + floor_jobs()):
+        return False, 1
+    rounds = 1
+    while True:
+        real = [row for row in done.values() if row["role"] != "floor"]
+        decision = adaptive_plan(journal_to_corpus(real, source="the journal"), tau=spec.tau,
+                                 confidence=spec.confidence, max_repeats=spec.max_repeats,
+                                 target=spec.adaptive_target)
+        proposed = []
+        for cell in decision.cells[["problem", "test", "solution"]].astype(str).itertuples(index=False):
+            key = tuple(cell)
+            # the lowest repeat index not yet journaled (a harness error leaves a gap that is retried first)
+            nxt = next((r for r in range(spec.max_repeats) if (*key, r) in by_key
+                        and by_key[(*key, r)].job_id not in done), None)
+            if nxt is not None:
+                proposed.append(by_key[(*key, nxt)])
+        if not proposed:
+            return run(floor_jobs()), rounds
+        rounds += 1
+        ok = run(proposed)
+        ok = ok and run(floor_jobs())
+        if not ok:
+            return False, rounds
 
 
 def _pin_load(load: BackgroundLoad, spec: CampaignSpec) -> None:
