@@ -37,7 +37,7 @@ sandboxes (programs are treated as adversaries; docs/collecting.md has the threa
 examples:
   speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 --out corpus.parquet
   speedaudit collect fixtures/suites/speedbench --problems twosum --adaptive --confidence 0.95 \\
-      --max-repeats 10 --timeout 1 --out adaptive.parquet
+      --max-repeats 6 --timeout 1 --out adaptive.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
       --environment busy --campaign day1 --out busy.parquet
   speedaudit collect archive/ --scheduler tls://127.0.0.1:8786 --tls-ca-file ca.pem \\
