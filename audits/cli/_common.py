@@ -21,7 +21,10 @@ def add_corpus_input(parser: argparse.ArgumentParser, *, pools: bool = True) -> 
                         help="rename file columns onto corpus columns, e.g. task_id=problem,runtime=duration_s")
     parser.add_argument("--unit", choices=sorted(UNITS), default="s",
                         help="unit of the duration columns in the file (default: s)")
-    if pools:
+    if pools:  # the commands that rank are the audits: each may time with another clock
+        parser.add_argument("--measure", default="duration_s", metavar="COLUMN",
+                            help="the numeric column every figure is computed from (default: duration_s, the wall "
+                                 "time; e.g. cpu_s or instructions); speedaudit audit clocks compares them")
         parser.add_argument("--one-pool", action="store_true",
                             help="rank every solution in one reference pool per test even when a problem's "
                                  "references mix languages (default: one pool per language there)")
@@ -37,6 +40,12 @@ def read_corpus(args: argparse.Namespace):
     corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
     for warning in unit_warnings(corpus, unit=args.unit, source=args.corpus):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
+    measure = getattr(args, "measure", "duration_s")
+    if measure != "duration_s":
+        from audits.clocks import use_measure
+
+        corpus = use_measure(corpus, measure, source=args.corpus)
+        print(f"speedaudit: note: {corpus.attrs['measure_note']}", file=sys.stderr)
     if getattr(args, "one_pool", False):
         from stats.ranking import POOLS_ATTR
 
@@ -52,10 +61,16 @@ def add_result_options(parser: argparse.ArgumentParser) -> None:
 
 
 def report_audit(audit, args: argparse.Namespace) -> None:
-    """Print the audit's summary and write its JSON when --json was given."""
+    """Print the audit's summary and write its JSON when --json was given (with ``measure`` when not wall time)."""
+    measure = getattr(args, "measure", "duration_s")
+    if measure != "duration_s":
+        print(f"measure: {measure} (every duration below is {measure}, not the wall time; --measure)")
     print(audit.summary())
     if getattr(args, "json", None):
-        print(f"\nwrote {write_json(audit.to_dict(), args.json)}")
+        result = audit.to_dict()
+        if measure != "duration_s" and isinstance(result, dict):
+            result = {"measure": measure, **result}
+        print(f"\nwrote {write_json(result, args.json)}")
 
 
 def exit_status(audit, args: argparse.Namespace) -> int:

@@ -1,0 +1,334 @@
+"""The choice of clock: the same audit figures from wall time, CPU time or any other measure, side by side.
+
+A corpus may carry several measures of one execution: ``duration_s`` (wall time), ``cpu_s``,
+``instructions``. On a shared machine the wall time carries the other sessions' load
+(``duration_s / cpu_s`` well above 1); CPU time does not, but it also hides what a program
+waits for. :func:`run_clocks_audit` computes, per run (environment, campaign) and per measure:
+
+* ``median_repeat_cv``: median repeat CV of correct references' optimization cells
+  (:func:`stats.reliability.repeat_cv`);
+* ``mean_rank_sd``: mean within-solution sd of 100*q across repeats (rank drift,
+  :func:`stats.reliability.rank_drift`);
+* ``icc``: median over optimization tests of ICC(A,1) of log durations, solutions x repeats
+  (:func:`stats.reliability.grouped_icc`);
+* ``strong_weak_gap``: mean over problems of the score gap between the slowest and the
+  fastest quartile of references (:func:`stats.discriminability.strong_weak_gap`);
+* ``filterable_share``: share of problems whose robust CV across test medians is >= 0.3
+  (a duration filter can separate them, :func:`stats.discriminability.robust_cv`);
+
+and, on the *quietest* run, the within-problem rank agreement of each measure with the first
+(Kendall's tau-b of the solutions' scores q, :func:`scipy.stats.kendalltau`, per problem; the
+mean over problems): does CPU time order solutions as wall time does?
+
+The quietest run: the lowest median ``load_1m`` when every run has it, else the lowest median
+wall/CPU ratio, else the lowest median wall-time repeat CV; ties go to the run named first
+in sorted order. :func:`use_measure` puts a measure in place of ``duration_s`` (the
+``--measure`` option of every audit).
+
+Example
+-------
+>>> from audits.corpus.synthetic import synthesize
+>>> corpus = synthesize(n_problems=3, n_tests=3, n_solutions=5, n_repeats=3, seed=0).corpus
+>>> corpus["cpu_s"] = corpus["duration_s"] * 0.9
+>>> audit = run_clocks_audit(corpus, n_boot=50)
+>>> sorted(set(audit.table["measure"]))
+['cpu_s', 'duration_s']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from audits.corpus.schema import RUN_COLUMNS
+from audits.errors import UserError
+from audits.findings import to_jsonable
+
+__all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
+           "CANDIDATE_MEASURES"]
+
+#: Measures compared by default when the corpus has them (besides ``duration_s``).
+CANDIDATE_MEASURES = ("duration_s", "cpu_s", "instructions")
+
+
+def _ok(frame: pd.DataFrame) -> np.ndarray:
+    return (frame["status"] == "ok").to_numpy(copy=True)
+
+
+def use_measure(corpus: pd.DataFrame, measure: str, *, source: str = "the corpus") -> pd.DataFrame:
+    """The corpus with ``measure`` in place of ``duration_s`` (every audit then reads it).
+
+    ``ok`` rows without a positive finite value of the measure are left out (an ok execution
+    needs a duration); other rows keep theirs (a timeout's or crash's value is not ranked).
+    ``attrs["measure"]`` names the measure and ``attrs["measure_note"]`` says what was done.
+
+    Raises
+    ------
+    UserError
+        The column is missing, not numeric, or has no positive value on any ok row.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"status": ["ok", "ok", "timeout"], "duration_s": [1.0, 2.0, 3.0],
+    ...                       "cpu_s": [0.5, float("nan"), 2.9]})
+    >>> use_measure(frame, "cpu_s")["duration_s"].tolist()
+    [0.5, 2.9]
+    """
+    if measure == "duration_s":
+        return corpus
+    numeric = [c for c in corpus.columns if c != "duration_s" and pd.api.types.is_numeric_dtype(corpus[c])
+               and not pd.api.types.is_bool_dtype(corpus[c])]
+    if measure not in corpus.columns:
+        raise UserError(f"{source}: --measure {measure}: no such column (numeric columns: "
+                        f"{', '.join(map(str, numeric)) or 'none'})\n  -> name one of them, or add the column")
+    if measure not in numeric:
+        raise UserError(f"{source}: --measure {measure}: the column is not numeric (dtype {corpus[measure].dtype})"
+                        f"\n  -> name a numeric duration column such as cpu_s")
+    values = corpus[measure].to_numpy(dtype=float)
+    ok = _ok(corpus)
+    usable = np.isfinite(values) & (values > 0)
+    drop = ok & ~usable
+    if not (ok & usable).any():
+        raise UserError(f"{source}: --measure {measure}: no ok execution has a positive {measure}\n"
+                        f"  -> collect it (speedaudit collect records cpu_s) or choose another measure")
+    out = corpus.loc[~drop].copy()
+    out["duration_s"] = values[~drop]
+    out.attrs = dict(corpus.attrs)
+    out.attrs["measure"] = measure
+    note = f"every duration is {measure} (--measure {measure}), not the wall time"
+    if drop.any():
+        note += f"; {int(drop.sum()):,} ok rows without a positive {measure} left out"
+    out.attrs["measure_note"] = note
+    return out
+
+
+def available_measures(corpus: pd.DataFrame) -> list[str]:
+    """``duration_s`` and those of :data:`CANDIDATE_MEASURES` with a positive value on some ok row."""
+    ok = _ok(corpus)
+    out = []
+    for name in CANDIDATE_MEASURES:
+        if name in corpus.columns and pd.api.types.is_numeric_dtype(corpus[name]):
+            v = corpus[name].to_numpy(dtype=float)
+            if (ok & np.isfinite(v) & (v > 0)).any():
+                out.append(name)
+    return out
+
+
+def wall_cpu_ratio(rows: pd.DataFrame) -> tuple[float, int, int]:
+    """Median wall/CPU ratio of single-threaded ok executions (floor runs excluded).
+
+    Returns ``(median ratio, executions used, executions left out as multi-threaded)``.
+    A ratio below 1 means the execution used more than one core, so it says nothing about
+    waiting for a core: those are left out (counted). NaN with no usable execution.
+
+    >>> rows = pd.DataFrame({"status": "ok", "duration_s": [2.0, 3.0, 1.0], "cpu_s": [1.0, 1.0, 2.0]})
+    >>> wall_cpu_ratio(rows)
+    (2.5, 2, 1)
+    """
+    if "cpu_s" not in rows.columns:
+        return math.nan, 0, 0
+    keep = _ok(rows)
+    if "role" in rows.columns:
+        keep &= (rows["role"] != "floor").to_numpy()
+    wall = rows["duration_s"].to_numpy(dtype=float)
+    cpu = rows["cpu_s"].to_numpy(dtype=float)
+    keep &= np.isfinite(wall) & np.isfinite(cpu) & (cpu > 0) & (wall > 0)
+    ratio = wall[keep] / cpu[keep]
+    single = ratio >= 1.0
+    if not single.any():
+        return math.nan, 0, int((~single).sum())
+    return float(np.median(ratio[single])), int(single.sum()), int((~single).sum())
+
+
+def _refs(run: pd.DataFrame) -> pd.DataFrame:
+    mask = np.ones(len(run), dtype=bool)
+    if "role" in run.columns:
+        mask &= (run["role"] == "reference").to_numpy()
+    if "correct" in run.columns:
+        mask &= run["correct"].to_numpy(dtype=bool)
+    if "test_kind" in run.columns:
+        mask &= (run["test_kind"] == "optimization").to_numpy()
+    return run.loc[mask]
+
+
+def _figures(run: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
+    """The five figures of one run under the measure in its ``duration_s``."""
+    from stats.discriminability import robust_cv, strong_weak_gap, test_table
+    from stats.reliability import grouped_icc, per_repeat_scores, rank_drift, repeat_cv, summarize_repeat_cv
+
+    refs = _refs(run)
+    cells = repeat_cv(refs)
+    cv = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)["median_repeat_cv"].estimate
+    scores = per_repeat_scores(run)
+    drift = rank_drift(scores, n_boot=n_boot, seed=seed).mean_sd.estimate
+    d = refs["duration_s"].to_numpy(dtype=float)
+    good = _ok(refs) & np.isfinite(d) & (d > 0)
+    logs = refs.loc[good].assign(_log=np.log(d[good]))
+    if "repeat" not in logs.columns:
+        logs = logs.assign(repeat=0)
+    icc = grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+    icc2 = icc["ICC2"].to_numpy(dtype=float) if len(icc) else np.zeros(0)
+    ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
+    gap = strong_weak_gap(ref_scores, n_boot=n_boot, seed=seed).gap.estimate
+    rcv = robust_cv(test_table(run))
+    finite = np.isfinite(rcv["robust_cv"].to_numpy(dtype=float))
+    return {"median_repeat_cv": float(cv), "mean_rank_sd": float(drift),
+            "icc": float(np.nanmedian(icc2)) if np.isfinite(icc2).any() else math.nan,
+            "strong_weak_gap": float(gap),
+            "filterable_share": float(rcv.loc[finite, "filterable"].mean()) if finite.any() else math.nan}
+
+
+def _q(run: pd.DataFrame) -> pd.DataFrame:
+    from stats.ranking import percentile_table, problem_scores
+
+    real = run.loc[(run["role"] != "floor").to_numpy()] if "role" in run.columns else run
+    return problem_scores(percentile_table(real))[["problem", "solution", "q"]]
+
+
+def _agreement(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Kendall's tau-b between two measures' q of the solutions of every problem."""
+    from scipy.stats import kendalltau
+
+    both = base.merge(other, on=["problem", "solution"], suffixes=("_a", "_b"))
+    rows = []
+    for problem, group in both.groupby("problem", observed=True, sort=True):
+        keep = np.isfinite(group["q_a"].to_numpy(dtype=float)) & np.isfinite(group["q_b"].to_numpy(dtype=float))
+        n = int(keep.sum())
+        tau = math.nan
+        if n >= 2:
+            result = kendalltau(group["q_a"].to_numpy()[keep], group["q_b"].to_numpy()[keep])
+            tau = float(result.statistic)
+        rows.append({"problem": problem, "n_solutions": n, "kendall_tau": tau})
+    return pd.DataFrame(rows, columns=["problem", "n_solutions", "kendall_tau"])
+
+
+@dataclass(frozen=True)
+class ClocksAudit:
+    """The figures of every run under every measure, and the clocks' rank agreement on the quietest run.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per (environment, campaign, measure): ``n_rows``, the five figures, and the
+        run's ``median_load_1m`` and ``median_wall_cpu``.
+    agreement : DataFrame
+        On the quietest run, per other measure and problem: ``measure, problem, n_solutions,
+        kendall_tau`` (against ``measures[0]``).
+    quietest : tuple or None
+        (environment, campaign) of the quietest run; ``quietest_by`` says how it was chosen.
+    measures : tuple of str
+    findings : list
+        Always empty: this is a comparison, not a verdict (kept for the CLI's --strict).
+    """
+
+    table: pd.DataFrame
+    agreement: pd.DataFrame
+    quietest: tuple | None
+    quietest_by: str
+    measures: tuple[str, ...]
+    findings: list = field(default_factory=list)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table
+
+    def mean_agreement(self) -> dict[str, float]:
+        """Mean Kendall tau over problems, per measure compared with the first."""
+        a = self.agreement
+        return {m: float(np.nanmean(g["kendall_tau"])) if np.isfinite(g["kendall_tau"]).any() else math.nan
+                for m, g in a.groupby("measure", sort=False)} if len(a) else {}
+
+    def summary(self) -> str:
+        lines = ["Clocks audit: the same figures from each measure, per run"]
+        lines.append(self.table.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(self.table)
+                     else "(no data)")
+        if len(self.measures) < 2:
+            lines.append(f"\nrank agreement between clocks: n/a (the corpus has one measure, {self.measures[0]}; "
+                         f"collect records cpu_s)")
+        elif self.quietest is None:
+            lines.append("\nrank agreement between clocks: n/a (no run)")
+        else:
+            env, camp = self.quietest
+            lines.append(f"\nwithin-problem rank agreement with {self.measures[0]} on the quietest run "
+                         f"[{env!r}, {camp!r}] ({self.quietest_by}): mean Kendall tau-b of the solutions' q")
+            for measure, tau in self.mean_agreement().items():
+                n = int((self.agreement["measure"] == measure).sum())
+                lines.append(f"    {measure}: {tau:.3f} over {n} problems")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return to_jsonable({"measures": list(self.measures), "table": self.table.to_dict("records"),
+                            "quietest": None if self.quietest is None else list(self.quietest),
+                            "quietest_by": self.quietest_by, "agreement": self.agreement.to_dict("records"),
+                            "mean_agreement": self.mean_agreement(), "findings": []})
+
+
+def _quietest(runs: list[tuple], table: pd.DataFrame) -> tuple[tuple | None, str]:
+    if not runs:
+        return None, "no run"
+    wall = table[table["measure"] == "duration_s"].set_index(list(RUN_COLUMNS))
+    for column, how in (("median_load_1m", "lowest median load_1m"), ("median_wall_cpu", "lowest median wall/CPU"),
+                        ("median_repeat_cv", "lowest median wall-time repeat CV")):
+        values = np.array([wall.loc[r, column] for r in runs], dtype=float)
+        if np.isfinite(values).all():
+            order = sorted(range(len(runs)), key=lambda i: (values[i], tuple(map(str, runs[i]))))
+            return runs[order[0]], how
+    return sorted(runs, key=lambda r: tuple(map(str, r)))[0], "first run by name (no figure to choose by)"
+
+
+def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = None, n_boot: int = 200,
+                     seed: int = 0, source: str = "the corpus") -> ClocksAudit:
+    """Compare measures (clocks) side by side per run (see the module docstring).
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A loaded corpus (:func:`audits.corpus.io.load_corpus`).
+    measures : sequence of str, optional
+        Columns to compare, the first being the base of the rank agreement (default:
+        :func:`available_measures`, i.e. ``duration_s`` first).
+    n_boot, seed : bootstrap of the figures' intervals (only the estimates are reported).
+
+    Returns
+    -------
+    ClocksAudit
+    """
+    measures = list(measures) if measures else available_measures(corpus)
+    if not measures:
+        raise UserError(f"{source}: no measure to compare (no ok execution has a positive duration)")
+    if len(set(measures)) != len(measures):
+        raise UserError(f"{source}: --measure names a column twice ({', '.join(measures)})")
+    swapped = {m: use_measure(corpus, m, source=source) for m in measures}
+    runs = sorted({tuple(r) for r in corpus[list(RUN_COLUMNS)].astype(str).drop_duplicates().itertuples(index=False)},
+                  key=lambda r: r)
+    rows = []
+    q_by = {}
+    for env, camp in runs:
+        wall_run = corpus.loc[((corpus["environment"].astype(str) == env)
+                               & (corpus["campaign"].astype(str) == camp)).to_numpy()]
+        load = wall_run["load_1m"].to_numpy(dtype=float) if "load_1m" in wall_run.columns else np.zeros(0)
+        load = load[np.isfinite(load)]
+        ratio, _, _ = wall_cpu_ratio(wall_run)
+        for m in measures:
+            frame = swapped[m]
+            run = frame.loc[((frame["environment"].astype(str) == env)
+                             & (frame["campaign"].astype(str) == camp)).to_numpy()]
+            figures = _figures(run, n_boot=n_boot, seed=seed) if len(_refs(run)) else dict.fromkeys(
+                ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap", "filterable_share"), math.nan)
+            rows.append({"environment": env, "campaign": camp, "measure": m, "n_rows": int(len(run)), **figures,
+                         "median_load_1m": float(np.median(load)) if len(load) else math.nan,
+                         "median_wall_cpu": ratio})
+            q_by[(env, camp, m)] = run
+    table = pd.DataFrame(rows)
+    quietest, how = _quietest(runs, table)
+    parts = []
+    if quietest is not None and len(measures) > 1:
+        base = _q(q_by[(*quietest, measures[0])])
+        for m in measures[1:]:
+            parts.append(_agreement(base, _q(q_by[(*quietest, m)])).assign(measure=m))
+    agreement = (pd.concat(parts, ignore_index=True)[["measure", "problem", "n_solutions", "kendall_tau"]] if parts
+                 else pd.DataFrame(columns=["measure", "problem", "n_solutions", "kendall_tau"]))
+    return ClocksAudit(table, agreement, quietest, how, tuple(measures))

@@ -1,0 +1,130 @@
+"""The choice of clock: --measure on every audit, and speedaudit audit clocks.
+
+Synthetic corpora with a planted second clock: a constant multiple of the wall time (scale-free
+figures equal, every within-problem order kept: Kendall tau = 1), its reciprocal (every order
+reversed: tau = -1), and an independent noisy clock (figures differ). The --measure path is
+checked against a corpus in which the test itself put the clock into duration_s.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.clocks import run_clocks_audit, use_measure, wall_cpu_ratio
+from audits.cli import main
+from audits.corpus.io import load_corpus, save_corpus
+from audits.corpus.synthetic import synthesize
+from audits.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    c = synthesize(n_problems=5, n_tests=3, n_solutions=6, n_incorrect=0, n_candidates=0, n_repeats=3,
+                   seed=3).corpus
+    rng = np.random.default_rng(11)
+    c["cpu_s"] = c["duration_s"] * rng.lognormal(0.0, 0.4, len(c))  # an independent noisy clock
+    c["instructions"] = c["duration_s"] * 3e9  # a planted exact multiple of the wall time
+    return c
+
+
+def _fig(audit, measure, column):
+    t = audit.table
+    return float(t.loc[t["measure"] == measure, column].iloc[0])
+
+
+def test_a_multiple_of_the_wall_time_keeps_every_figure_and_every_order(corpus):
+    audit = run_clocks_audit(corpus, measures=["duration_s", "instructions"], n_boot=50)
+    for column in ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap", "filterable_share"):
+        assert _fig(audit, "instructions", column) == pytest.approx(_fig(audit, "duration_s", column), rel=1e-9)
+    assert audit.agreement["kendall_tau"].tolist() == pytest.approx([1.0] * 5)
+
+
+def test_a_reversed_clock_reverses_every_order(corpus):
+    # an odd number of repeats: a cell's median is one of its executions, so 1/median = median of 1/d
+    # (with an even number the middle two are averaged and close cells could swap); no failed executions
+    # (they rank last under every clock)
+    assert (corpus["status"] == "ok").all()
+    flipped = corpus.assign(cpu_s=1.0 / corpus["duration_s"])
+    audit = run_clocks_audit(flipped, measures=["duration_s", "cpu_s"], n_boot=50)
+    assert audit.agreement["kendall_tau"].tolist() == pytest.approx([-1.0] * 5)
+
+
+def test_the_noisy_clock_changes_the_figures_as_if_it_were_the_wall_time(corpus):
+    audit = run_clocks_audit(corpus, measures=["duration_s", "cpu_s"], n_boot=50)
+    swapped = corpus.assign(duration_s=corpus["cpu_s"])  # the test's own swap, not use_measure
+    alone = run_clocks_audit(swapped, measures=["duration_s"], n_boot=50)
+    for column in ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap"):
+        assert _fig(audit, "cpu_s", column) == pytest.approx(_fig(alone, "duration_s", column), rel=1e-9)
+    # 40 % lognormal noise on top: repeat CV up, ICC down
+    assert _fig(audit, "cpu_s", "median_repeat_cv") > _fig(audit, "duration_s", "median_repeat_cv")
+    assert _fig(audit, "cpu_s", "icc") < _fig(audit, "duration_s", "icc")
+    assert -1 < audit.mean_agreement()["cpu_s"] < 1
+
+
+def test_the_quietest_run_is_the_one_with_the_lowest_load_whatever_its_name_or_row_order(corpus):
+    quiet = corpus.assign(campaign="z-quiet", load_1m=0.1)
+    busy = corpus.assign(campaign="a-busy", load_1m=6.0)
+    both = pd.concat([busy, quiet], ignore_index=True)
+    for frame in (both, both.iloc[::-1]):
+        audit = run_clocks_audit(frame, measures=["duration_s", "cpu_s"], n_boot=20)
+        assert audit.quietest[1] == "z-quiet" and "load_1m" in audit.quietest_by
+    assert set(audit.table["median_load_1m"]) == {0.1, 6.0}
+
+
+def test_use_measure_leaves_out_ok_rows_without_the_measure_and_says_so():
+    frame = pd.DataFrame({"status": ["ok", "ok", "ok", "timeout"], "duration_s": [1.0, 2.0, 3.0, 4.0],
+                          "cpu_s": [0.5, np.nan, 0.0, 3.9], "name": list("abcd")})
+    out = use_measure(frame, "cpu_s")
+    assert out["name"].tolist() == ["a", "d"] and out["duration_s"].tolist() == [0.5, 3.9]
+    assert "2 ok rows" in out.attrs["measure_note"]
+    with pytest.raises(UserError, match="cpu_s: no such column"):
+        use_measure(frame.drop(columns="cpu_s"), "cpu_s")
+    with pytest.raises(UserError, match="not numeric"):
+        use_measure(frame, "name")
+
+
+def test_wall_cpu_ratio_counts_multithreaded_executions_aside():
+    rows = pd.DataFrame({"status": ["ok", "ok", "ok", "timeout", "ok"], "duration_s": [2.0, 4.0, 1.0, 9.0, 5.0],
+                         "cpu_s": [1.0, 1.0, 3.0, 1.0, 1.0], "role": ["reference"] * 4 + ["floor"]})
+    assert wall_cpu_ratio(rows) == (3.0, 2, 1)  # median of 2 and 4; the floor and the timeout are not read
+
+
+def test_measure_option_on_an_audit_equals_the_audit_of_the_swapped_corpus(corpus, tmp_path):
+    path = save_corpus(corpus, tmp_path / "c.parquet")
+    swapped = save_corpus(corpus.assign(duration_s=corpus["cpu_s"]), tmp_path / "swapped.parquet")
+    results = {}
+    for name, argv in {"wall": [str(path)], "cpu": [str(path), "--measure", "cpu_s"],
+                       "swapped": [str(swapped)]}.items():
+        out = tmp_path / f"{name}.json"
+        assert main(["audit", "reliability", *argv, "--n-boot", "30", "--json", str(out)]) == 0
+        results[name] = json.loads(out.read_text())
+    assert results["cpu"].pop("measure") == "cpu_s" and "measure" not in results["wall"]
+    assert results["cpu"] == results["swapped"]
+    assert results["cpu"] != results["wall"]
+
+
+def test_audit_clocks_cli_reports_both_clocks_and_refuses_an_unknown_one(corpus, tmp_path):
+    path = save_corpus(corpus.drop(columns="instructions"), tmp_path / "c.parquet")
+    env = {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "clocks", str(path), "--n-boot", "20",
+                           "--json", str(tmp_path / "k.json")], cwd=ROOT, capture_output=True, text=True,
+                          env={**__import__("os").environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    assert "duration_s" in proc.stdout and "cpu_s" in proc.stdout and "Kendall" in proc.stdout
+    result = json.loads((tmp_path / "k.json").read_text())
+    assert result["measures"] == ["duration_s", "cpu_s"] and len(result["table"]) == 2
+    bad = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "clocks", str(path), "--measure", "nosuch"],
+                         cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, **env})
+    assert bad.returncode != 0 and "nosuch" in bad.stderr and "Traceback" not in bad.stderr
+    one = load_corpus(path).drop(columns="cpu_s")
+    only = run_clocks_audit(one, n_boot=20)
+    assert only.measures == ("duration_s",) and "n/a" in only.summary()
