@@ -49,7 +49,7 @@ from audits.errors import UserError
 from audits.findings import to_jsonable
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
-           "CANDIDATE_MEASURES"]
+           "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL"]
 
 #: Measures compared by default when the corpus has them (besides ``duration_s``).
 CANDIDATE_MEASURES = ("duration_s", "cpu_s", "instructions")
@@ -142,6 +142,76 @@ def wall_cpu_ratio(rows: pd.DataFrame) -> tuple[float, int, int]:
     if not single.any():
         return math.nan, 0, int((~single).sum())
     return float(np.median(ratio[single])), int(single.sum()), int((~single).sum())
+
+
+#: Median wall/CPU ratio of single-threaded ok executions that warns / fails. A sandboxed program
+#: that has its core to itself waits only for its own I/O and start-up (about 1.0-1.2); 1.3 means
+#: it waited for a core about a quarter of the time, 2.0 half of it (real jury archives under load:
+#: 2.31, issue 18).
+CONTENTION_WARN = 1.3
+CONTENTION_FAIL = 2.0
+
+
+@dataclass(frozen=True)
+class Contention:
+    """Was a run collected on a contended machine? (the reliability audit's contention finding)
+
+    ``level`` is ``pass``, ``warn``, ``fail`` or ``n/a`` (no ``cpu_s``: the ratio cannot be
+    measured); ``median_wall_cpu`` with the executions it was read from (``n_single``) and those
+    left out as multi-threaded (``n_multi``); ``median_load_1m`` / ``max_load_1m`` (NaN without
+    a ``load_1m`` column); ``message`` says what it means and what to do.
+    """
+
+    level: str
+    median_wall_cpu: float
+    n_single: int
+    n_multi: int
+    median_load_1m: float
+    max_load_1m: float
+    message: str
+
+    def to_dict(self) -> dict:
+        return to_jsonable(self.__dict__)
+
+
+def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float = CONTENTION_FAIL) -> Contention:
+    """The contention evidence of one run's executions: median wall/CPU ratio and load average.
+
+    Level: ``fail`` when the median wall/CPU ratio (:func:`wall_cpu_ratio`) is >= ``fail``,
+    ``warn`` when >= ``warn``, ``pass`` below; ``n/a`` without CPU times. The load average
+    (``load_1m``, recorded by ``speedaudit collect``) is reported beside it, not judged: its
+    meaning depends on the machine's core count, which a corpus does not carry.
+
+    >>> rows = pd.DataFrame({"status": "ok", "duration_s": [2.2, 2.4, 2.6], "cpu_s": 1.0, "load_1m": 7.0})
+    >>> c = contention(rows)
+    >>> c.level, c.median_wall_cpu, c.median_load_1m
+    ('fail', 2.4, 7.0)
+    """
+    ratio, n_single, n_multi = wall_cpu_ratio(rows)
+    load = rows["load_1m"].to_numpy(dtype=float) if "load_1m" in rows.columns else np.zeros(0)
+    load = load[np.isfinite(load)]
+    med_load = float(np.median(load)) if len(load) else math.nan
+    max_load = float(load.max()) if len(load) else math.nan
+    load_text = (f"; 1-minute load average during collection: median {med_load:.2f}, max {max_load:.2f}"
+                 if len(load) else "; no load_1m column (speedaudit collect records it)")
+    if not math.isfinite(ratio):
+        why = ("the corpus has no cpu_s column" if "cpu_s" not in rows.columns else
+               "no single-threaded ok execution with a positive cpu_s")
+        return Contention("n/a", ratio, n_single, n_multi, med_load, max_load,
+                          f"contention cannot be measured: {why}{load_text}; record CPU time beside the wall time "
+                          f"(speedaudit collect does)")
+    level = "fail" if ratio >= fail else "warn" if ratio >= warn else "pass"
+    waited = max(0.0, 1.0 - 1.0 / ratio)
+    if level == "pass":
+        message = (f"median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions: programs had "
+                   f"their core{load_text}")
+    else:
+        message = (f"contended: median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions "
+                   f"(programs waited for a core about {waited:.0%} of their wall time){load_text}; the wall times "
+                   f"carry other work on the machine. Recollect on an idle machine (load average below 0.3 per "
+                   f"core), with collect --pin-cpus and --workers 1, or audit CPU time with --measure cpu_s "
+                   f"(speedaudit audit clocks compares the two)")
+    return Contention(level, ratio, n_single, n_multi, med_load, max_load, message)
 
 
 def _refs(run: pd.DataFrame) -> pd.DataFrame:
