@@ -215,14 +215,10 @@ def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float
 
 
 def _refs(run: pd.DataFrame) -> pd.DataFrame:
-    mask = np.ones(len(run), dtype=bool)
-    if "role" in run.columns:
-        mask &= (run["role"] == "reference").to_numpy()
-    if "correct" in run.columns:
-        mask &= run["correct"].to_numpy(dtype=bool)
-    if "test_kind" in run.columns:
-        mask &= (run["test_kind"] == "optimization").to_numpy()
-    return run.loc[mask]
+    """Correct reference executions on optimization tests: the rows the reliability audit reads."""
+    from audits.reliability import _reference_rows
+
+    return _reference_rows(run)
 
 
 def _figures(run: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
