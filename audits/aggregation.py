@@ -27,21 +27,24 @@ Findings (thresholds in :class:`AggregationThresholds`, all overridable):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from audits.thresholds import ThresholdError, Thresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators
-from stats._groups import first_rows, group_codes, label_mask
-from stats.ranking import select_runs
+from audits.corpus.runs import RunError, RunSummary, describe_runs
+from audits.reliability import audit_rows
+from stats._groups import label_mask
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit"]
 
 
 @dataclass(frozen=True)
-class AggregationThresholds:
+class AggregationThresholds(Thresholds):
     """Limits of the aggregation audit (percentile points among references).
 
     Attributes
@@ -71,30 +74,17 @@ class AggregationThresholds:
     default_confidence: float = 0.95
     min_problems: int = 10
 
+    audit: ClassVar[str] = "aggregation"
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"range"})
+
     def __post_init__(self):
-        if not 0 <= self.stability_warn <= self.stability_fail:
-            raise ValueError("thresholds: need 0 <= stability_warn <= stability_fail")
+        super().__post_init__()
+        if not 0 <= self.stability_warn:
+            raise ThresholdError("thresholds: need 0 <= stability_warn <= stability_fail")
         if not 0 <= self.range_fail <= self.range_warn <= 100:
-            raise ValueError("thresholds: need 0 <= range_fail <= range_warn <= 100")
+            raise ThresholdError("thresholds: need 0 <= range_fail <= range_warn <= 100")
         if self.default_margin < 0 or not 0 < self.default_confidence <= 1:
-            raise ValueError("thresholds: default_margin >= 0 and 0 < default_confidence <= 1")
-
-    @classmethod
-    def coerce(cls, value) -> "AggregationThresholds":
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Mapping):
-            known = {f.name for f in fields(cls)}
-            unknown = sorted(set(value) - known)
-            if unknown:
-                raise ValueError(f"unknown aggregation threshold(s) {unknown}; known: {sorted(known)}")
-            return replace(cls(), **dict(value))
-        raise TypeError(f"thresholds must be an AggregationThresholds or a mapping, got {type(value).__name__}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+            raise ThresholdError("thresholds: default_margin >= 0 and 0 < default_confidence <= 1")
 
 
 @dataclass(frozen=True)
@@ -110,8 +100,10 @@ class AggregationAudit:
     comparisons : tuple of ((environment, campaign), AggregatorComparison)
     primary : (environment, campaign)
         The run whose aggregators appear at the top level of :meth:`to_dict`
-        (the requested one, else the one with the most problems).
+        (the one with the most problems; ties by name).
     thresholds : AggregationThresholds
+    runs : tuple of RunSummary
+        The runs compared, with their repeat counts.
     """
 
     table: pd.DataFrame
@@ -119,6 +111,7 @@ class AggregationAudit:
     comparisons: tuple = field(repr=False)
     primary: tuple
     thresholds: AggregationThresholds
+    runs: tuple = ()
 
     @property
     def level(self) -> str:
@@ -126,7 +119,8 @@ class AggregationAudit:
 
     def comparison(self, environment: str | None = None, campaign: str | None = None) -> AggregatorComparison:
         """The comparison of one run (default: the primary one)."""
-        key = (environment or self.primary[0], campaign or self.primary[1])
+        key = (self.primary[0] if environment is None else environment,
+               self.primary[1] if campaign is None else campaign)
         for k, comp in self.comparisons:
             if k == key or (campaign is None and k[0] == key[0]):
                 return comp
@@ -156,12 +150,15 @@ class AggregationAudit:
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
             "environments": environments,
+            "runs": [r.to_dict() for r in self.runs],
         })
 
     def summary(self) -> str:
         lines = []
+        repeats = {(r.environment, r.campaign): r.repeats for r in self.runs}
         for (env, camp), comp in self.comparisons:
-            lines.append(f"== aggregation audit: environment {env}, campaign {camp} ==")
+            lines.append(f"== aggregation audit: environment {env}, campaign {camp} "
+                         f"({repeats.get((env, camp), '?')} repeats) ==")
             lines.append(comp.summary())
             lines.append("")
         lines.append(findings_table(self.findings))
@@ -172,7 +169,7 @@ def _fmt_ci(row, column) -> str:
     return f"{row[column]:.2f} [{row[column + '_low']:.2f}, {row[column + '_high']:.2f}]"
 
 
-def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresholds) -> list[Finding]:
+def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresholds) -> list[Finding]:
     table = comp.table.set_index("aggregator")
     findings: list[Finding] = []
     n = comp.n_problems
@@ -180,13 +177,13 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
         findings.append(Finding(
             "warn", "n_problems", n, f">= {th.min_problems}",
             f"only {n} problems: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
-            "collect more problems before switching aggregators.", where))
+            "collect more problems before switching aggregators.", **where))
     best = comp.recommended
     if best is None:
         findings.append(Finding(
             "fail", "recommended_aggregator", None, "a finite stability and dynamic range",
             "no aggregator has a finite stability and dynamic range: every problem needs >= 2 repeats and >= 4 "
-            "correct references with ok runs. Re-run the campaign with more repeats or references.", where))
+            "correct references with ok runs. Re-run the campaign with more repeats or references.", **where))
         return findings
     b = table.loc[best]
     same = [name for name, row in table.iterrows() if row["same_as"] == best]
@@ -196,7 +193,7 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
         f"use {best}{same_text}: it moves {_fmt_ci(b, 'stability')} percentile points between repeats and "
         f"separates the slowest from the fastest reference quartile by {_fmt_ci(b, 'dynamic_range')} points "
         f"(ratio {b['ratio']:.3f}; n = {n} problems). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
-        where))
+        **where))
     level_s = judge(float(b["stability"]), warn=th.stability_warn, fail=th.stability_fail)
     findings.append(Finding(
         level_s, f"stability[{best}]", float(b["stability"]),
@@ -204,7 +201,7 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
         "repeat-to-repeat movement of the recommended score is small enough." if level_s == "pass" else
         f"even the best aggregator moves {b['stability']:.1f} points between repeats: the sandbox timing is the "
         "problem, not the aggregation. Run the repeatability audit, quiet the worker, or collect more repeats "
-        "and score their median.", where))
+        "and score their median.", **where))
     level_r = judge(float(b["dynamic_range"]), warn=th.range_warn, fail=th.range_fail, higher_is_worse=False)
     findings.append(Finding(
         level_r, f"dynamic_range[{best}]", float(b["dynamic_range"]),
@@ -212,14 +209,14 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
         "fast and slow references are well separated." if level_r == "pass" else
         f"the fastest and slowest reference quartiles are only {b['dynamic_range']:.1f} points apart: the tests "
         "hardly separate fast from slow programs. Add heavier optimization tests or drop floor-level ones "
-        "(see the test-separation audit).", where))
+        "(see the test-separation audit).", **where))
 
     default = comp.default
     if default in table.index:
         d = table.loc[default]
         if default == best:
             findings.append(Finding("pass", "default_aggregator", float(d["ratio"]), "on the Pareto front",
-                                    f"the default {default} is the recommended aggregator on this corpus.", where))
+                                    f"the default {default} is the recommended aggregator on this corpus.", **where))
         else:
             excess = d["ratio"] / b["ratio"] - 1 if b["ratio"] > 0 else np.inf
             confident = float(b["p_better_than_default"]) >= th.default_confidence
@@ -234,12 +231,12 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
                     f"the default {default} (stability {_fmt_ci(d, 'stability')}, range "
                     f"{_fmt_ci(d, 'dynamic_range')}) is {why}; its stability / range ratio is {excess:+.0%} "
                     f"against {best}, which does better in {b['p_better_than_default']:.0%} of bootstrap resamples. "
-                    f"Consider post: {{aggregator: {best}}} for rewards on this sandbox.", where))
+                    f"Consider post: {{aggregator: {best}}} for rewards on this sandbox.", **where))
             else:
                 findings.append(Finding(
                     "pass", "default_aggregator", float(d["ratio"]), rule,
                     f"the default {default} is within bootstrap noise of the best ({excess:+.0%} ratio against "
-                    f"{best}, better in {b['p_better_than_default']:.0%} of resamples); keeping it is fine.", where))
+                    f"{best}, better in {b['p_better_than_default']:.0%} of resamples); keeping it is fine.", **where))
 
     dominated = table[~table["pareto"]]
     if len(dominated):
@@ -257,7 +254,7 @@ def _run_findings(comp: AggregatorComparison, where: str, th: AggregationThresho
             text += f" Undefined on this corpus: {', '.join(undefined)}."
         findings.append(Finding(
             "pass", "dominated_aggregators", len(dominated),
-            "dominated = another aggregator is at least as stable and at least as separating", text, where))
+            "dominated = another aggregator is at least as stable and at least as separating", text, **where))
     return findings
 
 
@@ -266,6 +263,7 @@ def run_aggregation_audit(
     *,
     environment: str | None = None,
     campaign: str | None = None,
+    runs=None,
     names: Sequence[str] | None = None,
     floor_s: float | None = None,
     n_boot: int = 1000,
@@ -279,7 +277,9 @@ def run_aggregation_audit(
     corpus : DataFrame
         A timing corpus (``audits.corpus.io.load_corpus``); needs >= 2 repeats.
     environment, campaign : str, optional
-        Restrict to one; default every (environment, campaign) present.
+        Restrict to the runs of this environment and / or campaign; default every run, each on its own.
+    runs : sequence of Run or (environment, campaign) pairs, optional
+        Exactly these runs.
     names : sequence of str, optional
         Aggregators to compare (default: all registered).
     floor_s : float, optional
@@ -293,46 +293,39 @@ def run_aggregation_audit(
     AggregationAudit
     """
     th = AggregationThresholds.coerce(thresholds)
+    used: list[RunSummary] = []
     for column in ("environment", "campaign", "repeat"):
         if column not in corpus.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
                              "audits.corpus.io.load_corpus, which fills the defaults")
-    runs = select_runs(corpus, environment=environment, campaign=campaign)
-    if runs.empty:
-        have = sorted({f"{e}/{c}" for e, c in zip(corpus["environment"].astype(str), corpus["campaign"].astype(str))})
-        raise ValueError(f"aggregation audit: no rows for environment={environment!r}, campaign={campaign!r}; "
-                         f"the corpus has {have[:10]}")
-    # (environment, campaign) runs from the category codes: no per-row string conversion.
-    run_code, n_runs = group_codes(runs, ["environment", "campaign"])
-    firsts = runs.iloc[first_rows(run_code, n_runs)]
-    labels = list(zip(firsts["environment"].astype(str), firsts["campaign"].astype(str)))
-    order = sorted(range(n_runs), key=lambda k: labels[k])
-    pairs = [labels[k] for k in order]
+    chosen = audit_rows(corpus, environment=environment, campaign=campaign, runs=runs)
     comparisons, skipped, findings, frames = [], [], [], []
-    for k, (env, camp) in zip(order, pairs):
-        part = runs.loc[run_code == k]
-        where = env if len({c for _, c in pairs}) == 1 else f"{env}/{camp}"
+    for summary in chosen:
+        env, camp = summary.environment, summary.campaign
+        part = corpus.loc[summary.run.mask(corpus)]
+        where = {"environment": env, "campaign": camp}
         real = part if "role" not in part.columns else part.loc[~label_mask(part["role"], "floor")]
         if real["repeat"].nunique() < 2:
-            skipped.append((env, camp))
+            skipped.append(summary)
             findings.append(Finding(
                 "warn", "repeats", int(real["repeat"].nunique()), ">= 2",
                 "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 or more.",
-                where))
+                **where))
             continue
         comp = compare_aggregators(part, names=names, floor_s=floor_s, n_boot=n_boot, seed=seed)
         comparisons.append(((env, camp), comp))
         findings.extend(_run_findings(comp, where, th))
-        frames.append(comp.table.assign(environment=env, campaign=camp))
+        frames.append(comp.table.assign(environment=env, campaign=camp, repeats=summary.repeats))
+        used.append(summary)
     if not comparisons:
-        raise ValueError(f"aggregation audit: no (environment, campaign) has >= 2 repeats ({skipped}); "
+        raise RunError(f"aggregation audit: no run has >= 2 repeats ({describe_runs(skipped)}); "
                          "stability compares repeats. Collect a campaign with --repeats 3 or more.")
-    if environment is not None or campaign is not None:
-        primary = comparisons[0][0]
-    else:
-        primary = max(comparisons, key=lambda kc: kc[1].n_problems)[0]
+    # The primary run (the report's headline): the one with most problems; ties by name, so that it
+    # does not depend on row order (audits.corpus.runs: first appearance never decides a figure).
+    primary = min(comparisons, key=lambda kc: (-kc[1].n_problems, kc[0]))[0]
     table = pd.concat(frames, ignore_index=True)
-    table = table[["environment", "campaign"] + [c for c in table.columns if c not in ("environment", "campaign")]]
+    first = ["environment", "campaign", "repeats"]
+    table = table[first + [c for c in table.columns if c not in first]]
     return AggregationAudit(table=table, findings=tuple(findings), comparisons=tuple(comparisons),
-                            primary=primary, thresholds=th)
+                            primary=primary, thresholds=th, runs=tuple(used))
 

@@ -12,19 +12,22 @@ parameters over problems, measures Bland-Altman agreement on the log scale,
 percentile (rank) agreement of a stored pool with a fresh one (raw and
 calibrated), drift across campaigns and the sensitivity of a p_tau pass rate to
 the intercept, then turns the numbers into findings against
-:data:`DEFAULT_THRESHOLDS` (all overridable).
+:class:`CalibrationThresholds` (all overridable).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from audits.findings import Finding, findings_table, to_jsonable, worst_level
+from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
+from audits.thresholds import Thresholds
+from stats._groups import label_mask
 from stats.bootstrap import Interval
 from stats.calibration import (
     FAMILIES,
@@ -44,47 +47,113 @@ from stats.calibration import (
     resolve_key,
 )
 
-__all__ = ["DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit", "apply_calibration",
-           "merge_thresholds"]
+__all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit",
+           "apply_calibration"]
 
-#: Thresholds of the calibration findings. ``warn``/``fail`` as in :func:`audits.findings.judge`.
-DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
-    # best pooled LOPO R^2 over the families (lower is worse): below 0.9 the source cannot stand in
-    "lopo_r2": {"warn": 0.95, "fail": 0.90},
-    # log-ratio RMSE of the best family's out-of-fold predictions (0.1 ~ 10 % typical error)
-    "log_rmse": {"warn": 0.10, "fail": 0.25},
-    # share of cells seen on either side that could not be paired (floor rows excluded)
-    "pairs_lost_share": {"warn": 0.20, "fail": 0.50},
-    # |affine intercept| in ms, judged only when its CI excludes 0
-    "intercept_ms": {"warn": 5.0, "fail": 20.0},
-    # |affine slope - 1|, judged only when its CI excludes 1
-    "slope_change": {"warn": 0.05, "fail": 0.20},
-    # LOPO R^2 of affine minus multiplicative: a pure scale factor misses an offset
-    "multiplicative_gap": {"warn": 0.02, "fail": 0.10},
-    # Spearman rho of scores against the stored pool vs the fresh pool (lower is worse)
-    "spearman": {"warn": 0.90, "fail": 0.80},
-    # swing of the p_tau pass rate (percentage points) across the intercept's CI
-    "ptau_swing_pp": {"warn": 2.0, "fail": 5.0},
-    # campaigns whose map against the anchor changed from the previous campaign's (CI of the change excludes 0)
-    "drift_changes": {"warn": 1.0, "fail": 2.0},
-}
+@dataclass(frozen=True)
+class CalibrationThresholds(Thresholds):
+    """Limits of the calibration findings (all overridable; :mod:`audits.thresholds`).
+
+    lopo_r2_warn, lopo_r2_fail : 0.95, 0.90
+        Best pooled LOPO R^2 over the families (lower is worse): below 0.9 the source cannot stand in.
+    log_rmse_warn, log_rmse_fail : 0.10, 0.25
+        Log-ratio RMSE of the best family's out-of-fold predictions (0.1 ~ 10 % typical error).
+    pairs_lost_share_warn, pairs_lost_share_fail : 0.20, 0.50
+        Share of cells seen on either side that could not be paired (floor rows excluded).
+    intercept_ms_warn, intercept_ms_fail : 5, 20
+        |affine intercept| in ms, judged only when its CI excludes 0.
+    slope_change_warn, slope_change_fail : 0.05, 0.20
+        |affine slope - 1|, judged only when its CI excludes 1.
+    multiplicative_gap_warn, multiplicative_gap_fail : 0.02, 0.10
+        LOPO R^2 of affine minus multiplicative: a pure scale factor misses an offset.
+    spearman_warn, spearman_fail : 0.90, 0.80
+        Spearman rho of scores against the stored pool vs the fresh pool (lower is worse).
+    ptau_swing_pp_warn, ptau_swing_pp_fail : 2, 5
+        Swing of the p_tau pass rate (percentage points) across the intercept's CI.
+    drift_changes_warn, drift_changes_fail : 1, 2
+        Campaigns whose map against the anchor changed from the previous campaign's (CI of the change excludes 0).
+    """
+
+    lopo_r2_warn: float = 0.95
+    lopo_r2_fail: float = 0.90
+    log_rmse_warn: float = 0.10
+    log_rmse_fail: float = 0.25
+    pairs_lost_share_warn: float = 0.20
+    pairs_lost_share_fail: float = 0.50
+    intercept_ms_warn: float = 5.0
+    intercept_ms_fail: float = 20.0
+    slope_change_warn: float = 0.05
+    slope_change_fail: float = 0.20
+    multiplicative_gap_warn: float = 0.02
+    multiplicative_gap_fail: float = 0.10
+    spearman_warn: float = 0.90
+    spearman_fail: float = 0.80
+    ptau_swing_pp_warn: float = 2.0
+    ptau_swing_pp_fail: float = 5.0
+    drift_changes_warn: float = 1.0
+    drift_changes_fail: float = 2.0
+
+    audit: ClassVar[str] = "calibration"
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"lopo_r2", "spearman"})
 
 
-def merge_thresholds(overrides: Mapping | None) -> dict[str, dict[str, float]]:
-    """Defaults updated with ``overrides``: ``{"lopo_r2": {"fail": 0.8}}`` or ``{"lopo_r2.fail": 0.8}``."""
-    merged = copy.deepcopy(DEFAULT_THRESHOLDS)
-    for name, value in (overrides or {}).items():
-        if "." in name:
-            metric, level = name.split(".", 1)
-            value = {level: value}
-        else:
-            metric = name
-        if metric not in merged:
-            raise ValueError(f"unknown calibration threshold {metric!r}; known: {', '.join(merged)}")
-        if not isinstance(value, Mapping) or not set(value) <= {"warn", "fail"}:
-            raise ValueError(f"threshold {metric!r} takes 'warn' and/or 'fail' numbers, got {value!r}")
-        merged[metric].update({k: float(v) for k, v in value.items()})
-    return merged
+#: The default thresholds (an instance of :class:`CalibrationThresholds`).
+DEFAULT_THRESHOLDS = CalibrationThresholds()
+
+
+@dataclass(frozen=True)
+class CalibrationPair:
+    """The rows and names one calibration compares (:func:`calibration_pair`).
+
+    ``frame`` holds the rows the pairing reads; ``source``/``target`` are values of the column ``key``;
+    ``source_runs``/``target_runs`` the runs (with repeat counts) on each side; ``drift_frame`` the rows
+    the campaign-drift table is computed from (None: no drift table) and ``anchor`` its anchor campaign.
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    source: str
+    target: str
+    key: str
+    source_runs: tuple[RunSummary, ...]
+    target_runs: tuple[RunSummary, ...]
+    drift_frame: pd.DataFrame | None = field(default=None, repr=False)
+    anchor: str | None = None
+
+
+def _is_run(value) -> bool:
+    return isinstance(value, (Run, Mapping, list, tuple))
+
+
+def calibration_pair(corpus: pd.DataFrame, *, source, target, key: str = "auto") -> CalibrationPair:
+    """What a calibration of ``source`` onto ``target`` compares.
+
+    ``source`` and ``target`` are either two runs (:class:`audits.corpus.runs.Run` or ``(environment,
+    campaign)`` pairs), taken from the full corpus: the same environment compares campaign against campaign,
+    different environments compare environment against environment; or two names of one column
+    (``key``: ``environment`` / ``campaign`` / ``auto``), as before, which then must hold one value of the
+    other column per side (or the same several values on both sides).
+    """
+    table = runs_of(corpus)
+    if _is_run(source) or _is_run(target):
+        if not (_is_run(source) and _is_run(target)):
+            raise RunError("name both sides as runs (environment and campaign) or both as names of one column")
+        src, tgt = table.get(source), table.get(target)
+        if src.run == tgt.run:
+            raise RunError(f"source and target are the same run {src.run}; name two different runs")
+        frame = select_rows(corpus, [src.run, tgt.run])
+        if src.environment == tgt.environment:
+            env_rows = corpus.loc[label_mask(corpus["environment"], src.environment)]
+            return CalibrationPair(frame, src.campaign, tgt.campaign, "campaign", (src,), (tgt,),
+                                   env_rows, src.campaign)
+        return CalibrationPair(frame, src.environment, tgt.environment, "environment", (src,), (tgt,))
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    side = {name: tuple(s for s in table if getattr(s, key) == name) for name in (source, target)}
+    campaigns = distinct_values(corpus["campaign"])
+    if key == "campaign":
+        return CalibrationPair(corpus, source, target, key, side[source], side[target], corpus, source)
+    drift_rows = corpus.loc[corpus["environment"].isin([source, target]).to_numpy()] if len(campaigns) >= 2 else None
+    return CalibrationPair(corpus, source, target, key, side[source], side[target], drift_rows,
+                           campaigns[0] if len(campaigns) >= 2 else None)
 
 
 @dataclass(frozen=True)
@@ -94,7 +163,9 @@ class CalibrationAudit:
     Attributes
     ----------
     source, target, key : str
-        The two runs and the column (environment / campaign) that names them.
+        The two sides as values of the column ``key`` (environment / campaign).
+    source_runs, target_runs : tuple of RunSummary
+        The runs on each side, with their repeat counts.
     pairing : Pairing
         Paired medians and the cells lost (with reasons).
     fits : DataFrame
@@ -132,8 +203,10 @@ class CalibrationAudit:
     drift: pd.DataFrame = field(repr=False)
     sensitivity: pd.DataFrame = field(repr=False)
     findings: tuple = ()
-    thresholds: dict = field(default_factory=dict, repr=False)
+    thresholds: CalibrationThresholds = field(default_factory=CalibrationThresholds, repr=False)
     n_boot: int = 0
+    source_runs: tuple = ()
+    target_runs: tuple = ()
 
     @property
     def level(self) -> str:
@@ -159,17 +232,20 @@ class CalibrationAudit:
                 "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"]}
         return to_jsonable({
             "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
+            "source_runs": [r.to_dict() for r in self.source_runs],
+            "target_runs": [r.to_dict() for r in self.target_runs],
             "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits,
             "best_family": self.best_family, "calibration_family": self.calibration_family,
             "spearman_raw": self.spearman_raw, "spearman_calibrated": self.spearman_calibrated,
             "spearman_gain": self.spearman_gain,
             "bland_altman": {"raw": self.bland_altman, "calibrated": self.bland_altman_calibrated},
             "drift": self.drift, "sensitivity": self.sensitivity,
-            "findings": list(self.findings), "thresholds": self.thresholds, "n_boot": self.n_boot,
+            "findings": list(self.findings), "thresholds": self.thresholds.to_dict(), "n_boot": self.n_boot,
         })
 
     def summary(self) -> str:
         lines = [f"calibration {self.key} {self.source} -> {self.target}: {self.level.upper()}",
+                 f"source runs: {describe_runs(self.source_runs)}; target runs: {describe_runs(self.target_runs)}",
                  self.pairing.summary(), "",
                  f"{'fit':<16} {'LOPO R^2 [95% CI]':<28} {'log-ratio RMSE':<16} formula"]
         for row in self.fits.to_dict("records"):
@@ -204,8 +280,8 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems)
 def run_calibration_audit(
     corpus: pd.DataFrame,
     *,
-    source: str,
-    target: str,
+    source,
+    target,
     key: str = "auto",
     families: Sequence[str] = FAMILIES,
     robust: bool | str = False,
@@ -216,7 +292,7 @@ def run_calibration_audit(
     n_boot_rank: int = 200,
     level: float = 0.95,
     seed: int | None = 0,
-    thresholds: Mapping | None = None,
+    thresholds: CalibrationThresholds | Mapping | None = None,
 ) -> CalibrationAudit:
     """Audit whether ``source`` timings map onto ``target`` timings.
 
@@ -224,9 +300,11 @@ def run_calibration_audit(
     ----------
     corpus : DataFrame
         A timing corpus holding both runs.
-    source, target : str
-        Environment or campaign names (``key="auto"`` finds the column).
-        For stored vs fresh: source = stored campaign, target = fresh campaign.
+    source, target : Run, (environment, campaign) pair, or str
+        Two runs of the corpus (any two: campaign against campaign of one environment, from the full
+        file, or environment against environment), or two environment or campaign names
+        (``key="auto"`` finds the column; see :func:`calibration_pair`). The direction is kept: source
+        is mapped onto target. For stored vs fresh: source = stored campaign, target = fresh campaign.
     families : sequence of str
         Families to fit (default all: multiplicative, affine, power, poly2,
         poly3, deming).
@@ -244,8 +322,8 @@ def run_calibration_audit(
         Bootstrap resamples of problems for parameter, R^2 and Bland-Altman CIs.
     n_boot_rank : int
         Resamples for the Spearman CIs (each re-ranks all units).
-    thresholds : mapping, optional
-        Overrides of :data:`DEFAULT_THRESHOLDS`.
+    thresholds : CalibrationThresholds or mapping, optional
+        The thresholds, or overrides of the defaults (``{"lopo_r2.fail": 0.8}``, ``{"spearman": 0.85}``).
 
     Returns
     -------
@@ -260,7 +338,7 @@ def run_calibration_audit(
     >>> bool(ci.loc["slope", "ci_low"] < 0.63 < ci.loc["slope", "ci_high"])
     True
     """
-    limits = merge_thresholds(thresholds)
+    limits = CalibrationThresholds.coerce(thresholds)
     families = list(families)
     for family in families:
         if family not in FAMILIES:
@@ -274,7 +352,8 @@ def run_calibration_audit(
     if n_boot < 0 or n_boot_rank < 0:
         raise ValueError("n_boot and n_boot_rank must be >= 0")
 
-    key = resolve_key(corpus, source=source, target=target, key=key)
+    pair = calibration_pair(corpus, source=source, target=target, key=key)
+    corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
     pairing = pair_medians(corpus, source=source, target=target, key=key)
     if pairing.n_problems < 2:
         raise ValueError(f"calibration needs paired cells in at least 2 problems (leave-one-problem-out), "
@@ -324,16 +403,15 @@ def run_calibration_audit(
         agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
 
     drift = pd.DataFrame()
-    campaigns = distinct_values(corpus["campaign"])
-    environments = distinct_values(corpus["environment"])
-    if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
-        # the drift table of one environment and two campaigns is the affine fit above: reuse it
-        drift = _drift_from_fit(params, environment=environments[0], campaign=target,
-                                n_pairs=pairing.n_pairs, n_problems=pairing.n_problems)
-    elif len(campaigns) >= 2:
-        anchor = source if key == "campaign" else campaigns[0]
-        sub = corpus if key == "campaign" else corpus.loc[corpus["environment"].isin([source, target]).to_numpy()]
-        drift = campaign_drift(sub, anchor=anchor, n_boot=n_boot, level=level, seed=seed)
+    if pair.drift_frame is not None:
+        campaigns = distinct_values(pair.drift_frame["campaign"])
+        environments = distinct_values(pair.drift_frame["environment"])
+        if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
+            # the drift table of one environment and two campaigns is the affine fit above: reuse it
+            drift = _drift_from_fit(params, environment=environments[0], campaign=target,
+                                    n_pairs=pairing.n_pairs, n_problems=pairing.n_problems)
+        elif len(campaigns) >= 2:
+            drift = campaign_drift(pair.drift_frame, anchor=pair.anchor, n_boot=n_boot, level=level, seed=seed)
 
     aff = params.loc[params["family"] == "affine"].set_index("param")
     intercept_ci = (float(aff.loc["intercept_s", "ci_low"]), float(aff.loc["intercept_s", "estimate"]),
@@ -353,7 +431,8 @@ def run_calibration_audit(
         fit_objects=fit_objects, best_family=best_family, calibration_family=calibration_family,
         spearman_raw=sp_raw, spearman_calibrated=sp_cal, spearman_gain=sp_gain, agreement=agree_frame,
         bland_altman=ba_raw, bland_altman_calibrated=ba_cal, drift=drift, sensitivity=sensitivity,
-        findings=tuple(findings), thresholds=limits, n_boot=n_boot)
+        findings=tuple(findings), thresholds=limits, n_boot=n_boot, source_runs=pair.source_runs,
+        target_runs=pair.target_runs)
 
 
 def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_problems) -> pd.DataFrame:
@@ -369,12 +448,6 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "n_pairs": n_pairs, "n_problems": n_problems})
 
 
-def _thr(limits, name, higher_is_worse=True) -> str:
-    t = limits[name]
-    op = ">=" if higher_is_worse else "<="
-    return f"warn {op} {t['warn']:g}, fail {op} {t['fail']:g}"
-
-
 def _findings(*, source, target, key, pairing, fits, aff, best_family, calibration_family, sp_raw, sp_cal, drift,
               sensitivity, limits) -> list[Finding]:
     pair = f"{source} -> {target}"
@@ -384,21 +457,21 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
     n_lost = int(lost.drop("role_excluded", errors="ignore").sum())
     share = n_lost / max(n_lost + pairing.n_pairs, 1)
     top = lost.drop("role_excluded", errors="ignore").idxmax() if n_lost else "none"
-    level = judge(share, **limits["pairs_lost_share"])
-    out.append(Finding(level, "pairs_lost_share", share, _thr(limits, "pairs_lost_share"),
+    level = limits.judge("pairs_lost_share", share)
+    out.append(Finding(level, "pairs_lost_share", share, limits.text("pairs_lost_share"),
                        f"{n_lost:,} of {n_lost + pairing.n_pairs:,} cells could not be paired (most: {top}); "
                        + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
                           "on both sides" if level != "pass" else "enough cells pair up"), pair))
 
     if best_family is None:
-        out.append(Finding("fail", "best_lopo_r2", None, _thr(limits, "lopo_r2", False),
+        out.append(Finding("fail", "best_lopo_r2", None, limits.text("lopo_r2"),
                            "no family could be validated (too few problems)", pair))
         return out
     best = fits.set_index("name").loc[best_family]
     r2 = float(best["lopo_r2"])
-    level = judge(r2, higher_is_worse=False, **limits["lopo_r2"])
+    level = limits.judge("lopo_r2", r2)
     if level == "fail":
-        msg = (f"no family reaches LOPO R^2 {limits['lopo_r2']['fail']:g} (best: {best_family}, "
+        msg = (f"no family reaches LOPO R^2 {limits.lopo_r2_fail:g} (best: {best_family}, "
                f"{r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}]): {source} cannot stand in for "
                f"{target}; time on {target} itself, or make {source} quieter and re-audit")
     elif level == "warn":
@@ -406,53 +479,52 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                f"check the Bland-Altman limits before trusting single timings")
     else:
         msg = f"{best_family} predicts held-out problems with R^2 {r2:.3f}: {source} can be calibrated onto {target}"
-    out.append(Finding(level, "best_lopo_r2", r2, _thr(limits, "lopo_r2", False), msg, pair))
+    out.append(Finding(level, "best_lopo_r2", r2, limits.text("lopo_r2"), msg, pair))
 
     rmse = float(best["lopo_log_rmse"])
-    level = judge(rmse, **limits["log_rmse"])
-    out.append(Finding(level, "best_lopo_log_rmse", rmse, _thr(limits, "log_rmse"),
+    level = limits.judge("log_rmse", rmse)
+    out.append(Finding(level, "best_lopo_log_rmse", rmse, limits.text("log_rmse"),
                        f"held-out predictions of {best_family} are off by a typical factor x{np.exp(rmse):.3f}"
                        + ("; percentiles of programs closer than that are noise" if level != "pass" else ""), pair))
-    if r2 <= limits["lopo_r2"]["fail"]:
+    if r2 <= limits.lopo_r2_fail:
         return out  # a map that does not validate says nothing about drift
 
     fit_r2 = fits.set_index("name")["lopo_r2"]
     if "multiplicative" in fit_r2.index and "affine" in fit_r2.index:
         gap = float(fit_r2["affine"] - fit_r2["multiplicative"])
-        level = judge(gap, **limits["multiplicative_gap"])
-        out.append(Finding(level, "multiplicative_gap", gap, _thr(limits, "multiplicative_gap"),
+        level = limits.judge("multiplicative_gap", gap)
+        out.append(Finding(level, "multiplicative_gap", gap, limits.text("multiplicative_gap"),
                            f"affine LOPO R^2 exceeds multiplicative-only by {gap:.3f}"
                            + (": a pure speed factor misses an additive offset (start-up, queueing); calibrate with "
                               "affine" if level != "pass" else ": a pure speed factor is enough"), pair))
 
     b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (b_lo <= 0.0 <= b_hi)
-    level = judge(abs(b) * 1000, **limits["intercept_ms"]) if significant else "pass"
-    out.append(Finding(level, "affine_intercept_ms", b * 1000, _thr(limits, "intercept_ms"),
+    level = limits.judge("intercept_ms", abs(b) * 1000) if significant else "pass"
+    out.append(Finding(level, "affine_intercept_ms", b * 1000, limits.text("intercept_ms"),
                        f"affine drift with intercept {b * 1000:.1f} ms [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}]"
                        + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
                           else (": no offset to correct" if not significant else ": offset too small to matter")),
                        pair))
     a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (a_lo <= 1.0 <= a_hi)
-    level = judge(abs(a - 1), **limits["slope_change"]) if significant else "pass"
-    out.append(Finding(level, "affine_slope_change", a - 1, _thr(limits, "slope_change"),
+    level = limits.judge("slope_change", abs(a - 1)) if significant else "pass"
+    out.append(Finding(level, "affine_slope_change", a - 1, limits.text("slope_change"),
                        f"affine slope {a:.3f} [{a_lo:.3f}, {a_hi:.3f}]"
                        + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
                           if level != "pass" else ": no scale change to correct"), pair))
 
-    spear = limits["spearman"]
     if sp_raw is not None:
-        level = judge(sp_raw.estimate, higher_is_worse=False, **spear)
+        level = limits.judge("spearman", sp_raw.estimate)
         cal = f"; calibrated with {calibration_family}: {sp_cal}" if sp_cal is not None else ""
-        out.append(Finding(level, "spearman_raw", sp_raw.estimate, _thr(limits, "spearman", False),
+        out.append(Finding(level, "spearman_raw", sp_raw.estimate, limits.text("spearman"),
                            f"scores against the stored pool rank re-run references like the fresh pool with "
                            f"rho {sp_raw}{cal}"
                            + (": do not rank fresh runs against the uncalibrated stored pool" if level != "pass"
                               else ""), pair))
     if sp_cal is not None:
-        level = judge(sp_cal.estimate, higher_is_worse=False, **spear)
-        out.append(Finding(level, "spearman_calibrated", sp_cal.estimate, _thr(limits, "spearman", False),
+        level = limits.judge("spearman", sp_cal.estimate)
+        out.append(Finding(level, "spearman_calibrated", sp_cal.estimate, limits.text("spearman"),
                            f"after {calibration_family} calibration rho = {sp_cal}"
                            + (": even calibrated, the stored pool ranks differently; re-collect the reference pool"
                               if level != "pass" else ": the calibrated stored pool can rank fresh runs"), pair))
@@ -461,8 +533,8 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
         swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
         tau = float(swing.idxmax())
         pp = round(float(swing.max()), 9)  # pass-rate differences are ratios of counts: drop float dust
-        level = judge(pp, **limits["ptau_swing_pp"])
-        out.append(Finding(level, "ptau_swing_pp", pp, _thr(limits, "ptau_swing_pp"),
+        level = limits.judge("ptau_swing_pp", pp)
+        out.append(Finding(level, "ptau_swing_pp", pp, limits.text("ptau_swing_pp"),
                            f"the p_{tau:g} pass rate of {target}'s candidates moves {pp:.1f} pp while the intercept "
                            f"moves within its CI [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}] ms"
                            + (": pin the calibration down (more problems / repeats) or re-time the pool"
@@ -471,9 +543,9 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
     if len(drift) and drift["campaign"].nunique() >= 2:
         changed = drift.loc[drift["changed"]]
         n_changed = int(changed[["environment", "campaign"]].drop_duplicates().shape[0])
-        level = judge(n_changed, **limits["drift_changes"])
+        level = limits.judge("drift_changes", n_changed)
         which = ", ".join(sorted(set(changed["campaign"].astype(str)))) or "none"
-        out.append(Finding(level, "drift_changes", n_changed, _thr(limits, "drift_changes"),
+        out.append(Finding(level, "drift_changes", n_changed, limits.text("drift_changes"),
                            f"campaigns whose affine map against the anchor changed from the previous campaign's "
                            f"(bootstrap CI of the change excludes 0): {which}"
                            + ("; the service drifts between campaigns: calibrate each campaign separately"
@@ -484,8 +556,8 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
 def apply_calibration(
     corpus: pd.DataFrame,
     *,
-    source: str,
-    target: str,
+    source,
+    target,
     family: str = "affine",
     key: str = "auto",
     robust: str | None = None,
@@ -502,7 +574,10 @@ def apply_calibration(
     not mapped) and ``calibrated`` marks mapped rows; predictions below
     ``min_duration_s`` are clipped to it (counted in the mapping). Labels
     (environment, campaign) are unchanged, so the calibrated source can serve
-    as the reference pool for the target's candidates.
+    as the reference pool for the target's candidates. ``source`` and
+    ``target`` are two runs or two names of one column, as in
+    :func:`run_calibration_audit`; with runs, only the source run's rows are
+    mapped.
 
     Returns
     -------
@@ -511,8 +586,9 @@ def apply_calibration(
         and the mapping: source, target, key, family, method, params, formula,
         LOPO R^2, pairs, rows mapped and clipped.
     """
-    key = resolve_key(corpus, source=source, target=target, key=key)
-    pairing = pair_medians(corpus, source=source, target=target, key=key)
+    pair = calibration_pair(corpus, source=source, target=target, key=key)
+    source, target, key = pair.source, pair.target, pair.key
+    pairing = pair_medians(pair.frame, source=source, target=target, key=key)
     if pairing.n_pairs < 2:
         raise ValueError(f"no pairs to calibrate on: {pairing.summary()}")
     f = pairing.frame
@@ -522,7 +598,10 @@ def apply_calibration(
                     variance_ratio=variance_ratio, n_boot=0, seed=seed) if pairing.n_problems >= 2 else None)
     out = corpus.copy()
     durations = out["duration_s"].to_numpy(dtype=float)
-    rows = (out[key] == source).to_numpy() & (out["status"] == "ok").to_numpy() & np.isfinite(durations)
+    side = np.zeros(len(out), dtype=bool)
+    for summary in pair.source_runs:
+        side |= summary.run.mask(out)
+    rows = side & (out["status"] == "ok").to_numpy() & np.isfinite(durations)
     mapped = fit.predict(durations[rows])
     clipped = ~(mapped >= min_duration_s)
     mapped = np.where(clipped, min_duration_s, mapped)
@@ -532,14 +611,16 @@ def apply_calibration(
     out["duration_s"] = new
     out["calibrated"] = rows
     mapping = {
-        "source": source, "target": target, "key": key, "family": family, "method": fit.method,
+        "source": source, "target": target, "key": key,
+        "source_runs": [r.to_dict() for r in pair.source_runs], "target_runs": [r.to_dict() for r in pair.target_runs],
+        "family": family, "method": fit.method,
         "params": dict(fit.params), "formula": fit.formula(), "variance_ratio": fit.variance_ratio,
         "lopo_r2": None if lopo is None else lopo.r2.estimate,
         "lopo_log_rmse": None if lopo is None else lopo.log_rmse.estimate,
         "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems, "rows_mapped": int(rows.sum()),
         "rows_clipped": int(clipped.sum()), "min_duration_s": min_duration_s,
-        "note": f"duration_s of ok rows with {key} == {source!r} mapped onto the {target!r} scale; "
-                f"originals in duration_raw_s",
+        "note": f"duration_s of ok rows of {describe_runs(pair.source_runs)} mapped onto the scale of "
+                f"{describe_runs(pair.target_runs)}; originals in duration_raw_s",
     }
     mapping = to_jsonable(mapping)
     out.attrs["calibration"] = mapping

@@ -19,20 +19,25 @@ Per environment (side by side), from :mod:`stats.discriminability`:
   problems where at least ``near_floor_problem_share`` of the tests are that
   close are flagged.
 
-All pool-based metrics use one campaign (``campaign``, default the
-environment's first).
+Runs: every figure is computed per run, one (environment, campaign)
+(:mod:`audits.corpus.runs`), with that run's pool and floor; ``environment``
+and ``campaign`` restrict the audit to the runs they name (default: every
+run). Each result and finding names its run.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.findings import Finding, findings_table, judge, to_jsonable
-from audits.reliability import campaign_for, environments_of
+from audits.reliability import _one_result, audit_rows
+from audits.thresholds import ThresholdError, Thresholds
 from stats.bootstrap import Interval, bootstrap_ci
 from stats.discriminability import (
     StrongWeakGap,
@@ -41,16 +46,17 @@ from stats.discriminability import (
     strong_weak_gap,
     test_discrimination,
 )
-from stats.ranking import reference_pools, select_runs
+from stats._groups import label_mask
+from stats.ranking import reference_pools
 from stats.reliability import per_repeat_scores
 
-__all__ = ["DiscriminabilityThresholds", "EnvironmentDiscriminability", "DiscriminabilityAudit",
+__all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit",
            "run_discriminability_audit"]
 
 
 @dataclass(frozen=True)
-class DiscriminabilityThresholds:
-    """Limits of the discriminability audit (all overridable).
+class DiscriminabilityThresholds(Thresholds):
+    """Limits of the discriminability audit (all overridable; :mod:`audits.thresholds`).
 
     robust_cv : 0.3
         A problem is duration-filterable when its robust CV >= this
@@ -86,24 +92,19 @@ class DiscriminabilityThresholds:
     near_floor_share_fail: float = 0.3
     near_floor_problem_share: float = 0.5
 
-    def __post_init__(self):
-        for f in fields(self):
-            if not np.isfinite(getattr(self, f.name)):
-                raise ValueError(f"DiscriminabilityThresholds.{f.name} must be a finite number")
-        if self.filterable_share_warn < self.filterable_share_fail or self.gap_warn < self.gap_fail:
-            raise ValueError("DiscriminabilityThresholds: for lower-is-worse metrics warn must be >= fail")
-        if self.noise_inflation_warn > self.noise_inflation_fail or self.near_floor_share_warn > self.near_floor_share_fail:
-            raise ValueError("DiscriminabilityThresholds: for higher-is-worse metrics warn must be <= fail")
-        if self.near_floor_factor <= 0 or not 0 < self.near_floor_problem_share <= 1:
-            raise ValueError("DiscriminabilityThresholds: near_floor_factor > 0 and near_floor_problem_share in (0, 1]")
+    audit: ClassVar[str] = "discriminability"
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"filterable_share", "gap"})
 
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def __post_init__(self):
+        super().__post_init__()
+        if self.near_floor_factor <= 0 or not 0 < self.near_floor_problem_share <= 1:
+            raise ThresholdError("DiscriminabilityThresholds: near_floor_factor > 0 and near_floor_problem_share "
+                                 "in (0, 1]")
 
 
 @dataclass(frozen=True)
-class EnvironmentDiscriminability:
-    """Discriminability of one environment.
+class RunDiscriminability:
+    """Discriminability of one run, an (environment, campaign).
 
     ``problems``: one row per problem (``problem, n_tests, median_s,
     robust_cv, filterable, noise_share, noise_aware_robust_cv,
@@ -112,7 +113,7 @@ class EnvironmentDiscriminability:
     """
 
     environment: str
-    campaign: str | None
+    campaign: str
     floor_s: float
     floor_source: str
     filterable_share: Interval
@@ -126,6 +127,11 @@ class EnvironmentDiscriminability:
     method: str = "iqr"
     #: floor per language (from the run's floor rows with a ``language`` column); empty when pooled or given
     floors: dict = field(default_factory=dict)
+    run_summary: RunSummary | None = field(default=None, repr=False)
+
+    @property
+    def run(self) -> Run:
+        return Run(self.environment, self.campaign)
 
     @property
     def flagged_problems(self) -> list[str]:
@@ -140,7 +146,9 @@ class EnvironmentDiscriminability:
                 "filterable_noise_aware": row.filterable_noise_aware,
                 "near_floor_share": row.near_floor_share, "near_floor": row.near_floor, "gap": row.gap}
         return to_jsonable({
+            "environment": self.environment,
             "campaign": self.campaign,
+            "repeats": None if self.run_summary is None else self.run_summary.repeats,
             "n_problems": len(self.problems),
             "robust_cv_method": self.method,
             "filterable_share": self.filterable_share.estimate,
@@ -180,30 +188,35 @@ class EnvironmentDiscriminability:
 
 @dataclass(frozen=True)
 class DiscriminabilityAudit:
-    """Discriminability of every environment of a corpus, side by side, with findings."""
+    """Discriminability of every run of a corpus, side by side, with findings (``runs``: Run -> result)."""
 
-    environments: dict[str, EnvironmentDiscriminability]
+    runs: dict[Run, RunDiscriminability]
     findings: tuple[Finding, ...]
     thresholds: DiscriminabilityThresholds = field(default_factory=DiscriminabilityThresholds)
 
+    def result(self, environment: str, campaign: str | None = None) -> RunDiscriminability:
+        """The result of one run (``campaign`` may be left out when the environment has one run here)."""
+        return _one_result(self.runs, environment, campaign)
+
     def to_frame(self) -> pd.DataFrame:
-        """One row per environment with the headline metrics."""
-        return pd.DataFrame([env.headline() for env in self.environments.values()])
+        """One row per run with the headline metrics."""
+        return pd.DataFrame([res.headline() for res in self.runs.values()])
 
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "discriminability",
-            "environments": {name: env.to_dict() for name, env in self.environments.items()},
+            "runs": [res.to_dict() for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
         })
 
     def summary(self) -> str:
         frame = self.to_frame()
-        cols = ["environment", "n_problems", "filterable_share", "filterable_share_noise_aware", "median_robust_cv",
+        cols = ["environment", "campaign", "n_problems", "filterable_share", "filterable_share_noise_aware", "median_robust_cv",
                 "strong_weak_gap", "floor_s", "near_floor_test_share", "n_near_floor_problems"]
         table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
-        return f"Discriminability audit\n{table}\n\nFindings\n{findings_table(self.findings)}"
+        used = describe_runs(r.run_summary for r in self.runs.values() if r.run_summary is not None)
+        return f"Discriminability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
 
 
 def _share(flags: np.ndarray, valid: np.ndarray, *, n_boot: int, seed: int) -> Interval:
@@ -211,11 +224,9 @@ def _share(flags: np.ndarray, valid: np.ndarray, *, n_boot: int, seed: int) -> I
     return bootstrap_ci(values, n_boot=n_boot, seed=seed)
 
 
-def _environment(rows: pd.DataFrame, floors: pd.DataFrame, env: str, campaign: str | None, *, floor_s: float | None,
-                 t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int) -> EnvironmentDiscriminability:
-    chosen = campaign_for(rows.loc[(rows["role"] != "floor").to_numpy()] if "role" in rows.columns else rows,
-                          campaign)
-    run = select_runs(rows, campaign=chosen)
+def _run(run: pd.DataFrame, floors: pd.DataFrame, summary: RunSummary, *, floor_s: float | None,
+         t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int) -> RunDiscriminability:
+    env, chosen = summary.environment, summary.campaign
     language_floors: dict[str, float] = {}
     if floor_s is not None:
         floor, source = float(floor_s), "given"
@@ -252,8 +263,8 @@ def _environment(rows: pd.DataFrame, floors: pd.DataFrame, env: str, campaign: s
     valid = np.isfinite(rcv)
     near_share = float(np.mean(tests["near_floor"].to_numpy(dtype=float))) if np.isfinite(floor) and len(tests) \
         else math.nan
-    return EnvironmentDiscriminability(
-        environment=env, campaign=chosen, floor_s=floor, floor_source=source,
+    return RunDiscriminability(
+        environment=env, campaign=chosen, run_summary=summary, floor_s=floor, floor_source=source,
         filterable_share=_share(problems["filterable"].to_numpy(), valid, n_boot=n_boot, seed=seed),
         filterable_share_noise_aware=_share(problems["filterable_noise_aware"].to_numpy(), valid, n_boot=n_boot,
                                             seed=seed),
@@ -301,8 +312,8 @@ def _fmt(x: float, spec: str = ".3g") -> str:
     return "undefined" if x is None or not np.isfinite(x) else format(x, spec)
 
 
-def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -> list[Finding]:
-    name = env.environment
+def _findings(env: RunDiscriminability, t: DiscriminabilityThresholds) -> list[Finding]:
+    where = {"environment": env.environment, "campaign": env.campaign}
     out = []
     fs = env.filterable_share
     level = judge(fs.estimate, warn=t.filterable_share_warn, fail=t.filterable_share_fail, higher_is_worse=False)
@@ -313,7 +324,7 @@ def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -
                         if np.isfinite(fs.estimate) else "no problem has >= 2 optimization tests with a reference pool")
                        + ("" if level == "pass" else
                           "; few problems' tests span a useful workload range: add larger optimization tests "
-                          "(published service: 48.2 % filterable)"), name))
+                          "(published service: 48.2 % filterable)"), **where))
     na = env.filterable_share_noise_aware.estimate
     inflation = fs.estimate - na if np.isfinite(fs.estimate) and np.isfinite(na) else math.nan
     level = judge(inflation, warn=t.noise_inflation_warn, fail=t.noise_inflation_fail)
@@ -323,7 +334,7 @@ def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -
                        "spread repeat noise alone produces"
                        + ("" if level == "pass" else "; part of the apparent workload span is timing noise "
                           "(published: local 81.1 % vs service 48.2 %): filter problems in a quiet environment"),
-                       name))
+                       **where))
     gap = env.gap.gap
     level = judge(gap.estimate, warn=t.gap_warn, fail=t.gap_fail, higher_is_worse=False)
     out.append(Finding(level, "strong_weak_gap", gap.estimate, f"warn <= {t.gap_warn}, fail <= {t.gap_fail}",
@@ -334,7 +345,7 @@ def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -
                         "undefined: needs >= 2 repeats (independent quartiles) and >= 2 references per problem")
                        + ("" if level == "pass" or not np.isfinite(gap.estimate) else
                           "; the tests barely separate fast from slow references: add workload-heavy tests, "
-                          "reduce noise"), name))
+                          "reduce noise"), **where))
     share = env.near_floor_test_share
     flagged = env.flagged_problems
     level = judge(share, warn=t.near_floor_share_warn, fail=t.near_floor_share_fail)
@@ -347,7 +358,7 @@ def _findings(env: EnvironmentDiscriminability, t: DiscriminabilityThresholds) -
                f"{t.near_floor_problem_share:.0%} such tests" + (f": {shown}" if flagged else "")
                + ("" if level == "pass" else "; their ranks are start-up noise: drop those tests or make them larger"))
     out.append(Finding(level, "near_floor_test_share", share,
-                       f"warn >= {t.near_floor_share_warn}, fail >= {t.near_floor_share_fail}", msg, name))
+                       f"warn >= {t.near_floor_share_warn}, fail >= {t.near_floor_share_fail}", msg, **where))
     return out
 
 
@@ -355,13 +366,15 @@ def run_discriminability_audit(
     corpus: pd.DataFrame,
     *,
     floor_s: float | None = None,
+    environment: str | None = None,
     campaign: str | None = None,
+    runs=None,
     thresholds: DiscriminabilityThresholds | None = None,
     method: str = "iqr",
     n_boot: int = 1000,
     seed: int = 0,
 ) -> DiscriminabilityAudit:
-    """Run the discriminability audit on every environment of ``corpus``.
+    """Run the discriminability audit on every run of ``corpus`` (each (environment, campaign) on its own).
 
     Parameters
     ----------
@@ -370,8 +383,10 @@ def run_discriminability_audit(
     floor_s : float, optional
         The sandbox floor in seconds; default: median of the run's ``floor``
         rows (NaN, with a warning finding, when there are none).
-    campaign : str, optional
-        Campaign whose pool is used (default: each environment's first).
+    environment, campaign : str, optional
+        Restrict the audit to the runs of this environment and / or campaign (default: every run).
+    runs : sequence of Run or (environment, campaign) pairs, optional
+        Exactly these runs.
     thresholds : DiscriminabilityThresholds, optional
     method : {"iqr", "mad"}
         Robust CV variant.
@@ -381,25 +396,24 @@ def run_discriminability_audit(
     --------
     >>> from audits.corpus.synthetic import synthesize
     >>> audit = run_discriminability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
-    >>> sorted(audit.environments), len(audit.environments["quiet"].problems)
-    (['quiet'], 6)
+    >>> [str(run) for run in audit.runs], len(audit.result("quiet").problems)
+    (['quiet · c0'], 6)
     """
     thresholds = thresholds or DiscriminabilityThresholds()
     if method not in ("iqr", "mad"):
         raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
         raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
-    if campaign is not None:
-        present = set(map(str, pd.unique(corpus["campaign"].astype(object))))
-        if campaign not in present:
-            raise ValueError(f"campaign {campaign!r} is not in the corpus; campaigns: {sorted(present)}")
+    chosen = audit_rows(corpus, environment=environment, campaign=campaign, runs=runs)
     floors = sandbox_floor(corpus)
-    envs: dict[str, EnvironmentDiscriminability] = {}
+    results: dict[Run, RunDiscriminability] = {}
     findings: list[Finding] = []
-    for env in environments_of(corpus):
-        rows = select_runs(corpus, environment=env)
-        result = _environment(rows, floors, env, campaign, floor_s=floor_s, t=thresholds, method=method,
-                              n_boot=n_boot, seed=seed)
-        envs[env] = result
+    for summary in chosen:
+        mask = summary.run.mask(corpus)
+        if "role" in corpus.columns:
+            mask &= ~label_mask(corpus["role"], "floor")
+        result = _run(corpus.loc[mask], floors, summary, floor_s=floor_s, t=thresholds, method=method,
+                      n_boot=n_boot, seed=seed)
+        results[summary.run] = result
         findings.extend(_findings(result, thresholds))
-    return DiscriminabilityAudit(envs, tuple(findings), thresholds)
+    return DiscriminabilityAudit(results, tuple(findings), thresholds)

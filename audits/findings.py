@@ -18,9 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["LEVELS", "Finding", "worst_level", "findings_table", "to_jsonable", "write_json", "judge"]
+__all__ = ["LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "level_counts", "findings_table", "to_jsonable",
+           "write_json", "judge"]
 
+#: The judged levels, best first.
 LEVELS = ("pass", "warn", "fail")
+#: Not measurable on this corpus (with the reason): never counted as pass, ignored by :func:`worst_level`.
+NA = "n/a"
+ALL_LEVELS = LEVELS + (NA,)
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,8 @@ class Finding:
 
     Attributes
     ----------
-    level : {"pass", "warn", "fail"}
+    level : {"pass", "warn", "fail", "n/a"}
+        ``n/a``: the corpus cannot measure it (``reason`` says why); never a pass.
     metric : str
         Name of the measured quantity (e.g. ``median_repeat_cv``).
     value : float
@@ -39,6 +45,10 @@ class Finding:
         What it means and what to do.
     environment : str, optional
         Which environment (or pair) it concerns.
+    campaign : str, optional
+        Which campaign of that environment (the finding concerns the run (environment, campaign)).
+    reason : str, optional
+        Why it is ``n/a`` (required for that level).
     """
 
     level: str
@@ -47,34 +57,65 @@ class Finding:
     threshold: float | str | None
     message: str
     environment: str | None = None
+    campaign: str | None = None
+    reason: str | None = None
 
     def __post_init__(self):
-        if self.level not in LEVELS:
-            raise ValueError(f"Finding level must be one of {LEVELS}, got {self.level!r}")
+        if self.level not in ALL_LEVELS:
+            raise ValueError(f"Finding level must be one of {ALL_LEVELS}, got {self.level!r}")
+        if self.level == NA and not self.reason:
+            raise ValueError("an n/a finding needs the reason it cannot be measured")
+
+    @classmethod
+    def not_available(cls, metric: str, reason: str, *, threshold: float | str | None = None,
+                      environment: str | None = None, campaign: str | None = None) -> Finding:
+        """An ``n/a`` finding: ``metric`` cannot be measured on this corpus because of ``reason``.
+
+        >>> Finding.not_available("icc", "one repeat per cell").level
+        'n/a'
+        """
+        return cls(NA, metric, None, threshold, f"not measured: {reason}", environment, campaign, reason)
+
+    @property
+    def where(self) -> str:
+        """Display label of what it concerns (``environment · campaign``, or one of them), '' when nothing."""
+        return " · ".join(str(v) for v in (self.environment, self.campaign) if v is not None)
 
     def to_dict(self) -> dict:
         return to_jsonable(asdict(self))
 
 
-def judge(value: float, *, warn: float, fail: float, higher_is_worse: bool = True) -> str:
+def judge(value: float, *, warn: float, fail: float, higher_is_worse: bool = True, nan: str = "warn") -> str:
     """Level of ``value`` against a warn and a fail threshold.
 
     With ``higher_is_worse`` the value fails when ``value >= fail`` and warns
-    when ``value >= warn``; otherwise the comparisons are reversed. NaN warns.
+    when ``value >= warn``; otherwise the comparisons are reversed. A missing
+    or NaN value gets ``nan`` (default ``"warn"``; ``"n/a"`` where the value is
+    undefined by construction).
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "warn"
+        return nan
     if higher_is_worse:
         return "fail" if value >= fail else "warn" if value >= warn else "pass"
     return "fail" if value <= fail else "warn" if value <= warn else "pass"
 
 
 def worst_level(findings: Iterable[Finding]) -> str:
+    """The worst judged level; ``n/a`` findings are ignored (``"n/a"`` when nothing was judged but some
+    were n/a, ``"pass"`` for no findings)."""
     levels = [f.level for f in findings]
     for level in reversed(LEVELS):
         if level in levels:
             return level
-    return "pass"
+    return NA if NA in levels else "pass"
+
+
+def level_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings per level, every level present: ``{"pass": ., "warn": ., "fail": ., "n/a": .}``."""
+    counts = dict.fromkeys(ALL_LEVELS, 0)
+    for f in findings:
+        counts[f.level] += 1
+    return counts
 
 
 def findings_table(findings: Iterable[Finding]) -> str:
@@ -82,11 +123,14 @@ def findings_table(findings: Iterable[Finding]) -> str:
     rows = list(findings)
     if not rows:
         return "(no findings)"
-    marks = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+    marks = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", NA: "n/a"}
     lines = []
     for f in rows:
         value = "" if f.value is None else (f"{f.value:.4g}" if isinstance(f.value, (int, float)) else str(f.value))
-        where = f"[{f.environment}] " if f.environment else ""
+        where = f"[{f.where}] " if f.where else ""
+        if f.level == NA:
+            lines.append(f"{marks[f.level]:4}  {where}{f.metric}: {f.message}")
+            continue
         lines.append(f"{marks[f.level]:4}  {where}{f.metric} = {value} (threshold {f.threshold}): {f.message}")
     return "\n".join(lines)
 

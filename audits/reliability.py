@@ -18,25 +18,27 @@ Per environment (all side by side) it measures, with :mod:`stats.reliability`:
 
 and turns them into findings against :class:`ReliabilityThresholds`.
 
-Campaigns: repeat CV and variance components use every campaign of the
-environment (campaign is a level of the variance components); rank drift,
-ICC and significance need one fixed pool, so they use ``campaign`` (default:
-the environment's first campaign). Passing ``campaign`` restricts everything
-to it.
+Runs: every figure is computed per run, one (environment, campaign)
+(:mod:`audits.corpus.runs`): each campaign of an environment is audited on its
+own, with its own pool and its own repeat count. ``environment`` and
+``campaign`` restrict the audit to the runs they name (default: every run of
+the corpus, listed in run order). Each result and finding names its run.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from audits.corpus.runs import Run, RunSummary, describe_runs, runs_of
 from audits.findings import Finding, findings_table, judge, to_jsonable
-from stats._groups import group_codes, present_labels
+from audits.thresholds import ThresholdError, Thresholds
+from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, cluster_bootstrap_ci
-from stats.ranking import select_runs
 from stats.reliability import (
     ICC_TYPES,
     PairSignificance,
@@ -55,17 +57,16 @@ from stats.reliability import (
 
 __all__ = [
     "ReliabilityThresholds",
-    "EnvironmentReliability",
+    "RunReliability",
     "ReliabilityAudit",
     "run_reliability_audit",
-    "environments_of",
-    "campaign_for",
+    "audit_rows",
 ]
 
 
 @dataclass(frozen=True)
-class ReliabilityThresholds:
-    """Warn / fail limits of the reliability audit (all overridable).
+class ReliabilityThresholds(Thresholds):
+    """Warn / fail limits of the reliability audit (all overridable; :mod:`audits.thresholds`).
 
     Defaults are anchored on the published figures of an isolated code
     execution service (median repeat CV 8.2 %, median absolute sd 9.9 ms,
@@ -114,38 +115,23 @@ class ReliabilityThresholds:
     significant_share_fail: float = 0.5
     repeats_fail_factor: float = 4.0
 
+    audit: ClassVar[str] = "reliability"
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"icc", "significant_share"})
+
     def __post_init__(self):
-        for f in fields(self):
-            if not np.isfinite(getattr(self, f.name)):
-                raise ValueError(f"ReliabilityThresholds.{f.name} must be a finite number")
-        for name in ("repeat_cv", "abs_sd_ms", "rank_sd", "rank_range", "worst_range"):
-            if getattr(self, f"{name}_warn") > getattr(self, f"{name}_fail"):
-                raise ValueError(f"ReliabilityThresholds: {name}_warn must be <= {name}_fail")
-        for name in ("icc", "significant_share"):
-            if getattr(self, f"{name}_warn") < getattr(self, f"{name}_fail"):
-                raise ValueError(f"ReliabilityThresholds: {name}_warn must be >= {name}_fail (lower is worse)")
+        super().__post_init__()
         if self.repeats_fail_factor < 1:
-            raise ValueError("ReliabilityThresholds.repeats_fail_factor must be >= 1")
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+            raise ThresholdError("ReliabilityThresholds.repeats_fail_factor must be >= 1")
 
 
-def environments_of(corpus: pd.DataFrame) -> list[str]:
-    """Environments that hold non-floor rows, in category / first-seen order."""
-    if len(corpus) == 0:
-        return []
-    rows = corpus if "role" not in corpus.columns else corpus.loc[(corpus["role"] != "floor").to_numpy()]
-    return present_labels(rows["environment"])
-
-
-def campaign_for(rows: pd.DataFrame, campaign: str | None) -> str | None:
-    """The campaign to build the fixed pool from: the given one, or the first present."""
-    if campaign is not None:
-        return campaign
-    if len(rows) == 0:
-        return None
-    return present_labels(rows["campaign"])[0]
+def audit_rows(corpus: pd.DataFrame, *, environment: str | None = None, campaign: str | None = None,
+               runs=None) -> tuple[RunSummary, ...]:
+    """The runs an audit covers: ``runs`` if given, else those ``environment`` / ``campaign`` name (None:
+    every run), in run order (:func:`audits.corpus.runs.runs_of`); an error lists the runs when none match."""
+    table = runs_of(corpus)
+    if runs is not None:
+        return tuple(table.get(r) for r in runs)
+    return tuple(table.get(r) for r in table.select(environment=environment, campaign=campaign))
 
 
 def _reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
@@ -161,8 +147,8 @@ def _reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class EnvironmentReliability:
-    """Reliability of one environment (see the module docstring).
+class RunReliability:
+    """Reliability of one run, an (environment, campaign) (see the module docstring).
 
     Headline numbers: ``median_repeat_cv``, ``median_abs_sd_ms`` (Intervals),
     ``drift`` (:class:`stats.reliability.RankDrift`), ``icc`` (median over
@@ -174,7 +160,7 @@ class EnvironmentReliability:
     """
 
     environment: str
-    campaign: str | None
+    campaign: str
     n_problems: int
     n_repeats: int
     median_repeat_cv: Interval
@@ -190,9 +176,15 @@ class EnvironmentReliability:
     test_icc: pd.DataFrame = field(repr=False)
     target_reliability: float = 0.9
     target_precision: float = 0.05
+    run_summary: RunSummary | None = field(default=None, repr=False)
+
+    @property
+    def run(self) -> Run:
+        return Run(self.environment, self.campaign)
 
     def to_dict(self) -> dict:
         return to_jsonable({
+            "environment": self.environment,
             "campaign": self.campaign,
             "n_problems": self.n_problems,
             "n_repeats": self.n_repeats,
@@ -248,39 +240,64 @@ class EnvironmentReliability:
 
 @dataclass(frozen=True)
 class ReliabilityAudit:
-    """Reliability of every environment of a corpus, side by side, with findings."""
+    """Reliability of every run of a corpus, side by side, with findings.
 
-    environments: dict[str, EnvironmentReliability]
+    ``runs`` maps each :class:`~audits.corpus.runs.Run` to its :class:`RunReliability`, in run order.
+    """
+
+    runs: dict[Run, RunReliability]
     findings: tuple[Finding, ...]
     thresholds: ReliabilityThresholds = field(default_factory=ReliabilityThresholds)
 
+    def result(self, environment: str, campaign: str | None = None) -> RunReliability:
+        """The result of one run (``campaign`` may be left out when the environment has one run here)."""
+        return _one_result(self.runs, environment, campaign)
+
     def to_frame(self) -> pd.DataFrame:
-        """One row per environment with the headline metrics."""
-        return pd.DataFrame([env.headline() for env in self.environments.values()])
+        """One row per run with the headline metrics."""
+        return pd.DataFrame([res.headline() for res in self.runs.values()])
 
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "reliability",
-            "environments": {name: env.to_dict() for name, env in self.environments.items()},
+            "runs": [res.to_dict() for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
         })
 
     def summary(self) -> str:
         frame = self.to_frame()
-        cols = ["environment", "n_problems", "n_repeats", "median_repeat_cv", "median_abs_sd_ms", "mean_rank_range",
-                "mean_rank_sd", "worst_rank_range", "icc", "significant_share", "repeats_needed"]
+        cols = ["environment", "campaign", "n_problems", "n_repeats", "median_repeat_cv", "median_abs_sd_ms",
+                "mean_rank_range", "mean_rank_sd", "worst_rank_range", "icc", "significant_share", "repeats_needed"]
         table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
-        return f"Reliability audit\n{table}\n\nFindings\n{findings_table(self.findings)}"
+        used = describe_runs(r.run_summary for r in self.runs.values() if r.run_summary is not None)
+        return f"Reliability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
 
 
-def _environment(rows: pd.DataFrame, env: str, campaign: str | None, *, n_boot: int, seed: int,
-                 target_reliability: float, target_precision: float, max_pairs: int) -> EnvironmentReliability:
+def _one_result(results: dict, environment: str, campaign: str | None):
+    matches = [res for run, res in results.items()
+               if run.environment == environment and (campaign is None or run.campaign == campaign)]
+    if len(matches) != 1:
+        have = ", ".join(str(r) for r in results)
+        raise KeyError(f"{len(matches)} results for environment {environment!r}"
+                       + (f", campaign {campaign!r}" if campaign is not None else "") + f"; runs: {have}")
+    return matches[0]
+
+
+def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:
+    """Non-floor rows of one run."""
+    mask = summary.run.mask(corpus)
+    if "role" in corpus.columns:
+        mask &= ~label_mask(corpus["role"], "floor")
+    return corpus.loc[mask]
+
+
+def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
+         target_reliability: float, target_precision: float, max_pairs: int) -> RunReliability:
     refs = _reference_rows(rows)
     cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
-    chosen = campaign_for(rows, campaign)
-    run = select_runs(rows, campaign=chosen)
+    run = rows
     scores = per_repeat_scores(run)
     drift = rank_drift(scores, n_boot=n_boot, seed=seed)
     run_refs = _reference_rows(run)
@@ -303,20 +320,20 @@ def _environment(rows: pd.DataFrame, env: str, campaign: str | None, *, n_boot: 
     n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
     measured = cells.loc[(cells["n_ok"] > 0).to_numpy(), "problem"]  # problems with at least one ok timing
     n_problems = int(measured.nunique()) if len(measured) else 0
-    return EnvironmentReliability(
-        environment=env, campaign=chosen, n_problems=n_problems, n_repeats=n_rep,
+    return RunReliability(
+        environment=summary.environment, campaign=summary.campaign, n_problems=n_problems, n_repeats=n_rep,
         median_repeat_cv=cv_summary["median_repeat_cv"], median_abs_sd_ms=cv_summary["median_abs_sd_ms"],
         drift=drift, icc=icc_types, icc_agreement=icc_agreement, variance=variance, repeats_needed=needed,
         repeats_for_precision=precision, significance=significance, cells=cells, test_icc=test_icc,
-        target_reliability=target_reliability, target_precision=target_precision)
+        target_reliability=target_reliability, target_precision=target_precision, run_summary=summary)
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
     return "undefined" if x is None or not np.isfinite(x) else format(x, spec)
 
 
-def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Finding]:
-    name = env.environment
+def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
+    where = {"environment": env.environment, "campaign": env.campaign}
     out = []
     cv = env.median_repeat_cv
     level = judge(cv.estimate, warn=t.repeat_cv_warn, fail=t.repeat_cv_fail)
@@ -329,31 +346,31 @@ def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Fin
                   "; timings vary too much between repeats: pin CPUs, stop background load, or use an "
                   "isolated execution service (published service: 8.2 %)"))
     out.append(Finding(level, "median_repeat_cv", cv.estimate, f"warn >= {t.repeat_cv_warn}, fail >= {t.repeat_cv_fail}",
-                       msg, name))
+                       msg, **where))
     sd = env.median_abs_sd_ms
     level = judge(sd.estimate, warn=t.abs_sd_ms_warn, fail=t.abs_sd_ms_fail)
     out.append(Finding(level, "median_abs_sd_ms", sd.estimate, f"warn >= {t.abs_sd_ms_warn}, fail >= {t.abs_sd_ms_fail}",
                        f"median absolute repeat sd {_fmt(sd.estimate)} ms"
                        + ("" if level == "pass" else "; differences of this size between programs are noise: "
-                          "drop or lengthen tests that run that short, or repeat more"), name))
+                          "drop or lengthen tests that run that short, or repeat more"), **where))
     drift = env.drift
     level = judge(drift.mean_sd.estimate, warn=t.rank_sd_warn, fail=t.rank_sd_fail)
     out.append(Finding(level, "mean_rank_sd", drift.mean_sd.estimate, f"warn >= {t.rank_sd_warn}, fail >= {t.rank_sd_fail}",
                        f"a solution's problem score (100*q) moves by sd {_fmt(drift.mean_sd.estimate)} points between "
                        f"repeats [{_fmt(drift.mean_sd.low)}, {_fmt(drift.mean_sd.high)}]"
                        + ("" if level == "pass" else "; rewards thresholded on q will flip between repeats: "
-                          "reduce noise or use a coarser (binary) speed gate"), name))
+                          "reduce noise or use a coarser (binary) speed gate"), **where))
     level = judge(drift.mean_range.estimate, warn=t.rank_range_warn, fail=t.rank_range_fail)
     out.append(Finding(level, "mean_rank_range", drift.mean_range.estimate,
                        f"warn >= {t.rank_range_warn}, fail >= {t.rank_range_fail}",
                        f"mean peak-to-peak range of 100*q across {env.n_repeats} repeats "
-                       f"{_fmt(drift.mean_range.estimate)} points (busy training worker, published: 41.2)", name))
+                       f"{_fmt(drift.mean_range.estimate)} points (busy training worker, published: 41.2)", **where))
     level = judge(drift.worst_range, warn=t.worst_range_warn, fail=t.worst_range_fail)
     out.append(Finding(level, "worst_rank_range", drift.worst_range,
                        f"warn >= {t.worst_range_warn}, fail >= {t.worst_range_fail}",
                        f"worst (problem, solution) range {_fmt(drift.worst_range)} points at {drift.worst}"
                        + ("" if level == "pass" else ": inspect that problem's tests (near the floor? timeouts?)"),
-                       name))
+                       **where))
     icc = env.icc_agreement
     level = judge(icc.estimate, warn=t.icc_warn, fail=t.icc_fail, higher_is_worse=False)
     out.append(Finding(level, "icc", icc.estimate, f"warn <= {t.icc_warn}, fail <= {t.icc_fail}",
@@ -362,7 +379,7 @@ def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Fin
                         if np.isfinite(icc.estimate) else
                         "ICC undefined: needs >= 2 solutions with >= 2 repeats on a test, and non-constant durations")
                        + ("" if level == "pass" or not np.isfinite(icc.estimate) else
-                          "; one repeat does not order the solutions of a test as another does"), name))
+                          "; one repeat does not order the solutions of a test as another does"), **where))
     sig = env.significance
     level = judge(sig.share.estimate, warn=t.significant_share_warn, fail=t.significant_share_fail,
                   higher_is_worse=False)
@@ -373,7 +390,7 @@ def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Fin
                         if np.isfinite(sig.share.estimate) else
                         "no pair could be tested (needs >= 2 repeats and >= 2 references per problem)")
                        + ("" if level == "pass" else "; most speed orderings are not distinguishable from noise: "
-                          "collect more repeats or reduce noise"), name))
+                          "collect more repeats or reduce noise"), **where))
     needed, have = env.repeats_needed, env.n_repeats
     if not np.isfinite(needed) or have < 1:
         level = "warn" if (np.isnan(needed) or have < 1) else "fail"
@@ -383,14 +400,16 @@ def _findings(env: EnvironmentReliability, t: ReliabilityThresholds) -> list[Fin
                        f"{_fmt(needed)} repeat(s) per (test, solution) give reliability {env.target_reliability} of "
                        f"the per-problem score (Spearman-Brown on variance components; corpus has {have}); "
                        f"{_fmt(env.repeats_for_precision)} for a {env.target_precision:.0%} relative CI of one "
-                       "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), name))
+                       "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), **where))
     return out
 
 
 def run_reliability_audit(
     corpus: pd.DataFrame,
     *,
+    environment: str | None = None,
     campaign: str | None = None,
+    runs=None,
     thresholds: ReliabilityThresholds | None = None,
     n_boot: int = 1000,
     seed: int = 0,
@@ -398,15 +417,16 @@ def run_reliability_audit(
     target_precision: float = 0.05,
     max_pairs: int = 200_000,
 ) -> ReliabilityAudit:
-    """Run the reliability audit on every environment of ``corpus``.
+    """Run the reliability audit on every run of ``corpus`` (each (environment, campaign) on its own).
 
     Parameters
     ----------
     corpus : DataFrame
         A normalised timing corpus (:func:`audits.corpus.io.normalize`).
-    campaign : str, optional
-        Restrict the audit to one campaign (default: every campaign for repeat
-        CV and variance components, the first one for the pool-based metrics).
+    environment, campaign : str, optional
+        Restrict the audit to the runs of this environment and / or campaign (default: every run).
+    runs : sequence of Run or (environment, campaign) pairs, optional
+        Exactly these runs (instead of ``environment`` / ``campaign``).
     thresholds : ReliabilityThresholds, optional
     n_boot, seed : bootstrap resamples over problems and their seed.
     target_reliability : float in (0, 1), default 0.9
@@ -419,27 +439,19 @@ def run_reliability_audit(
     --------
     >>> from audits.corpus.synthetic import synthesize
     >>> audit = run_reliability_audit(synthesize(n_problems=6, seed=1).corpus, n_boot=50)
-    >>> sorted(audit.environments), audit.to_frame()["median_repeat_cv"].round(2).tolist()
-    (['quiet'], [0.05])
+    >>> [str(run) for run in audit.runs], audit.to_frame()["median_repeat_cv"].round(2).tolist()
+    (['quiet · c0'], [0.05])
     """
     thresholds = thresholds or ReliabilityThresholds()
     if not 0 < target_reliability < 1:
         raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
     if not target_precision > 0:
         raise ValueError(f"target_precision must be > 0, got {target_precision}")
-    if campaign is not None:
-        present = set(present_labels(corpus["campaign"]))
-        if campaign not in present:
-            raise ValueError(f"campaign {campaign!r} is not in the corpus; campaigns: {sorted(present)}")
-        corpus = select_runs(corpus, campaign=campaign)
-    envs: dict[str, EnvironmentReliability] = {}
+    results: dict[Run, RunReliability] = {}
     findings: list[Finding] = []
-    for env in environments_of(corpus):
-        rows = select_runs(corpus, environment=env)
-        if "role" in rows.columns:
-            rows = rows.loc[(rows["role"] != "floor").to_numpy()]
-        result = _environment(rows, env, campaign, n_boot=n_boot, seed=seed, target_reliability=target_reliability,
-                              target_precision=target_precision, max_pairs=max_pairs)
-        envs[env] = result
+    for summary in audit_rows(corpus, environment=environment, campaign=campaign, runs=runs):
+        result = _run(_run_rows(corpus, summary), summary, n_boot=n_boot, seed=seed,
+                      target_reliability=target_reliability, target_precision=target_precision, max_pairs=max_pairs)
+        results[summary.run] = result
         findings.extend(_findings(result, thresholds))
-    return ReliabilityAudit(envs, tuple(findings), thresholds)
+    return ReliabilityAudit(results, tuple(findings), thresholds)

@@ -1,6 +1,8 @@
 """Pieces every ``speedaudit`` command that reads a corpus or prints an audit shares.
 
-Kept outside :mod:`audits.commands` (whose modules are discovered as commands).
+Kept outside the command modules (those whose names do not start with ``_`` are discovered as
+commands): the corpus input, the runs an audit covers (``--environment``/``--campaign``, the two runs of a
+calibration), the one ``--threshold`` syntax, and result output.
 """
 
 from __future__ import annotations
@@ -9,9 +11,12 @@ import argparse
 import sys
 
 from audits.corpus.io import UNITS, load_corpus, unit_warnings
+from audits.errors import UserError
 from audits.findings import worst_level, write_json
 
-__all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status"]
+__all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status",
+           "add_run_selection", "read_runs_filter", "add_pair_selection", "read_pair", "add_threshold_option",
+           "read_thresholds"]
 
 
 def add_corpus_input(parser: argparse.ArgumentParser, *, pools: bool = True) -> None:
@@ -76,3 +81,94 @@ def report_audit(audit, args: argparse.Namespace) -> None:
 def exit_status(audit, args: argparse.Namespace) -> int:
     """1 under --strict when a finding fails, else 0."""
     return 1 if (getattr(args, "strict", False) and worst_level(audit.findings) == "fail") else 0
+
+
+# --- runs -----------------------------------------------------------------------------------------
+
+def add_run_selection(parser: argparse.ArgumentParser, *, default: str = "every run") -> None:
+    """--environment NAME and --campaign NAME: the runs an audit covers (names are taken as they are)."""
+    group = parser.add_argument_group("runs (one run = one environment and campaign)")
+    group.add_argument("--environment", metavar="NAME",
+                       help=f"only the runs of this environment (the corpus column; default: {default})")
+    group.add_argument("--campaign", metavar="NAME", help=f"only the runs of this campaign (default: {default})")
+
+
+def add_pair_selection(parser: argparse.ArgumentParser) -> None:
+    """The two runs of a calibration: each side by environment and campaign, or --source/--target names."""
+    group = parser.add_argument_group(
+        "source and target (map SOURCE onto TARGET)",
+        "Name each side by its environment and campaign (any omitted part is filled from the other side or "
+        "--environment, and must then be unique in the corpus), e.g. --environment quiet --source-campaign stored "
+        "--target-campaign fresh on the full file; or give --source/--target as two names of one column.")
+    group.add_argument("--source-environment", metavar="NAME", help="environment of the source run")
+    group.add_argument("--source-campaign", metavar="NAME", help="campaign of the source run (e.g. the stored one)")
+    group.add_argument("--target-environment", metavar="NAME", help="environment of the target run")
+    group.add_argument("--target-campaign", metavar="NAME", help="campaign of the target run (e.g. the fresh one)")
+    group.add_argument("--environment", metavar="NAME", help="environment of both runs (campaign against campaign)")
+    group.add_argument("--source", metavar="NAME",
+                       help="environment or campaign to map FROM (one column's name; the column is detected)")
+    group.add_argument("--target", metavar="NAME",
+                       help="environment or campaign to map ONTO (one column's name; the column is detected)")
+    group.add_argument("--key", choices=("auto", "environment", "campaign"), default="auto",
+                       help="with --source/--target: which column holds the two names (default: detect)")
+
+
+def read_pair(args: argparse.Namespace, corpus):
+    """``(source, target)`` for :func:`audits.calibration.run_calibration_audit` from :func:`add_pair_selection`.
+
+    Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``--environment`` is given,
+    else the ``--source``/``--target`` names. The direction is kept as given.
+    """
+    from audits.corpus.runs import runs_of
+
+    parts = {side: (getattr(args, f"{side}_environment"), getattr(args, f"{side}_campaign"))
+             for side in ("source", "target")}
+    by_run = args.environment is not None or any(v is not None for pair in parts.values() for v in pair)
+    if by_run and (args.source is not None or args.target is not None):
+        raise UserError("name the runs either with --source-environment/--source-campaign/--target-environment/"
+                        "--target-campaign (and --environment) or with --source/--target, not both")
+    if not by_run:
+        if args.source is None or args.target is None:
+            raise UserError("name the two runs: --source-campaign A --target-campaign B (with --environment E), "
+                            "--source-environment E1 --target-environment E2, or --source A --target B")
+        return args.source, args.target
+    if args.environment is not None:
+        for side, (env, camp) in parts.items():
+            if env is not None and env != args.environment:
+                raise UserError(f"--environment {args.environment!r} and --{side}-environment {env!r} disagree")
+        parts = {side: (args.environment, camp) for side, (_, camp) in parts.items()}
+    runs = runs_of(corpus)
+    chosen = []
+    for side, (env, camp) in parts.items():
+        other_env, other_camp = parts["target" if side == "source" else "source"]
+        if env is None and camp is None:
+            raise UserError(f"the {side} run is not named: give --{side}-environment and/or --{side}-campaign")
+        if env is None:
+            env = other_env  # campaign against campaign of one environment (None: find the campaign's run)
+        if camp is None and other_camp is not None and any(r.campaign == other_camp
+                                                           for r in runs.select(environment=env)):
+            camp = other_camp  # environment against environment in the campaign both have
+        chosen.append(runs.one(environment=env, campaign=camp))
+    return chosen[0], chosen[1]
+
+
+def read_runs_filter(args: argparse.Namespace) -> dict:
+    """``{"environment": ..., "campaign": ...}`` from :func:`add_run_selection`'s options."""
+    return {"environment": getattr(args, "environment", None), "campaign": getattr(args, "campaign", None)}
+
+
+# --- thresholds -----------------------------------------------------------------------------------
+
+def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
+    """--threshold NAME=VALUE (both levels), NAME.warn=VALUE or NAME.fail=VALUE, repeatable; the limits and
+    their defaults are listed in the help (``thresholds``: the audit's :class:`audits.thresholds.Thresholds`)."""
+    parser.add_argument("--threshold", action="append", metavar="NAME[.warn|.fail]=VALUE",
+                        help="override a threshold (repeatable): NAME=VALUE sets both levels, NAME.warn=VALUE or "
+                             "NAME.fail=VALUE one. Defaults: " + thresholds.describe().replace("%", "%%"))
+
+
+def read_thresholds(args: argparse.Namespace, thresholds):
+    """The audit's thresholds with ``--threshold`` overrides applied (one parser for every command)."""
+    from audits.thresholds import parse_overrides
+
+    return thresholds().override(parse_overrides(getattr(args, "threshold", None)))

@@ -5,20 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from audits.calibration import DEFAULT_THRESHOLDS, apply_calibration, run_calibration_audit
+from audits.calibration import CalibrationThresholds, apply_calibration, run_calibration_audit
+from audits.cli._common import (
+    add_corpus_input,
+    add_pair_selection,
+    add_result_options,
+    add_threshold_option,
+    exit_status,
+    read_corpus,
+    read_pair,
+    read_thresholds,
+    report_audit,
+)
 from audits.errors import UserError
-from audits.cli._common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
 from audits.corpus.io import save_corpus
 from audits.findings import write_json
 from stats.calibration import FAMILIES, ROBUST_METHODS
-
-
-def _threshold(text: str) -> tuple[str, float]:
-    try:
-        name, value = text.split("=", 1)
-        return name.strip(), float(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected NAME.LEVEL=NUMBER (e.g. lopo_r2.fail=0.8), got {text!r}") from exc
 
 
 def _families(text: str) -> list[str]:
@@ -30,26 +32,22 @@ def _families(text: str) -> list[str]:
 
 
 def _add_pair_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", required=True,
-                        help="environment or campaign to map FROM (the stand-in sandbox, or the stored campaign)")
-    parser.add_argument("--target", required=True,
-                        help="environment or campaign to map ONTO (the real service, or the fresh campaign)")
-    parser.add_argument("--key", choices=("auto", "environment", "campaign"), default="auto",
-                        help="which column holds the two names (default: detect; needed only if ambiguous)")
+    add_pair_selection(parser)
     parser.add_argument("--variance-ratio", type=float, default=1.0,
                         help="Deming: var(error of target) / var(error of source) (default 1)")
     parser.add_argument("--seed", type=int, default=0)
 
 
 def _audit(args: argparse.Namespace) -> int:
+    thresholds = read_thresholds(args, CalibrationThresholds)
     corpus = read_corpus(args)
-    overrides = dict(args.threshold or [])
+    source, target = read_pair(args, corpus)
     try:
         audit = run_calibration_audit(
-            corpus, source=args.source, target=args.target, key=args.key, families=args.families,
+            corpus, source=source, target=target, key=args.key, families=args.families,
             robust=args.robust or False, calibration_family=args.calibration_family,
             variance_ratio=args.variance_ratio, taus=tuple(args.tau), n_boot=args.n_boot,
-            n_boot_rank=args.n_boot_rank, seed=args.seed, thresholds=overrides)
+            n_boot_rank=args.n_boot_rank, seed=args.seed, thresholds=thresholds)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     report_audit(audit, args)
@@ -69,9 +67,10 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     corpus = read_corpus(args)
+    source, target = read_pair(args, corpus)
     try:
         calibrated, mapping = apply_calibration(
-            corpus, source=args.source, target=args.target, key=args.key, family=args.family,
+            corpus, source=source, target=target, key=args.key, family=args.family,
             robust=args.robust, variance_ratio=args.variance_ratio, seed=args.seed)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
@@ -80,8 +79,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     save_corpus(calibrated, out)
     write_json(mapping, sidecar)
     r2 = mapping["lopo_r2"]
-    print(f"mapped {mapping['rows_mapped']:,} ok rows of {mapping['key']} {args.source!r} onto the "
-          f"{args.target!r} scale with {mapping['formula']} ({mapping['method']}, LOPO R^2 "
+    print(f"mapped {mapping['rows_mapped']:,} ok rows of {mapping['key']} {mapping['source']!r} onto the "
+          f"{mapping['target']!r} scale with {mapping['formula']} ({mapping['method']}, LOPO R^2 "
           f"{'n/a' if r2 is None else f'{r2:.4f}'}, {mapping['n_pairs']:,} pairs; {mapping['rows_clipped']} clipped)")
     print(f"wrote {out} (originals in duration_raw_s) and the mapping {sidecar}")
     return 0
@@ -90,13 +89,12 @@ def _calibrate(args: argparse.Namespace) -> int:
 def register(commands, audit_commands) -> None:
     audit = audit_commands.add_parser(
         "calibration", help="can timings of one environment/campaign be mapped onto another?",
-        description="Pair a source and a target (two environments or two campaigns) on cell medians, fit "
+        description="Pair a source and a target run (campaign against campaign of one environment, from the full "
+                    "file, or environment against environment) on cell medians, fit "
                     "multiplicative, affine, power, polynomial and Deming maps, validate each by "
                     "leave-one-problem-out R^2, and report parameter CIs, Bland-Altman agreement, rank "
                     "agreement of the stored pool with the fresh one (raw and calibrated), drift across "
-                    "campaigns and the p_tau sensitivity to the intercept. See docs/calibration.md.",
-        epilog="thresholds (NAME.LEVEL=VALUE): " + ", ".join(
-            f"{k} warn {v['warn']:g} fail {v['fail']:g}" for k, v in DEFAULT_THRESHOLDS.items()))
+                    "campaigns and the p_tau sensitivity to the intercept. See docs/calibration.md.")
     add_corpus_input(audit)
     _add_pair_options(audit)
     audit.add_argument("--families", type=_families, default=list(FAMILIES),
@@ -109,8 +107,7 @@ def register(commands, audit_commands) -> None:
     audit.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of problems (default 1000)")
     audit.add_argument("--n-boot-rank", type=int, default=200,
                        help="bootstrap resamples for the Spearman CIs (default 200)")
-    audit.add_argument("--threshold", type=_threshold, action="append", metavar="NAME.LEVEL=VALUE",
-                       help="override a threshold, e.g. lopo_r2.fail=0.8 (repeatable)")
+    add_threshold_option(audit, CalibrationThresholds)
     add_result_options(audit)
     audit.add_argument("--figures", metavar="DIR", help="write the calibration figures as PNG into DIR")
     audit.set_defaults(func=_audit)

@@ -118,11 +118,11 @@ def test_single_environment_and_input_errors(synth):
     one = run_aggregation_audit(synth.corpus, environment="quiet", n_boot=50)
     assert [k for k, _ in one.comparisons] == [("quiet", "c0")]
     assert one.primary == ("quiet", "c0")
-    with pytest.raises(ValueError, match="no rows for environment='nope'"):
+    with pytest.raises(ValueError, match="no run has environment 'nope'"):
         run_aggregation_audit(synth.corpus, environment="nope")
     with pytest.raises(ValueError, match="unknown aggregation threshold"):
         run_aggregation_audit(synth.corpus, thresholds={"stabilty_warn": 3})
-    with pytest.raises(ValueError, match="stability_warn <= stability_fail"):
+    with pytest.raises(ValueError, match="stability_warn must be <= stability_fail"):
         AggregationThresholds(stability_warn=20, stability_fail=10)
     single = synthesize(n_problems=4, n_tests=3, n_solutions=5, n_repeats=1, seed=2).corpus
     with pytest.raises(ValueError, match=">= 2 repeats"):
@@ -155,7 +155,7 @@ def test_cli_end_to_end(synth, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "aggregation", str(corpus_path),
                           "--environment", "nope"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1
-    assert "no rows for environment='nope'" in bad.stderr and "Traceback" not in bad.stderr
+    assert "no run has environment 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_figure_has_one_column_per_run(audit):

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.calibration import DEFAULT_THRESHOLDS, apply_calibration, merge_thresholds, run_calibration_audit
+from audits.calibration import DEFAULT_THRESHOLDS, CalibrationThresholds, apply_calibration, run_calibration_audit
 from audits.corpus.io import load_corpus, save_corpus
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
 from audits.corpus.synthetic import synthesize
@@ -83,10 +83,11 @@ def test_thresholds_are_overridable(busy_corpus):
                                     families=["affine", "poly3"], thresholds={"lopo_r2.fail": 0.2, "log_rmse": {"fail": 5}})
     finding = _finding(relaxed, "best_lopo_r2")
     assert finding.level == "warn" and "0.2" in finding.threshold
-    assert merge_thresholds({"spearman": {"warn": 0.95}})["spearman"] == {"warn": 0.95, "fail": 0.8}
-    assert DEFAULT_THRESHOLDS["spearman"]["warn"] == 0.9  # defaults untouched
-    with pytest.raises(ValueError, match="unknown calibration threshold 'lopo'"):
-        merge_thresholds({"lopo.fail": 0.1})
+    t = CalibrationThresholds.coerce({"spearman": {"warn": 0.95}})
+    assert (t.spearman_warn, t.spearman_fail) == (0.95, 0.8)
+    assert DEFAULT_THRESHOLDS.spearman_warn == 0.9  # defaults untouched
+    with pytest.raises(ValueError, match="unknown calibration threshold 'lopo.fail'"):
+        CalibrationThresholds.coerce({"lopo.fail": 0.1})
 
 
 def test_robust_variant_is_reported_beside_the_families():
