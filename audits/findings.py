@@ -47,6 +47,8 @@ class Finding:
         Which environment (or pair) it concerns.
     campaign : str, optional
         Which campaign of that environment (the finding concerns the run (environment, campaign)).
+    subject : str, optional
+        What else it concerns, as a display label: a reward environment, a calibration pair of runs.
     reason : str, optional
         Why it is ``n/a`` (required for that level).
     """
@@ -59,6 +61,7 @@ class Finding:
     environment: str | None = None
     campaign: str | None = None
     reason: str | None = None
+    subject: str | None = None
 
     def __post_init__(self):
         if self.level not in ALL_LEVELS:
@@ -68,18 +71,19 @@ class Finding:
 
     @classmethod
     def not_available(cls, metric: str, reason: str, *, threshold: float | str | None = None,
-                      environment: str | None = None, campaign: str | None = None) -> Finding:
+                      environment: str | None = None, campaign: str | None = None,
+                      subject: str | None = None) -> Finding:
         """An ``n/a`` finding: ``metric`` cannot be measured on this corpus because of ``reason``.
 
         >>> Finding.not_available("icc", "one repeat per cell").level
         'n/a'
         """
-        return cls(NA, metric, None, threshold, f"not measured: {reason}", environment, campaign, reason)
+        return cls(NA, metric, None, threshold, f"not measured: {reason}", environment, campaign, reason, subject)
 
     @property
     def where(self) -> str:
-        """Display label of what it concerns (``environment · campaign``, or one of them), '' when nothing."""
-        return " · ".join(str(v) for v in (self.environment, self.campaign) if v is not None)
+        """Display label of what it concerns (``environment · campaign · subject``, the parts it has)."""
+        return " · ".join(str(v) for v in (self.environment, self.campaign, self.subject) if v is not None)
 
     def to_dict(self) -> dict:
         return to_jsonable(asdict(self))

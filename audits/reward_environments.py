@@ -1,7 +1,9 @@
 """Reward-environment files: loading, validation and grids.
 
-An environment file (YAML or JSON) holds one mapping in the layout of
-:class:`stats.rewards.Environment`::
+A *reward environment* (:class:`stats.rewards.RewardEnvironment`) is the reward side: pre-filter,
+limit, post-ranking and reward scheme. It is never called a bare "environment", which means the
+corpus column (the sandbox or machine). A reward-environment file (YAML or JSON) holds one mapping in
+the layout of :class:`stats.rewards.RewardEnvironment`::
 
     name: top30
     pre: {max_reference_s: 2.0, max_input_chars: 1000, keep_slowest_fraction: 0.5}
@@ -38,11 +40,11 @@ import yaml
 
 from audits.errors import UserError
 from audits import shipped_dir
-from stats.rewards import Environment, EnvironmentSpecError
+from stats.rewards import EnvironmentSpecError, RewardEnvironment
 
 __all__ = ["EnvironmentFileError", "SHIPPED_PACKAGE", "shipped_environments_dir", "shipped_environment_files",
-           "find_shipped", "read_mapping", "load_environment", "load_grid", "expand_grid",
-           "load_environments"]
+           "find_shipped", "read_mapping", "load_reward_environment", "load_grid", "expand_grid",
+           "load_reward_environments", "load_environment", "load_environments"]
 
 
 class EnvironmentFileError(UserError, ValueError):
@@ -114,20 +116,20 @@ def read_mapping(path: str | os.PathLike) -> dict:
     return data
 
 
-def _build(data: Mapping, source: str, default_name: str) -> Environment:
+def _build(data: Mapping, source: str, default_name: str) -> RewardEnvironment:
     try:
-        return Environment.from_dict(data, name=default_name)
+        return RewardEnvironment.from_dict(data, name=default_name)
     except EnvironmentSpecError as exc:
         where = f" (key {exc.key})" if exc.key else ""
         raise EnvironmentFileError(f"{source}{where}: {exc.detail}") from exc
 
 
-def load_environment(path: str | os.PathLike) -> Environment:
+def load_reward_environment(path: str | os.PathLike) -> RewardEnvironment:
     """Load and validate one environment file (``name`` defaults to the file stem).
 
     Examples
     --------
-    >>> env = load_environment("fixtures/environments/top30.yaml")  # from the repository root
+    >>> env = load_reward_environment("fixtures/environments/top30.yaml")  # from the repository root
     >>> env.post.tau
     30.0
     """
@@ -161,14 +163,14 @@ def _label(value) -> str:
 
 
 def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.PathLike | None = None
-                ) -> list[Environment]:
+                ) -> list[RewardEnvironment]:
     """Environments of a grid mapping (see the module docstring)."""
     allowed = ("base", "vary", "environments", "include", "description")
     unknown = [k for k in grid if k not in allowed]
     if unknown:
         raise EnvironmentFileError(f"{source} (key {unknown[0]}): unknown key; allowed grid keys: "
                                    f"{', '.join(allowed)}")
-    out: list[Environment] = []
+    out: list[RewardEnvironment] = []
     base = grid.get("base")
     vary = grid.get("vary") or {}
     if vary and base is None:
@@ -203,27 +205,27 @@ def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.Pat
         path = Path(item)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
-        out.append(load_environment(path))
+        out.append(load_reward_environment(path))
     if not out:
         raise EnvironmentFileError(f"{source}: the grid defines no environment; give base + vary, environments "
                                    "or include")
     return out
 
 
-def load_grid(path: str | os.PathLike) -> list[Environment]:
+def load_grid(path: str | os.PathLike) -> list[RewardEnvironment]:
     """Load a grid file (YAML/JSON) into its environments."""
     path = Path(path)
     return expand_grid(read_mapping(path), source=str(path), base_dir=path.parent)
 
 
-def load_environments(env_paths: Iterable[str | os.PathLike] = (), grid_paths: Iterable[str | os.PathLike] = ()
-                      ) -> list[Environment]:
+def load_reward_environments(env_paths: Iterable[str | os.PathLike] = (), grid_paths: Iterable[str | os.PathLike] = ()
+                      ) -> list[RewardEnvironment]:
     """All environments of some environment files and grid files, checked for unique names."""
-    envs = [load_environment(p) for p in env_paths]
+    envs = [load_reward_environment(p) for p in env_paths]
     for grid in grid_paths:
         envs.extend(load_grid(grid))
     if not envs:
-        raise EnvironmentFileError("no environment given: pass --env FILE (and/or --grid FILE)")
+        raise EnvironmentFileError("no environment given: pass --reward-env FILE (and/or --grid FILE)")
     seen: dict[str, int] = {}
     for env in envs:
         seen[env.name] = seen.get(env.name, 0) + 1
@@ -232,3 +234,8 @@ def load_environments(env_paths: Iterable[str | os.PathLike] = (), grid_paths: I
         raise EnvironmentFileError(f"environment names must be unique; repeated: {', '.join(repeated)} "
                                    "(set 'name:' in the files)")
     return envs
+
+
+#: Old names of :func:`load_reward_environment` / :func:`load_reward_environments`.
+load_environment = load_reward_environment
+load_environments = load_reward_environments

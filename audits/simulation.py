@@ -1,29 +1,52 @@
-"""The reward-environment audit: screen environments offline before anyone trains.
+"""The reward-environment audit: screen reward environments offline before anyone trains.
 
 :func:`run_simulation_audit` runs the offline simulator (:mod:`stats.simulator`)
-for every environment on one sandbox environment and campaign of a corpus,
+for every reward environment on one run (environment, campaign) of a corpus,
 ranks them and turns each degenerate property into a :class:`Finding`
-(thresholds: :class:`stats.simulator.DegeneracyThresholds`, documented in
-docs/rewards.md). :func:`score_candidates` reports p_tau (p100/p50/p30/p10 with
-bootstrap CIs over problems) of the corpus's candidate solutions under one
+(thresholds: :class:`SimulationThresholds`, documented in docs/rewards.md).
+:func:`score_candidates` reports p_tau (p100/p50/p30/p10 with bootstrap CIs
+over problems) of the corpus's candidate solutions under one reward
 environment.
+
+Words: *environment* is the corpus column (the sandbox or machine); the
+reward side is a *reward environment* (:class:`stats.rewards.RewardEnvironment`),
+the ``reward_environment`` column of the tables here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from audits.corpus.runs import RunError, RunSummary, runs_of
 from audits.findings import Finding, to_jsonable
-from stats._groups import label_mask, present_labels
-from stats.ranking import select_runs
-from stats.rewards import Environment, apply_environment, p_tau
+from audits.thresholds import Thresholds
+from stats.rewards import RewardEnvironment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, simulate_grid
 
-__all__ = ["SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates", "choose_run"]
+__all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
+           "choose_run"]
+
+#: The limits of the simulation audit, on the common base (:mod:`audits.thresholds`); the fields and
+#: defaults are those of :class:`stats.simulator.DegeneracyThresholds`, which judges them.
+SimulationThresholds = dataclasses.make_dataclass(
+    "SimulationThresholds", [(f.name, f.type, f.default) for f in dataclasses.fields(DegeneracyThresholds)],
+    bases=(Thresholds,), frozen=True, namespace={
+        "audit": "simulation",
+        "lower_is_worse": frozenset({"auc_sparse", "monotonicity"}),
+        "__doc__": DegeneracyThresholds.__doc__,
+        "__module__": __name__,
+        "__annotations__": {"audit": ClassVar[str], "lower_is_worse": ClassVar[frozenset]}})
+
+
+def _reward_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A stats table with its ``environment`` column (the reward environment's name) as ``reward_environment``."""
+    return frame.rename(columns={"environment": "reward_environment"})
 
 _ADVICE = {
     "sparse": "almost no rollout is paid, so most GRPO groups carry no signal: loosen tau, raise the time limit, "
@@ -38,58 +61,57 @@ _ADVICE = {
 }
 
 
-def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str | None) -> tuple[str, str]:
-    """The (sandbox environment, campaign) to use: the given ones, or the only / first available.
+def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str | None) -> RunSummary:
+    """The one run whose timings stand in for rollouts, with its repeat count.
 
-    Raises ValueError naming the available values when a name is unknown or
-    several environments exist and none is chosen.
+    The run ``environment`` and ``campaign`` name. Left out, the environment must be the only one that
+    matches (else an error lists the runs: pass ``--environment``); a campaign left out is the
+    environment's only one, or its first by timestamp (:mod:`audits.corpus.runs`); without timestamps
+    several campaigns are an error (pass ``--campaign``), because file order must not decide a figure.
     """
-    envs = present_labels(corpus["environment"]) if "environment" in corpus else ["default"]
-    if environment is None:
-        if len(envs) > 1:
-            raise ValueError(f"the corpus holds several environments {sorted(envs)}; choose one with "
-                             "--environment NAME (environment=...)")
-        environment = envs[0]
-    elif environment not in envs:
-        raise ValueError(f"environment {environment!r} is not in the corpus; it has {sorted(envs)}")
-    rows = corpus.loc[label_mask(corpus["environment"], environment)] if "environment" in corpus else corpus
-    campaigns = sorted(present_labels(rows["campaign"])) if "campaign" in rows else ["c0"]
-    if campaign is None:
-        campaign = campaigns[0]
-    elif campaign not in campaigns:
-        raise ValueError(f"campaign {campaign!r} has no rows in environment {environment!r}; it has {campaigns}")
-    return environment, campaign
+    runs = runs_of(corpus)
+    matches = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
+    envs = list(dict.fromkeys(s.environment for s in matches))
+    if len(envs) > 1:
+        raise RunError(f"the corpus holds several environments ({', '.join(map(repr, envs))}); this audit uses "
+                       f"one run: choose it with --environment NAME (environment=...); runs: {runs.listing()}")
+    if len(matches) > 1 and not runs.ordered:
+        raise RunError(f"environment {envs[0]!r} has several campaigns and the corpus has no timestamps to order "
+                       f"them: choose one with --campaign NAME (campaign=...); runs: {runs.listing()}")
+    return matches[0]
 
 
 @dataclass(frozen=True)
 class SimulationAudit:
-    """Offline screening of reward environments on one sandbox environment and campaign.
+    """Offline screening of reward environments on one run (environment, campaign) of a corpus.
 
     Attributes
     ----------
-    corpus_environment, campaign : str
-        The sandbox run the simulation used.
+    environment, campaign : str
+        The run the simulation used (``run``: with its repeat count).
     curves : DataFrame
-        ``environment, bin, u_low, u_high, u_mid, n, mean_reward, curve, ideal, sd_pairs``.
+        ``reward_environment, bin, u_low, u_high, u_mid, n, mean_reward, curve, ideal, sd_pairs``.
     diagnostics : DataFrame
         One row per reward environment, best first (``rank``): the diagnostics with
         ``*_ci_low``/``*_ci_high``, n's, ``level`` and ``verdict``.
     groups : DataFrame
-        ``environment, group_size, zero_advantage_rate, all_negative, all_positive, n_problems``.
+        ``reward_environment, group_size, zero_advantage_rate, all_negative, all_positive, n_problems``.
     findings : tuple of Finding
-    thresholds : DegeneracyThresholds
+    thresholds : SimulationThresholds
     results : tuple of SimulationResult
+    run : RunSummary
     """
 
-    corpus_environment: str
+    environment: str
     campaign: str
     curves: pd.DataFrame
     diagnostics: pd.DataFrame
     groups: pd.DataFrame
     findings: tuple
-    thresholds: DegeneracyThresholds
+    thresholds: SimulationThresholds
     results: tuple = field(default=(), repr=False)
     include_incorrect: bool = False
+    run: RunSummary | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return self.diagnostics
@@ -97,13 +119,15 @@ class SimulationAudit:
     def to_dict(self) -> dict:
         envs = {}
         for row in self.diagnostics.to_dict(orient="records"):
-            envs[row["environment"]] = {k: v for k, v in row.items() if k != "environment"}
+            envs[row["reward_environment"]] = {k: v for k, v in row.items() if k != "reward_environment"}
         return to_jsonable({
-            "corpus_environment": self.corpus_environment,
+            "audit": "simulation",
+            "environment": self.environment,
             "campaign": self.campaign,
+            "run": None if self.run is None else self.run.to_dict(),
             "include_incorrect": self.include_incorrect,
-            "ranking": list(self.diagnostics["environment"]),
-            "environments": envs,
+            "ranking": list(self.diagnostics["reward_environment"]),
+            "reward_environments": envs,
             "definitions": {r.environment.name: r.environment.to_dict() for r in self.results},
             "thresholds": self.thresholds.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
@@ -114,17 +138,18 @@ class SimulationAudit:
     def summary(self) -> str:
         d = self.diagnostics
         if d.empty:
-            return "no environment simulated"
+            return "no reward environment simulated"
         head = d.iloc[0]
-        lines = [f"offline simulation on sandbox environment {self.corpus_environment!r}, campaign "
-                 f"{self.campaign!r}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} "
+        repeats = "" if self.run is None else f" ({self.run.repeats} repeats)"
+        lines = [f"offline simulation on environment {self.environment!r}, campaign "
+                 f"{self.campaign!r}{repeats}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} "
                  f"{'' if self.include_incorrect else 'correct '}reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
                  f"reward from the next)",
                  f"zero-advantage rate at G = {int(head['headline_group_size'])}; CIs: 95 % bootstrap over problems",
                  ""]
         table = pd.DataFrame({
             "rank": d["rank"],
-            "environment": d["environment"],
+            "reward_environment": d["reward_environment"],
             "auc": [_ci(r, "auc") for r in d.to_dict(orient="records")],
             "monotonicity": [_ci(r, "monotonicity") for r in d.to_dict(orient="records")],
             "steepness": d["steepness"].map("{:.2f}".format),
@@ -135,9 +160,9 @@ class SimulationAudit:
         })
         lines.append(table.to_string(index=False))
         flagged = [r for r in self.results if r.diagnostics["level"] != "pass"]
-        order = {name: i for i, name in enumerate(d["environment"])}
+        order = {name: i for i, name in enumerate(d["reward_environment"])}
         if flagged:
-            lines += ["", "flagged environments (thresholds in docs/rewards.md; full findings with --json):"]
+            lines += ["", "flagged reward environments (thresholds in docs/rewards.md; full findings with --json):"]
         for res in sorted(flagged, key=lambda r: order[r.environment.name]):
             parts, first = [], None
             for label, metric, value, level, _ in res.checks:
@@ -156,9 +181,10 @@ def _ci(row: dict, name: str) -> str:
     return f"{value:.2f} [{lo:.2f},{hi:.2f}]"
 
 
-def _findings(result: SimulationResult) -> list[Finding]:
+def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     d = result.diagnostics
     name = result.environment.name
+    where = {"environment": run.environment, "campaign": run.campaign, "subject": name}
     out = []
     for label, metric, value, level, threshold in result.checks:
         if level == "pass":
@@ -169,28 +195,29 @@ def _findings(result: SimulationResult) -> list[Finding]:
         extra = f" at G = {d['headline_group_size']}" if metric == "zero_advantage_rate" else ""
         out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
                            message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.",
-                           environment=name))
+                           **where))
     if d["n_pairs"] == 1:
         out.append(Finding(level="warn", metric="n_pairs", value=1, threshold=">= 2 repeats",
                            message="only one repeat: quality and reward come from the same measurement, so "
-                                   "measurement noise is not in play; collect >= 2 repeats.", environment=name))
+                                   "measurement noise is not in play; collect >= 2 repeats.", **where))
     if d["level"] == "pass":
         out.append(Finding(level="pass", metric="verdict", value=d["auc"], threshold="all checks pass",
                            message=f"learnable: AUC {d['auc']:.2f}, monotonicity {d['monotonicity']:.2f}, "
                                    f"diagonal deviation {d['diagonal_deviation']:.2f} "
-                                   f"(n = {d['n_problems']} problems).", environment=name))
+                                   f"(n = {d['n_problems']} problems).", **where))
     return out
 
 
 def run_simulation_audit(
     corpus: pd.DataFrame,
     *,
-    environments: Sequence[Environment],
+    reward_environments: Sequence[RewardEnvironment] | None = None,
     environment: str | None = None,
     campaign: str | None = None,
+    environments: Sequence[RewardEnvironment] | None = None,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
     seed: int = 0,
-    thresholds: DegeneracyThresholds | dict | None = None,
+    thresholds: SimulationThresholds | dict | None = None,
     n_bins: int = 10,
     quality_distribution="uniform",
     n_boot: int = 200,
@@ -202,15 +229,16 @@ def run_simulation_audit(
     ----------
     corpus : DataFrame
         A timing corpus (several repeats of correct reference solutions).
-    environments : sequence of Environment
-        E.g. from :func:`audits.reward_environments.load_environments`.
+    reward_environments : sequence of RewardEnvironment
+        E.g. from :func:`audits.reward_environments.load_reward_environments`
+        (``environments=`` is the old name of this option).
     environment, campaign : str, optional
-        Sandbox environment and campaign of the corpus to use (default: the only
-        environment, and its first campaign in sorted order).
+        The run of the corpus whose timings stand in for rollouts (see
+        :func:`choose_run`: the only environment, and its only or earliest campaign).
     group_sizes : sequence of int
         GRPO group sizes; the headline zero-advantage rate is at the largest.
-    thresholds : DegeneracyThresholds or dict, optional
-        Overrides of the documented thresholds.
+    thresholds : SimulationThresholds or dict, optional
+        The thresholds, or overrides of the documented defaults (``{"auc_sparse.fail": 0.02}``).
     include_incorrect : bool, default False
         Also use incorrect references as rollouts (see :func:`stats.simulator.simulate`).
 
@@ -222,20 +250,25 @@ def run_simulation_audit(
     --------
     >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(n_problems=6, n_repeats=3, seed=1).corpus
-    >>> env = Environment.from_dict({"name": "top30", "post": {"tau": 30}})
-    >>> audit = run_simulation_audit(corpus, environments=[env], n_boot=20)
+    >>> env = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
+    >>> audit = run_simulation_audit(corpus, reward_environments=[env], n_boot=20)
     >>> audit.diagnostics["verdict"].tolist()
     ['pass']
     """
-    environments = list(environments)
-    if not environments:
-        raise ValueError("no reward environment to simulate; pass at least one Environment")
-    if not all(isinstance(e, Environment) for e in environments):
-        raise TypeError("environments must be stats.rewards.Environment objects (audits.reward_environments.load_*)")
-    th = DegeneracyThresholds.from_any(thresholds)
-    env_name, camp = choose_run(corpus, environment=environment, campaign=campaign)
-    runs = select_runs(corpus, environment=env_name if "environment" in corpus else None,
-                       campaign=camp if "campaign" in corpus else None)
+    if reward_environments is None:
+        reward_environments = environments
+    elif environments is not None:
+        raise TypeError("pass the reward environments once, as reward_environments=")
+    reward_environments = list(reward_environments or ())
+    if not reward_environments:
+        raise ValueError("no reward environment to simulate; pass at least one RewardEnvironment")
+    if not all(isinstance(e, RewardEnvironment) for e in reward_environments):
+        raise TypeError("reward_environments must be stats.rewards.RewardEnvironment objects "
+                        "(audits.reward_environments.load_*)")
+    th = SimulationThresholds.coerce(thresholds)
+    run = choose_run(corpus, environment=environment, campaign=campaign)
+    env_name, camp = run.environment, run.campaign
+    runs = corpus.loc[run.run.mask(corpus)]
     refs = runs
     if "role" in runs.columns:
         refs = runs.loc[(runs["role"] == "reference").to_numpy()]
@@ -244,20 +277,23 @@ def run_simulation_audit(
     if refs.empty:
         raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no correct reference rows "
                          "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
-    ranking, results = simulate_grid(runs, environments, n_bins=n_bins, group_sizes=group_sizes,
-                                     quality_distribution=quality_distribution, thresholds=th, n_boot=n_boot,
+    ranking, results = simulate_grid(runs, reward_environments, n_bins=n_bins, group_sizes=group_sizes,
+                                     quality_distribution=quality_distribution,
+                                     thresholds=DegeneracyThresholds(**th.to_dict()), n_boot=n_boot,
                                      seed=seed, include_incorrect=include_incorrect)
-    curves = pd.concat([r.curve.assign(environment=r.environment.name) for r in results], ignore_index=True)
-    curves = curves[["environment"] + [c for c in curves.columns if c != "environment"]]
-    groups = pd.concat([r.groups.assign(environment=r.environment.name) for r in results], ignore_index=True)
-    groups = groups[["environment"] + [c for c in groups.columns if c != "environment"]]
+    name_first = ["reward_environment"]
+    curves = pd.concat([r.curve.assign(reward_environment=r.environment.name) for r in results], ignore_index=True)
+    curves = curves[name_first + [c for c in curves.columns if c not in name_first]]
+    groups = pd.concat([r.groups.assign(reward_environment=r.environment.name) for r in results], ignore_index=True)
+    groups = groups[name_first + [c for c in groups.columns if c not in name_first]]
+    ranking = _reward_frame(ranking)
     by_name = {r.environment.name: r for r in results}
     findings = []
-    for name in ranking["environment"]:
-        findings.extend(_findings(by_name[name]))
-    return SimulationAudit(corpus_environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
+    for name in ranking["reward_environment"]:
+        findings.extend(_findings(by_name[name], run))
+    return SimulationAudit(environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
                            groups=groups, findings=tuple(findings), thresholds=th, results=tuple(results),
-                           include_incorrect=include_incorrect)
+                           include_incorrect=include_incorrect, run=run)
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,7 +302,7 @@ def run_simulation_audit(
 
 @dataclass(frozen=True)
 class CandidateScores:
-    """p_tau of a corpus's candidate solutions under one environment.
+    """p_tau of a corpus's candidate solutions under one reward environment, on one run.
 
     Attributes
     ----------
@@ -280,21 +316,22 @@ class CandidateScores:
         Why the noise-aware values are n/a, if they are.
     """
 
-    environment: Environment
-    corpus_environment: str
+    reward_environment: RewardEnvironment
+    environment: str
     campaign: str
     table: pd.DataFrame
     samples: pd.DataFrame
     noise_reason: str | None = None
     noise_settings: dict = field(default_factory=dict)
+    run: RunSummary | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
 
     def to_dict(self) -> dict:
         return to_jsonable({
-            "environment": self.environment.to_dict(), "corpus_environment": self.corpus_environment,
-            "campaign": self.campaign,
+            "reward_environment": self.reward_environment.to_dict(), "environment": self.environment,
+            "campaign": self.campaign, "run": None if self.run is None else self.run.to_dict(),
             "n_problems": int(self.samples["problem"].nunique()), "n_samples": len(self.samples),
             "p_tau": {f"p{int(r['tau']) if float(r['tau']).is_integer() else r['tau']}": r
                       for r in self.table.to_dict(orient="records")},
@@ -304,10 +341,12 @@ class CandidateScores:
     def summary(self) -> str:
         per_problem = self.samples.groupby("problem", observed=True).size()
         lines = [f"p_tau of {len(self.samples)} candidate solutions on {len(per_problem)} problems "
-                 f"({per_problem.min()}-{per_problem.max()} per problem), sandbox environment "
-                 f"{self.corpus_environment!r}, campaign {self.campaign!r}",
-                 f"reward environment {self.environment.name}: {self.environment.describe()}",
-                 f"success = strictly correct (c) and q <= tau/100 (q from {self.environment.post.aggregator}); "
+                 f"({per_problem.min()}-{per_problem.max()} per problem), environment "
+                 f"{self.environment!r}, campaign {self.campaign!r}"
+                 + ("" if self.run is None else f" ({self.run.repeats} repeats)"),
+                 f"reward environment {self.reward_environment.name}: {self.reward_environment.describe()}",
+                 f"success = strictly correct (c) and q <= tau/100 (q from "
+                 f"{self.reward_environment.post.aggregator}); "
                  f"pass@{int(self.table['k'].iloc[0])}, 95 % bootstrap CI over problems", ""]
         for r in self.table.to_dict(orient="records"):
             tau = f"p{r['tau']:g}"
@@ -320,7 +359,7 @@ class CandidateScores:
 def score_candidates(
     corpus: pd.DataFrame,
     *,
-    env: Environment,
+    env: RewardEnvironment,
     environment: str | None = None,
     campaign: str | None = None,
     taus: Sequence[float] = (100, 50, 30, 10),
@@ -330,12 +369,12 @@ def score_candidates(
     n_draws: int = 2000,
     prior_df: float = 4.0,
 ) -> CandidateScores:
-    """p_tau (pass@k) of the candidate solutions (role ``candidate``) under one environment.
+    """p_tau (pass@k) of the candidate solutions (role ``candidate``) under one reward environment ``env``.
 
     Every candidate solution of a problem is one sample; its repeats are
     collapsed (median of ``ok`` repeats, majority status) and ranked against the
-    reference pool of the same sandbox environment and campaign, through the
-    environment's filter, limit and aggregator. Beside each point value, the
+    reference pool of the same run (environment, campaign; :func:`choose_run`),
+    through the reward environment's filter, limit and aggregator. Beside each point value, the
     noise-aware one (docs/noise.md): E[q] with its 95 % posterior interval and
     P(q <= tau/100) per candidate, and p_tau's posterior mean with its
     timing-noise interval (``n_draws`` posterior draws, ``prior_df`` of the
@@ -344,9 +383,9 @@ def score_candidates(
     if "role" not in corpus.columns or not (corpus["role"] == "candidate").any():
         raise ValueError("the corpus has no candidate solutions (rows with role=candidate): p_tau scores "
                          "candidates against the reference pool; add the programs to score as role=candidate")
-    env_name, camp = choose_run(corpus, environment=environment, campaign=campaign)
-    runs = select_runs(corpus, environment=env_name if "environment" in corpus else None,
-                       campaign=camp if "campaign" in corpus else None)
+    run = choose_run(corpus, environment=environment, campaign=campaign)
+    env_name, camp = run.environment, run.campaign
+    runs = corpus.loc[run.run.mask(corpus)]
     if not (runs["role"] == "candidate").any():
         raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no candidate solutions (role=candidate); "
                          "choose another --environment / --campaign")
@@ -358,9 +397,9 @@ def score_candidates(
     table = p_tau(samples, taus=taus, k=k, n_boot=n_boot, seed=seed)
     samples, noise_table, reason = noise_aware_candidates(runs, outcome, env, samples=samples, taus=taus, k=k,
                                                           n_draws=n_draws, prior_df=prior_df, seed=seed)
-    return CandidateScores(environment=env, corpus_environment=env_name, campaign=camp,
+    return CandidateScores(reward_environment=env, environment=env_name, campaign=camp,
                            table=pd.concat([table, noise_table], axis=1), samples=samples, noise_reason=reason,
-                           noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau})
+                           noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau}, run=run)
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ __all__ = [
     "PostRanking",
     "RewardSpec",
     "Environment",
+    "RewardEnvironment",
     "EnvironmentRun",
     "available_aggregators",
     "apply_environment",
@@ -410,6 +411,10 @@ class Environment:
 # --------------------------------------------------------------------------------------------
 # Applying an environment to executions
 # --------------------------------------------------------------------------------------------
+
+#: The name the audits use: "environment" alone means the corpus column (the sandbox or machine).
+RewardEnvironment = Environment
+
 
 @dataclass(frozen=True)
 class EnvironmentRun:

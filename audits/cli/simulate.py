@@ -1,13 +1,24 @@
-"""``speedaudit simulate`` (screen reward environments offline) and ``speedaudit score`` (p_tau of candidates)."""
+"""``speedaudit simulate`` (screen reward environments offline) and ``speedaudit score`` (p_tau of candidates).
+
+``--reward-env FILE`` names a reward environment; ``--environment`` / ``--campaign`` the run of the corpus.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from audits.cli._common import (
+    add_corpus_input,
+    add_threshold_option,
+    exit_status,
+    read_corpus,
+    read_thresholds,
+    report_audit,
+)
 from audits.errors import UserError
-from audits.cli._common import add_corpus_input, exit_status, read_corpus, report_audit
 from audits.findings import write_json
+from audits.simulation import SimulationThresholds
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -60,41 +71,21 @@ def _quality(text: str):
     return ("beta", a, b)
 
 
-def _thresholds(pairs):
-    from stats.simulator import DegeneracyThresholds
+def _reward_environments(args):
+    from audits.reward_environments import load_reward_environments
 
-    changes = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        try:
-            changes[name] = float(value) if sep else None
-        except ValueError as exc:
-            raise UserError(f"--threshold {pair!r}: {value!r} is not a number") from exc
-        if not sep:
-            raise UserError(f"--threshold {pair!r}: expected NAME=VALUE")
-    try:
-        return DegeneracyThresholds.from_any(changes)
-    except ValueError as exc:
-        raise UserError(f"--threshold: {exc}") from exc
-
-
-def _environments(args):
-    from audits.reward_environments import EnvironmentFileError, load_environments
-
-    try:
-        return load_environments(args.env or [], args.grid or [])
-    except EnvironmentFileError as exc:
-        raise UserError(str(exc)) from exc
+    return load_reward_environments(args.reward_env or [], args.grid or [])
 
 
 def _simulate(args: argparse.Namespace) -> int:
     from audits.simulation import run_simulation_audit
 
-    envs = _environments(args)
-    thresholds = _thresholds(args.threshold)
+    envs = _reward_environments(args)
+    thresholds = read_thresholds(args, SimulationThresholds)
     corpus = read_corpus(args)
     try:
-        audit = run_simulation_audit(corpus, environments=envs, environment=args.environment, campaign=args.campaign,
+        audit = run_simulation_audit(corpus, reward_environments=envs, environment=args.environment,
+                                     campaign=args.campaign,
                                      group_sizes=args.group_sizes, seed=args.seed, thresholds=thresholds,
                                      n_bins=args.bins, quality_distribution=args.quality, n_boot=args.n_boot,
                                      include_incorrect=args.include_incorrect)
@@ -116,9 +107,9 @@ def _simulate(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from audits.simulation import score_candidates
 
-    envs = _environments(args)
+    envs = _reward_environments(args)
     if len(envs) != 1:
-        raise UserError(f"score needs exactly one environment (--env FILE); got {len(envs)}")
+        raise UserError(f"score needs exactly one reward environment (--reward-env FILE); got {len(envs)}")
     corpus = read_corpus(args)
     try:
         result = score_candidates(corpus, env=envs[0], environment=args.environment, campaign=args.campaign,
@@ -134,11 +125,12 @@ def _score(args: argparse.Namespace) -> int:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_corpus_input(parser)
-    parser.add_argument("--env", action="append", metavar="ENV.yaml",
+    parser.add_argument("--reward-env", action="append", metavar="REWARD_ENV.yaml",
                         help="reward environment file (YAML/JSON; repeatable), e.g. fixtures/environments/top30.yaml")
     parser.add_argument("--environment", metavar="NAME",
-                        help="sandbox environment of the corpus to use (needed when the corpus has several)")
-    parser.add_argument("--campaign", help="campaign to use (default: the first in sorted order)")
+                        help="environment of the run to use (the corpus column; needed when the corpus has several)")
+    parser.add_argument("--campaign", metavar="NAME",
+                        help="campaign of the run to use (default: the environment's only or earliest by timestamp)")
     parser.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
     parser.add_argument("--seed", type=int, default=0)
 
@@ -153,21 +145,21 @@ def register(commands, audit_commands) -> None:
 def _add_simulate(parsers, name: str) -> None:
     sim = parsers.add_parser(
         name, help="screen reward environments offline: reward-vs-quality curves, verdicts, ranking",
+        allow_abbrev=False,
         description="Offline simulator (docs/rewards.md): correct reference solutions stand in for rollouts; "
                     "each one's quality comes from one repeat and its reward from another. Prints one row per "
                     "reward environment, best first, with AUC (sparse/saturated), monotonicity, steepness, "
                     "deviation from the ideal diagonal, curve noise, the GRPO zero-advantage rate and a verdict.")
     _common(sim)
     sim.add_argument("--grid", action="append", metavar="GRID.yaml",
-                     help="grid file expanding into many environments (repeatable), "
+                     help="grid file expanding into many reward environments (repeatable), "
                           "e.g. fixtures/environments/grid.yaml")
     sim.add_argument("--group-sizes", type=_int_list, default=(2, 4, 8, 16), metavar="G,G,...",
                      help="GRPO group sizes (default 2,4,8,16; the headline rate is at the largest)")
     sim.add_argument("--bins", type=int, default=10, help="quality bins of the curve (default 10)")
     sim.add_argument("--quality", type=_quality, default="uniform", metavar="uniform|beta:A,B",
                      help="quality distribution of the rollouts in a GRPO group (default uniform)")
-    sim.add_argument("--threshold", action="append", metavar="NAME=VALUE",
-                     help="override a threshold (repeatable), e.g. auc_sparse_fail=0.02 (docs/rewards.md)")
+    add_threshold_option(sim, SimulationThresholds)
     sim.add_argument("--include-incorrect", action="store_true",
                      help="also use incorrect reference solutions as rollouts (tells correctness-blind schemes apart)")
     sim.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples over problems (default 200)")
@@ -178,9 +170,10 @@ def _add_simulate(parsers, name: str) -> None:
 
 def _add_score(commands) -> None:
     score = commands.add_parser(
-        "score", help="p100/p50/p30/p10 of the corpus's candidate solutions under one environment",
+        "score", help="p100/p50/p30/p10 of the corpus's candidate solutions under one reward environment",
+        allow_abbrev=False,
         description="p_tau: a candidate succeeds when it is strictly correct and its q <= tau/100 under the "
-                    "environment's filter, limit and aggregator; pass@k is the unbiased estimator over the "
+                    "reward environment's filter, limit and aggregator; pass@k is the unbiased estimator over the "
                     "candidates of each problem, averaged over problems, with a bootstrap CI over problems. Beside "
                     "each point value, the noise-aware one (docs/noise.md): p_tau's posterior mean with its interval "
                     "from timing noise, and per candidate E[q] [95 % interval] and P(q <= tau/100).")

@@ -176,25 +176,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def stored_run(shipped: list[Path]) -> str | None:
-    """The stored run today's quiet run is compared with: the first quiet campaign of the shipped corpora."""
+def stored_run(shipped: list[Path]) -> list[str] | None:
+    """The stored run today's quiet run is compared with, as ``[environment, campaign]``: the earliest quiet
+    campaign of the shipped corpora (by timestamp; :func:`audits.corpus.runs.runs_of`)."""
     if not shipped:
         return None
-    from audits.report.render import _runs_of, load_corpora
+    from audits.corpus.runs import runs_of
+    from audits.report.render import load_corpora
 
-    campaigns = sorted(c for e, c in _runs_of(load_corpora(shipped)) if e == "quiet" and c != CAMPAIGN)
-    return f"quiet/{campaigns[0]}" if campaigns else None
+    corpus = load_corpora(shipped)
+    quiet = [s for s in runs_of(corpus, order=corpus.attrs.get("run_order")).of_environment("quiet")
+             if s.campaign != CAMPAIGN]
+    return [quiet[0].environment, quiet[0].campaign] if quiet else None
 
 
-def demo_parameters(*, n_boot: int, stored_run: str | None = "quiet/quiet-a") -> dict:
+def demo_parameters(*, n_boot: int, stored_run: list[str] | None = ("quiet", "quiet-a")) -> dict:
     """Notebook parameters of the demo: today's quiet run against the stored one, quiet against busy today.
 
     Reliability, aggregation and the simulator look at today's runs (this machine); calibration compares
     ``stored_run`` (a shipped campaign) with today's quiet run, and today's quiet run with today's busy one.
     """
     return {"n_boot": n_boot, "seed": 0, "campaign": CAMPAIGN,
-            "stored_run": stored_run, "fresh_run": f"quiet/{CAMPAIGN}",
-            "source_run": f"quiet/{CAMPAIGN}", "target_run": f"busy/{CAMPAIGN}",
+            "stored_run": None if stored_run is None else list(stored_run), "fresh_run": ["quiet", CAMPAIGN],
+            "source_run": ["quiet", CAMPAIGN], "target_run": ["busy", CAMPAIGN],
             # The short campaign measures 4 of the suite's problems (optimization tests only), so most stored
             # cells have no fresh partner by design: only flag the pairing when almost nothing pairs up.
             "calibration_thresholds": {"pairs_lost_share.warn": 0.95, "pairs_lost_share.fail": 0.99},

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from audits.findings import LEVELS, Finding, to_jsonable, worst_level
+from audits.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = [
     "FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
@@ -41,7 +41,9 @@ __all__ = [
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
 _BADGE = {"pass": ("PASS", "#1a7f37", "#dafbe1"), "warn": ("WARN", "#9a6700", "#fff8c5"),
-          "fail": ("FAIL", "#cf222e", "#ffebe9")}
+          "fail": ("FAIL", "#cf222e", "#ffebe9"), NA: ("n/a", "#57606a", "#eaeef2")}
+#: Worst first; n/a (not measurable) last: it is never a pass and never the worst.
+_RANK = {"fail": 0, "warn": 1, "pass": 2, NA: 3}
 
 
 def format_value(value, digits: int = 3) -> str:
@@ -87,14 +89,19 @@ def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "
 
 
 def rank_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Findings ordered worst first (fail, warn, pass), keeping the audit's order within a level."""
-    rows = list(findings)
-    order = {level: i for i, level in enumerate(reversed(LEVELS))}
-    return sorted(rows, key=lambda f: order[f.level])
+    """Findings ordered worst first (fail, warn, pass, then n/a), keeping the audit's order within a level."""
+    return sorted(findings, key=lambda f: _RANK[f.level])
+
+
+def _level_counts(findings) -> dict[str, int]:
+    counts = dict.fromkeys(ALL_LEVELS, 0)
+    for f in findings:
+        counts[f.level] += 1
+    return counts
 
 
 def _finding_text(f: Finding) -> str:
-    where = f"[{f.environment}] " if f.environment else ""
+    where = f"[{f.where}] " if f.where else ""
     return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
 
 
@@ -106,17 +113,19 @@ def verdict_sentence(findings: Iterable[Finding]) -> str:
     rows = rank_findings(findings)
     if not rows:
         return "Verdict: no findings (the audit had nothing to judge on this corpus)."
-    counts = {level: sum(f.level == level for f in rows) for level in LEVELS}
+    counts = _level_counts(rows)
     level = worst_level(rows)
-    text = (f"Verdict: {level.upper()} ({counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass). "
-            f"Worst: {_finding_text(rows[0])}")
+    na = f", {counts[NA]} n/a" if counts[NA] else ""
+    text = (f"Verdict: {level if level == NA else level.upper()} ({counts['fail']} fail, {counts['warn']} warn, "
+            f"{counts['pass']} pass{na}). Worst: {_finding_text(rows[0])}")
     return text
 
 
 def findings_frame(findings: Iterable[Finding], *, audit: str | None = None) -> pd.DataFrame:
     """Findings as a tidy table (one row per finding, worst first)."""
     rows = [f.to_dict() for f in rank_findings(findings)]
-    frame = pd.DataFrame(rows, columns=["level", "metric", "value", "threshold", "message", "environment"])
+    frame = pd.DataFrame(rows, columns=["level", "metric", "value", "threshold", "message", "environment",
+                                        "campaign", "subject", "reason"])
     if audit is not None:
         frame.insert(0, "audit", audit)
     return frame
@@ -144,13 +153,13 @@ class FindingsDisplay:
                 "<tr>"
                 f"<td><span class='sa-badge sa-{f.level}' style='font-weight:bold;color:{fg};background:{bg};"
                 f"padding:1px 6px;border-radius:4px'>{label}</span></td>"
-                f"<td>{html.escape(f.environment or '')}</td>"
+                f"<td>{html.escape(f.where)}</td>"
                 f"<td><code>{html.escape(f.metric)}</code></td>"
                 f"<td>{html.escape(format_value(f.value))}</td>"
                 f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
                 f"<td>{html.escape(f.message)}</td>"
                 "</tr>")
-        table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>environment</th><th>metric</th>"
+        table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>run</th><th>metric</th>"
                  "<th>value</th><th>threshold</th><th>what it means / what to do</th>"
                  "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
         style = "<style>.sa-findings td, .sa-findings th {text-align: left !important;}</style>"
@@ -215,43 +224,31 @@ def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
 
 
 def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
+    """Per run (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
 
-    Vectorised (dense group codes + ``np.bincount``; distinct counts via unique code pairs; no copy of
-    the corpus), so it stays in seconds at 10^7 rows. Returns the table and the non-floor row mask.
+    Runs and their repeat counts come from :func:`audits.corpus.runs.runs_of` (in its order: timestamps,
+    else first appearance; a listing only). Vectorised (dense group codes + ``np.bincount``), so it stays in
+    seconds at 10^7 rows. Returns the table and the non-floor row mask.
     """
-    from stats._groups import first_rows, group_codes
+    from audits.corpus.runs import runs_of
+    from stats._groups import group_codes
 
+    runs = runs_of(corpus)
     body = ~_mask_equal(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
-    run_all, _ = group_codes(corpus, ["environment", "campaign"])
-    run, n_runs = pd.factorize(run_all[body])
-    run = run.astype(np.int64, copy=False)
-    n_runs = len(n_runs)
-    rows = np.bincount(run, minlength=n_runs)
-    first = np.flatnonzero(body)[first_rows(run, n_runs)] if n_runs else np.zeros(0, dtype=np.int64)
-
-    def distinct(columns):
-        unit, n_units = group_codes(corpus, columns)
-        pairs = np.unique(run * n_units + unit[body])
-        return np.bincount(pairs // n_units, minlength=n_runs)
-
-    if "repeat" in corpus.columns:
-        repeat = corpus["repeat"].to_numpy(dtype=np.int64)[body]
-    else:
-        repeat = np.zeros(len(run), dtype=np.int64)
-    max_repeat = np.full(n_runs, -1, dtype=np.int64)
-    np.maximum.at(max_repeat, run, repeat)
-    ok = _mask_equal(corpus["status"], "ok")[body]
+    ok = _mask_equal(corpus["status"], "ok")
+    solution, n_solutions = group_codes(corpus, ["problem", "solution"])
+    rows, solutions, ok_share = [], [], []
+    for summary in runs:
+        mask = summary.run.mask(corpus) & body
+        rows.append(int(mask.sum()))
+        solutions.append(int(np.count_nonzero(np.bincount(solution[mask], minlength=n_solutions))))
+        ok_share.append(float(ok[mask].mean()) if mask.any() else float("nan"))
     table = pd.DataFrame({
-        "environment": corpus["environment"].iloc[first].astype(str).to_numpy(),
-        "campaign": corpus["campaign"].iloc[first].astype(str).to_numpy(),
-        "rows": rows,
-        "problems": distinct(["problem"]),
-        "solutions": distinct(["problem", "solution"]),
-        "repeats": max_repeat + 1,
-        "ok_share": np.bincount(run, weights=ok.astype(float), minlength=n_runs) / np.maximum(rows, 1),
+        "environment": [s.environment for s in runs], "campaign": [s.campaign for s in runs],
+        "rows": rows, "problems": [s.problems for s in runs], "solutions": solutions,
+        "repeats": [s.repeats for s in runs], "max_repeats": [s.max_repeats for s in runs], "ok_share": ok_share,
     })
-    return table.sort_values(["environment", "campaign"]).set_index(["environment", "campaign"]), body
+    return table.set_index(["environment", "campaign"]), body
 
 
 def _skipped(audit) -> bool:
@@ -272,15 +269,16 @@ def show_plot(plot, audit, **options):
 
 
 def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
-    """Rows, problems, solutions, repeats and ok share per (environment, campaign), floor rows excluded.
+    """Rows, problems, solutions, repeats (most common per cell, and the most) and ok share per run
+    (environment, campaign), floor rows excluded, in run order (:mod:`audits.corpus.runs`).
 
     Examples
     --------
-    >>> frame = pd.DataFrame({"environment": "e", "campaign": ["a", "a", "b"], "problem": "p",
-    ...     "solution": ["s", "t", "s"], "repeat": [0, 1, 0], "status": ["ok", "timeout", "ok"],
+    >>> frame = pd.DataFrame({"environment": "e", "campaign": ["a", "a", "b"], "problem": "p", "test": "t",
+    ...     "solution": ["s", "s", "s"], "repeat": [0, 1, 0], "status": ["ok", "timeout", "ok"],
     ...     "role": "reference"})
     >>> corpus_overview(frame)[["rows", "solutions", "repeats", "ok_share"]].values.tolist()
-    [[2.0, 2.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
+    [[2.0, 1.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
     """
     return _run_counts(corpus)[0]
 
@@ -294,14 +292,15 @@ def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> 
     if isinstance(sources, str):
         sources = [sources]
     table, body = _run_counts(corpus)
-    run_text = ", ".join(f"{e}/{c}" for e, c in table.index)
+    run_text = ", ".join(f"{e} · {c} ({r} repeat{'s' if r != 1 else ''})"
+                         for (e, c), r in zip(table.index, table["repeats"]))
     n_problems = len(np.unique(group_codes(corpus, ["problem"])[0][body]))
     n_solutions = len(np.unique(group_codes(corpus, ["problem", "solution"])[0][body]))
-    repeats = int(table["repeats"].max()) if len(table) else 0
+    repeats = int(table["max_repeats"].max()) if len(table) else 0
     files = ", ".join(f"`{Path(s).name}`" for s in sources)
     return (f"**Corpus**: {len(corpus):,} executions from {files or 'memory'}: {n_problems:,} problems, "
             f"{n_solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
-            f"runs (environment/campaign): {run_text}.")
+            f"runs (environment · campaign): {run_text}.")
 
 
 # --- calibration ---------------------------------------------------------------------------------
@@ -332,8 +331,11 @@ def describe_calibration(audit) -> str:
     """
     if _skipped(audit):
         return f"**Not measured**: {audit.reason}."
+    from audits.corpus.runs import describe_runs
+
     pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
-    parts = [f"**{pair}**: {audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
+    parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
+             f"{audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
              f"{audit.pairing.n_problems} problems."]
     if audit.best_family is None:
         parts.append("No family could be validated (fewer than two problems pair up): collect both runs on the "
@@ -361,7 +363,8 @@ def describe_calibration(audit) -> str:
         if audit.spearman_calibrated is not None:
             text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
         parts.append(text + ".")
-    if r2 <= audit.thresholds["lopo_r2"]["fail"]:
+    levels = {f.metric: f.level for f in audit.findings}  # judged once, by the audit
+    if levels.get("best_lopo_r2") == "fail":
         parts.append(f"**What to do**: {audit.source} cannot stand in for {audit.target}; time on {audit.target} "
                      "itself (no calibration validates).")
     elif any(f.level == "fail" for f in audit.findings):
@@ -375,19 +378,25 @@ def describe_calibration(audit) -> str:
 
 # --- reliability and discriminability ------------------------------------------------------------
 
-def _level_of(findings, environment: str, metric: str) -> str | None:
+def _finding_of(findings, run, metric: str) -> Finding | None:
+    """The audit's finding on ``metric`` for ``run`` (the narrative reads verdicts, it never judges)."""
     for f in findings:
-        if f.environment == environment and f.metric == metric:
-            return f.level
+        if f.environment == run.environment and f.campaign == run.campaign and f.metric == metric:
+            return f
     return None
 
 
+def _run_index(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["environment", "campaign"]).set_index(
+        ["environment", "campaign"])
+
+
 def reliability_table(audit) -> pd.DataFrame:
-    """Headline reliability metrics, one row per environment, CIs as text (from ``audit.to_frame()``)."""
+    """Headline reliability metrics, one row per run (environment, campaign), CIs as text."""
     rows = []
-    for name, env in audit.environments.items():
+    for run, env in audit.runs.items():
         rows.append({
-            "environment": name, "campaign (pool)": env.campaign, "problems": env.n_problems,
+            "environment": run.environment, "campaign": run.campaign, "problems": env.n_problems,
             "repeats": env.n_repeats,
             "median repeat CV": format_interval(env.median_repeat_cv),
             "median sd (ms)": format_interval(env.median_abs_sd_ms),
@@ -398,16 +407,16 @@ def reliability_table(audit) -> pd.DataFrame:
             "significant pairs": format_interval(env.significance.share),
             "repeats needed": format_value(env.repeats_needed),
         })
-    return pd.DataFrame(rows).set_index("environment")
+    return _run_index(rows)
 
 
 def describe_reliability(audit) -> str:
-    """One paragraph per environment: repeat CV, rank drift, ICC and repeats needed, with what to do."""
+    """One paragraph per run: repeat CV, rank drift, ICC and repeats needed, with what to do (from the findings)."""
     paragraphs = []
     t = audit.thresholds
-    for name, env in audit.environments.items():
+    for run, env in audit.runs.items():
         cv = env.median_repeat_cv
-        text = (f"**{name}**: the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+        text = (f"**{run}** ({env.n_repeats} repeats): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
                 f"cells of correct references; CI over problems), an absolute sd of "
                 f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
                 f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
@@ -416,24 +425,27 @@ def describe_reliability(audit) -> str:
                 f"{format_interval(env.icc_agreement)}; "
                 f"{format_value(env.repeats_needed)} repeat(s) would give a per-problem score reliability of "
                 f"{env.target_reliability:g}.")
-        level = _level_of(audit.findings, name, "median_repeat_cv")
-        if cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_fail:
+        finding = _finding_of(audit.findings, run, "median_repeat_cv")
+        level = None if finding is None else finding.level
+        if level == "fail":
             text += (f" **Too noisy** (fail at {t.repeat_cv_fail:g}): do not reward on single timings here; run "
                      "fewer workers per machine, pin CPUs or take the median of several repeats.")
-        elif cv.estimate is not None and np.isfinite(cv.estimate) and cv.estimate >= t.repeat_cv_warn:
+        elif level == "warn" and np.isfinite(cv.estimate):
             text += f" **Noisy** (warn at {t.repeat_cv_warn:g}): use the median of repeats for rewards."
-        elif level is not None:
+        elif level == "pass":
             text += f" Repeatable at the {t.repeat_cv_warn:g} warn threshold."
+        elif finding is not None:
+            text += f" Repeat noise: {finding.message}."
         paragraphs.append(text)
-    return "\n\n".join(paragraphs) if paragraphs else "No environment had repeated reference timings."
+    return "\n\n".join(paragraphs) if paragraphs else "No run had repeated reference timings."
 
 
 def discriminability_table(audit) -> pd.DataFrame:
-    """Headline discriminability metrics, one row per environment, CIs as text."""
+    """Headline discriminability metrics, one row per run (environment, campaign), CIs as text."""
     rows = []
-    for name, env in audit.environments.items():
+    for run, env in audit.runs.items():
         rows.append({
-            "environment": name, "campaign (pool)": env.campaign, "problems": len(env.problems),
+            "environment": run.environment, "campaign": run.campaign, "problems": len(env.problems),
             "filterable share": format_interval(env.filterable_share),
             "filterable (noise-aware)": format_interval(env.filterable_share_noise_aware),
             "median robust CV": format_interval(env.median_robust_cv),
@@ -442,16 +454,17 @@ def discriminability_table(audit) -> pd.DataFrame:
             "tests near floor": format_value(env.near_floor_test_share),
             "problems near floor": len(env.flagged_problems),
         })
-    return pd.DataFrame(rows).set_index("environment")
+    return _run_index(rows)
 
 
 def describe_discriminability(audit) -> str:
-    """One paragraph per environment: filterable share, strong-weak gap and the floor, with what to do."""
+    """One paragraph per run: filterable share, strong-weak gap and the floor, with what to do."""
     paragraphs = []
     t = audit.thresholds
-    for name, env in audit.environments.items():
+    for run, env in audit.runs.items():
         share = env.filterable_share
-        text = (f"**{name}**: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
+        repeats = "" if env.run_summary is None else f" ({env.run_summary.repeats} repeats)"
+        text = (f"**{run}**{repeats}: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
                 f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
                 f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
                 f"repeat noise is discounted. The slowest quarter of references scores "
@@ -464,7 +477,7 @@ def describe_discriminability(audit) -> str:
             text += (f" Flagged problems (most tests near the floor: their ranks are start-up noise): {shown}. "
                      "Enlarge their inputs or drop those tests from the speed score.")
         paragraphs.append(text)
-    return "\n\n".join(paragraphs) if paragraphs else "No environment had reference timings."
+    return "\n\n".join(paragraphs) if paragraphs else "No run had reference timings."
 
 
 # --- aggregation ---------------------------------------------------------------------------------
@@ -499,7 +512,7 @@ def describe_aggregation(audit) -> str:
     comp = audit.comparison(env, camp)
     table = comp.table.set_index("aggregator")
     rec, default = comp.recommended, comp.default
-    parts = [f"**{env} / {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
+    parts = [f"**{env} · {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
              f"{comp.n_repeats} repeats (stability = mean |score(repeat i) − score(repeat j)| in percentile points, "
              "lower is better; dynamic range = slowest minus fastest reference quartile, higher is better)."]
     if rec is not None and rec in table.index:
@@ -529,7 +542,7 @@ def simulation_table(audit) -> pd.DataFrame:
     rows = d.to_dict(orient="records")
     return pd.DataFrame({
         "rank": d["rank"].to_numpy(),
-        "environment": d["environment"].to_numpy(),
+        "reward environment": d["reward_environment"].to_numpy(),
         "AUC": [_sim_ci(r, "auc") for r in rows],
         "monotonicity": [_sim_ci(r, "monotonicity") for r in rows],
         "steepness": [format_value(r["steepness"], 2) for r in rows],
@@ -540,26 +553,27 @@ def simulation_table(audit) -> pd.DataFrame:
 
 
 def describe_simulation(audit) -> str:
-    """Best environment, the degenerate ones and what their failure means."""
+    """Best reward environment, the degenerate ones and what their failure means."""
     d = audit.diagnostics
     if d.empty:
         return "No reward environment was simulated."
     head = d.iloc[0]
     g = int(head["headline_group_size"])
-    parts = [f"Simulated on **{audit.corpus_environment} / {audit.campaign}**: {int(head['n_problems'])} problems, "
+    repeats = "" if audit.run is None else f" ({audit.run.repeats} repeats)"
+    parts = [f"Simulated on **{audit.environment} · {audit.campaign}**{repeats}: {int(head['n_problems'])} problems, "
              f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, quality from one repeat "
              f"and reward from another ({int(head['n_pairs'])} repeat pairs)."]
-    parts.append(f"The best environment is **{head['environment']}** ({head['verdict']}): AUC "
+    parts.append(f"The best reward environment is **{head['reward_environment']}** ({head['verdict']}): AUC "
                  f"{_sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
                  f"{_sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
                  f"{_sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
                  f"% of GRPO groups of {g} carry no advantage.")
-    failing = d.loc[d["level"] == "fail", "environment"].tolist()
+    failing = d.loc[d["level"] == "fail", "reward_environment"].tolist()
     if failing:
         parts.append(f"Degenerate (fail): {', '.join(map(str, failing))}; do not train with them as they are "
                      "(the findings say which property fails and what to change).")
     else:
-        parts.append("No environment is degenerate on this corpus.")
+        parts.append("No reward environment is degenerate on this corpus.")
     return " ".join(parts)
 
 
@@ -576,12 +590,13 @@ def verdict_overview(verdicts: Mapping[str, Sequence[Finding]]) -> pd.DataFrame:
     rows = []
     for title, findings in verdicts.items():
         ranked = rank_findings(findings)
-        counts = {level: sum(f.level == level for f in ranked) for level in LEVELS}
-        rows.append({"audit": title, "verdict": worst_level(ranked).upper() if ranked else "NONE",
-                     "fail": counts["fail"], "warn": counts["warn"], "pass": counts["pass"],
+        counts = _level_counts(ranked)
+        worst = worst_level(ranked)
+        rows.append({"audit": title, "verdict": (worst if worst == NA else worst.upper()) if ranked else "NONE",
+                     "fail": counts["fail"], "warn": counts["warn"], "pass": counts["pass"], "n/a": counts[NA],
                      "worst finding": _finding_text(ranked[0]) if ranked else "-"})
-    order = {"FAIL": 0, "WARN": 1, "PASS": 2, "NONE": 3}
-    frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "worst finding"])
+    order = {"FAIL": 0, "WARN": 1, "PASS": 2, NA: 3, "NONE": 4}
+    frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "n/a", "worst finding"])
     frame["_order"] = frame["verdict"].map(order)
     return frame.sort_values("_order", kind="stable").drop(columns="_order").set_index("audit")
 
@@ -595,15 +610,15 @@ class VerdictsDisplay:
     def _repr_html_(self) -> str:
         rows = []
         for audit, row in self.table.iterrows():
-            level = row["verdict"].lower()
+            level = row["verdict"] if row["verdict"] == NA else row["verdict"].lower()
             label, fg, bg = _BADGE.get(level, (row["verdict"], "#57606a", "#eaeef2"))
             rows.append(f"<tr><td><b>{html.escape(str(audit))}</b></td><td><span style='font-weight:bold;color:{fg};"
                         f"background:{bg};padding:1px 6px;border-radius:4px'>{label}</span></td>"
-                        f"<td>{row['fail']}</td><td>{row['warn']}</td><td>{row['pass']}</td>"
+                        f"<td>{row['fail']}</td><td>{row['warn']}</td><td>{row['pass']}</td><td>{row['n/a']}</td>"
                         f"<td>{html.escape(str(row['worst finding']))}</td></tr>")
         style = "<style>.sa-verdicts td, .sa-verdicts th {text-align: left !important;}</style>"
         return (f"{style}<table class='sa-verdicts'><thead><tr><th>audit</th><th>verdict</th><th>fail</th>"
-                f"<th>warn</th><th>pass</th><th>worst finding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+                f"<th>warn</th><th>pass</th><th>n/a</th><th>worst finding</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
     def __repr__(self) -> str:
         return self.table.to_string()

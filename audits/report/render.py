@@ -48,7 +48,7 @@ import yaml
 from audits import shipped_dir
 from audits.errors import UserError
 from audits.corpus.io import atomic_write
-from audits.findings import LEVELS
+from audits.findings import ALL_LEVELS, LEVELS, NA
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
 from audits.reward_environments import find_shipped
 
@@ -56,8 +56,8 @@ __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
     "repo_root", "notebook_dir", "TEMPLATE_SUFFIX", "template_path", "read_template", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
-    "default_audits", "RunPair", "select_pair", "RUN_PARAMETERS", "suggest_runs", "CalibrationSkipped",
-    "calibrate_runs",
+    "default_audits", "resolve_run", "run_label", "select_pair", "RUN_PARAMETERS", "suggest_runs",
+    "CalibrationSkipped", "calibrate_runs",
 ]
 
 
@@ -190,7 +190,9 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     """Load and validate one or more corpora and stack them into one.
 
     The corpora must not overlap: each (environment, campaign) may come from one file only, because
-    its repeats would otherwise be mixed silently. Categories are unified.
+    its repeats would otherwise be mixed silently. Categories are unified. With several files,
+    ``attrs["run_order"]`` lists the runs in the order the files were given (an explicit user order
+    for :func:`audits.corpus.runs.runs_of` when the corpus has no timestamps).
     """
     import pandas as pd
 
@@ -225,69 +227,67 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
         for k, f in enumerate(frames):
             if list(f[column].cat.categories) != union:
                 frames[k] = f.assign(**{column: f[column].cat.set_categories(union)})
-    return pd.concat(frames, ignore_index=True)
+    stacked = pd.concat(frames, ignore_index=True)
+    stacked.attrs["run_order"] = [list(run) for run in seen]
+    return stacked
 
 
-@dataclass(frozen=True)
-class RunPair:
-    """Two runs of a corpus prepared for :func:`audits.calibration.run_calibration_audit`.
+def resolve_run(corpus, value):
+    """The :class:`audits.corpus.runs.Run` a report parameter names.
 
-    ``frame`` holds only the rows of the two runs; ``source``/``target`` are the values of the column
-    ``key`` (``environment`` or ``campaign``) that tells them apart.
+    ``value`` is ``[environment, campaign]`` (the form :func:`suggest_runs` writes), a mapping
+    ``{environment: ..., campaign: ...}``, a Run, or a string, which is looked up (never split) as the
+    display label ``environment/campaign`` of exactly one run of the corpus, for the templates' older
+    defaults; a label that fits several runs (names may contain ``/``) is an error asking for the pair form.
     """
+    from audits.corpus.runs import Run, RunError, runs_of
 
-    frame: object = field(repr=False)
-    source: str
-    target: str
-    key: str
-    source_run: str
-    target_run: str
+    runs = runs_of(corpus)
+    if isinstance(value, str):
+        matches = [r for r in runs.names if f"{r.environment}/{r.campaign}" == value]
+        if len(matches) != 1:
+            raise UserError(f"run {value!r} is {'ambiguous' if matches else 'not in the corpus'}: name it as "
+                            f"[ENVIRONMENT, CAMPAIGN] (e.g. -p 'stored_run=[quiet, c0]'); runs: {runs.listing()}")
+        return matches[0]
+    try:
+        run = Run.coerce(value)
+        runs.get(run)
+    except RunError as exc:
+        raise UserError(str(exc)) from exc
+    return run
 
 
-def _split_run(text: str, available: list[str]) -> tuple[str, str]:
-    env, sep, campaign = str(text).partition("/")
-    if not sep or not env or not campaign:
-        raise UserError(f"run {text!r} must be written 'environment/campaign'; this corpus has: "
-                        f"{', '.join(available)}")
-    return env, campaign
+def run_label(value) -> str:
+    """Display label of a run parameter (``environment · campaign``), for titles; ``none`` for None."""
+    from audits.corpus.runs import Run
+
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return str(Run.coerce(value))
 
 
-def select_pair(corpus, source: str, target: str) -> RunPair:
-    """Select two runs, each named ``"environment/campaign"``, for a calibration between them.
-
-    When the environments differ the pair is compared by environment (each side has one campaign, so
-    campaigns need not match: ``quiet/today`` vs ``busy/today`` or ``quiet/a`` vs ``busy/b``); when only
-    the campaigns differ, by campaign (``quiet/stored`` vs ``quiet/today``).
+def select_pair(corpus, source, target):
+    """The two runs a calibration section compares (:func:`audits.calibration.calibration_pair`), each
+    named as :func:`resolve_run` reads it. The direction is kept: ``source`` is mapped onto ``target``.
 
     Examples
     --------
     >>> import pandas as pd
     >>> runs = pd.DataFrame({"environment": ["quiet", "quiet", "busy"], "campaign": ["a", "b", "b"]})
-    >>> pair = select_pair(runs, "quiet/a", "quiet/b")
+    >>> pair = select_pair(runs, ["quiet", "a"], ["quiet", "b"])
     >>> pair.key, pair.source, pair.target, len(pair.frame)
     ('campaign', 'a', 'b', 2)
-    >>> select_pair(runs, "quiet/b", "busy/b").key
+    >>> select_pair(runs, ["quiet", "b"], ["busy", "b"]).key
     'environment'
     """
-    from audits.report.narrative import _mask_equal
-    from stats._groups import first_rows, group_codes
+    from audits.calibration import calibration_pair
 
-    codes, n_runs = group_codes(corpus, ["environment", "campaign"])
-    first = first_rows(codes, n_runs)
-    available = sorted(f"{e}/{c}" for e, c in zip(corpus["environment"].iloc[first].astype(str),
-                                                    corpus["campaign"].iloc[first].astype(str)))
-    (se, sc), (te, tc) = _split_run(source, available), _split_run(target, available)
-    for run, (e, c) in ((source, (se, sc)), (target, (te, tc))):
-        if f"{e}/{c}" not in available:
-            raise UserError(f"run {run!r} is not in the corpus; it has: {', '.join(available)}")
-    if (se, sc) == (te, tc):
-        raise UserError(f"source and target are the same run {source!r}; name two different runs")
-    env, camp = corpus["environment"], corpus["campaign"]
-    mask = ((_mask_equal(env, se) & _mask_equal(camp, sc)) | (_mask_equal(env, te) & _mask_equal(camp, tc)))
-    frame = corpus.loc[mask]
-    if se != te:
-        return RunPair(frame, se, te, "environment", source, target)
-    return RunPair(frame, sc, tc, "campaign", source, target)
+    source, target = resolve_run(corpus, source), resolve_run(corpus, target)
+    if source == target:
+        raise UserError(f"source and target are the same run {source}; name two different runs")
+    return calibration_pair(corpus, source=source, target=target)
 
 
 #: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
@@ -296,43 +296,43 @@ RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggreg
                   "simulation_environment")
 
 
-def _runs_of(corpus) -> list[tuple[str, str]]:
-    from audits.report.narrative import _run_counts
+def suggest_runs(corpus, *, order=None) -> dict:
+    """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`), as ``[environment, campaign]``.
 
-    table, _ = _run_counts(corpus)
-    return [(str(e), str(c)) for e, c in table.index]
-
-
-def suggest_runs(corpus) -> dict:
-    """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`).
-
-    * ``stored_run``/``fresh_run``: the first two campaigns (sorted) of the first environment that has
-      two, ``quiet`` preferred; None when no environment has two campaigns;
-    * ``source_run``/``target_run``: two environments (``quiet`` first), in a campaign they share when
-      there is one, else each one's first campaign; None with a single environment;
-    * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first.
+    * ``stored_run``/``fresh_run``: the earliest and the latest campaign of the first environment that has
+      two (``quiet`` preferred, then by name), *only* when the runs are ordered by their timestamps or by
+      ``order`` (the order of the corpus files on the command line): which campaign is the stored one is
+      then a fact of the data or the user, never of row order (:mod:`audits.corpus.runs`). Otherwise None,
+      and the report says how to name them (``-p 'stored_run=[ENV, CAMPAIGN]'``);
+    * ``source_run``/``target_run``: two environments (``quiet`` first, then by name), in the last campaign
+      (by name) they share when there is one, else each one's first; None with a single environment;
+    * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first by name.
 
     Examples
     --------
     >>> import pandas as pd
     >>> runs = pd.DataFrame({"environment": ["busy", "quiet", "quiet"], "campaign": ["b", "a", "b"],
-    ...     "problem": "p", "solution": "s", "repeat": 0, "status": "ok", "role": "reference"})
+    ...     "problem": "p", "solution": "s", "repeat": 0, "status": "ok", "role": "reference",
+    ...     "timestamp": ["2026-01-03", "2026-01-01", "2026-01-02"]})
     >>> suggest_runs(runs)["stored_run"], suggest_runs(runs)["source_run"], suggest_runs(runs)["target_run"]
-    ('quiet/a', 'quiet/b', 'busy/b')
+    (['quiet', 'a'], ['quiet', 'b'], ['busy', 'b'])
     """
-    runs = _runs_of(corpus)
-    envs = sorted({e for e, _ in runs}, key=lambda e: (e != "quiet", e))
-    campaigns = {e: sorted(c for f, c in runs if f == e) for e in envs}
+    from audits.corpus.runs import runs_of
+
+    runs = runs_of(corpus, order=order)
+    envs = sorted(runs.environments, key=lambda e: (e != "quiet", e))
+    by_time = {e: [s.campaign for s in runs.of_environment(e)] for e in envs}  # in run order
+    by_name = {e: sorted(c) for e, c in by_time.items()}
     out: dict = dict.fromkeys(RUN_PARAMETERS)
-    with_two = [e for e in envs if len(campaigns[e]) >= 2]
-    if with_two:
+    with_two = [e for e in envs if len(by_time[e]) >= 2]
+    if with_two and runs.ordered:
         e = with_two[0]
-        out["stored_run"], out["fresh_run"] = f"{e}/{campaigns[e][0]}", f"{e}/{campaigns[e][1]}"
+        out["stored_run"], out["fresh_run"] = [e, by_time[e][0]], [e, by_time[e][-1]]
     if len(envs) >= 2:
         a, b = envs[0], envs[1]
-        shared = sorted(set(campaigns[a]) & set(campaigns[b]))
-        ca, cb = (shared[-1], shared[-1]) if shared else (campaigns[a][0], campaigns[b][0])
-        out["source_run"], out["target_run"] = f"{a}/{ca}", f"{b}/{cb}"
+        shared = sorted(set(by_name[a]) & set(by_name[b]))
+        ca, cb = (shared[-1], shared[-1]) if shared else (by_name[a][0], by_name[b][0])
+        out["source_run"], out["target_run"] = [a, ca], [b, cb]
     if envs:
         out["aggregation_environment"] = out["simulation_environment"] = envs[0]
     return out
@@ -340,10 +340,10 @@ def suggest_runs(corpus) -> dict:
 
 @dataclass(frozen=True)
 class CalibrationSkipped:
-    """Stands in for a calibration audit when the corpus has no such pair of runs (``*_run`` is None)."""
+    """Stands in for a calibration audit when no pair of runs was named (``*_run`` is None): n/a, with why."""
 
-    source_run: str | None
-    target_run: str | None
+    source_run: object
+    target_run: object
     reason: str
     skipped: bool = True
 
@@ -351,25 +351,34 @@ class CalibrationSkipped:
     def findings(self) -> tuple:
         from audits.findings import Finding
 
-        return (Finding("warn", "calibration_pair", None, "two runs to compare",
-                        f"not measured: {self.reason}; collect a second campaign (speedaudit collect --campaign "
-                        "NAME) or environment to audit calibration"),)
+        return (Finding.not_available("calibration_pair", self.reason, threshold="two runs to compare"),)
 
 
-def calibrate_runs(corpus, source_run: str | None, target_run: str | None, **options):
-    """:func:`audits.calibration.run_calibration_audit` between two ``environment/campaign`` runs.
+def calibrate_runs(corpus, source_run, target_run, **options):
+    """:func:`audits.calibration.run_calibration_audit` of ``source_run`` onto ``target_run`` (direction kept).
 
-    When either run is None (the corpus has no such pair, see :func:`suggest_runs`) it returns a
-    :class:`CalibrationSkipped` whose one finding says so; the narrative and figure helpers show a note
-    for it instead of numbers. ``options`` go to ``run_calibration_audit``.
+    Each run is named as :func:`resolve_run` reads it. When either is None (the corpus has no such pair,
+    or does not say which campaign is older, see :func:`suggest_runs`) it returns a
+    :class:`CalibrationSkipped` whose one ``n/a`` finding says why and what to do; the narrative and
+    figure helpers show a note for it instead of numbers. ``options`` go to ``run_calibration_audit``.
     """
+    from audits.corpus.runs import runs_of
+
     if source_run is None or target_run is None:
-        have = ", ".join(f"{e}/{c}" for e, c in _runs_of(corpus))
-        return CalibrationSkipped(source_run, target_run, f"the corpus has no such pair of runs (it has: {have})")
+        runs = runs_of(corpus)
+        several = [e for e in runs.environments if len(runs.of_environment(e)) >= 2]
+        why = (f"no pair of runs was named, and the corpus does not order the campaigns of {several[0]!r} "
+               "(no timestamp column; one file): name them with -p 'stored_run=[ENV, CAMPAIGN]' "
+               "-p 'fresh_run=[ENV, CAMPAIGN]'" if several and not runs.ordered else
+               "the corpus has no such pair of runs; collect a second campaign (speedaudit collect --campaign "
+               "NAME) or environment")
+        return CalibrationSkipped(source_run, target_run, f"{why} (runs: {runs.listing()})")
     from audits.calibration import run_calibration_audit
 
-    pair = select_pair(corpus, source_run, target_run)
-    return run_calibration_audit(pair.frame, source=pair.source, target=pair.target, key=pair.key, **options)
+    source, target = resolve_run(corpus, source_run), resolve_run(corpus, target_run)
+    if source == target:
+        raise UserError(f"source and target are the same run {source}; name two different runs")
+    return run_calibration_audit(corpus, source=source, target=target, **options)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -484,7 +493,8 @@ class RenderedReport:
         if self.error:
             return "error"
         levels = [f["level"] for f in self.findings]
-        return next((lv for lv in reversed(LEVELS) if lv in levels), "pass" if levels else "none")
+        fallback = NA if NA in levels else "pass" if levels else "none"  # n/a is never a pass
+        return next((lv for lv in reversed(LEVELS) if lv in levels), fallback)
 
     def top_findings(self, k: int = 3) -> list[dict]:
         """The k worst findings (fail, then warn, then pass), in the notebook's order within a level."""
@@ -492,7 +502,7 @@ class RenderedReport:
         return sorted(self.findings, key=lambda f: order.get(f["level"], 9))[:k]
 
     def counts(self) -> dict[str, int]:
-        return {lv: sum(f["level"] == lv for f in self.findings) for lv in LEVELS}
+        return {lv: sum(f["level"] == lv for f in self.findings) for lv in ALL_LEVELS}
 
     def to_dict(self) -> dict:
         return {"name": self.name, "title": self.title, "html": str(self.html) if self.html else None,
@@ -655,7 +665,8 @@ def write_index(
                 items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
                              f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")
             counts = report.counts()
-            detail = (f"<div class='counts'>{counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass</div>"
+            detail = (f"<div class='counts'>{counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass"
+                      f"{', ' + str(counts[NA]) + ' n/a' if counts.get(NA) else ''}</div>"
                       f"<ul>{''.join(items)}</ul>" if items else "<div class='counts'>no findings</div>")
         nb_link = (f" <a class='nb' href='{html.escape(report.notebook.name)}'>(notebook)</a>" if report.notebook
                    else "")
@@ -744,7 +755,9 @@ def render_reports(
         params["corpora"] = [str(p) for p in paths]
         # The templates' run defaults name runs of the shipped corpora: for the user's corpora, choose
         # runs that exist (unless given with -p).
-        params.update({k: v for k, v in suggest_runs(corpus).items() if k not in params})
+        # Runs of several files are ordered as the files were given, unless timestamps order them.
+        order = corpus.attrs.get("run_order")
+        params.update({k: v for k, v in suggest_runs(corpus, order=order).items() if k not in params})
     declared = {n: template_parameters(template_path(n, templates)) for n in names}
     stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
     if stray:
@@ -770,7 +783,7 @@ def render_reports(
         else:
             c = report.counts()
             say(f"[{i}/{len(names)}] {name}: {report.worst.upper()} ({c['fail']} fail, {c['warn']} warn, "
-                f"{c['pass']} pass) in {report.seconds:.1f} s -> {report.html}")
+                f"{c['pass']} pass, {c[NA]} n/a) in {report.seconds:.1f} s -> {report.html}")
         rendered.append(report)
     path = write_index(rendered, out_dir, corpora=params.get("corpora", ()),
                        parameters={k: v for k, v in params.items() if k != "corpora"})

@@ -48,16 +48,16 @@ ENVS = [
 
 @pytest.fixture(scope="module")
 def quiet_audit(synth):
-    return run_simulation_audit(synth.corpus, environments=ENVS, environment="quiet", n_boot=100)
+    return run_simulation_audit(synth.corpus, reward_environments=ENVS, environment="quiet", n_boot=100)
 
 
 @pytest.fixture(scope="module")
 def busy_audit(synth):
-    return run_simulation_audit(synth.corpus, environments=ENVS[:1], environment="busy", n_boot=100)
+    return run_simulation_audit(synth.corpus, reward_environments=ENVS[:1], environment="busy", n_boot=100)
 
 
 def test_degenerate_environments_are_flagged_and_a_reasonable_one_passes(quiet_audit):
-    d = quiet_audit.diagnostics.set_index("environment")
+    d = quiet_audit.diagnostics.set_index("reward_environment")
     assert d.loc["reasonable", "verdict"] == "pass"
     for name in ("tiny_tau", "timeout_below_all"):
         assert d.loc[name, "level"] == "fail" and "sparse" in d.loc[name, "verdict"]
@@ -65,28 +65,28 @@ def test_degenerate_environments_are_flagged_and_a_reasonable_one_passes(quiet_a
     assert d.loc["tau100", "level"] == "fail" and "saturated" in d.loc["tau100", "verdict"]
     assert "sparse" not in d.loc["tau100", "verdict"]
     # The reasonable one ranks first; each degenerate one carries a failing finding naming it.
-    assert quiet_audit.diagnostics["environment"].iloc[0] == "reasonable"
-    failing = {(f.environment, f.metric) for f in quiet_audit.findings if f.level == "fail"}
+    assert quiet_audit.diagnostics["reward_environment"].iloc[0] == "reasonable"
+    failing = {(f.subject, f.metric) for f in quiet_audit.findings if f.level == "fail"}
     assert ("tiny_tau", "auc") in failing and ("tau100", "auc") in failing
-    passing = [f for f in quiet_audit.findings if f.environment == "reasonable"]
+    passing = [f for f in quiet_audit.findings if f.subject == "reasonable"]
     assert [f.level for f in passing] == ["pass"]
 
 
 def test_busy_worker_lowers_monotonicity_and_the_verdict_says_so(quiet_audit, busy_audit):
-    quiet = quiet_audit.diagnostics.set_index("environment").loc["reasonable"]
-    busy = busy_audit.diagnostics.set_index("environment").loc["reasonable"]
+    quiet = quiet_audit.diagnostics.set_index("reward_environment").loc["reasonable"]
+    busy = busy_audit.diagnostics.set_index("reward_environment").loc["reasonable"]
     assert busy["monotonicity"] < quiet["monotonicity"] - 0.15
     assert busy["monotonicity_ci_high"] < quiet["monotonicity_ci_low"]
     assert "non-monotone" in busy["verdict"] and "non-monotone" not in quiet["verdict"]
     finding = [f for f in busy_audit.findings if f.metric == "monotonicity"]
-    assert finding and "noise" in finding[0].message and finding[0].environment == "reasonable"
+    assert finding and "noise" in finding[0].message and finding[0].subject == "reasonable"
 
 
 def test_audit_tables_and_json_shape(quiet_audit):
     out = quiet_audit.to_dict()
-    assert out["corpus_environment"] == "quiet" and out["campaign"] == "c0"
+    assert out["environment"] == "quiet" and out["campaign"] == "c0"
     for name in ("reasonable", "tiny_tau", "timeout_below_all", "tau100"):
-        entry = out["environments"][name]
+        entry = out["reward_environments"][name]
         for key in ("auc", "monotonicity", "steepness", "diagonal_deviation", "curve_noise", "zero_advantage_rate",
                     "verdict"):
             assert key in entry
@@ -94,20 +94,20 @@ def test_audit_tables_and_json_shape(quiet_audit):
     groups = quiet_audit.groups
     assert set(groups["group_size"]) == {2, 4, 8, 16}
     # The zero-advantage rate can only fall as G grows.
-    for _, g in groups.groupby("environment"):
+    for _, g in groups.groupby("reward_environment"):
         assert np.all(np.diff(g.sort_values("group_size")["zero_advantage_rate"].to_numpy()) <= 1e-12)
     assert len(quiet_audit.curves) == 4 * 10
     text = quiet_audit.summary()
-    assert "reasonable" in text and "flagged environments" in text
+    assert "reasonable" in text and "flagged reward environments" in text
 
 
 def test_audit_input_errors(synth):
     with pytest.raises(ValueError, match="several environments"):
-        run_simulation_audit(synth.corpus, environments=ENVS[:1])
-    with pytest.raises(ValueError, match="not in the corpus"):
-        run_simulation_audit(synth.corpus, environments=ENVS[:1], environment="loud")
+        run_simulation_audit(synth.corpus, reward_environments=ENVS[:1])
+    with pytest.raises(ValueError, match="no run has environment 'loud'"):
+        run_simulation_audit(synth.corpus, reward_environments=ENVS[:1], environment="loud")
     with pytest.raises(ValueError, match="no reward environment"):
-        run_simulation_audit(synth.corpus, environments=[], environment="quiet")
+        run_simulation_audit(synth.corpus, reward_environments=[], environment="quiet")
 
 
 # ------------------------------------------------------------------ environment files
@@ -202,28 +202,28 @@ def test_cli_simulate_and_score(tmp_path, synth, capsys):
     out = tmp_path / "sim.json"
     env_file = tmp_path / "tiny.yaml"
     env_file.write_text("name: tiny\npost: {tau: 0.5}\n")
-    code = main(["simulate", str(corpus_path), "--environment", "quiet", "--env", str(FIXTURES / "top30.yaml"),
-                 "--env", str(env_file), "--json", str(out), "--n-boot", "50", "--strict"])
+    code = main(["simulate", str(corpus_path), "--environment", "quiet", "--reward-env", str(FIXTURES / "top30.yaml"),
+                 "--reward-env", str(env_file), "--json", str(out), "--n-boot", "50", "--strict"])
     printed = capsys.readouterr().out
     assert code == 1  # --strict: the tiny environment fails
     data = json.loads(out.read_text())
-    assert set(data["environments"]) == {"top30", "tiny"}
-    assert "sparse" in data["environments"]["tiny"]["verdict"] and "tiny" in printed
-    assert main(["simulate", str(corpus_path), "--environment", "quiet", "--env", str(env_file)]) == 0
+    assert set(data["reward_environments"]) == {"top30", "tiny"}
+    assert "sparse" in data["reward_environments"]["tiny"]["verdict"] and "tiny" in printed
+    assert main(["simulate", str(corpus_path), "--environment", "quiet", "--reward-env", str(env_file)]) == 0
     capsys.readouterr()
 
-    code = main(["simulate", str(corpus_path), "--environment", "quiet", "--env", str(tmp_path / "nope.yaml")])
+    code = main(["simulate", str(corpus_path), "--environment", "quiet", "--reward-env", str(tmp_path / "nope.yaml")])
     assert code == 1 and "no such environment file" in capsys.readouterr().err
 
     # `score` as a real process, the way users run it.
     proc = subprocess.run([sys.executable, "-m", "audits.cli", "score", str(corpus_path), "--environment", "quiet",
-                           "--env", str(FIXTURES / "top30.yaml"), "--n-boot", "50"],
+                           "--reward-env", str(FIXTURES / "top30.yaml"), "--n-boot", "50"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     for label in ("p100", "p50", "p30", "p10"):
         assert label in proc.stdout
     no_cand = save_corpus(synth.corpus[synth.corpus["role"] != "candidate"], tmp_path / "nc.parquet")
-    assert main(["score", str(no_cand), "--environment", "quiet", "--env", str(FIXTURES / "top30.yaml")]) == 1
+    assert main(["score", str(no_cand), "--environment", "quiet", "--reward-env", str(FIXTURES / "top30.yaml")]) == 1
     assert "no candidate solutions" in capsys.readouterr().err
 
 
@@ -234,11 +234,11 @@ def test_figures_draw_the_audit(quiet_audit):
     lines = ax.get_lines()
     assert len(lines) == 1 + 4                      # the diagonal + one curve per environment
     assert np.allclose(lines[0].get_ydata(), [1, 0])
-    first = quiet_audit.diagnostics["environment"].iloc[0]
-    expected = quiet_audit.curves[quiet_audit.curves["environment"] == first]["curve"].to_numpy()
+    first = quiet_audit.diagnostics["reward_environment"].iloc[0]
+    expected = quiet_audit.curves[quiet_audit.curves["reward_environment"] == first]["curve"].to_numpy()
     assert np.allclose(lines[1].get_ydata(), expected, equal_nan=True)
-    fig2 = zero_advantage_by_group_size(quiet_audit, environments=["tau100"])
+    fig2 = zero_advantage_by_group_size(quiet_audit, reward_environments=["tau100"])
     y = fig2.axes[0].get_lines()[0].get_ydata()
     assert np.allclose(y, 1.0)                      # every group of a saturated reward is all +1
-    with pytest.raises(ValueError, match="unknown environment"):
-        reward_curves(quiet_audit, environments=["nope"])
+    with pytest.raises(ValueError, match="unknown reward environment"):
+        reward_curves(quiet_audit, reward_environments=["nope"])

@@ -26,8 +26,8 @@ def busy_corpus(tmp_path_factory):
     ["audit", "reliability", "{corpus}", "--n-boot", "30"],
     ["audit", "aggregation", "{corpus}", "--environment", "busy", "--n-boot", "30", "--aggregators",
      "mean_pct,worst_pct"],
-    ["audit", "simulation", "{corpus}", "--environment", "busy", "--n-boot", "30", "--env",
-     "fixtures/environments/top30.yaml", "--env", "fixtures/environments/uniform_timeout.yaml"],
+    ["audit", "simulation", "{corpus}", "--environment", "busy", "--n-boot", "30", "--reward-env",
+     "fixtures/environments/top30.yaml", "--reward-env", "fixtures/environments/uniform_timeout.yaml"],
 ])
 def test_strict_and_json(busy_corpus, tmp_path, capsys, argv):
     root = Path(__file__).resolve().parents[2]

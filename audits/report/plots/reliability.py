@@ -16,6 +16,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+def _labelled(audit):
+    """(label, result) per run of a reliability or discriminability audit, in run order."""
+    return [(str(run), result) for run, result in audit.runs.items()]
+
+
 __all__ = ["repeat_cv_distributions", "rank_drift_ranges", "robust_cv_per_problem", "variance_shares",
            "near_floor_shares"]
 
@@ -33,7 +38,7 @@ def repeat_cv_distributions(audit, *, max_points: int = 200_000, seed: int = 0) 
     environment's median is marked in the legend.
     """
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for name, env in audit.environments.items():
+    for name, env in _labelled(audit):
         cv = env.cells["cv"].to_numpy(dtype=float)
         cv = _sample(np.sort(cv[np.isfinite(cv) & (cv > 0)]), max_points, seed)
         if len(cv) == 0:
@@ -62,8 +67,8 @@ def rank_drift_ranges(audit, *, max_problems: int = 60, seed: int = 0) -> Figure
     environment's mean range per problem.
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [1, 2]})
-    names = list(audit.environments)
-    data = [env.drift.per_solution["range"].to_numpy(dtype=float) for env in audit.environments.values()]
+    names = [name for name, _ in _labelled(audit)]
+    data = [env.drift.per_solution["range"].to_numpy(dtype=float) for _, env in _labelled(audit)]
     data = [d[np.isfinite(d)] for d in data]
     if any(len(d) for d in data):
         left.boxplot([d if len(d) else [np.nan] for d in data], showfliers=True, flierprops={"markersize": 2})
@@ -73,7 +78,7 @@ def rank_drift_ranges(audit, *, max_problems: int = 60, seed: int = 0) -> Figure
     left.set_ylabel("range of 100*q across repeats (points)")
     left.set_title("Rank drift per (problem, solution)")
     per_problem = {}
-    for name, env in audit.environments.items():
+    for name, env in _labelled(audit):
         frame = env.drift.per_solution
         if len(frame):
             per_problem[name] = frame.groupby(frame["problem"].astype(str), sort=False, observed=True)["range"].mean()
@@ -100,7 +105,7 @@ def robust_cv_per_problem(audit, *, noise_aware: bool = True) -> Figure:
     Solid: robust CV; dotted (``noise_aware``): the noise-aware version.
     """
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (name, env) in enumerate(audit.environments.items()):
+    for i, (name, env) in enumerate(_labelled(audit)):
         color = f"C{i}"
         rcv = np.sort(env.problems["robust_cv"].to_numpy(dtype=float))
         rcv = rcv[np.isfinite(rcv)]
@@ -125,14 +130,14 @@ def robust_cv_per_problem(audit, *, noise_aware: bool = True) -> Figure:
 def variance_shares(audit) -> Figure:
     """Stacked bars: share of log-duration variance by level, one bar per environment."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    names = list(audit.environments)
+    names = [name for name, _ in _labelled(audit)]
     bottom = np.zeros(len(names))
     components = None
-    for env in audit.environments.values():
+    for _, env in _labelled(audit):
         components = env.variance.table["component"].tolist()
         break
     for j, comp in enumerate(components or []):
-        shares = np.array([np.nan_to_num(env.variance.share(comp)) for env in audit.environments.values()])
+        shares = np.array([np.nan_to_num(env.variance.share(comp)) for _, env in _labelled(audit)])
         ax.bar(names, shares, bottom=bottom, label=comp, color=f"C{j}")
         bottom += shares
     ax.set_ylabel("share of variance of log duration")
@@ -147,7 +152,7 @@ def near_floor_shares(audit) -> Figure:
     """Histogram of the per-problem share of optimization tests near the floor, per environment."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     bins = np.linspace(0, 1, 11)
-    for name, env in audit.environments.items():
+    for name, env in _labelled(audit):
         share = env.problems["near_floor_share"].to_numpy(dtype=float)
         share = share[np.isfinite(share)]
         if len(share):
