@@ -27,8 +27,8 @@ corpora = [
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
-aggregation_campaign = None  # campaign (None: every campaign of that environment)
-aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability_warn": 4}
+aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
+aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
 
 # %%
 import warnings

@@ -26,13 +26,13 @@ corpora = [
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
-stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings (None: skip) ...
-fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
-source_run = "quiet/quiet-a"  # a run of one environment (None: skip) ...
-target_run = "busy/busy-a"  # ... against a run of another
+stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
+fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
+source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
+target_run = ["busy", "busy-a"]  # ... against a run of another
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
-calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}
+calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 
 # %%
 import warnings
@@ -48,7 +48,7 @@ pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report.render import calibrate_runs
+from audits.report.render import calibrate_runs, run_label
 
 # %%
 corpus = load_corpora(corpora)
@@ -61,7 +61,8 @@ narrative.corpus_overview(corpus)
 # %%
 stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
                         n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
-narrative.show_findings(stored.findings, audit="calibration", title=f"{stored_run} → {fresh_run}")
+narrative.show_findings(stored.findings, audit="calibration",
+                        title=f"{run_label(stored_run)} → {run_label(fresh_run)}")
 
 # %%
 narrative.Markdown(narrative.describe_calibration(stored))
@@ -88,7 +89,7 @@ narrative.show_plot(bland_altman_plot, stored, seed=seed)
 across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
                         n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
 narrative.show_findings(across.findings, audit="calibration",
-                        title=f"{source_run} → {target_run}")
+                        title=f"{run_label(source_run)} → {run_label(target_run)}")
 
 # %%
 narrative.Markdown(narrative.describe_calibration(across))

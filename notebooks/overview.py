@@ -24,23 +24,23 @@ corpora = [
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 
-campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
-reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
 discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
-stored_run = "quiet/quiet-a"  # "environment/campaign" of the stored reference timings (None: skip) ...
-fresh_run = "quiet/quiet-b"  # ... calibrated onto this fresh run
-source_run = "quiet/quiet-a"  # a run of one environment (None: skip) ...
-target_run = "busy/busy-a"  # ... against a run of another
+stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
+fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
+source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
+target_run = ["busy", "busy-a"]  # ... against a run of another
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
-calibration_thresholds = {}  # overrides of audits.calibration.DEFAULT_THRESHOLDS, e.g. {"lopo_r2.fail": 0.8}
+calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
-aggregation_campaign = None  # campaign (None: every campaign of that environment)
-aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability_warn": 4}
+aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
+aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
-simulation_campaign = None  # campaign (None: the environment's first)
-environment_files = [
+simulation_campaign = None  # campaign (None: the environment's only or earliest by timestamp)
+reward_environment_files = [
     "fixtures/environments/top30.yaml",
     "fixtures/environments/uniform_timeout.yaml",
     "fixtures/environments/ranked_worst_p80.yaml",
@@ -48,10 +48,10 @@ environment_files = [
     "fixtures/environments/duration_filter_0.5s.yaml",
     "fixtures/environments/duration_filter_0.1s.yaml",
     "fixtures/environments/length_filter_1k.yaml",
-]  # reward environments to screen (audits/environments.py format)
-grid_files = []  # grid files, e.g. ["fixtures/environments/grid.yaml"]
+]  # reward environments to screen (audits/reward_environments.py format)
+grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
-simulation_thresholds = {}  # overrides of stats.simulator.DegeneracyThresholds
+simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 
 # %%
 import warnings
@@ -68,9 +68,9 @@ pd.set_option("display.max_colwidth", None)
 
 from audits.aggregation import run_aggregation_audit
 from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
-from audits.reward_environments import load_environments
+from audits.reward_environments import load_reward_environments
 from audits.reliability import ReliabilityThresholds, run_reliability_audit
-from audits.report.render import calibrate_runs, resolve_files
+from audits.report.render import calibrate_runs, resolve_files, run_label
 from audits.simulation import run_simulation_audit
 
 # %%
@@ -78,10 +78,10 @@ corpus = load_corpora(corpora)
 
 # %%
 reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
-                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+                                    thresholds=ReliabilityThresholds.coerce(reliability_thresholds))
 discriminability = run_discriminability_audit(
     corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
-    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+    thresholds=DiscriminabilityThresholds.coerce(discriminability_thresholds))
 
 # %%
 stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
@@ -94,8 +94,9 @@ aggregation = run_aggregation_audit(corpus, environment=aggregation_environment,
                                     n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)
 
 # %%
-reward_environments = load_environments(resolve_files(environment_files), resolve_files(grid_files))
-simulation = run_simulation_audit(corpus, environments=reward_environments, environment=simulation_environment,
+reward_environments = load_reward_environments(resolve_files(reward_environment_files),
+                                               resolve_files(grid_files))
+simulation = run_simulation_audit(corpus, reward_environments=reward_environments, environment=simulation_environment,
                                   campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
                                   thresholds=simulation_thresholds, n_boot=n_boot)
 
@@ -106,8 +107,8 @@ simulation = run_simulation_audit(corpus, environments=reward_environments, envi
 verdicts = {
     "sandbox reliability": reliability.findings,
     "discriminability": discriminability.findings,
-    f"calibration, stored → fresh ({stored_run} → {fresh_run})": stored.findings,
-    f"calibration, environment → environment ({source_run} → {target_run})": across.findings,
+    f"calibration, stored → fresh ({run_label(stored_run)} → {run_label(fresh_run)})": stored.findings,
+    f"calibration, environment → environment ({run_label(source_run)} → {run_label(target_run)})": across.findings,
     "aggregation": aggregation.findings,
     "reward simulation": simulation.findings,
 }
@@ -127,11 +128,11 @@ narrative.show_findings(discriminability.findings, audit="discriminability", tit
 
 # %%
 narrative.show_findings(stored.findings, audit="calibration",
-                        title=f"Calibration {stored_run} → {fresh_run}")
+                        title=f"Calibration {run_label(stored_run)} → {run_label(fresh_run)}")
 
 # %%
 narrative.show_findings(across.findings, audit="calibration",
-                        title=f"Calibration {source_run} → {target_run}")
+                        title=f"Calibration {run_label(source_run)} → {run_label(target_run)}")
 
 # %%
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")

@@ -23,9 +23,9 @@ corpora = [
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
-campaign = None  # campaign whose pool is used for rank drift, ICC, robust CV (None: each environment's first)
+campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
-reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv_warn": 0.1}
+reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
 discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
 
 # %%
@@ -56,7 +56,7 @@ narrative.corpus_overview(corpus)
 
 # %%
 reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
-                                    thresholds=ReliabilityThresholds(**reliability_thresholds))
+                                    thresholds=ReliabilityThresholds.coerce(reliability_thresholds))
 narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")
 
 # %%
@@ -83,7 +83,7 @@ narrative.show_figure(rank_drift_ranges(reliability, seed=seed))
 # %%
 discriminability = run_discriminability_audit(
     corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
-    thresholds=DiscriminabilityThresholds(**discriminability_thresholds))
+    thresholds=DiscriminabilityThresholds.coerce(discriminability_thresholds))
 narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
 
 # %%

@@ -27,8 +27,8 @@ corpora = [
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
-simulation_campaign = None  # campaign (None: the environment's first)
-environment_files = [
+simulation_campaign = None  # campaign (None: the environment's only or earliest by timestamp)
+reward_environment_files = [
     "fixtures/environments/top30.yaml",
     "fixtures/environments/uniform_timeout.yaml",
     "fixtures/environments/ranked_worst_p80.yaml",
@@ -36,10 +36,10 @@ environment_files = [
     "fixtures/environments/duration_filter_0.5s.yaml",
     "fixtures/environments/duration_filter_0.1s.yaml",
     "fixtures/environments/length_filter_1k.yaml",
-]  # reward environments to screen (audits/environments.py format)
-grid_files = []  # grid files, e.g. ["fixtures/environments/grid.yaml"]
+]  # reward environments to screen (audits/reward_environments.py format)
+grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
-simulation_thresholds = {}  # overrides of stats.simulator.DegeneracyThresholds
+simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 
 # %%
 import warnings
@@ -54,7 +54,7 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
-from audits.reward_environments import load_environments
+from audits.reward_environments import load_reward_environments
 from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
 from audits.report.render import resolve_files
 from audits.simulation import run_simulation_audit
@@ -65,8 +65,9 @@ display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
 # %%
-reward_environments = load_environments(resolve_files(environment_files), resolve_files(grid_files))
-simulation = run_simulation_audit(corpus, environments=reward_environments, environment=simulation_environment,
+reward_environments = load_reward_environments(resolve_files(reward_environment_files),
+                                               resolve_files(grid_files))
+simulation = run_simulation_audit(corpus, reward_environments=reward_environments, environment=simulation_environment,
                                   campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
                                   thresholds=simulation_thresholds, n_boot=n_boot)
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")

@@ -133,7 +133,7 @@ def read_pair(args: argparse.Namespace, corpus):
                             "--source-environment E1 --target-environment E2, or --source A --target B")
         return args.source, args.target
     if args.environment is not None:
-        for side, (env, camp) in parts.items():
+        for side, (env, _camp) in parts.items():
             if env is not None and env != args.environment:
                 raise UserError(f"--environment {args.environment!r} and --{side}-environment {env!r} disagree")
         parts = {side: (args.environment, camp) for side, (_, camp) in parts.items()}
@@ -169,6 +169,9 @@ def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
 
 def read_thresholds(args: argparse.Namespace, thresholds):
     """The audit's thresholds with ``--threshold`` overrides applied (one parser for every command)."""
-    from audits.thresholds import parse_overrides
+    from audits.thresholds import ThresholdError, parse_overrides
 
-    return thresholds().override(parse_overrides(getattr(args, "threshold", None)))
+    try:
+        return thresholds().override(parse_overrides(getattr(args, "threshold", None)))
+    except ThresholdError as exc:
+        raise ThresholdError(f"--threshold: {exc}") from exc

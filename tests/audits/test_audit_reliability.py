@@ -53,7 +53,7 @@ def test_busy_environment_is_flagged_and_quiet_passes(rel, synth):
     assert set(quiet.values()) == {"pass"}, quiet
     for metric in ("median_repeat_cv", "mean_rank_sd", "icc", "significant_share"):
         assert busy[metric] == "fail", (metric, busy)
-    q = rel.environments["quiet"]
+    q = rel.result("quiet")
     assert q.median_repeat_cv.estimate == pytest.approx(synth.truth["noise"]["median_cell_cv"], rel=0.10)
 
 
@@ -64,15 +64,16 @@ def test_reliability_frame_puts_environments_side_by_side(rel):
     assert frame.loc["busy", "mean_rank_range"] > frame.loc["quiet", "mean_rank_range"]
     assert frame.loc["quiet", "icc"] > 0.9 > frame.loc["busy", "icc"]
     text = rel.summary()
-    assert "FAIL  [busy] median_repeat_cv" in text and "PASS  [quiet] icc" in text
+    assert "FAIL  [busy · c0] median_repeat_cv" in text and "PASS  [quiet · c0] icc" in text
+    assert "runs: " in text and "quiet · c0 (5 repeats)" in text
 
 
 def test_reliability_json_has_the_documented_keys(rel, tmp_path):
     data = json.loads(json.dumps(rel.to_dict(), allow_nan=False))
+    by_env = {entry["environment"]: entry for entry in data["runs"]}
     for env in ("quiet", "busy"):
-        assert RELIABILITY_KEYS <= set(data["environments"][env])
-        assert data["environments"][env]["median_repeat_cv"] == pytest.approx(
-            rel.environments[env].median_repeat_cv.estimate)
+        assert RELIABILITY_KEYS <= set(by_env[env]) and by_env[env]["campaign"] == "c0"
+        assert by_env[env]["median_repeat_cv"] == pytest.approx(rel.result(env).median_repeat_cv.estimate)
     assert {"level", "metric", "value", "threshold", "message"} <= set(data["findings"][0])
     assert len(data["findings"]) == len(rel.findings)
 
@@ -83,7 +84,7 @@ def test_thresholds_are_overridable_and_validated(synth):
     assert _levels(audit, "busy")["median_repeat_cv"] == "pass"
     with pytest.raises(ValueError, match="repeat_cv_warn"):
         ReliabilityThresholds(repeat_cv_warn=0.5, repeat_cv_fail=0.2)
-    with pytest.raises(ValueError, match="campaign 'nope'"):
+    with pytest.raises(ValueError, match="no run has campaign 'nope'"):
         run_reliability_audit(synth.corpus, campaign="nope")
 
 
@@ -92,16 +93,16 @@ def test_discriminability_flags_noise_inflated_span_and_recovers_truth(dis, synt
     assert quiet["noise_inflated_filterable_share"] == "pass"
     assert busy["noise_inflated_filterable_share"] in ("warn", "fail")
     assert quiet["strong_weak_gap"] == "pass" and busy["strong_weak_gap"] in ("warn", "fail")
-    env = dis.environments["quiet"]
+    env = dis.result("quiet")
     assert env.filterable_share.estimate == pytest.approx(synth.truth["filterable_share"], abs=0.05)
     assert env.floor_source == "floor rows" and env.floor_s == pytest.approx(0.02, rel=0.1)
 
 
 def test_discriminability_json_has_per_problem_entries(dis):
     data = json.loads(json.dumps(dis.to_dict(), allow_nan=False))
-    env = data["environments"]["quiet"]
+    env = next(entry for entry in data["runs"] if entry["environment"] == "quiet")
     assert DISCRIMINABILITY_KEYS <= set(env)
-    frame = dis.environments["quiet"].problems.set_index("problem")
+    frame = dis.result("quiet").problems.set_index("problem")
     assert set(env["problems"]) == set(frame.index.astype(str))
     for pid, entry in env["problems"].items():
         assert entry["filterable"] == bool(frame.loc[pid, "filterable"])
@@ -117,7 +118,7 @@ def test_floor_given_or_missing(synth):
     finding = [f for f in audit.findings if f.metric == "near_floor_test_share" and f.environment == "quiet"][0]
     assert finding.level == "warn" and "no sandbox floor" in finding.message
     given = run_discriminability_audit(no_floor, floor_s=10.0, n_boot=50)  # every test is "near" a 10 s floor
-    env = given.environments["quiet"]
+    env = given.result("quiet")
     assert env.floor_source == "given" and env.near_floor_test_share == 1.0
     assert len(env.flagged_problems) == len(env.problems)
     strict = DiscriminabilityThresholds(near_floor_share_warn=1.0, near_floor_share_fail=1.0)
@@ -151,8 +152,9 @@ def test_edge_cases_run_through_both_audits(case):
     corpus = _edge_corpus(case)
     rel = run_reliability_audit(corpus, n_boot=20)
     dis = run_discriminability_audit(corpus, n_boot=20)
-    r = rel.to_dict()["environments"]["quiet"]
-    d = dis.to_dict()["environments"]["quiet"]
+    r = rel.to_dict()["runs"][0]
+    d = dis.to_dict()["runs"][0]
+    assert (r["environment"], d["environment"]) == ("quiet", "quiet")
     json.dumps(rel.to_dict(), allow_nan=False)
     json.dumps(dis.to_dict(), allow_nan=False)
     levels = _levels(rel, "quiet")
@@ -180,19 +182,21 @@ def test_cli_prints_tables_and_writes_json(tmp_path, capsys):
     out_json = tmp_path / "rel.json"
     assert main(["audit", "reliability", str(path), "--json", str(out_json), "--n-boot", "50"]) == 0
     printed = capsys.readouterr().out
-    assert "Reliability audit" in printed and "[busy] median_repeat_cv" in printed
+    assert "Reliability audit" in printed and "[busy · c0] median_repeat_cv" in printed
     data = json.loads(out_json.read_text())
-    assert RELIABILITY_KEYS <= set(data["environments"]["busy"])
+    assert RELIABILITY_KEYS <= set(next(r for r in data["runs"] if r["environment"] == "busy"))
     assert main(["audit", "reliability", str(path), "--n-boot", "20", "--strict"]) == 1
     assert main(["audit", "discriminability", str(path), "--json", str(tmp_path / "d.json"), "--floor-ms", "25",
                  "--method", "mad", "--threshold", "gap_warn=60", "--n-boot", "20"]) == 0
     data = json.loads((tmp_path / "d.json").read_text())
-    assert data["environments"]["quiet"]["floor_s"] == pytest.approx(0.025)
+    quiet = next(r for r in data["runs"] if r["environment"] == "quiet")
+    assert quiet["floor_s"] == pytest.approx(0.025)
     assert data["thresholds"]["gap_warn"] == 60.0
-    assert data["environments"]["quiet"]["robust_cv_method"] == "mad"
+    assert quiet["robust_cv_method"] == "mad"
     capsys.readouterr()
     assert main(["audit", "reliability", str(path), "--threshold", "nope=1"]) == 1
-    assert "nope=1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--threshold: unknown reliability threshold 'nope'" in err and "repeat_cv" in err
 
 
 def test_console_script_runs_as_a_real_process(tmp_path):

@@ -38,9 +38,10 @@ def test_median_repeat_cv_equals_a_plain_pandas_computation(corpus):
     rows = _reference_opt_ok(corpus)
     cells = rows.groupby(["environment", "campaign", "problem", "test", "solution"])["duration_s"]
     cv = (cells.std(ddof=1) / cells.mean()).dropna()
-    expected = cv.groupby(level="environment").median()
-    for env, result in audit.environments.items():
-        assert result.median_repeat_cv.estimate == pytest.approx(expected[env], rel=1e-9)
+    expected = cv.groupby(level=["environment", "campaign"]).median()  # one figure per run
+    assert {(r.environment, r.campaign) for r in audit.runs} == set(expected.index)
+    for run, result in audit.runs.items():
+        assert result.median_repeat_cv.estimate == pytest.approx(expected[run.environment, run.campaign], rel=1e-9)
 
 
 def test_filterable_problems_are_the_ones_designed_to_span_a_wide_workload(corpus):
@@ -48,18 +49,18 @@ def test_filterable_problems_are_the_ones_designed_to_span_a_wide_workload(corpu
                 for p in SUITE.glob("*/problem.yaml")}
     assert sum(designed.values()) == 9 and len(designed) == 12
     audit = run_discriminability_audit(corpus, n_boot=50)
-    for env, result in audit.environments.items():
+    for run, result in audit.runs.items():
         measured = dict(zip(result.problems["problem"].astype(str), result.problems["filterable"].astype(bool)))
-        assert measured == designed, env
+        assert measured == designed, run
 
 
 def test_busy_environment_has_a_slower_floor_than_the_quiet_one(corpus):
     audit = run_discriminability_audit(corpus, n_boot=50)
     floor_rows = corpus[(corpus["role"] == "floor") & (corpus["status"] == "ok")]
-    for env, result in audit.environments.items():
-        rows = floor_rows[(floor_rows["environment"] == env) & (floor_rows["campaign"] == result.campaign)]
+    for run, result in audit.runs.items():
+        rows = floor_rows[(floor_rows["environment"] == run.environment) & (floor_rows["campaign"] == run.campaign)]
         assert result.floor_s == pytest.approx(np.median(rows["duration_s"]))
-    assert audit.environments["busy"].floor_s > audit.environments["quiet"].floor_s
+    assert audit.result("busy").floor_s > max(audit.result("quiet", c).floor_s for c in ("quiet-a", "quiet-b"))
 
 
 def test_two_quiet_campaigns_on_one_machine_calibrate_almost_one_to_one(corpus):

@@ -148,7 +148,7 @@ def test_describe_corpus_and_overview_count_the_corpus():
     corpus = synth.corpus
     text = narrative.describe_corpus(corpus, ["/x/a.parquet"])
     assert f"{len(corpus):,} executions" in text and "3 problems" in text and "15 (problem, solution)" in text
-    assert "quiet/c0" in text and "busy/c0" in text and "`a.parquet`" in text
+    assert "quiet · c0 (2 repeats)" in text and "busy · c0 (2 repeats)" in text and "`a.parquet`" in text
     table = narrative.corpus_overview(corpus).reset_index().set_index("environment")
     body = corpus[corpus["role"] != "floor"]
     for env in ("quiet", "busy"):
@@ -194,43 +194,47 @@ def test_select_pair_picks_the_rows_and_the_column_that_differs():
     corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
                         busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
     runs = corpus["environment"].astype(str) + "/" + corpus["campaign"].astype(str)
-    pair = select_pair(corpus, "quiet/a", "quiet/b")
+    pair = select_pair(corpus, ["quiet", "a"], ["quiet", "b"])
     assert (pair.key, pair.source, pair.target) == ("campaign", "a", "b")
     assert len(pair.frame) == int(runs.isin(["quiet/a", "quiet/b"]).sum())
-    pair = select_pair(corpus, "quiet/a", "busy/b")  # campaigns may differ between environments
+    pair = select_pair(corpus, {"environment": "quiet", "campaign": "a"}, "busy/b")  # campaigns may differ
     assert (pair.key, pair.source, pair.target) == ("environment", "quiet", "busy")
     assert sorted(set(pair.frame["campaign"].astype(str) + pair.frame["environment"].astype(str))) == ["aquiet",
                                                                                                        "bbusy"]
-    for bad, match in (("quiet", "environment/campaign"), ("quiet/zz", "not in the corpus"),
-                       ("quiet/a", "same run")):
+    for bad, match in (("quiet", "not in the corpus"), (["quiet", "zz"], "no campaign 'zz'"),
+                       (["quiet", "a"], "same run")):
         with pytest.raises(UserError, match=match):
-            select_pair(corpus, "quiet/a", bad) if bad == "quiet/a" else select_pair(corpus, bad, "quiet/a")
+            select_pair(corpus, ["quiet", "a"], bad) if bad == ["quiet", "a"] else select_pair(corpus, bad, "quiet/a")
 
 
 def test_suggest_runs_names_runs_that_exist():
     two = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
                      busy=True, campaigns=(("a", 1.0, 0.0), ("b", 0.5, 0.0)), seed=4).corpus
     runs = suggest_runs(two)
-    assert (runs["stored_run"], runs["fresh_run"]) == ("quiet/a", "quiet/b")  # quiet preferred
-    assert (runs["source_run"], runs["target_run"]) == ("quiet/b", "busy/b")  # a shared campaign
+    # No timestamps and one file: which campaign is the stored one is not known, so none is guessed.
+    assert runs["stored_run"] is runs["fresh_run"] is None
+    assert (runs["source_run"], runs["target_run"]) == (["quiet", "b"], ["busy", "b"])  # a shared campaign
     assert runs["simulation_environment"] == runs["aggregation_environment"] == "quiet"
+    # An explicit order (the corpus files as given) or timestamps decide it.
+    ordered = suggest_runs(two, order=[["quiet", "b"], ["quiet", "a"]])
+    assert (ordered["stored_run"], ordered["fresh_run"]) == (["quiet", "b"], ["quiet", "a"])
     for source, target in (("stored_run", "fresh_run"), ("source_run", "target_run")):
-        select_pair(two, runs[source], runs[target])  # both pairs are valid
+        select_pair(two, ordered[source], ordered[target])  # both pairs are valid
     one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
                      environments=("lab",), seed=5).corpus
     runs = suggest_runs(one)
     assert runs["stored_run"] is runs["source_run"] is None and runs["simulation_environment"] == "lab"
 
 
-def test_skipped_calibration_is_a_warning_and_a_note():
+def test_skipped_calibration_is_not_available_and_a_note():
     one = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, n_incorrect=0, n_candidates=0,
                      seed=5).corpus
     skipped = calibrate_runs(one, None, None, n_boot=10)
-    assert [f.level for f in skipped.findings] == ["warn"] and "quiet/c0" in skipped.findings[0].message
+    assert [f.level for f in skipped.findings] == ["n/a"] and "quiet · c0" in skipped.findings[0].message
     assert narrative.describe_calibration(skipped).startswith("**Not measured**")
     assert narrative.calibration_fit_table(skipped).empty
-    with pytest.raises(UserError, match="not in the corpus"):
-        calibrate_runs(one, "quiet/c0", "quiet/c9", n_boot=10)  # a named run that is missing is an error
+    with pytest.raises(UserError, match="no campaign 'c9'"):
+        calibrate_runs(one, ["quiet", "c0"], ["quiet", "c9"], n_boot=10)  # a named run that is missing is an error
 
 
 def test_kernel_is_this_environment():

@@ -161,16 +161,17 @@ def test_reliability_values_in_html_equal_the_audit(rendered, corpus):
     _, out, _ = rendered
     text = _text(_page(out, "reliability"))
     audit = run_reliability_audit(corpus, n_boot=N_BOOT, seed=0)
-    assert set(audit.environments) == {"quiet", "busy"}
-    for name, env in audit.environments.items():
+    # every run (environment, campaign) on its own, named with its repeat count
+    assert {(r.environment, r.campaign) for r in audit.runs} == {(e, c) for e in ("quiet", "busy") for c in ("c0", "c1")}
+    for run, env in audit.runs.items():
         cv = format_interval(env.median_repeat_cv)
-        assert f"{name} : the median repeat CV is {cv}" in text  # the name is bold: a tag in between
+        assert f"{run} ({env.n_repeats} repeats): the median repeat CV is {cv}" in text
     # The planted busy worker is the noisier environment, and the report says so with its verdict.
-    quiet, busy = audit.environments["quiet"], audit.environments["busy"]
+    quiet, busy = audit.result("quiet", "c0"), audit.result("busy", "c0")
     assert busy.median_repeat_cv.estimate > 3 * quiet.median_repeat_cv.estimate
     assert "Too noisy" in text and "FAIL" in text
     disc = run_discriminability_audit(corpus, n_boot=N_BOOT, seed=0)
-    for env in disc.environments.values():
+    for env in disc.runs.values():
         assert f"{format_interval(env.filterable_share)}" in text
         assert f"{format_interval(env.gap.gap)} points worse" in text
 
@@ -196,7 +197,7 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
     import ast
 
     from audits.aggregation import run_aggregation_audit
-    from audits.reward_environments import load_environments
+    from audits.reward_environments import load_reward_environments
     from audits.report.render import repo_root, template_parameters, template_path
     from audits.simulation import run_simulation_audit
 
@@ -205,13 +206,13 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
     text = _text(_page(out, "aggregation"))
     assert f"The recommended aggregator is {agg.recommended}" in text
     assert len(_parse(_page(out, "aggregation")).imgs) == 1
-    files = ast.literal_eval(template_parameters(template_path("simulation"))["environment_files"]["default"])
-    envs = load_environments([repo_root() / f for f in files])
-    sim = run_simulation_audit(corpus, environments=envs, environment="quiet", campaign="c0",
+    files = ast.literal_eval(template_parameters(template_path("simulation"))["reward_environment_files"]["default"])
+    envs = load_reward_environments([repo_root() / f for f in files])
+    sim = run_simulation_audit(corpus, reward_environments=envs, environment="quiet", campaign="c0",
                                group_sizes=[2, 4, 8, 16, 32], seed=0, n_boot=N_BOOT)
     text = _text(_page(out, "simulation"))
     best = sim.diagnostics.iloc[0]
-    assert f"The best environment is {best['environment']} ({best['verdict']})" in text
+    assert f"The best reward environment is {best['reward_environment']} ({best['verdict']})" in text
 
 
 def test_figures_are_embedded_png_data_uris(rendered):
@@ -242,7 +243,7 @@ def test_index_headline_is_the_worst_of_every_finding(rendered, corpus):
         assert overview.counts()[level] == sum(by_name[n].counts()[level] for n in by_name if n != "overview")
     levels = ("pass", "warn", "fail")
     assert overview.worst == max((by_name[n].worst for n in by_name if n != "overview"), key=levels.index)
-    assert audit.environments["busy"] and worst_level(audit.findings) == by_name["reliability"].worst or \
+    assert audit.result("busy", "c0") and worst_level(audit.findings) == by_name["reliability"].worst or \
         by_name["reliability"].worst == "fail"  # reliability + discriminability share the report
     page = _text(index.path.read_text())
     assert "FAIL" in page and "WARN" in page and "PASS" in page
