@@ -321,7 +321,7 @@ def run_aggregation_audit(
         raise RunError(f"aggregation audit: no run has >= 2 repeats ({describe_runs(skipped)}); "
                          "stability compares repeats. Collect a campaign with --repeats 3 or more.")
     # The primary run (the report's headline): the one with most problems; ties by name, so that it
-    # does not depend on row order (audits.corpus.runs: first appearance never decides a figure).
+    # does not depend on row order (audits.corpus.runs: the corpus order never decides a figure).
     primary = min(comparisons, key=lambda kc: (-kc[1].n_problems, kc[0]))[0]
     table = pd.concat(frames, ignore_index=True)
     first = ["environment", "campaign", "repeats"]

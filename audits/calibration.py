@@ -120,6 +120,11 @@ class CalibrationPair:
     anchor: str | None = None
 
 
+def describe_sides(runs: Sequence[RunSummary], name: str) -> str:
+    """Display label of one side of a calibration: its run (``environment · campaign``), else its name."""
+    return str(runs[0].run) if len(runs) == 1 else name
+
+
 def _is_run(value) -> bool:
     return isinstance(value, (Run, Mapping, list, tuple))
 
@@ -423,7 +428,8 @@ def run_calibration_audit(
                                        slope=float(aff.loc["slope", "estimate"]), intercepts=intercept_ci,
                                        taus=taus)
 
-    findings = _findings(source=source, target=target, key=key, pairing=pairing, fits=fits, aff=aff,
+    findings = _findings(source=source, target=target, source_runs=pair.source_runs, target_runs=pair.target_runs,
+                         key=key, pairing=pairing, fits=fits, aff=aff,
                          best_family=best_family, calibration_family=calibration_family, sp_raw=sp_raw,
                          sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits)
     return CalibrationAudit(
@@ -448,9 +454,9 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "n_pairs": n_pairs, "n_problems": n_problems})
 
 
-def _findings(*, source, target, key, pairing, fits, aff, best_family, calibration_family, sp_raw, sp_cal, drift,
+def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, best_family, calibration_family, sp_raw, sp_cal, drift,
               sensitivity, limits) -> list[Finding]:
-    pair = f"{source} -> {target}"
+    pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
 
     lost = pairing.lost.set_index("reason")["n_cells"]
@@ -461,11 +467,11 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
     out.append(Finding(level, "pairs_lost_share", share, limits.text("pairs_lost_share"),
                        f"{n_lost:,} of {n_lost + pairing.n_pairs:,} cells could not be paired (most: {top}); "
                        + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
-                          "on both sides" if level != "pass" else "enough cells pair up"), pair))
+                          "on both sides" if level != "pass" else "enough cells pair up"), subject=pair))
 
     if best_family is None:
         out.append(Finding("fail", "best_lopo_r2", None, limits.text("lopo_r2"),
-                           "no family could be validated (too few problems)", pair))
+                           "no family could be validated (too few problems)", subject=pair))
         return out
     best = fits.set_index("name").loc[best_family]
     r2 = float(best["lopo_r2"])
@@ -479,13 +485,13 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                f"check the Bland-Altman limits before trusting single timings")
     else:
         msg = f"{best_family} predicts held-out problems with R^2 {r2:.3f}: {source} can be calibrated onto {target}"
-    out.append(Finding(level, "best_lopo_r2", r2, limits.text("lopo_r2"), msg, pair))
+    out.append(Finding(level, "best_lopo_r2", r2, limits.text("lopo_r2"), msg, subject=pair))
 
     rmse = float(best["lopo_log_rmse"])
     level = limits.judge("log_rmse", rmse)
     out.append(Finding(level, "best_lopo_log_rmse", rmse, limits.text("log_rmse"),
                        f"held-out predictions of {best_family} are off by a typical factor x{np.exp(rmse):.3f}"
-                       + ("; percentiles of programs closer than that are noise" if level != "pass" else ""), pair))
+                       + ("; percentiles of programs closer than that are noise" if level != "pass" else ""), subject=pair))
     if r2 <= limits.lopo_r2_fail:
         return out  # a map that does not validate says nothing about drift
 
@@ -496,7 +502,7 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
         out.append(Finding(level, "multiplicative_gap", gap, limits.text("multiplicative_gap"),
                            f"affine LOPO R^2 exceeds multiplicative-only by {gap:.3f}"
                            + (": a pure speed factor misses an additive offset (start-up, queueing); calibrate with "
-                              "affine" if level != "pass" else ": a pure speed factor is enough"), pair))
+                              "affine" if level != "pass" else ": a pure speed factor is enough"), subject=pair))
 
     b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (b_lo <= 0.0 <= b_hi)
@@ -505,14 +511,14 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                        f"affine drift with intercept {b * 1000:.1f} ms [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}]"
                        + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
                           else (": no offset to correct" if not significant else ": offset too small to matter")),
-                       pair))
+                       subject=pair))
     a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (a_lo <= 1.0 <= a_hi)
     level = limits.judge("slope_change", abs(a - 1)) if significant else "pass"
     out.append(Finding(level, "affine_slope_change", a - 1, limits.text("slope_change"),
                        f"affine slope {a:.3f} [{a_lo:.3f}, {a_hi:.3f}]"
                        + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
-                          if level != "pass" else ": no scale change to correct"), pair))
+                          if level != "pass" else ": no scale change to correct"), subject=pair))
 
     if sp_raw is not None:
         level = limits.judge("spearman", sp_raw.estimate)
@@ -521,13 +527,13 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                            f"scores against the stored pool rank re-run references like the fresh pool with "
                            f"rho {sp_raw}{cal}"
                            + (": do not rank fresh runs against the uncalibrated stored pool" if level != "pass"
-                              else ""), pair))
+                              else ""), subject=pair))
     if sp_cal is not None:
         level = limits.judge("spearman", sp_cal.estimate)
         out.append(Finding(level, "spearman_calibrated", sp_cal.estimate, limits.text("spearman"),
                            f"after {calibration_family} calibration rho = {sp_cal}"
                            + (": even calibrated, the stored pool ranks differently; re-collect the reference pool"
-                              if level != "pass" else ": the calibrated stored pool can rank fresh runs"), pair))
+                              if level != "pass" else ": the calibrated stored pool can rank fresh runs"), subject=pair))
 
     if len(sensitivity):
         swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
@@ -538,7 +544,7 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                            f"the p_{tau:g} pass rate of {target}'s candidates moves {pp:.1f} pp while the intercept "
                            f"moves within its CI [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}] ms"
                            + (": pin the calibration down (more problems / repeats) or re-time the pool"
-                              if level != "pass" else ""), pair))
+                              if level != "pass" else ""), subject=pair))
 
     if len(drift) and drift["campaign"].nunique() >= 2:
         changed = drift.loc[drift["changed"]]
@@ -549,7 +555,7 @@ def _findings(*, source, target, key, pairing, fits, aff, best_family, calibrati
                            f"campaigns whose affine map against the anchor changed from the previous campaign's "
                            f"(bootstrap CI of the change excludes 0): {which}"
                            + ("; the service drifts between campaigns: calibrate each campaign separately"
-                              if level != "pass" else ""), pair))
+                              if level != "pass" else ""), subject=pair))
     return out
 
 

@@ -19,12 +19,16 @@ is the one place that answers
   2. ``"user"``: an explicit order given by the caller (``order=``, e.g. the
      order of the corpus files on the command line), for the runs it names;
      the others follow as in 3.
-  3. ``"first appearance"``: otherwise, the order in which the runs first
-     appear in the file. This depends on row order, so nothing that a figure
-     is computed from may depend on it: audits use it only to list their runs
-     (every run is audited on its own), and a choice that a figure depends on
-     (e.g. which campaign is the *stored* one, in ``speedaudit report``) is
-     made only from 1 or 2 (:attr:`Runs.ordered`), never from 3.
+  3. ``"corpus order"``: otherwise, the order of the corpus' own categories of
+     ``environment`` then ``campaign``: for a file written by speedaudit (Parquet)
+     the order in which the names first appeared when it was written, kept on
+     disk, so shuffling the rows does not change it; for a CSV or a plain
+     DataFrame, first appearance in the rows as read. Because that can depend on
+     row order, nothing a figure is computed from may depend on it: audits use it
+     only to list their runs (every run is audited on its own), and a choice a
+     figure depends on (e.g. which campaign is the *stored* one, in
+     ``speedaudit report``; which campaign the simulator uses when none is named)
+     is made only from 1 or 2 (:attr:`Runs.ordered`), never from 3.
 
 * **how a user names one**: by its environment and its campaign, separately
   (:class:`Run`, or ``--environment`` / ``--campaign`` on the command line).
@@ -62,7 +66,7 @@ from stats._groups import first_rows, group_codes, label_mask
 
 __all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs"]
 
-ORDER_BY = ("timestamp", "user", "first appearance")
+ORDER_BY = ("timestamp", "user", "corpus order")
 
 
 class RunError(UserError, ValueError):
@@ -261,7 +265,7 @@ def runs_of(
         body = ~label_mask(corpus["role"], "floor")
     rows = corpus.loc[body] if not body.all() else corpus
     if len(rows) == 0:
-        return Runs((), "first appearance")
+        return Runs((), "corpus order")
     run_code, n_runs = group_codes(rows, list(RUN_COLUMNS))
     first = first_rows(run_code, n_runs)
     envs = rows["environment"].iloc[first].astype(str).to_numpy()
@@ -290,8 +294,8 @@ def runs_of(
         n_problems = np.zeros(n_runs, dtype=np.int64)
 
     stamps = [None] * n_runs
-    order_by = "first appearance"
-    position = list(range(n_runs))  # first appearance: group codes are numbered in that order
+    order_by = "corpus order"
+    position = list(range(n_runs))  # group codes number the runs in the order of the columns' codes
     if "timestamp" in rows.columns:
         parsed = _timestamps(rows["timestamp"])
         ok = parsed.notna().to_numpy()

@@ -227,7 +227,7 @@ def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     """Per run (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
 
     Runs and their repeat counts come from :func:`audits.corpus.runs.runs_of` (in its order: timestamps,
-    else first appearance; a listing only). Vectorised (dense group codes + ``np.bincount``), so it stays in
+    else the corpus order; a listing only). Vectorised (dense group codes + ``np.bincount``), so it stays in
     seconds at 10^7 rows. Returns the table and the non-floor row mask.
     """
     from audits.corpus.runs import runs_of
