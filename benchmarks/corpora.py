@@ -7,9 +7,9 @@ the "stored" (c0) and the "fresh" (c1) run of the *same* 50 references, with
 the planted affine drift c1 = 0.63 c0 + 0.053 s, so calibration has pairs
 without adding rows: at 10^7 that is 1,000 problems x 20 tests x 100
 (solution, campaign) runs x 5 repeats = 10^7 executions, every one of which
-some audit reads (reliability's repeat CV, variance components and the
-aggregator comparison use both campaigns; percentiles, discriminability and the
-simulator use the first; calibration pairs the two).
+some audit reads (reliability, discriminability and the aggregator comparison
+audit each campaign as a run of its own; percentiles and the simulator use the
+first; calibration pairs the two).
 
 Files go to ``benchmarks/results/corpora/`` (git-ignored) and are re-used when
 present; building them is not timed.

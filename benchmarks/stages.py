@@ -51,10 +51,10 @@ N_BOOT = 1000  # the audits' default bootstrap sizes are kept (what a user gets)
 
 def example_environments():
     """The shipped example reward environments (every fixtures/environments/*.yaml except the grid)."""
-    from audits.reward_environments import load_environments
+    from audits.reward_environments import load_reward_environments
 
     files = sorted(p for p in ENVIRONMENT_DIR.glob("*.yaml") if p.name != "grid.yaml")
-    return load_environments(files)
+    return load_reward_environments(files)
 
 
 def _c0(corpus: pd.DataFrame) -> pd.DataFrame:
@@ -101,7 +101,7 @@ def _fast_aggregation(corpus):
 def _fast_simulation(corpus, environments=None):
     from audits.simulation import run_simulation_audit
 
-    return run_simulation_audit(corpus, environments=environments or example_environments(), campaign="c0")
+    return run_simulation_audit(corpus, reward_environments=environments or example_environments(), campaign="c0")
 
 
 FAST = {
@@ -127,12 +127,12 @@ def check_values(stage: str, result, corpus: pd.DataFrame) -> dict:
     if stage == "percentiles":
         return {"percentile": _sorted_by_keys(result, KEYS)["percentile"].to_numpy(dtype=float)}
     if stage == "reliability":
-        env = result.environments["quiet"]
+        env = result.result("quiet", "c0")  # each run on its own (audits.corpus.runs); c0 as the baseline
         icc = _sorted_by_keys(env.test_icc, ["problem", "test"])["ICC2"].to_numpy(dtype=float)
         return {"median_repeat_cv": env.median_repeat_cv.estimate, "mean_rank_range": env.drift.mean_range.estimate,
                 "icc2": icc, "significant_share": env.significance.share.estimate}
     if stage == "discriminability":
-        env = result.environments["quiet"]
+        env = result.result("quiet", "c0")
         problems = env.problems.assign(problem=env.problems["problem"].astype(str)).sort_values("problem")
         return {"robust_cv": problems["robust_cv"].to_numpy(dtype=float), "mean_gap": env.gap.gap.estimate}
     if stage == "calibration":

@@ -15,7 +15,6 @@ import importlib
 import pkgutil
 import sys
 
-from audits.corpus.io import CorpusError
 from audits.errors import UserError  # defined apart so `python -m audits.cli` and imports share one class
 
 __all__ = ["build_parser", "main"]
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (CorpusError, UserError) as exc:
+    except UserError as exc:  # CorpusError and every other layer's error derive from it
         print(f"speedaudit: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

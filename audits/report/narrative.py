@@ -526,7 +526,10 @@ def describe_aggregation(audit) -> str:
         parts.append(f"The default **{default}** has stability {_ci_text(d, 'stability', 3)}, range "
                      f"{_ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
                      + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
-        if rec is not None and rec != default and not on_front:
+        # what to do follows the audit's verdict on the default (judged once, in audits.aggregation)
+        verdict = next((f for f in audit.findings if f.metric == "default_aggregator"
+                        and (f.environment, f.campaign) == (env, camp)), None)
+        if rec is not None and rec != default and verdict is not None and verdict.level in ("warn", "fail"):
             parts.append(f"**What to do**: set `post: {{aggregator: {rec}}}` in the reward environment for this "
                          "sandbox, and re-check on more problems if the CIs overlap.")
         else:
