@@ -66,8 +66,9 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
 
     The run ``environment`` and ``campaign`` name. Left out, the environment must be the only one that
     matches (else an error lists the runs: pass ``--environment``); a campaign left out is the
-    environment's only one, or its first by timestamp (:mod:`audits.corpus.runs`); without timestamps
-    several campaigns are an error (pass ``--campaign``), because file order must not decide a figure.
+    environment's only one, else its earliest by timestamp (or the user's order; :mod:`audits.corpus.runs`),
+    else the first by name: never the file's row order, which must not decide a figure. The result names
+    the run it used, with its repeat count.
     """
     runs = runs_of(corpus)
     matches = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
@@ -76,8 +77,7 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
         raise RunError(f"the corpus holds several environments ({', '.join(map(repr, envs))}); this audit uses "
                        f"one run: choose it with --environment NAME (environment=...); runs: {runs.listing()}")
     if len(matches) > 1 and not runs.ordered:
-        raise RunError(f"environment {envs[0]!r} has several campaigns and the corpus has no timestamps to order "
-                       f"them: choose one with --campaign NAME (campaign=...); runs: {runs.listing()}")
+        return min(matches, key=lambda s: s.campaign)
     return matches[0]
 
 

@@ -39,7 +39,7 @@ aggregation_environment = "quiet"  # sandbox environment to compare the aggregat
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
 aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
-simulation_campaign = None  # campaign (None: the environment's only or earliest by timestamp)
+simulation_campaign = None  # campaign (None: the environment's only, else earliest by timestamp, else first by name)
 reward_environment_files = [
     "fixtures/environments/top30.yaml",
     "fixtures/environments/uniform_timeout.yaml",

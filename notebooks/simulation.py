@@ -27,7 +27,7 @@ corpora = [
 n_boot = 1000  # bootstrap resamples over problems for every interval
 seed = 0  # seed of the bootstrap and of the simulator
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
-simulation_campaign = None  # campaign (None: the environment's only or earliest by timestamp)
+simulation_campaign = None  # campaign (None: the environment's only, else earliest by timestamp, else first by name)
 reward_environment_files = [
     "fixtures/environments/top30.yaml",
     "fixtures/environments/uniform_timeout.yaml",

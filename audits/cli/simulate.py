@@ -130,7 +130,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--environment", metavar="NAME",
                         help="environment of the run to use (the corpus column; needed when the corpus has several)")
     parser.add_argument("--campaign", metavar="NAME",
-                        help="campaign of the run to use (default: the environment's only or earliest by timestamp)")
+                        help="campaign of the run to use (default: the environment's only, else earliest by "
+                             "timestamp, else first by name)")
     parser.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
     parser.add_argument("--seed", type=int, default=0)
 

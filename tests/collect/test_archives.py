@@ -228,7 +228,7 @@ def test_cpp_and_python_in_one_problem_per_language_floors_and_pools(tmp_path):
     assert floors["python"] > floors["cpp"]  # an interpreter start-up against an exec of a static program
 
     audit = run_discriminability_audit(corpus, n_boot=20)
-    (env,) = audit.environments.values()
+    (env,) = audit.runs.values()
     assert env.floors == {"python": floors["python"], "cpp": floors["cpp"]}
     assert "python" in env.floor_source and "cpp" in env.floor_source
     # each test is judged by its own language: the median of that language's references vs its floor

@@ -91,7 +91,7 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     installed = site / "audits" / "shipped_reward_environments"
     assert sorted(p.name for p in installed.glob("*.y*ml")) == sorted(
         p.name for p in (repo_root() / "fixtures" / "environments").glob("*.y*ml"))
-    defaults = ast.literal_eval(template_parameters(template_path("simulation"))["environment_files"]["default"])
+    defaults = ast.literal_eval(template_parameters(template_path("simulation"))["reward_environment_files"]["default"])
     assert defaults and all(f.startswith("fixtures/environments/") for f in defaults)
     simulation = (work / "reports" / "simulation.html").read_text(encoding="utf-8")
     for name in defaults:
