@@ -65,6 +65,20 @@ MANIFEST = "_speedaudit_dataset.json"
 FORMAT = "speedaudit-dataset"
 VERSION = 1
 PARTITION_BY = ("problem",)
+#: Name columns whose categories are sorted on reading (``status``, ``role``, ``test_kind`` keep their
+#: enumeration order): the loaded dataset and every partition number names in the same order, whatever the
+#: order of the files or of the rows (set semantics; the partitioned audits rely on it).
+NAME_COLUMNS = ("environment", "campaign", "problem", "test", "solution", "language")
+
+
+def _sorted_names(corpus: pd.DataFrame) -> pd.DataFrame:
+    for column in NAME_COLUMNS:
+        if column in corpus.columns and isinstance(corpus[column].dtype, pd.CategoricalDtype):
+            cats = corpus[column].cat.categories
+            order = sorted(cats.astype(str))
+            if list(cats.astype(str)) != order:
+                corpus[column] = corpus[column].cat.reorder_categories(pd.Index(order, dtype=cats.dtype))
+    return corpus
 
 
 def is_dataset(path: str | os.PathLike) -> bool:
@@ -116,7 +130,7 @@ class CorpusDataset:
         frame = read_table(info.path)
         if columns is not None:
             frame = frame[[c for c in frame.columns if c in set(columns)]]
-        corpus = normalize(frame, source=str(info.path))
+        corpus = _sorted_names(normalize(frame, source=str(info.path)))
         found = set(map(str, corpus["problem"].cat.categories[np.unique(corpus["problem"].cat.codes)]))
         if found != set(info.problems) or len(corpus) != info.rows:
             raise CorpusError(f"{info.path}: holds {len(corpus):,} rows of {len(found)} problems, the manifest "
@@ -144,7 +158,7 @@ class CorpusDataset:
         except Exception as exc:  # pyarrow's message names the file
             raise CorpusError(f"{self.path}: cannot be read as a dataset ({type(exc).__name__}: {exc})\n"
                               f"  -> write it again with 'speedaudit convert --partition-by problem'") from exc
-        corpus = normalize(table.to_pandas(), source=str(self.path))
+        corpus = _sorted_names(normalize(table.to_pandas(), source=str(self.path)))
         if len(corpus) != self.rows:
             raise CorpusError(f"{self.path}: holds {len(corpus):,} rows, its manifest says {self.rows:,}\n"
                               f"  -> write it again with 'speedaudit convert --partition-by problem'")
