@@ -21,13 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ENVS = ROOT / "fixtures" / "environments"
 
 
-def _reward_env_flag() -> str:
-    """``--reward-env`` (the reward-environment option's name after the runs model), else the older ``--env``."""
-    text = subprocess.run([sys.executable, "-m", "audits.cli", "score", "--help"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=120).stdout
-    return "--reward-env" if "--reward-env" in text else "--env"
-
-
 def _cli(*args, timeout=600):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "audits.cli", *map(str, args)], capture_output=True, text=True,
@@ -46,7 +39,7 @@ def noisy(tmp_path_factory):
 def test_score_prints_noise_aware_values_beside_the_point_values(noisy, tmp_path):
     corpus, path = noisy
     out = tmp_path / "score.json"
-    flag = _reward_env_flag()
+    flag = "--reward-env"
     text = _cli("score", path, flag, ENVS / "top30.yaml", "--n-draws", 800, "--n-boot", 100,
                 "--json", out)
     assert "noise-aware" in text and "E[q]" in text and "P(q<=tau)" in text
@@ -74,7 +67,7 @@ def test_score_prints_noise_aware_values_beside_the_point_values(noisy, tmp_path
 def test_one_simulate_command_compares_binary_gate_and_noise_aware_continuous(noisy, tmp_path):
     corpus, path = noisy
     out = tmp_path / "sim.json"
-    flag = _reward_env_flag()
+    flag = "--reward-env"
     text = _cli("simulate", path, flag, ENVS / "top30.yaml", flag, ENVS / "graded.yaml",
                 flag, ENVS / "noise_aware.yaml", "--n-boot", 50, "--json", out)
     for name in ("top30", "graded", "noise_aware"):
