@@ -36,9 +36,9 @@ import pandas as pd
 from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
 from audits.thresholds import ThresholdError, Thresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators
+from audits.context import audit_context
 from audits.corpus.runs import RunError, RunSummary, describe_runs
 from audits.reliability import audit_rows
-from stats._groups import label_mask
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit"]
 
@@ -274,8 +274,9 @@ def run_aggregation_audit(
 
     Parameters
     ----------
-    corpus : DataFrame
-        A timing corpus (``audits.corpus.io.load_corpus``); needs >= 2 repeats.
+    corpus : DataFrame or AuditContext
+        A timing corpus (``audits.corpus.io.load_corpus``); needs >= 2 repeats. Or the
+        :class:`audits.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
         Restrict to the runs of this environment and / or campaign; default every run, each on its own.
     runs : sequence of Run or (environment, campaign) pairs, optional
@@ -294,17 +295,19 @@ def run_aggregation_audit(
     """
     th = AggregationThresholds.coerce(thresholds)
     used: list[RunSummary] = []
+    ctx = audit_context(corpus)  # one shared context (audits.context): rows and pool per run built once
     for column in ("environment", "campaign", "repeat"):
-        if column not in corpus.columns:
+        if column not in ctx.corpus.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
                              "audits.corpus.io.load_corpus, which fills the defaults")
-    chosen = audit_rows(corpus, environment=environment, campaign=campaign, runs=runs)
+    chosen = audit_rows(ctx, environment=environment, campaign=campaign, runs=runs)
     comparisons, skipped, findings, frames = [], [], [], []
     for summary in chosen:
         env, camp = summary.environment, summary.campaign
-        part = corpus.loc[summary.run.mask(corpus)]
+        run_ctx = ctx.run(summary)
+        part = run_ctx.executions
         where = {"environment": env, "campaign": camp}
-        real = part if "role" not in part.columns else part.loc[~label_mask(part["role"], "floor")]
+        real = run_ctx.rows
         if real["repeat"].nunique() < 2:
             skipped.append(summary)
             findings.append(Finding(
@@ -312,7 +315,7 @@ def run_aggregation_audit(
                 "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 or more.",
                 **where))
             continue
-        comp = compare_aggregators(part, names=names, floor_s=floor_s, n_boot=n_boot, seed=seed)
+        comp = compare_aggregators(part, names=names, pools=run_ctx.pools, floor_s=floor_s, n_boot=n_boot, seed=seed)
         comparisons.append(((env, camp), comp))
         findings.extend(_run_findings(comp, where, th))
         frames.append(comp.table.assign(environment=env, campaign=camp, repeats=summary.repeats))

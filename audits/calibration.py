@@ -138,7 +138,12 @@ def calibration_pair(corpus: pd.DataFrame, *, source, target, key: str = "auto")
     (``key``: ``environment`` / ``campaign`` / ``auto``), as before, which then must hold one value of the
     other column per side (or the same several values on both sides).
     """
-    table = runs_of(corpus)
+    from audits.context import AuditContext
+
+    if isinstance(corpus, AuditContext):  # the shared context: its run table, and the frame it wraps
+        table, corpus = corpus.runs, corpus.corpus
+    else:
+        table = runs_of(corpus)
     if _is_run(source) or _is_run(target):
         if not (_is_run(source) and _is_run(target)):
             raise RunError("name both sides as runs (environment and campaign) or both as names of one column")
@@ -343,7 +348,11 @@ def run_calibration_audit(
     >>> bool(ci.loc["slope", "ci_low"] < 0.63 < ci.loc["slope", "ci_high"])
     True
     """
+    from audits.context import audit_context
+
     limits = CalibrationThresholds.coerce(thresholds)
+    ctx = audit_context(corpus)  # the shared context's run table (audits.context)
+    corpus = ctx.corpus
     families = list(families)
     for family in families:
         if family not in FAMILIES:
@@ -357,7 +366,7 @@ def run_calibration_audit(
     if n_boot < 0 or n_boot_rank < 0:
         raise ValueError("n_boot and n_boot_rank must be >= 0")
 
-    pair = calibration_pair(corpus, source=source, target=target, key=key)
+    pair = calibration_pair(ctx, source=source, target=target, key=key)
     corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
     pairing = pair_medians(corpus, source=source, target=target, key=key)
     if pairing.n_problems < 2:

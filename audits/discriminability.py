@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from audits.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.findings import Finding, findings_table, judge, to_jsonable
 from audits.reliability import _one_result, audit_rows
@@ -42,11 +43,9 @@ from stats.bootstrap import Interval, bootstrap_ci
 from stats.discriminability import (
     StrongWeakGap,
     noise_aware_robust_cv,
-    sandbox_floor,
     strong_weak_gap,
     test_discrimination,
 )
-from stats._groups import label_mask
 from stats.ranking import reference_pools
 from stats.reliability import per_repeat_scores
 
@@ -224,26 +223,43 @@ def _share(flags: np.ndarray, valid: np.ndarray, *, n_boot: int, seed: int) -> I
     return bootstrap_ci(values, n_boot=n_boot, seed=seed)
 
 
-def _run(run: pd.DataFrame, floors: pd.DataFrame, summary: RunSummary, *, floor_s: float | None,
-         t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int) -> RunDiscriminability:
-    env, chosen = summary.environment, summary.campaign
-    language_floors: dict[str, float] = {}
+def _run_floor(floors: pd.DataFrame, run: Run, floor_s: float | None, has_language: bool):
+    """(floor, source, per-language floors) of one run: ``floor_s`` when given, else its floor rows' median."""
     if floor_s is not None:
-        floor, source = float(floor_s), "given"
-    else:
-        match = floors.loc[(floors["environment"].astype(str) == env).to_numpy()
-                           & (floors["campaign"].astype(str) == str(chosen)).to_numpy()] if len(floors) else floors
-        floor, source = (float(match["floor_s"].iloc[0]), "floor rows") if len(match) else (math.nan, "none")
-        if "language" in match.columns and "language" in run.columns:
-            language_floors = {str(lang): float(f) for lang, f in zip(match["language"], match["floor_s"])
-                               if pd.notna(lang)}
+        return float(floor_s), "given", {}
+    env, chosen = run.environment, run.campaign
+    match = floors.loc[(floors["environment"].astype(str) == env).to_numpy()
+                       & (floors["campaign"].astype(str) == str(chosen)).to_numpy()] if len(floors) else floors
+    floor, source = (float(match["floor_s"].iloc[0]), "floor rows") if len(match) else (math.nan, "none")
+    language_floors: dict[str, float] = {}
+    if "language" in match.columns and has_language:
+        language_floors = {str(lang): float(f) for lang, f in zip(match["language"], match["floor_s"])
+                           if pd.notna(lang)}
+    return floor, source, language_floors
+
+
+def per_problem_tables(run: pd.DataFrame, floors: pd.DataFrame, which: Run, *, floor_s: float | None,
+                       t: DiscriminabilityThresholds, method: str, pools: pd.DataFrame | None = None,
+                       scores: pd.DataFrame | None = None) -> dict:
+    """The per-test and per-problem tables of one run's (non-floor) rows: every figure of the audit is a
+    function of these (:func:`combine_problem_tables`), so they can be computed partition by partition.
+
+    Returns ``{"tests", "problems", "scores", "language_counts"}``: :func:`stats.discriminability.test_discrimination`
+    (near-floor flags by language where there are per-language floors), :func:`noise_aware_robust_cv` with the
+    near-floor counts, the references' per-repeat scores against the pool, and the reference rows per language.
+    """
+    floor, _, language_floors = _run_floor(floors, which, floor_s, "language" in run.columns)
     if "role" in run.columns:
         run = run.loc[(run["role"] != "floor").to_numpy()]
-    pools = reference_pools(run)  # built once: reused by the test table and the per-repeat scores
+    if pools is None:
+        pools = reference_pools(run)  # built once: reused by the test table and the per-repeat scores
     tests = test_discrimination(run, floor_s=floor, factor=t.near_floor_factor, pools=pools)
+    counts = {}
     if language_floors:  # every test is checked against the floor of its references' language
-        floor, source = _main_language_floor(run, language_floors)
         tests = _near_floor_by_language(run, pools, tests, language_floors, t.near_floor_factor)
+        refs = run.loc[(run["role"] == "reference").to_numpy(), "language"] if "role" in run.columns \
+            else run["language"]
+        counts = refs.astype(str).value_counts().to_dict()
     problems = noise_aware_robust_cv(tests, method=method, threshold=t.robust_cv)
     p_str = problems["problem"].astype(str).to_numpy()
     t_str = tests["problem"].astype(str).to_numpy()
@@ -254,7 +270,26 @@ def _run(run: pd.DataFrame, floors: pd.DataFrame, summary: RunSummary, *, floor_
     problems["near_floor_share"] = (n_near / near["size"].reindex(p_str).to_numpy()) if np.isfinite(floor) else np.nan
     problems["near_floor"] = np.nan_to_num(problems["near_floor_share"].to_numpy(dtype=float), nan=-1.0) \
         >= t.near_floor_problem_share
-    gap = strong_weak_gap(per_repeat_scores(run, roles=("reference",), pools=pools), n_boot=n_boot, seed=seed)
+    if scores is None:
+        scores = per_repeat_scores(run, roles=("reference",), pools=pools)
+    return {"tests": tests, "problems": problems, "scores": scores, "language_counts": counts}
+
+
+def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s: float | None,
+             t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int, has_language: bool):
+    floor, source, language_floors = _run_floor(floors, summary.run, floor_s, has_language)
+    tests, problems = tables["tests"], tables["problems"]
+    if language_floors:
+        counts = tables["language_counts"]
+        if isinstance(counts, list):  # one per partition
+            total: dict = {}
+            for c in counts:
+                for k, v in c.items():
+                    total[k] = total.get(k, 0) + v
+            counts = total
+        floor, source = _main_language_floor(counts, language_floors)
+    p_str = problems["problem"].astype(str).to_numpy()
+    gap = strong_weak_gap(tables["scores"], n_boot=n_boot, seed=seed)
     gap_lookup = pd.Series(gap.per_problem["gap"].to_numpy(dtype=float),
                            index=gap.per_problem["problem"].astype(str).to_numpy()) if len(gap.per_problem) else \
         pd.Series(dtype=float)
@@ -264,7 +299,8 @@ def _run(run: pd.DataFrame, floors: pd.DataFrame, summary: RunSummary, *, floor_
     near_share = float(np.mean(tests["near_floor"].to_numpy(dtype=float))) if np.isfinite(floor) and len(tests) \
         else math.nan
     return RunDiscriminability(
-        environment=env, campaign=chosen, run_summary=summary, floor_s=floor, floor_source=source,
+        environment=summary.environment, campaign=summary.campaign, run_summary=summary, floor_s=floor,
+        floor_source=source,
         filterable_share=_share(problems["filterable"].to_numpy(), valid, n_boot=n_boot, seed=seed),
         filterable_share_noise_aware=_share(problems["filterable_noise_aware"].to_numpy(), valid, n_boot=n_boot,
                                             seed=seed),
@@ -275,10 +311,24 @@ def _run(run: pd.DataFrame, floors: pd.DataFrame, summary: RunSummary, *, floor_
         floors=language_floors)
 
 
-def _main_language_floor(run: pd.DataFrame, floors: dict[str, float]) -> tuple[float, str]:
-    """The floor of the language with the most reference rows (the headline), and a source naming every floor."""
-    counts = run.loc[(run["role"] == "reference").to_numpy(), "language"].astype(str).value_counts() \
-        if "role" in run.columns else run["language"].astype(str).value_counts()
+def combine_problem_tables(per_run: dict, summaries: dict, floors: pd.DataFrame, *, floor_s: float | None,
+                           t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int,
+                           has_language: bool = False) -> DiscriminabilityAudit:
+    """The audit from each run's :func:`per_problem_tables` (``per_run``: Run -> tables, in run order; tables
+    of several partitions concatenated in problem order, ``language_counts`` a list of their counts)."""
+    results: dict[Run, RunDiscriminability] = {}
+    findings: list[Finding] = []
+    for run, tables in per_run.items():
+        result = _combine(tables, floors, summaries[run], floor_s=floor_s, t=t, method=method, n_boot=n_boot,
+                          seed=seed, has_language=has_language)
+        results[run] = result
+        findings.extend(_findings(result, t))
+    return DiscriminabilityAudit(results, tuple(findings), t)
+
+
+def _main_language_floor(counts: dict, floors: dict[str, float]) -> tuple[float, str]:
+    """The floor of the language with the most reference rows (``counts``: language -> rows; the headline),
+    and a source naming every floor."""
     ranked = sorted(floors, key=lambda lang: (-int(counts.get(lang, 0)), lang))
     listing = ", ".join(f"{lang} {floors[lang] * 1000:.3g} ms" for lang in ranked)
     return floors[ranked[0]], f"floor rows per language: {listing}; each test is checked against its own language's"
@@ -404,16 +454,14 @@ def run_discriminability_audit(
         raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
         raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
-    chosen = audit_rows(corpus, environment=environment, campaign=campaign, runs=runs)
-    floors = sandbox_floor(corpus)
-    results: dict[Run, RunDiscriminability] = {}
-    findings: list[Finding] = []
+    ctx = audit_context(corpus)  # one shared context (audits.context): rows, pool, scores per run built once
+    chosen = audit_rows(ctx, environment=environment, campaign=campaign, runs=runs)
+    per_run = {}
     for summary in chosen:
-        mask = summary.run.mask(corpus)
-        if "role" in corpus.columns:
-            mask &= ~label_mask(corpus["role"], "floor")
-        result = _run(corpus.loc[mask], floors, summary, floor_s=floor_s, t=thresholds, method=method,
-                      n_boot=n_boot, seed=seed)
-        results[summary.run] = result
-        findings.extend(_findings(result, thresholds))
-    return DiscriminabilityAudit(results, tuple(findings), thresholds)
+        run_ctx = ctx.run(summary)
+        per_run[summary.run] = per_problem_tables(run_ctx.rows, ctx.floors, summary.run, floor_s=floor_s,
+                                                  t=thresholds, method=method, pools=run_ctx.pools,
+                                                  scores=run_ctx.reference_repeat_scores())
+    return combine_problem_tables(per_run, {s.run: s for s in chosen}, ctx.floors, floor_s=floor_s, t=thresholds,
+                                  method=method, n_boot=n_boot, seed=seed,
+                                  has_language="language" in ctx.corpus.columns)

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from audits.context import AuditContext, audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs, runs_of
 from audits.findings import Finding, findings_table, judge, to_jsonable
 from audits.thresholds import ThresholdError, Thresholds
@@ -128,7 +129,7 @@ def audit_rows(corpus: pd.DataFrame, *, environment: str | None = None, campaign
                runs=None) -> tuple[RunSummary, ...]:
     """The runs an audit covers: ``runs`` if given, else those ``environment`` / ``campaign`` name (None:
     every run), in run order (:func:`audits.corpus.runs.runs_of`); an error lists the runs when none match."""
-    table = runs_of(corpus)
+    table = corpus.runs if isinstance(corpus, AuditContext) else runs_of(corpus)
     if runs is not None:
         return tuple(table.get(r) for r in runs)
     return tuple(table.get(r) for r in table.select(environment=environment, campaign=campaign))
@@ -293,12 +294,14 @@ def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:
 
 
 def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
-         target_reliability: float, target_precision: float, max_pairs: int) -> RunReliability:
+         target_reliability: float, target_precision: float, max_pairs: int,
+         scores: pd.DataFrame | None = None) -> RunReliability:
     refs = _reference_rows(rows)
     cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
     run = rows
-    scores = per_repeat_scores(run)
+    if scores is None:  # the run context's shared per-repeat scores, else computed here
+        scores = per_repeat_scores(run)
     drift = rank_drift(scores, n_boot=n_boot, seed=seed)
     run_refs = _reference_rows(run)
     if "repeat" not in run_refs.columns:
@@ -421,8 +424,9 @@ def run_reliability_audit(
 
     Parameters
     ----------
-    corpus : DataFrame
-        A normalised timing corpus (:func:`audits.corpus.io.normalize`).
+    corpus : DataFrame or AuditContext
+        A normalised timing corpus (:func:`audits.corpus.io.normalize`), or the
+        :class:`audits.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
         Restrict the audit to the runs of this environment and / or campaign (default: every run).
     runs : sequence of Run or (environment, campaign) pairs, optional
@@ -449,8 +453,10 @@ def run_reliability_audit(
         raise ValueError(f"target_precision must be > 0, got {target_precision}")
     results: dict[Run, RunReliability] = {}
     findings: list[Finding] = []
-    for summary in audit_rows(corpus, environment=environment, campaign=campaign, runs=runs):
-        result = _run(_run_rows(corpus, summary), summary, n_boot=n_boot, seed=seed,
+    ctx = audit_context(corpus)  # one shared context (audits.context): rows and scores per run built once
+    for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
+        run_ctx = ctx.run(summary)
+        result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, scores=run_ctx.repeat_scores,
                       target_reliability=target_reliability, target_precision=target_precision, max_pairs=max_pairs)
         results[summary.run] = result
         findings.extend(_findings(result, thresholds))

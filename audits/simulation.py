@@ -23,6 +23,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from audits.context import AuditContext, audit_context
 from audits.corpus.runs import RunError, RunSummary, runs_of
 from audits.findings import Finding, to_jsonable
 from audits.thresholds import Thresholds
@@ -70,7 +71,7 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
     else the first by name: never the file's row order, which must not decide a figure. The result names
     the run it used, with its repeat count.
     """
-    runs = runs_of(corpus)
+    runs = corpus.runs if isinstance(corpus, AuditContext) else runs_of(corpus)
     matches = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
     envs = list(dict.fromkeys(s.environment for s in matches))
     if len(envs) > 1:
@@ -266,9 +267,11 @@ def run_simulation_audit(
         raise TypeError("reward_environments must be stats.rewards.RewardEnvironment objects "
                         "(audits.reward_environments.load_*)")
     th = SimulationThresholds.coerce(thresholds)
-    run = choose_run(corpus, environment=environment, campaign=campaign)
+    ctx = audit_context(corpus)  # one shared context (audits.context): the run's rows and pool built once
+    run = choose_run(ctx, environment=environment, campaign=campaign)
     env_name, camp = run.environment, run.campaign
-    runs = corpus.loc[run.run.mask(corpus)]
+    run_ctx = ctx.run(run)
+    runs = run_ctx.executions
     refs = runs
     if "role" in runs.columns:
         refs = runs.loc[(runs["role"] == "reference").to_numpy()]
@@ -277,7 +280,8 @@ def run_simulation_audit(
     if refs.empty:
         raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no correct reference rows "
                          "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
-    ranking, results = simulate_grid(runs, reward_environments, n_bins=n_bins, group_sizes=group_sizes,
+    ranking, results = simulate_grid(runs, reward_environments, pools=run_ctx.pools, n_bins=n_bins,
+                                     group_sizes=group_sizes,
                                      quality_distribution=quality_distribution,
                                      thresholds=DegeneracyThresholds(**th.to_dict()), n_boot=n_boot,
                                      seed=seed, include_incorrect=include_incorrect)

@@ -29,6 +29,7 @@ seed = 0  # seed of the bootstrap and of the simulator
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
 aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
+results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 import warnings
@@ -43,7 +44,7 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
-from audits.aggregation import run_aggregation_audit
+from audits.report.results import page_results
 from audits.report.plots.aggregation import stability_range_figure
 
 # %%
@@ -52,8 +53,9 @@ display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
 # %%
-aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
-                                    n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)
+aggregation = page_results(results_path, corpus, aggregation_environment=aggregation_environment,
+                           aggregation_campaign=aggregation_campaign, n_boot=n_boot, seed=seed,
+                           aggregation_thresholds=aggregation_thresholds).aggregation
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")
 
 # %%

@@ -33,6 +33,7 @@ target_run = ["busy", "busy-a"]  # ... against a run of another
 calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
+results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 import warnings
@@ -48,10 +49,14 @@ pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report.render import calibrate_runs, run_label
+from audits.report.render import run_label
+from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
+results = page_results(results_path, corpus, stored_run=stored_run, fresh_run=fresh_run, source_run=source_run,
+                       target_run=target_run, calibration_family=calibration_family, n_boot=n_boot,
+                       n_boot_rank=n_boot_rank, seed=seed, calibration_thresholds=calibration_thresholds)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
@@ -59,8 +64,7 @@ narrative.corpus_overview(corpus)
 # ## Stored campaign → fresh campaign
 
 # %%
-stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
-                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+stored = results.stored
 narrative.show_findings(stored.findings, audit="calibration",
                         title=f"{run_label(stored_run)} → {run_label(fresh_run)}")
 
@@ -86,8 +90,7 @@ narrative.show_plot(bland_altman_plot, stored, seed=seed)
 # ## One environment → another
 
 # %%
-across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
-                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+across = results.across
 narrative.show_findings(across.findings, audit="calibration",
                         title=f"{run_label(source_run)} → {run_label(target_run)}")
 

@@ -52,6 +52,7 @@ reward_environment_files = [
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
 simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
+results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 import warnings
@@ -66,39 +67,34 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
-from audits.aggregation import run_aggregation_audit
-from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
-from audits.reward_environments import load_reward_environments
-from audits.reliability import ReliabilityThresholds, run_reliability_audit
-from audits.report.render import calibrate_runs, resolve_files, run_label
-from audits.simulation import run_simulation_audit
+from audits.report.render import run_label
+from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
+results = page_results(
+    results_path, corpus, campaign=campaign, floor_s=floor_s, n_boot=n_boot, seed=seed,
+    reliability_thresholds=reliability_thresholds, discriminability_thresholds=discriminability_thresholds,
+    stored_run=stored_run, fresh_run=fresh_run, source_run=source_run, target_run=target_run,
+    calibration_family=calibration_family, n_boot_rank=n_boot_rank, calibration_thresholds=calibration_thresholds,
+    aggregation_environment=aggregation_environment, aggregation_campaign=aggregation_campaign,
+    aggregation_thresholds=aggregation_thresholds, reward_environment_files=reward_environment_files,
+    grid_files=grid_files, simulation_environment=simulation_environment, simulation_campaign=simulation_campaign,
+    group_sizes=group_sizes, simulation_thresholds=simulation_thresholds)
 
 # %%
-reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
-                                    thresholds=ReliabilityThresholds.coerce(reliability_thresholds))
-discriminability = run_discriminability_audit(
-    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
-    thresholds=DiscriminabilityThresholds.coerce(discriminability_thresholds))
+reliability = results.reliability
+discriminability = results.discriminability
 
 # %%
-stored = calibrate_runs(corpus, stored_run, fresh_run, calibration_family=calibration_family, n_boot=n_boot,
-                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
-across = calibrate_runs(corpus, source_run, target_run, calibration_family=calibration_family, n_boot=n_boot,
-                        n_boot_rank=n_boot_rank, seed=seed, thresholds=calibration_thresholds)
+stored = results.stored
+across = results.across
 
 # %%
-aggregation = run_aggregation_audit(corpus, environment=aggregation_environment, campaign=aggregation_campaign,
-                                    n_boot=n_boot, seed=seed, thresholds=aggregation_thresholds)
+aggregation = results.aggregation
 
 # %%
-reward_environments = load_reward_environments(resolve_files(reward_environment_files),
-                                               resolve_files(grid_files))
-simulation = run_simulation_audit(corpus, reward_environments=reward_environments, environment=simulation_environment,
-                                  campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
-                                  thresholds=simulation_thresholds, n_boot=n_boot)
+simulation = results.simulation
 
 # %% [markdown]
 # ## Verdicts

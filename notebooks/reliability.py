@@ -27,6 +27,7 @@ campaign = None  # only the runs of this campaign (None: every run, each (enviro
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
 reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
 discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
+results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 import warnings
@@ -41,13 +42,15 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
-from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 from audits.report.plots.reliability import (near_floor_shares, rank_drift_ranges, repeat_cv_distributions,
                                       robust_cv_per_problem)
-from audits.reliability import ReliabilityThresholds, run_reliability_audit
+from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
+results = page_results(results_path, corpus, campaign=campaign, floor_s=floor_s, n_boot=n_boot, seed=seed,
+                       reliability_thresholds=reliability_thresholds,
+                       discriminability_thresholds=discriminability_thresholds)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
@@ -55,8 +58,7 @@ narrative.corpus_overview(corpus)
 # ## Repeatability
 
 # %%
-reliability = run_reliability_audit(corpus, campaign=campaign, n_boot=n_boot, seed=seed,
-                                    thresholds=ReliabilityThresholds.coerce(reliability_thresholds))
+reliability = results.reliability
 narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")
 
 # %%
@@ -81,9 +83,7 @@ narrative.show_figure(rank_drift_ranges(reliability, seed=seed))
 # ## Discriminability
 
 # %%
-discriminability = run_discriminability_audit(
-    corpus, floor_s=floor_s, campaign=campaign, n_boot=n_boot, seed=seed,
-    thresholds=DiscriminabilityThresholds.coerce(discriminability_thresholds))
+discriminability = results.discriminability
 narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
 
 # %%

@@ -40,6 +40,7 @@ reward_environment_files = [
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
 simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
+results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 import warnings
@@ -54,10 +55,8 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
 pd.set_option("display.max_colwidth", None)
 
-from audits.reward_environments import load_reward_environments
 from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
-from audits.report.render import resolve_files
-from audits.simulation import run_simulation_audit
+from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
@@ -65,11 +64,10 @@ display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
 # %%
-reward_environments = load_reward_environments(resolve_files(reward_environment_files),
-                                               resolve_files(grid_files))
-simulation = run_simulation_audit(corpus, reward_environments=reward_environments, environment=simulation_environment,
-                                  campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
-                                  thresholds=simulation_thresholds, n_boot=n_boot)
+simulation = page_results(results_path, corpus, reward_environment_files=reward_environment_files,
+                          grid_files=grid_files, simulation_environment=simulation_environment,
+                          simulation_campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
+                          simulation_thresholds=simulation_thresholds, n_boot=n_boot).simulation
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
 
 # %%

@@ -362,10 +362,12 @@ def calibrate_runs(corpus, source_run, target_run, **options):
     :class:`CalibrationSkipped` whose one ``n/a`` finding says why and what to do; the narrative and
     figure helpers show a note for it instead of numbers. ``options`` go to ``run_calibration_audit``.
     """
-    from audits.corpus.runs import runs_of
+    from audits.context import audit_context
 
+    ctx = audit_context(corpus)  # a corpus or the report's shared context (audits.report.results)
+    corpus = ctx.corpus
     if source_run is None or target_run is None:
-        runs = runs_of(corpus)
+        runs = ctx.runs
         several = [e for e in runs.environments if len(runs.of_environment(e)) >= 2]
         why = (f"no pair of runs was named, and the corpus does not order the campaigns of {several[0]!r} "
                "(no timestamp column; one file): name them with -p 'stored_run=[ENV, CAMPAIGN]' "
@@ -378,7 +380,7 @@ def calibrate_runs(corpus, source_run, target_run, **options):
     source, target = resolve_run(corpus, source_run), resolve_run(corpus, target_run)
     if source == target:
         raise UserError(f"source and target are the same run {source}; name two different runs")
-    return run_calibration_audit(corpus, source=source, target=target, **options)
+    return run_calibration_audit(ctx, source=source, target=target, **options)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -767,6 +769,63 @@ def render_reports(
     check_kernel(kernel_name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    shared = _shared_results(names, declared, params, corpus if corpora is not None else None, out_dir, say)
+    if shared is not None:
+        params["results_path"] = str(shared)
+    try:
+        rendered = _render_all(names, out_dir, params, show_code, kernel_name, templates, say)
+    finally:
+        if shared is not None:
+            shared.unlink(missing_ok=True)
+    params.pop("results_path", None)
+    path = write_index(rendered, out_dir, corpora=params.get("corpora", ()),
+                       parameters={k: v for k, v in params.items() if k != "corpora"})
+    index = ReportIndex(path=path, reports=tuple(rendered))
+    if index.failed:
+        raise ReportError("\n".join(r.error for r in index.failed) + f"\n(index with the other reports: {path})")
+    return index
+
+
+#: The shared results each page shows (audits.report.results.PARAMETERS names them).
+PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation"),
+                "reliability": ("reliability", "discriminability"), "calibration": ("stored", "across"),
+                "aggregation": ("aggregation",), "simulation": ("simulation",)}
+
+
+def _shared_results(names, declared, params, corpus, out_dir, say):
+    """Compute every audit the selected pages show once (one shared context) and pickle them for the pages
+    (``results_path``); None when no page declares ``results_path``. Values come from ``params``, else from
+    the first selected template that declares the parameter (a page whose own values differ recomputes)."""
+    import ast
+
+    from audits.report.results import PARAMETERS, compute_results, write_results
+
+    takers = [n for n in names if "results_path" in declared[n]]
+    if not takers:
+        return None
+    values = {}
+    for n in names:
+        for key, info in declared[n].items():
+            if key not in values and key not in params:
+                try:
+                    values[key] = ast.literal_eval(str(info.get("default")))
+                except (ValueError, SyntaxError):
+                    continue  # not a literal: the pages compute what needs it
+    values.update(params)
+    wanted = [r for n in takers for r in PAGE_RESULTS.get(n, ())]
+    wanted = [r for r in dict.fromkeys(wanted) if all(k in values for k in PARAMETERS[r])]
+    if not wanted:
+        return None
+    if corpus is None:
+        corpus = load_corpora(values["corpora"])
+    start = time.perf_counter()
+    results = compute_results(corpus, values, names=wanted)
+    say(f"[0/{len(names)}] computed {', '.join(wanted)} once in {time.perf_counter() - start:.1f} s "
+        f"(every page reads them)")
+    return write_results(results, out_dir)
+
+
+def _render_all(names, out_dir, params, show_code, kernel_name, templates, say):
     rendered = []
     for i, name in enumerate(names, 1):
         template = template_path(name, templates)
@@ -785,9 +844,4 @@ def render_reports(
             say(f"[{i}/{len(names)}] {name}: {report.worst.upper()} ({c['fail']} fail, {c['warn']} warn, "
                 f"{c['pass']} pass, {c[NA]} n/a) in {report.seconds:.1f} s -> {report.html}")
         rendered.append(report)
-    path = write_index(rendered, out_dir, corpora=params.get("corpora", ()),
-                       parameters={k: v for k, v in params.items() if k != "corpora"})
-    index = ReportIndex(path=path, reports=tuple(rendered))
-    if index.failed:
-        raise ReportError("\n".join(r.error for r in index.failed) + f"\n(index with the other reports: {path})")
-    return index
+    return rendered

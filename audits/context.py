@@ -1,0 +1,164 @@
+"""The run context: what every audit of one run needs, computed once and handed to each audit.
+
+Each audit covers every run (one environment and campaign, :mod:`audits.corpus.runs`)
+on its own. Before this module every audit started again from the raw
+executions: it re-derived the run table, masked the run's rows out of the
+corpus, rebuilt the reference pool (issue 17 counted the same pool 6 times and
+the same ranking pass 13 times in one whole audit). An :class:`AuditContext`
+wraps one corpus and computes, on first use and once:
+
+* ``runs``: the run table (:func:`audits.corpus.runs.runs_of`);
+* ``floors``: the sandbox floor of every run (:func:`stats.discriminability.sandbox_floor`);
+* per run (:meth:`AuditContext.run`, a :class:`RunContext`): the run's rows
+  (``executions``, floor rows included, as the aggregator comparison's
+  ``floor_pct`` and the simulator read them; ``rows`` without them), the
+  reference pool (:func:`stats.ranking.reference_pools`: one duration per
+  correct reference and test, the median of its ok repeats), the collapsed
+  cells (:func:`stats.ranking.solution_cells`) and the per-repeat scores of
+  every correct solution against the fixed pool
+  (:func:`stats.reliability.per_repeat_scores`).
+
+Every audit takes a corpus *or* a context (``run_*_audit(context, ...)``); given
+a DataFrame it builds a context itself (:func:`audit_context`), so the
+convenience path of passing a frame stays. What is computed from the context
+is what the audit computed before, from the same rows: the context changes
+when work happens, never the result.
+
+Examples
+--------
+>>> from audits.corpus.synthetic import synthesize
+>>> ctx = audit_context(synthesize(n_problems=3, n_repeats=2, seed=1).corpus)
+>>> [str(s.run) for s in ctx.runs]
+['quiet · c0']
+>>> run = ctx.run(ctx.runs.names[0])
+>>> run.pools is run.pools, len(run.pools) == 3 * 8 * 12   # built once: 3 problems x 8 tests x 12 references
+(True, False)
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from audits.corpus.runs import Run, RunSummary, Runs, runs_of
+from stats._groups import label_mask
+
+__all__ = ["AuditContext", "RunContext", "audit_context"]
+
+
+class RunContext:
+    """One run's rows and the pieces every audit of it shares (each computed on first use, once).
+
+    Not built directly: :meth:`AuditContext.run`.
+    """
+
+    def __init__(self, corpus: pd.DataFrame, summary: RunSummary):
+        self._corpus = corpus
+        self.summary = summary
+
+    @property
+    def run(self) -> Run:
+        return self.summary.run
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """Rows of the corpus that belong to this run (floor rows included)."""
+        return self.summary.run.mask(self._corpus)
+
+    @cached_property
+    def executions(self) -> pd.DataFrame:
+        """Every row of the run, ``floor`` rows included."""
+        return self._corpus.loc[self.mask]
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """The run's rows without its ``floor`` rows (what the pools and scores are built from)."""
+        if "role" not in self._corpus.columns:
+            return self.executions
+        return self._corpus.loc[self.mask & ~label_mask(self._corpus["role"], "floor")]
+
+    @cached_property
+    def floor_rows(self) -> pd.DataFrame:
+        if "role" not in self._corpus.columns:
+            return self._corpus.iloc[:0]
+        return self._corpus.loc[self.mask & label_mask(self._corpus["role"], "floor")]
+
+    @cached_property
+    def pools(self) -> pd.DataFrame:
+        """:func:`stats.ranking.reference_pools` of the run (by language as the corpus asks)."""
+        from stats.ranking import reference_pools
+
+        return reference_pools(self.rows)
+
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        """:func:`stats.ranking.solution_cells` of the run: one median duration per (problem, test, solution)."""
+        from stats.ranking import solution_cells
+
+        return solution_cells(self.rows)
+
+    @cached_property
+    def repeat_scores(self) -> pd.DataFrame:
+        """q of every correct reference and candidate in every repeat against the fixed pool
+        (:func:`stats.reliability.per_repeat_scores` with :attr:`pools`)."""
+        from stats.reliability import per_repeat_scores
+
+        # with nested repeats (a ``run`` column) per_repeat_scores builds its pool from process-level rows
+        return per_repeat_scores(self.rows, pools=None if "run" in self.rows.columns else self.pools)
+
+    def reference_repeat_scores(self) -> pd.DataFrame:
+        """:attr:`repeat_scores` of the references only (a reference's score does not depend on the
+        candidates: the pool is fixed), in the order :func:`per_repeat_scores` gives them; scored against
+        :attr:`pools`."""
+        scores = self.repeat_scores
+        if "role" not in scores.columns or "run" in self.rows.columns:
+            from stats.reliability import per_repeat_scores
+
+            return per_repeat_scores(self.rows, roles=("reference",), pools=self.pools)
+        return scores.loc[(scores["role"].astype(str) == "reference").to_numpy()].reset_index(drop=True)
+
+
+class AuditContext:
+    """A corpus and what every audit of it shares, computed once (see the module docstring).
+
+    Parameters
+    ----------
+    corpus : DataFrame
+        A normalised timing corpus (:func:`audits.corpus.io.load_corpus`).
+    """
+
+    def __init__(self, corpus: pd.DataFrame):
+        if not isinstance(corpus, pd.DataFrame):
+            raise TypeError(f"an audit context wraps a corpus DataFrame, got {type(corpus).__name__}")
+        self.corpus = corpus
+        self._runs: dict[Run, RunContext] = {}
+
+    @property
+    def attrs(self) -> dict:
+        return self.corpus.attrs
+
+    @cached_property
+    def runs(self) -> Runs:
+        return runs_of(self.corpus)
+
+    @cached_property
+    def floors(self) -> pd.DataFrame:
+        """:func:`stats.discriminability.sandbox_floor` of the whole corpus (every run's floor)."""
+        from stats.discriminability import sandbox_floor
+
+        return sandbox_floor(self.corpus)
+
+    def run(self, run) -> RunContext:
+        """The :class:`RunContext` of ``run`` (a :class:`Run`, a :class:`RunSummary` or an (environment, campaign) pair)."""
+        summary = run if isinstance(run, RunSummary) else self.runs.get(Run.coerce(run))
+        found = self._runs.get(summary.run)
+        if found is None:
+            found = self._runs[summary.run] = RunContext(self.corpus, summary)
+        return found
+
+
+def audit_context(corpus) -> AuditContext:
+    """``corpus`` itself when it is an :class:`AuditContext`, else a new context of the DataFrame."""
+    return corpus if isinstance(corpus, AuditContext) else AuditContext(corpus)

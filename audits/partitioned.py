@@ -1,0 +1,249 @@
+"""Audits of partitioned datasets on Dask: per-problem partial results on the workers, combined on the client.
+
+A corpus larger than one machine's memory is stored as a dataset of whole
+problems (:mod:`audits.corpus.dataset`). Every figure of the discriminability
+audit is a function of per-problem (and per-test) tables plus a bootstrap over
+problems, so:
+
+1. **workers** each read one partition (whole problems), and return, per run,
+   the partition's floor rows, its run-summary partials (rows, cells, problems,
+   the histogram of repeats per cell, the earliest timestamp, language counts)
+   and its per-problem tables (per-test discrimination, per-problem robust CV
+   and near-floor shares, per-repeat reference scores) computed by the same
+   functions the in-memory audit calls;
+2. the **client** combines them: the floor (median of every floor row: the
+   floor rows are a few per run, so they are gathered, not summarised), the run
+   summaries (sums, the mode of the summed histogram, the minimum timestamp),
+   and the per-problem tables concatenated in problem order; then it runs the
+   in-memory audit's combining step (bootstrap over problems, findings) on them.
+
+No process holds the corpus: a worker holds one partition, the client the
+per-problem tables (a few rows per problem and test; the per-repeat scores are
+one row per (problem, solution, repeat), 1/20 of the executions of the
+benchmark corpus). Because the combining step is the in-memory audit's own
+code applied to the same tables in the same order, the JSON of the partitioned
+audit equals the in-memory one's (tests/audits/test_partitioned.py, on a real
+LocalCluster).
+
+The first pass (floors and run summaries) reads only the small columns; the
+second reads every column of a partition once.
+
+Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
+without one, a :class:`distributed.LocalCluster` on the loopback interface
+(``127.0.0.1``, no dashboard) with ``n_workers`` single-threaded worker
+processes is started and closed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.errors import UserError
+
+__all__ = ["dask_client", "partition_runs", "run_partitioned_discriminability"]
+
+RUN_COLUMNS = ("environment", "campaign")
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limit: str = "4GB"):
+    """A :class:`distributed.Client` of ``scheduler``, or of a new loopback LocalCluster (closed on exit)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as exc:
+            raise UserError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
+                            f"  -> start one with 'dask scheduler' (and workers), or leave --scheduler out for a "
+                            f"local cluster") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None, memory_limit=memory_limit, silence_logs=40)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# pass 1: floors and run summaries
+# ----------------------------------------------------------------------------------------------
+
+def _summary_partial(path: str, index: int) -> dict:
+    """Floor rows and run-summary partials of one partition (what :func:`audits.corpus.runs.runs_of` sums)."""
+    from stats._groups import group_codes, label_mask
+
+    part = open_dataset(path).read_partition(index)
+    floor = label_mask(part["role"], "floor") if "role" in part.columns else np.zeros(len(part), dtype=bool)
+    floor_rows = part.loc[floor].reset_index(drop=True)
+    rows = part.loc[~floor]
+    out: dict = {"floor_rows": floor_rows, "runs": {}}
+    if len(rows) == 0:
+        return out
+    run_code, n_runs = group_codes(rows, list(RUN_COLUMNS))
+    cell, n_cells = group_codes(rows, list(RUN_COLUMNS) + ["problem", "test", "solution"])
+    cell_run = np.zeros(n_cells, dtype=np.int64)
+    cell_run[cell] = run_code
+    repeat = rows["repeat"].to_numpy(dtype=np.int64)
+    radix = int(repeat.max()) + 1
+    per_cell = np.bincount(np.unique(cell * radix + repeat) // radix, minlength=n_cells)
+    prob, n_prob = group_codes(rows, ["problem"])
+    run_problem = np.unique(run_code * n_prob + prob)
+    stamps = None
+    if "timestamp" in rows.columns:
+        from audits.corpus.runs import _timestamps
+
+        parsed = _timestamps(rows["timestamp"])
+        stamps = (parsed.notna().to_numpy(), parsed)
+    envs = rows["environment"].astype(str).to_numpy()
+    camps = rows["campaign"].astype(str).to_numpy()
+    first = np.full(n_runs, -1)
+    first[run_code[::-1]] = np.arange(len(rows))[::-1]
+    for k in range(n_runs):
+        name = (envs[first[k]], camps[first[k]])
+        tally = np.bincount(per_cell[cell_run == k])
+        entry = {"rows": int((run_code == k).sum()), "cells": int((cell_run == k).sum()),
+                 "problems": int((run_problem // n_prob == k).sum()), "tally": tally, "earliest": None,
+                 "has_stamp": 0}
+        if stamps is not None:
+            ok, parsed = stamps
+            mine = ok & (run_code == k)
+            if mine.any():
+                values = parsed[mine].dt.tz_localize(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+                entry["earliest"], entry["has_stamp"] = int(values.min()), 1
+        out["runs"][name] = entry
+    return out
+
+
+def partition_runs(partials: Sequence[dict]):
+    """:class:`audits.corpus.runs.Runs` of the whole dataset from :func:`_summary_partial` results (equal to
+    :func:`audits.corpus.runs.runs_of` of the loaded dataset: sums, the mode of the summed repeat histogram
+    (ties to the smaller), the earliest timestamp; runs in name order, or by timestamp when every run has one)."""
+    from audits.corpus.runs import Run, Runs, RunSummary
+
+    total: dict = {}
+    for partial in partials:
+        for name, e in partial["runs"].items():
+            t = total.setdefault(name, {"rows": 0, "cells": 0, "problems": 0, "tally": np.zeros(1, np.int64),
+                                        "earliest": None})
+            t["rows"] += e["rows"]
+            t["cells"] += e["cells"]
+            t["problems"] += e["problems"]
+            size = max(len(t["tally"]), len(e["tally"]))
+            t["tally"] = np.pad(t["tally"], (0, size - len(t["tally"]))) + np.pad(e["tally"], (0, size - len(e["tally"])))
+            if e["earliest"] is not None:
+                t["earliest"] = e["earliest"] if t["earliest"] is None else min(t["earliest"], e["earliest"])
+    names = sorted(total)  # the loaded dataset's categories are sorted, and runs_of numbers runs by them
+    order_by = "corpus order"
+    if names and all(total[n]["earliest"] is not None for n in names):
+        order_by = "timestamp"
+        names = sorted(names, key=lambda n: (total[n]["earliest"], n[0], n[1]))
+    summaries = []
+    for i, name in enumerate(names):
+        t = total[name]
+        stamp = None if t["earliest"] is None else pd.Timestamp(int(t["earliest"]), tz="UTC").isoformat()
+        tally = t["tally"]
+        summaries.append(RunSummary(run=Run(*name), rows=t["rows"], problems=t["problems"], cells=t["cells"],
+                                    repeats=int(tally.argmax()), max_repeats=int(np.flatnonzero(tally)[-1]),
+                                    first_timestamp=stamp, position=i))
+    return Runs(tuple(summaries), order_by)
+
+
+# ----------------------------------------------------------------------------------------------
+# pass 2: per-problem discriminability tables
+# ----------------------------------------------------------------------------------------------
+
+def _discriminability_partial(path: str, index: int, runs: list, floors: pd.DataFrame, floor_s, thresholds,
+                              method: str) -> dict:
+    from audits.corpus.runs import Run
+    from audits.discriminability import per_problem_tables
+
+    part = open_dataset(path).read_partition(index)
+    out = {}
+    for env, camp in runs:
+        run = Run(env, camp)
+        mask = run.mask(part)
+        if "role" in part.columns:
+            from stats._groups import label_mask
+
+            mask &= ~label_mask(part["role"], "floor")
+        if not mask.any():
+            continue
+        out[(env, camp)] = per_problem_tables(part.loc[mask], floors, run, floor_s=floor_s, t=thresholds,
+                                              method=method)
+    return out
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate per-partition tables, keeping categorical columns categorical (sorted union of categories)."""
+    frames = [f for f in frames if f is not None]
+    if not frames:
+        return pd.DataFrame()
+    from pandas.api.types import union_categoricals
+
+    cats = {c for f in frames for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)}
+    out = pd.concat([f.astype({c: object for c in cats if c in f.columns}) for f in frames], ignore_index=True)
+    for c in cats:
+        union = union_categoricals([f[c] for f in frames if c in f.columns], sort_categories=True)
+        out[c] = pd.Categorical(out[c], categories=union.categories)
+    return out
+
+
+def run_partitioned_discriminability(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    floor_s: float | None = None,
+    environment: str | None = None,
+    campaign: str | None = None,
+    thresholds=None,
+    method: str = "iqr",
+    n_boot: int = 1000,
+    seed: int = 0,
+    n_workers: int = 2,
+):
+    """:func:`audits.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
+
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
+    """
+    from audits.discriminability import DiscriminabilityThresholds, combine_problem_tables
+    from stats.discriminability import sandbox_floor
+
+    ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
+    thresholds = thresholds or DiscriminabilityThresholds()
+    with (contextlib.nullcontext(client) if client is not None else
+          dask_client(scheduler, n_workers=n_workers)) as cl:
+        path = str(ds.path)
+        partials = cl.gather([cl.submit(_summary_partial, path, i, pure=False) for i in range(ds.n_partitions)])
+        runs = partition_runs(partials)
+        chosen = runs.select(environment=environment, campaign=campaign)
+        floor_rows = _concat([p["floor_rows"] for p in partials])
+        floors = sandbox_floor(floor_rows) if len(floor_rows) else sandbox_floor(ds.read_partition(0).iloc[:0])
+        names = [(r.environment, r.campaign) for r in chosen]
+        futures = [cl.submit(_discriminability_partial, path, i, names, floors, floor_s, thresholds, method,
+                             pure=False) for i in range(ds.n_partitions)]
+        tables = cl.gather(futures)
+    summaries = {s.run: s for s in runs}
+    per_run = {}
+    for run in chosen:
+        key = (run.environment, run.campaign)
+        parts = [t[key] for t in tables if key in t]
+        per_run[run] = {name: _concat([p[name] for p in parts]) if isinstance(parts[0][name], pd.DataFrame)
+                        else [p[name] for p in parts] for name in parts[0]}
+    return combine_problem_tables(per_run, summaries, floors, floor_s=floor_s, t=thresholds, method=method,
+                                  n_boot=n_boot, seed=seed)

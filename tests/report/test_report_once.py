@@ -1,0 +1,122 @@
+"""`speedaudit report` computes each audit once: the pages read the shared results (audit calls counted).
+
+The audit functions are counted where they run: in this process (render_reports computes the shared
+results here) by wrapping them, and in every Jupyter kernel papermill starts by a ``sitecustomize``
+module put first on the kernels' PYTHONPATH that wraps the same functions and appends one line per call
+to a file. Real kernels, real notebooks; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from audits.corpus.io import save_corpus
+from audits.corpus.synthetic import synthesize
+from audits.report.render import render_notebook, render_reports
+
+REPO = Path(__file__).resolve().parents[2]
+AUDITS = {"audits.reliability": "run_reliability_audit", "audits.discriminability": "run_discriminability_audit",
+          "audits.calibration": "run_calibration_audit", "audits.aggregation": "run_aggregation_audit",
+          "audits.simulation": "run_simulation_audit"}
+
+SITECUSTOMIZE = textwrap.dedent('''
+    import importlib, os
+    _log = os.environ.get("SPEEDAUDIT_TEST_CALL_LOG")
+    if _log:
+        def _wrap(module, name):
+            real = getattr(module, name)
+            def counted(*args, **kwargs):
+                with open(_log, "a") as fh:
+                    fh.write(f"kernel {name}\\n")
+                return real(*args, **kwargs)
+            setattr(module, name, counted)
+        for _module, _name in AUDITS.items():
+            _wrap(importlib.import_module(_module), _name)
+''')
+
+
+@pytest.fixture
+def counting(tmp_path, monkeypatch):
+    """(log file, calls in this process); kernels started from now on count into the log."""
+    import importlib
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"AUDITS = {AUDITS!r}\n" + SITECUSTOMIZE)
+    log = tmp_path / "calls.log"
+    log.write_text("")
+    monkeypatch.setenv("SPEEDAUDIT_TEST_CALL_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    here: list[str] = []
+    for module_name, name in AUDITS.items():
+        module = importlib.import_module(module_name)
+        real = getattr(module, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            here.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+    return log, here
+
+
+@pytest.fixture(scope="module")
+def corpus_path(tmp_path_factory):
+    synth = synthesize(n_problems=6, n_tests=4, n_correctness_tests=1, n_solutions=6, n_incorrect=1, n_candidates=2,
+                       n_repeats=3, busy=True, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=3)
+    path = tmp_path_factory.mktemp("once") / "small.parquet"
+    save_corpus(synth.corpus, path)
+    return path
+
+
+PARAMS = {"n_boot": 30, "n_boot_rank": 10, "seed": 0, "stored_run": ["quiet", "c0"], "fresh_run": ["quiet", "c1"],
+          "source_run": ["quiet", "c0"], "target_run": ["busy", "c0"], "aggregation_environment": "quiet",
+          "aggregation_campaign": "c0", "simulation_environment": "quiet", "simulation_campaign": "c0"}
+
+
+def _kernel_calls(log: Path) -> list[str]:
+    return [line.split()[1] for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
+    log, here = counting
+    index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=None)
+    assert not index.failed
+    assert len(index.reports) == 5
+    # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
+    assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
+                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit"])
+    assert _kernel_calls(log) == []  # no page ran an audit
+    assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
+
+
+def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, counting):
+    """Control for the counter: without the shared results the page's kernel runs the audits itself."""
+    log, here = counting
+    render_notebook("reliability", tmp_path / "out", parameters={"corpora": [str(corpus_path)], **PARAMS})
+    assert here == []
+    assert sorted(_kernel_calls(log)) == ["run_discriminability_audit", "run_reliability_audit"]
+
+
+def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
+    """A stored result is used only for the parameters it was computed from."""
+    from audits.corpus.io import load_corpus
+    from audits.report.results import compute_results, write_results
+
+    log, here = counting
+    values = {**PARAMS, "campaign": None, "floor_s": None, "reliability_thresholds": {},
+              "discriminability_thresholds": {}}
+    path = write_results(compute_results(load_corpus(corpus_path), values, names=("reliability", "discriminability")),
+                         tmp_path)
+    here.clear()
+    render_notebook("reliability", tmp_path / "out",
+                    parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
+    assert sorted(_kernel_calls(log)) == ["run_discriminability_audit", "run_reliability_audit"]
+    log.write_text("")
+    render_notebook("reliability", tmp_path / "out2",
+                    parameters={"corpora": [str(corpus_path)], **PARAMS, "results_path": str(path)})
+    assert _kernel_calls(log) == []
