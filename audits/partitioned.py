@@ -30,7 +30,7 @@ second reads every column of a partition once.
 
 Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
 without one, a :class:`distributed.LocalCluster` on the loopback interface
-(``127.0.0.1``, no dashboard) with ``n_workers`` single-threaded worker
+(``127.0.0.1``; its dashboard on a free loopback port) with ``n_workers`` single-threaded worker
 processes is started and closed afterwards.
 """
 
@@ -69,7 +69,7 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
             client.close()
         return
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, memory_limit=memory_limit, silence_logs=40)
+                           dashboard_address="127.0.0.1:0", memory_limit=memory_limit, silence_logs=40)
     client = Client(cluster)
     try:
         yield client

@@ -1,0 +1,119 @@
+"""The Dask path on a real LocalCluster (loopback) equals the in-memory audit of the same dataset."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from audits.corpus.dataset import open_dataset, save_dataset
+from audits.corpus.synthetic import synthesize
+from audits.discriminability import run_discriminability_audit
+from audits.partitioned import dask_client, partition_runs, run_partitioned_discriminability
+
+N_BOOT = 60
+
+
+def _close(a, b, path="") -> list[str]:
+    """Paths where two JSON trees differ by more than 1e-12 (relative) or in structure."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
+        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: lengths {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) and math.isnan(b):
+            return []
+        return [] if abs(a - b) <= 1e-12 * max(1.0, abs(a), abs(b)) else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    corpus = synthesize(n_problems=9, n_tests=4, n_correctness_tests=1, n_solutions=8, n_incorrect=1,
+                        n_candidates=2, n_repeats=3, busy=True, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)),
+                        seed=21).corpus
+    # names are data: a problem name with a slash and an '=' is never put in a path
+    corpus["problem"] = corpus["problem"].cat.rename_categories(lambda n: "a/b=1" if n == "p0003" else n)
+    return save_dataset(corpus, tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(n_workers=2) as c:
+        yield c
+
+
+def test_every_worker_is_on_loopback(client):
+    addresses = list(client.scheduler_info()["workers"])
+    assert len(addresses) == 2 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
+
+
+def test_run_table_from_partials_equals_runs_of(dataset, client):
+    from audits.corpus.runs import runs_of
+    from audits.partitioned import _summary_partial
+
+    partials = client.gather([client.submit(_summary_partial, str(dataset.path), i)
+                              for i in range(dataset.n_partitions)])
+    assert partition_runs(partials) == runs_of(dataset.load())
+
+
+def test_discriminability_on_dask_equals_in_memory(dataset, client):
+    memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
+    dask = run_partitioned_discriminability(dataset, client=client, n_boot=N_BOOT).to_dict()
+    assert _close(dask, memory) == []
+    assert len(memory["runs"]) == 4  # two environments x two campaigns, each on its own
+
+
+def test_shuffled_partitions_give_the_same_audit(dataset, client, tmp_path):
+    """The same rows written in another row order and another grouping of problems: same JSON."""
+    corpus = dataset.load()
+    shuffled = corpus.iloc[np.random.default_rng(3).permutation(len(corpus))].reset_index(drop=True)
+    other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
+    a = run_partitioned_discriminability(other, client=client, n_boot=N_BOOT).to_dict()
+    b = run_partitioned_discriminability(dataset, client=client, n_boot=N_BOOT).to_dict()
+    assert _close(a, b) == []
+
+
+def test_selection_and_given_floor(dataset, client):
+    memory = run_discriminability_audit(dataset.load(), environment="quiet", floor_s=0.03, n_boot=N_BOOT).to_dict()
+    dask = run_partitioned_discriminability(open_dataset(dataset.path), client=client, environment="quiet",
+                                            floor_s=0.03, n_boot=N_BOOT).to_dict()
+    assert _close(dask, memory) == []
+    assert {r["environment"] for r in memory["runs"]} == {"quiet"}
+
+
+def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
+    """`speedaudit audit all DATASET --dask`: a real LocalCluster in a subprocess; the audits not yet on the
+    Dask path are listed as skipped with the reason, never as passing."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "all.json"
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
+                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    whole = json.loads(out.read_text())
+    memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
+    assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
+    assert set(whole["skipped"]) == {"reliability", "calibration", "aggregation", "simulation"}
+    assert "Traceback" not in proc.stderr
+
+
+def test_scheduler_that_does_not_answer_is_a_message(dataset):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--scheduler",
+                           "tcp://127.0.0.1:9"], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
