@@ -95,6 +95,7 @@ def run_whole_audit(
     thresholds: Mapping[str, object] | None = None,
     calibration_options: Mapping[str, object] | None = None,
     simulation_options: Mapping[str, object] | None = None,
+    timings: dict | None = None,
 ) -> WholeAudit:
     """Run every audit once on one shared :class:`~audits.context.AuditContext`.
 
@@ -114,7 +115,10 @@ def run_whole_audit(
     thresholds : mapping, optional
         ``{"reliability": ..., "discriminability": ..., "calibration": ..., "aggregation": ...,
         "simulation": ...}``, each what that audit's ``thresholds=`` takes.
+    timings : dict, optional
+        Filled with each audit's wall seconds (``time.perf_counter``), for the benchmark.
     """
+    import time
     from audits.aggregation import run_aggregation_audit
     from audits.calibration import run_calibration_audit
     from audits.discriminability import run_discriminability_audit
@@ -126,9 +130,14 @@ def run_whole_audit(
     th = dict(thresholds or {})
     skipped: dict[str, str] = {}
     select = {"environment": environment, "campaign": campaign}
+    clock = timings if timings is not None else {}
+    t0 = time.perf_counter()
     reliability = run_reliability_audit(ctx, **select, n_boot=n_boot, seed=seed, thresholds=th.get("reliability"))
+    t1 = clock["reliability"] = time.perf_counter() - t0
     discriminability = run_discriminability_audit(ctx, **select, floor_s=floor_s, n_boot=n_boot, seed=seed,
                                                   thresholds=th.get("discriminability"))
+    clock["discriminability"] = time.perf_counter() - t0 - t1
+    t0 = time.perf_counter()
     calibration = tuple(
         run_calibration_audit(ctx, source=source, target=target, n_boot=n_boot, n_boot_rank=n_boot_rank, seed=seed,
                               thresholds=th.get("calibration"), **dict(calibration_options or {}))
@@ -136,8 +145,12 @@ def run_whole_audit(
     if not pairs:
         skipped["calibration"] = ("no (source, target) pair named: give the direction with --source-campaign/"
                                   "--target-campaign (or --source-environment/--target-environment)")
+    clock["calibration"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     aggregation = run_aggregation_audit(ctx, **select, floor_s=floor_s, n_boot=n_boot, seed=seed,
                                         thresholds=th.get("aggregation"))
+    clock["aggregation"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     if reward_environments is None:
         reward_environments = _example_reward_environments()
     simulation = None
@@ -150,6 +163,7 @@ def run_whole_audit(
         if simulation_run is not None:
             raise
         skipped["simulation"] = f"{exc}".splitlines()[0]
+    clock["simulation"] = time.perf_counter() - t0
     return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
                       aggregation=aggregation, simulation=simulation, skipped=skipped)
 

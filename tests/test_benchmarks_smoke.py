@@ -94,14 +94,19 @@ def test_benchmark_end_to_end_and_targets(corpus_path, tmp_path):
     assert hand["baselines"]["calibration"]["ratio_lower_bound"] == 75.0
     assert hand["speedup"] == {"ratio": 75.0, "bound": True, "stages": ["calibration"], "baseline_s": 300.0,
                                "fast_s": 4.0}
-    # target logic on hand-made figures: growth 11x passes n log n (11.67x), 13x does not
+    # target logic on hand-made figures (issue 17): growth 11x passes n log n (11.67x), 13x does not
     fake = {10**6: {"stages": {"audit": {"status": "ok", "seconds": 2.0, "maxrss_mb": 900}},
                     "speedup": {"ratio": 40.0, "bound": True}},
-            10**7: {"stages": {"audit": {"status": "ok", "seconds": 22.0, "maxrss_mb": 5000}}, "floor_ratio": 16.0}}
-    verdicts = {t["target"].split(" (")[0]: t["met"] for t in targets(fake)}
-    assert verdicts["whole audit at 1e7 <= 30 s"] is True
-    assert verdicts["whole audit at 1e7 <= 4 GB peak RSS"] is False
-    assert verdicts["whole audit <= 15x the floor"] is False
+            10**7: {"stages": {"audit": {"status": "ok", "seconds": 22.0, "maxrss_mb": 3500,
+                                         "parts": {"aggregation": 8.0}},
+                               "report": {"status": "ok", "seconds": 30.0}}, "floor_ratio": 41.0}}
+    dask = {10**8: {"dask": {"status": "ok", "maxrss_mb": 900, "workers_maxrss_mb": 5000}}}
+    verdicts = {t["target"].split(" (")[0]: t["met"] for t in targets(fake, dask)}
+    assert verdicts["whole audit at 1e7 <= 3 GB peak RSS"] is False
+    assert verdicts["whole audit <= 40x the floor at 1e7"] is False
+    assert verdicts["aggregator comparison < 1/3 of the whole audit at 1e7"] is False  # 8/22 = 0.36
+    assert verdicts["speedaudit report at 1e7 <= 1.5x the whole audit"] is True  # 30/22 = 1.36
+    assert verdicts["Dask path at 1e8 <= 6 GB peak RSS in any process"] is True
     assert verdicts[">= 50x faster than the baseline at 1e6"] is None  # a lower bound of 40x decides nothing
     assert [v for k, v in verdicts.items() if k.startswith("growth")] == [True]
     fake[10**7]["stages"]["audit"]["seconds"] = 26.0
