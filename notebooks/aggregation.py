@@ -53,9 +53,8 @@ display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
 # %%
-aggregation = page_results(results_path, corpus, aggregation_environment=aggregation_environment,
-                           aggregation_campaign=aggregation_campaign, n_boot=n_boot, seed=seed,
-                           aggregation_thresholds=aggregation_thresholds).aggregation
+results = page_results(results_path, corpus, globals())  # the values of this page's parameters
+aggregation = results.aggregation
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")
 
 # %%

@@ -54,9 +54,7 @@ from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
-results = page_results(results_path, corpus, stored_run=stored_run, fresh_run=fresh_run, source_run=source_run,
-                       target_run=target_run, calibration_family=calibration_family, n_boot=n_boot,
-                       n_boot_rank=n_boot_rank, seed=seed, calibration_thresholds=calibration_thresholds)
+results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 

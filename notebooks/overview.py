@@ -72,15 +72,7 @@ from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
-results = page_results(
-    results_path, corpus, campaign=campaign, floor_s=floor_s, n_boot=n_boot, seed=seed,
-    reliability_thresholds=reliability_thresholds, discriminability_thresholds=discriminability_thresholds,
-    stored_run=stored_run, fresh_run=fresh_run, source_run=source_run, target_run=target_run,
-    calibration_family=calibration_family, n_boot_rank=n_boot_rank, calibration_thresholds=calibration_thresholds,
-    aggregation_environment=aggregation_environment, aggregation_campaign=aggregation_campaign,
-    aggregation_thresholds=aggregation_thresholds, reward_environment_files=reward_environment_files,
-    grid_files=grid_files, simulation_environment=simulation_environment, simulation_campaign=simulation_campaign,
-    group_sizes=group_sizes, simulation_thresholds=simulation_thresholds)
+results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 
 # %%
 reliability = results.reliability

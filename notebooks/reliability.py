@@ -48,9 +48,7 @@ from audits.report.results import page_results
 
 # %%
 corpus = load_corpora(corpora)
-results = page_results(results_path, corpus, campaign=campaign, floor_s=floor_s, n_boot=n_boot, seed=seed,
-                       reliability_thresholds=reliability_thresholds,
-                       discriminability_thresholds=discriminability_thresholds)
+results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 

@@ -64,10 +64,8 @@ display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
 narrative.corpus_overview(corpus)
 
 # %%
-simulation = page_results(results_path, corpus, reward_environment_files=reward_environment_files,
-                          grid_files=grid_files, simulation_environment=simulation_environment,
-                          simulation_campaign=simulation_campaign, group_sizes=group_sizes, seed=seed,
-                          simulation_thresholds=simulation_thresholds, n_boot=n_boot).simulation
+results = page_results(results_path, corpus, globals())  # the values of this page's parameters
+simulation = results.simulation
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
 
 # %%

@@ -145,9 +145,15 @@ def write_results(results: Mapping[str, tuple], out_dir: str | os.PathLike) -> P
     return atomic_write(Path(out_dir) / RESULTS_FILE, writer)
 
 
-def page_results(results_path, corpus, **parameters) -> ReportResults:
+def page_results(results_path, corpus, namespace: Mapping[str, object] | None = None, **parameters) -> ReportResults:
     """The results of one page: read from ``results_path`` (written by ``speedaudit report``) where they
-    were computed with these ``parameters``, computed here otherwise (``results_path`` None: all)."""
+    were computed with the page's parameter values, computed here otherwise (``results_path`` None: all).
+
+    The values are ``parameters``, or taken from ``namespace`` (a page passes ``globals()``: its own
+    parameter values, so every template calls this the same way) for the names :data:`PARAMETERS` uses.
+    """
+    wanted = {k for keys in PARAMETERS.values() for k in keys}
+    parameters = {**{k: v for k, v in (namespace or {}).items() if k in wanted}, **parameters}
     stored = None
     if results_path:
         with open(results_path, "rb") as fh:
