@@ -76,6 +76,8 @@ class AggregationThresholds(Thresholds):
 
     audit: ClassVar[str] = "aggregation"
     lower_is_worse: ClassVar[frozenset[str]] = frozenset({"range"})
+    #: Which aggregation a reward should use: not a benchmark machine's question.
+    reward_gates: ClassVar[frozenset[str]] = frozenset({"*"})
 
     def __post_init__(self):
         super().__post_init__()
@@ -310,10 +312,9 @@ def run_aggregation_audit(
         real = run_ctx.rows
         if real["repeat"].nunique() < 2:
             skipped.append(summary)
-            findings.append(Finding(
-                "warn", "repeats", int(real["repeat"].nunique()), ">= 2",
-                "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 or more.",
-                **where))
+            findings.append(Finding.not_available(
+                "repeats", "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 "
+                "or more", threshold=">= 2", **where))
             continue
         comp = compare_aggregators(part, names=names, pools=run_ctx.pools, floor_s=floor_s, n_boot=n_boot, seed=seed)
         comparisons.append(((env, camp), comp))
@@ -329,6 +330,6 @@ def run_aggregation_audit(
     table = pd.concat(frames, ignore_index=True)
     first = ["environment", "campaign", "repeats"]
     table = table[first + [c for c in table.columns if c not in first]]
-    return AggregationAudit(table=table, findings=tuple(findings), comparisons=tuple(comparisons),
+    return AggregationAudit(table=table, findings=tuple(th.judged(findings)), comparisons=tuple(comparisons),
                             primary=primary, thresholds=th, runs=tuple(used))
 

@@ -38,6 +38,8 @@ from stats.calibration import (
     bland_altman,
     bootstrap_params,
     campaign_drift,
+    choose_family,
+    within_problem_spearman,
     fit_family,
     lopo_r2,
     pair_medians,
@@ -65,7 +67,11 @@ class CalibrationThresholds(Thresholds):
     slope_change_warn, slope_change_fail : 0.05, 0.20
         |affine slope - 1|, judged only when its CI excludes 1.
     multiplicative_gap_warn, multiplicative_gap_fail : 0.02, 0.10
-        LOPO R^2 of affine minus multiplicative: a pure scale factor misses an offset.
+        Held-out log-RMSE of multiplicative minus that of the chosen family (0.1 ~ a pure scale factor is
+        10 % further off): a pure scale factor misses an offset.
+    within_problem_warn, within_problem_fail : 0.90, 0.80
+        Mean over problems of the within-(problem, test) Spearman of the chosen family's out-of-fold
+        predictions against the target (lower is worse): do solutions keep their order.
     spearman_warn, spearman_fail : 0.90, 0.80
         Spearman rho of scores against the stored pool vs the fresh pool (lower is worse).
     ptau_swing_pp_warn, ptau_swing_pp_fail : 2, 5
@@ -92,9 +98,13 @@ class CalibrationThresholds(Thresholds):
     ptau_swing_pp_fail: float = 5.0
     drift_changes_warn: float = 1.0
     drift_changes_fail: float = 2.0
+    within_problem_warn: float = 0.90
+    within_problem_fail: float = 0.80
 
     audit: ClassVar[str] = "calibration"
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"lopo_r2", "spearman"})
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"lopo_r2", "spearman", "within_problem"})
+    #: Rank agreement of a stored reward pool and the p_tau pass rate gate a reward, not a benchmark machine.
+    reward_gates: ClassVar[frozenset[str]] = frozenset({"spearman_raw", "spearman_calibrated", "ptau_swing_pp"})
 
 
 #: The default thresholds (an instance of :class:`CalibrationThresholds`).
@@ -239,7 +249,11 @@ class CalibrationAudit:
                 "lopo_r2": row["lopo_r2"], "lopo_r2_ci": [row["lopo_r2_low"], row["lopo_r2_high"]],
                 "lopo_log_rmse": row["lopo_log_rmse"],
                 "lopo_log_rmse_ci": [row["lopo_log_rmse_low"], row["lopo_log_rmse_high"]],
-                "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"]}
+                "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"],
+                "n_below_min": row["n_below_min"], "usable": row["usable"], "lopo_log_r2": row["lopo_log_r2"],
+                "within_problem_spearman": row["within_problem_spearman"],
+                "within_problem_worst": row["within_problem_worst"],
+                "within_problem_share_below": row["within_problem_share_below"]}
         return to_jsonable({
             "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
             "source_runs": [r.to_dict() for r in self.source_runs],
@@ -283,7 +297,8 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems)
         "lopo_r2": lopo.r2.estimate, "lopo_r2_low": lopo.r2.low, "lopo_r2_high": lopo.r2.high,
         "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
         "lopo_log_rmse_high": lopo.log_rmse.high, "n_pairs": lopo.n, "n_problems": n_problems,
-        "n_nonpositive": lopo.n_nonpositive,
+        "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min, "usable": lopo.usable,
+        "lopo_log_r2": None if lopo.log_r2 is None else lopo.log_r2.estimate,
     }
 
 
@@ -295,7 +310,7 @@ def run_calibration_audit(
     key: str = "auto",
     families: Sequence[str] = FAMILIES,
     robust: bool | str = False,
-    calibration_family: str = "affine",
+    calibration_family: str | None = None,
     variance_ratio: float = 1.0,
     taus: Sequence[float] = (10.0, 30.0),
     n_boot: int = 1000,
@@ -321,9 +336,11 @@ def run_calibration_audit(
     robust : bool or {"huber", "theilsen"}
         Also fit a robust affine (``True`` means Huber); reported as
         ``affine_huber`` / ``affine_theilsen``.
-    calibration_family : str, default "affine"
-        The map used for calibrated rank agreement, the calibrated
-        Bland-Altman and (its intercept) the p_tau sensitivity.
+    calibration_family : str, optional
+        The map used for calibrated rank agreement and the calibrated Bland-Altman. Default: chosen by
+        held-out log error (:func:`stats.calibration.choose_family`: the usable family of ``families``
+        with the lowest out-of-fold log-RMSE), never a fixed family. The p_tau sensitivity moves the
+        affine intercept.
     variance_ratio : float, default 1
         Deming's var(error of target) / var(error of source).
     taus : sequence of float
@@ -357,7 +374,7 @@ def run_calibration_audit(
     for family in families:
         if family not in FAMILIES:
             raise ValueError(f"unknown calibration family {family!r}; choose from {', '.join(FAMILIES)}")
-    if calibration_family not in FAMILIES:
+    if calibration_family is not None and calibration_family not in FAMILIES:
         raise ValueError(f"unknown calibration family {calibration_family!r}; choose from {', '.join(FAMILIES)}")
     if robust is True:
         robust = "huber"
@@ -378,7 +395,7 @@ def run_calibration_audit(
     y = frame["y"].to_numpy(dtype=float)
     groups = frame["problem"].astype(str).to_numpy()
 
-    wanted = list(dict.fromkeys(families + [calibration_family, "affine"]))
+    wanted = list(dict.fromkeys(families + ([calibration_family] if calibration_family else []) + ["affine"]))
     variants = [(f, f, None) for f in wanted]
     if robust:
         variants.append((f"affine_{robust}", "affine", robust))
@@ -391,23 +408,32 @@ def run_calibration_audit(
                               level=level, seed=seed)
         fit_objects[name], lopos[name] = fit, lopo
         rows.append(_fit_row(name, family, fit.method, fit, lopo, ci, pairing.n_problems))
+        agree = within_problem_spearman(lopo.predictions, y, problem=groups, test=frame["test"].astype(str).to_numpy(),
+                                        threshold=limits.within_problem_fail)
+        rows[-1].update(within_problem_spearman=agree.mean, within_problem_worst=agree.worst,
+                        within_problem_share_below=agree.share_below)
         params.append(ci.assign(family=name, method=fit.method))
     fits = pd.DataFrame(rows)
-    shown = fits["name"].isin(families + ([f"affine_{robust}"] if robust else []))
-    best_family = None
-    if shown.any() and fits.loc[shown, "lopo_r2"].notna().any():
-        best_family = str(fits.loc[fits.loc[shown, "lopo_r2"].astype(float).idxmax(), "name"])
+    # The family is chosen by held-out log error among the usable ones (never linear R^2, never a default).
+    chosen = choose_family({name: lopos[name] for name in families})
+    chosen_by = "user" if calibration_family else "held-out log error"
+    calibration_family = calibration_family or chosen
+    best_family = chosen
     params = pd.concat(params, ignore_index=True)[["family", "method", "param", "estimate", "ci_low", "ci_high",
                                                    "n_problems", "level"]]
 
     ba_raw = bland_altman(x, y, groups, level=level, n_boot=n_boot, seed=seed)
-    pred = lopos[calibration_family].predictions
-    usable = np.isfinite(pred) & (pred > 0)
-    ba_cal = (bland_altman(pred[usable], y[usable], groups[usable], level=level, n_boot=n_boot, seed=seed)
-              if usable.sum() > 2 else None)
+    ba_cal = None
+    if calibration_family is not None:
+        pred = lopos[calibration_family].predictions
+        usable = np.isfinite(pred) & (pred > 0)
+        ba_cal = (bland_altman(pred[usable], y[usable], groups[usable], level=level, n_boot=n_boot, seed=seed)
+                  if usable.sum() > 2 else None)
 
-    mapping = fit_objects[calibration_family]
+    mapping = fit_objects[calibration_family] if calibration_family is not None else None
     try:
+        if mapping is None:
+            raise ValueError("no usable calibration family")
         agreement = percentile_agreement(corpus, source=source, target=target, key=key, mapping=mapping,
                                          pairing=pairing, n_boot=n_boot_rank, level=level, seed=seed)
         sp_raw, sp_cal, sp_gain, agree_frame = (agreement.spearman_raw, agreement.spearman_calibrated,
@@ -437,10 +463,11 @@ def run_calibration_audit(
                                        slope=float(aff.loc["slope", "estimate"]), intercepts=intercept_ci,
                                        taus=taus)
 
-    findings = _findings(source=source, target=target, source_runs=pair.source_runs, target_runs=pair.target_runs,
+    findings = limits.judged(_findings(source=source, target=target, source_runs=pair.source_runs, target_runs=pair.target_runs,
                          key=key, pairing=pairing, fits=fits, aff=aff,
-                         best_family=best_family, calibration_family=calibration_family, sp_raw=sp_raw,
-                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits)
+                         best_family=best_family, calibration_family=calibration_family, chosen_by=chosen_by,
+                         sp_raw=sp_raw,
+                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits))
     return CalibrationAudit(
         source=source, target=target, key=key, pairing=pairing, fits=fits, params=params,
         fit_objects=fit_objects, best_family=best_family, calibration_family=calibration_family,
@@ -463,7 +490,8 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "n_pairs": n_pairs, "n_problems": n_problems})
 
 
-def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, best_family, calibration_family, sp_raw, sp_cal, drift,
+def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, best_family, calibration_family,
+              chosen_by, sp_raw, sp_cal, drift,
               sensitivity, limits) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
@@ -478,40 +506,62 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
                           "on both sides" if level != "pass" else "enough cells pair up"), subject=pair))
 
-    if best_family is None:
-        out.append(Finding("fail", "best_lopo_r2", None, limits.text("lopo_r2"),
-                           "no family could be validated (too few problems)", subject=pair))
+    table = fits.set_index("name")
+    bad = table.loc[~table["usable"].astype(bool)]
+    counts = ", ".join(f"{name}: {int(r['n_nonpositive']):,} <= 0, {int(r['n_below_min']):,} below 1 µs"
+                       for name, r in bad.iterrows())
+    level = "pass" if len(bad) == 0 else "fail" if best_family is None else "warn"
+    out.append(Finding(level, "unusable_families", len(bad), "any held-out prediction <= 0 or below 1 µs",
+                       (f"{len(bad)} of {len(table)} families predict durations <= 0 or below 1 µs out of fold "
+                        f"({counts}): unusable for ranking, never clipped silently"
+                        + (f"; {calibration_family} is used instead" if calibration_family else "")
+                        if len(bad) else "every family's held-out predictions are positive durations"),
+                       subject=pair))
+    if calibration_family is None:
+        out.append(Finding("fail", "calibration_family", None, "a usable family",
+                           "no family's held-out predictions are all usable durations: do not calibrate these "
+                           "timings; time on the target itself", subject=pair))
         return out
-    best = fits.set_index("name").loc[best_family]
-    r2 = float(best["lopo_r2"])
-    level = limits.judge("lopo_r2", r2)
-    if level == "fail":
-        msg = (f"no family reaches LOPO R^2 {limits.lopo_r2_fail:g} (best: {best_family}, "
-               f"{r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}]): {source} cannot stand in for "
-               f"{target}; time on {target} itself, or make {source} quieter and re-audit")
-    elif level == "warn":
-        msg = (f"best family {best_family} predicts held-out problems with R^2 {r2:.3f}: usable with care; "
-               f"check the Bland-Altman limits before trusting single timings")
-    else:
-        msg = f"{best_family} predicts held-out problems with R^2 {r2:.3f}: {source} can be calibrated onto {target}"
-    out.append(Finding(level, "best_lopo_r2", r2, limits.text("lopo_r2"), msg, subject=pair))
-
+    best = table.loc[calibration_family]
     rmse = float(best["lopo_log_rmse"])
     level = limits.judge("log_rmse", rmse)
+    how = "chosen by held-out log error" if chosen_by != "user" else "given by the user"
     out.append(Finding(level, "best_lopo_log_rmse", rmse, limits.text("log_rmse"),
-                       f"held-out predictions of {best_family} are off by a typical factor x{np.exp(rmse):.3f}"
-                       + ("; percentiles of programs closer than that are noise" if level != "pass" else ""), subject=pair))
-    if r2 <= limits.lopo_r2_fail:
+                       f"{calibration_family} ({how}) predicts held-out problems off by a typical factor "
+                       f"x{np.exp(rmse):.3f} (log-RMSE {rmse:.3f} [{best['lopo_log_rmse_low']:.3f}, "
+                       f"{best['lopo_log_rmse_high']:.3f}])"
+                       + (f": {source} can be calibrated onto {target}" if level == "pass" else
+                          "; percentiles of programs closer than that are noise" if level == "warn" else
+                          f": {source} cannot stand in for {target}; time on {target} itself"), subject=pair))
+    wp = float(best["within_problem_spearman"])
+    level = limits.judge("within_problem", wp, nan="n/a")
+    if level == "n/a":
+        out.append(Finding.not_available("within_problem_spearman", "no (problem, test) has >= 3 paired solutions",
+                                         threshold=limits.text("within_problem"), subject=pair))
+    else:
+        out.append(Finding(level, "within_problem_spearman", wp, limits.text("within_problem"),
+                           f"within a (problem, test) the calibrated source orders solutions like the target with "
+                           f"mean Spearman {wp:.3f} over problems (worst {float(best['within_problem_worst']):.3f}, "
+                           f"{float(best['within_problem_share_below']):.0%} below {limits.within_problem_fail:g})"
+                           + ("" if level == "pass" else ": rewards ranked on the calibrated pool reorder solutions"),
+                           subject=pair))
+    r2 = float(best["lopo_r2"])
+    level = limits.judge("lopo_r2", r2)
+    out.append(Finding(level, "best_lopo_r2", r2, limits.text("lopo_r2"),
+                       f"secondary: linear LOPO R^2 of {calibration_family} {r2:.3f} [{best['lopo_r2_low']:.3f}, "
+                       f"{best['lopo_r2_high']:.3f}] (on seconds, dominated by the longest tests)", subject=pair))
+    if rmse >= limits.log_rmse_fail:
         return out  # a map that does not validate says nothing about drift
 
-    fit_r2 = fits.set_index("name")["lopo_r2"]
-    if "multiplicative" in fit_r2.index and "affine" in fit_r2.index:
-        gap = float(fit_r2["affine"] - fit_r2["multiplicative"])
+    if "multiplicative" in table.index and np.isfinite(table.loc["multiplicative", "lopo_log_rmse"]):
+        gap = float(table.loc["multiplicative", "lopo_log_rmse"]) - rmse
+        mult_ok = bool(table.loc["multiplicative", "usable"])
         level = limits.judge("multiplicative_gap", gap)
         out.append(Finding(level, "multiplicative_gap", gap, limits.text("multiplicative_gap"),
-                           f"affine LOPO R^2 exceeds multiplicative-only by {gap:.3f}"
+                           f"held-out log-RMSE of multiplicative-only exceeds {calibration_family}'s by {gap:.3f}"
                            + (": a pure speed factor misses an additive offset (start-up, queueing); calibrate with "
-                              "affine" if level != "pass" else ": a pure speed factor is enough"), subject=pair))
+                              f"{calibration_family}" if level != "pass" or not mult_ok
+                              else ": a pure speed factor is enough"), subject=pair))
 
     b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (b_lo <= 0.0 <= b_hi)
@@ -529,6 +579,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
                           if level != "pass" else ": no scale change to correct"), subject=pair))
 
+    if sp_raw is None:
+        out.append(Finding.not_available("spearman_raw", "too few re-run references with scores on both sides",
+                                         threshold=limits.text("spearman"), subject=pair))
     if sp_raw is not None:
         level = limits.judge("spearman", sp_raw.estimate)
         cal = f"; calibrated with {calibration_family}: {sp_cal}" if sp_cal is not None else ""
@@ -544,6 +597,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                            + (": even calibrated, the stored pool ranks differently; re-collect the reference pool"
                               if level != "pass" else ": the calibrated stored pool can rank fresh runs"), subject=pair))
 
+    if not len(sensitivity):
+        out.append(Finding.not_available("ptau_swing_pp", f"no candidates on {target}'s side (p_tau scores candidates)",
+                                         threshold=limits.text("ptau_swing_pp"), subject=pair))
     if len(sensitivity):
         swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
         tau = float(swing.idxmax())
@@ -573,11 +629,12 @@ def apply_calibration(
     *,
     source,
     target,
-    family: str = "affine",
+    family: str | None = None,
     key: str = "auto",
     robust: str | None = None,
     variance_ratio: float = 1.0,
     min_duration_s: float = 1e-6,
+    clip: bool = False,
     seed: int | None = 0,
 ) -> tuple[pd.DataFrame, dict]:
     """Map the source's durations onto the target scale.
@@ -586,8 +643,13 @@ def apply_calibration(
     :func:`stats.calibration.fit_family`) and applied to every ``ok`` row of
     the source (non-``ok`` rows keep their limit/duration). The original value
     is kept in ``duration_raw_s`` (equal to ``duration_s`` on rows that were
-    not mapped) and ``calibrated`` marks mapped rows; predictions below
-    ``min_duration_s`` are clipped to it (counted in the mapping). Labels
+    not mapped) and ``calibrated`` marks mapped rows. ``family=None`` (the
+    default) chooses the family by held-out log error
+    (:func:`stats.calibration.choose_family` over every family's
+    leave-one-problem-out predictions; ``chosen_by`` in the mapping). A map
+    that sends any source row to <= 0 or below ``min_duration_s`` is refused
+    (``ValueError`` naming the count) unless ``clip=True``, which clips those
+    rows to ``min_duration_s`` and counts them: clipped rows tie at the floor. Labels
     (environment, campaign) are unchanged, so the calibrated source can serve
     as the reference pool for the target's candidates. ``source`` and
     ``target`` are two runs or two names of one column, as in
@@ -608,6 +670,18 @@ def apply_calibration(
         raise ValueError(f"no pairs to calibrate on: {pairing.summary()}")
     f = pairing.frame
     x, y = f["x"].to_numpy(dtype=float), f["y"].to_numpy(dtype=float)
+    chosen_by = "user"
+    if family is None:
+        if pairing.n_problems < 2:
+            raise ValueError("choosing a family by held-out error needs pairs in >= 2 problems; name --family")
+        groups = f["problem"].astype(str).to_numpy()
+        results = {fam: lopo_r2(x, y, groups, fam, variance_ratio=variance_ratio, n_boot=0, seed=seed,
+                                min_duration_s=min_duration_s) for fam in FAMILIES}
+        family = choose_family(results)
+        if family is None:
+            raise ValueError("no calibration family predicts usable (positive) durations for every held-out "
+                             "problem; name --family with --clip to force one, or time on the target itself")
+        chosen_by = "held-out log error (lowest leave-one-problem-out log-RMSE among usable families)"
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, seed=seed)
     lopo = (lopo_r2(x, y, f["problem"].astype(str).to_numpy(), family, robust=robust,
                     variance_ratio=variance_ratio, n_boot=0, seed=seed) if pairing.n_problems >= 2 else None)
@@ -619,6 +693,11 @@ def apply_calibration(
     rows = side & (out["status"] == "ok").to_numpy() & np.isfinite(durations)
     mapped = fit.predict(durations[rows])
     clipped = ~(mapped >= min_duration_s)
+    if clipped.any() and not clip:
+        raise ValueError(f"the {family} map {fit.formula()} sends {int(clipped.sum()):,} of {int(rows.sum()):,} "
+                         f"source rows to <= 0 or below {min_duration_s:g} s; clipped rows would tie at the floor. "
+                         "Leave --family out (chosen by held-out log error), choose another family, or pass --clip "
+                         "to clip them")
     mapped = np.where(clipped, min_duration_s, mapped)
     new = durations.copy()
     new[rows] = mapped
@@ -628,7 +707,7 @@ def apply_calibration(
     mapping = {
         "source": source, "target": target, "key": key,
         "source_runs": [r.to_dict() for r in pair.source_runs], "target_runs": [r.to_dict() for r in pair.target_runs],
-        "family": family, "method": fit.method,
+        "family": family, "chosen_by": chosen_by, "clip": bool(clip), "method": fit.method,
         "params": dict(fit.params), "formula": fit.formula(), "variance_ratio": fit.variance_ratio,
         "lopo_r2": None if lopo is None else lopo.r2.estimate,
         "lopo_log_rmse": None if lopo is None else lopo.log_rmse.estimate,

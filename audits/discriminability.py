@@ -93,6 +93,10 @@ class DiscriminabilityThresholds(Thresholds):
 
     audit: ClassVar[str] = "discriminability"
     lower_is_worse: ClassVar[frozenset[str]] = frozenset({"filterable_share", "gap"})
+    #: Whether tests separate fast from slow programs gates a reward; a benchmark machine is judged on its
+    #: floor only.
+    reward_gates: ClassVar[frozenset[str]] = frozenset({"filterable_share", "noise_inflated_filterable_share",
+                                                        "strong_weak_gap"})
 
     def __post_init__(self):
         super().__post_init__()
@@ -409,6 +413,32 @@ def _findings(env: RunDiscriminability, t: DiscriminabilityThresholds) -> list[F
                + ("" if level == "pass" else "; their ranks are start-up noise: drop those tests or make them larger"))
     out.append(Finding(level, "near_floor_test_share", share,
                        f"warn >= {t.near_floor_share_warn}, fail >= {t.near_floor_share_fail}", msg, **where))
+    na = _not_measurable(env)
+    out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
+           for f in out]
+    return t.judged(out)
+
+
+def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
+    """Why each finding cannot be measured on this run (metric -> reason)."""
+    out: dict[str, str] = {}
+    n_tests = env.problems["n_tests"].to_numpy(dtype=float) if "n_tests" in env.problems.columns else np.zeros(0)
+    repeats = env.run_summary.repeats if env.run_summary is not None else None
+    if not np.isfinite(env.filterable_share.estimate):
+        out["filterable_share"] = out["noise_inflated_filterable_share"] = (
+            "one optimization test per problem: a robust CV across tests needs >= 2 optimization tests"
+            if len(n_tests) == 0 or np.nanmax(n_tests, initial=0) < 2 else
+            "no problem has >= 2 optimization tests with a reference pool")
+    elif repeats is not None and repeats < 2:
+        out["noise_inflated_filterable_share"] = "one repeat per cell: the noise-aware robust CV needs repeat noise"
+    elif not np.isfinite(env.filterable_share_noise_aware.estimate):
+        out["noise_inflated_filterable_share"] = "repeat noise of the medians could not be measured"
+    if not np.isfinite(env.gap.gap.estimate):
+        out["strong_weak_gap"] = ("one repeat per cell: the gap takes quartiles and scores from different repeats"
+                                  if repeats is not None and repeats < 2 else
+                                  "needs >= 2 repeats and >= 2 correct references per problem")
+    if not np.isfinite(env.floor_s):
+        out["near_floor_test_share"] = "no floor rows for this run (time an empty program, or pass floor_s)"
     return out
 
 
@@ -449,7 +479,7 @@ def run_discriminability_audit(
     >>> [str(run) for run in audit.runs], len(audit.result("quiet").problems)
     (['quiet · c0'], 6)
     """
-    thresholds = thresholds or DiscriminabilityThresholds()
+    thresholds = DiscriminabilityThresholds.coerce(thresholds)
     if method not in ("iqr", "mad"):
         raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):

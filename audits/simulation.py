@@ -40,9 +40,11 @@ SimulationThresholds = dataclasses.make_dataclass(
     bases=(Thresholds,), frozen=True, namespace={
         "audit": "simulation",
         "lower_is_worse": frozenset({"auc_sparse", "monotonicity"}),
+        "reward_gates": frozenset({"*"}),  # a reward environment's learnability: not a benchmark's question
         "__doc__": DegeneracyThresholds.__doc__,
         "__module__": __name__,
-        "__annotations__": {"audit": ClassVar[str], "lower_is_worse": ClassVar[frozenset]}})
+        "__annotations__": {"audit": ClassVar[str], "lower_is_worse": ClassVar[frozenset],
+                            "reward_gates": ClassVar[frozenset]}})
 
 
 def _reward_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -283,7 +285,7 @@ def run_simulation_audit(
     ranking, results = simulate_grid(runs, reward_environments, pools=run_ctx.pools, n_bins=n_bins,
                                      group_sizes=group_sizes,
                                      quality_distribution=quality_distribution,
-                                     thresholds=DegeneracyThresholds(**th.to_dict()), n_boot=n_boot,
+                                     thresholds=DegeneracyThresholds(**{k: v for k, v in th.to_dict().items() if k != "profile"}), n_boot=n_boot,
                                      seed=seed, include_incorrect=include_incorrect)
     name_first = ["reward_environment"]
     curves = pd.concat([r.curve.assign(reward_environment=r.environment.name) for r in results], ignore_index=True)
@@ -296,7 +298,7 @@ def run_simulation_audit(
     for name in ranking["reward_environment"]:
         findings.extend(_findings(by_name[name], run))
     return SimulationAudit(environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
-                           groups=groups, findings=tuple(findings), thresholds=th, results=tuple(results),
+                           groups=groups, findings=tuple(th.judged(findings)), thresholds=th, results=tuple(results),
                            include_incorrect=include_incorrect, run=run)
 
 

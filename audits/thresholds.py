@@ -37,9 +37,15 @@ from typing import ClassVar
 
 from audits.errors import UserError
 
-__all__ = ["Thresholds", "ThresholdError", "parse_overrides"]
+__all__ = ["Thresholds", "ThresholdError", "parse_overrides", "PROFILES"]
 
 _LEVELS = ("warn", "fail")
+
+#: Verdict profiles. ``reward``: the study's reward sandbox (the defaults of every audit). ``benchmark``: a
+#: benchmark machine, judged by pyperf's practice (``pyperf check`` warns when the standard deviation is more
+#: than 10 % of the mean); the reward gates (findings about ranking programs for a reward: rank drift of q,
+#: filterable problems, aggregators, reward environments...) are not judged under it.
+PROFILES = ("reward", "benchmark")
 
 
 class ThresholdError(UserError, ValueError):
@@ -54,11 +60,23 @@ class Thresholds:
     ``lower_is_worse`` (the limits whose fail level lies below their warn level).
     """
 
+    #: The verdict profile these limits belong to (:data:`PROFILES`); set by :meth:`for_profile`.
+    profile: str = "reward"
+
     audit: ClassVar[str] = "audit"
     lower_is_worse: ClassVar[frozenset[str]] = frozenset()
+    #: Per profile, the defaults that differ from the ``reward`` ones (field name -> value).
+    profiles: ClassVar[dict[str, dict[str, float]]] = {}
+    #: Metrics of findings that gate a reward; not judged (left out) under the ``benchmark`` profile
+    #: (``"*"``: every finding of the audit).
+    reward_gates: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ThresholdError(f"unknown verdict profile {self.profile!r}; choose from {', '.join(PROFILES)}")
         for f in fields(self):
+            if f.name == "profile":
+                continue
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ThresholdError(f"{type(self).__name__}.{f.name} must be a finite number, got {value!r}")
@@ -82,7 +100,28 @@ class Thresholds:
     def parameters(cls) -> tuple[str, ...]:
         """Names of the plain parameters (fields that are not part of a limit)."""
         paired = {f"{n}_{lv}" for n in cls.limits() for lv in _LEVELS}
-        return tuple(f.name for f in fields(cls) if f.name not in paired)
+        return tuple(f.name for f in fields(cls) if f.name not in paired and f.name != "profile")
+
+    @classmethod
+    def for_profile(cls, profile: str | None = None):
+        """The default limits of verdict ``profile`` (``None``: ``reward``).
+
+        >>> from audits.reliability import ReliabilityThresholds
+        >>> ReliabilityThresholds.for_profile("benchmark").repeat_cv_warn   # pyperf: std dev > 10 % of the mean
+        0.1
+        """
+        profile = profile or "reward"
+        if profile not in PROFILES:
+            raise ThresholdError(f"unknown verdict profile {profile!r}; choose from {', '.join(PROFILES)}")
+        return cls(profile=profile, **cls.profiles.get(profile, {}))
+
+    def judged(self, findings) -> list:
+        """The findings this profile judges: under ``benchmark`` the reward gates are left out."""
+        if self.profile == "reward":
+            return list(findings)
+        if "*" in self.reward_gates:  # the whole audit is about a reward
+            return []
+        return [f for f in findings if f.metric not in self.reward_gates]
 
     def judge(self, name: str, value, *, nan: str = "warn") -> str:
         """Level of ``value`` against limit ``name`` (see :func:`audits.findings.judge`)."""
@@ -103,7 +142,7 @@ class Thresholds:
         """A copy with ``overrides`` applied (``NAME``, ``NAME.warn``, ``NAME.fail`` or field names)."""
         items = overrides.items() if isinstance(overrides, Mapping) else overrides
         limits, params = set(self.limits()), set(self.parameters())
-        field_names = {f.name for f in fields(self)}
+        field_names = {f.name for f in fields(self)} - {"profile"}
         changes: dict[str, float] = {}
         for key, value in items:
             key = str(key).strip()
@@ -132,14 +171,18 @@ class Thresholds:
         return replace(self, **changes)
 
     @classmethod
-    def coerce(cls, value=None):
-        """``None`` (defaults), an instance, or a mapping of overrides (see :meth:`override`)."""
+    def coerce(cls, value=None, *, profile: str | None = None):
+        """``None`` (defaults of ``profile``), an instance, or a mapping of overrides of the defaults of
+        ``profile`` (see :meth:`override` and :meth:`for_profile`)."""
+        if isinstance(value, Mapping) and "profile" in value:  # {"profile": "benchmark", "icc": 0.8}
+            value = dict(value)
+            profile = profile or value.pop("profile")
         if value is None:
-            return cls()
+            return cls.for_profile(profile)
         if isinstance(value, cls):
-            return value
+            return value if profile is None or profile == value.profile else replace(value, profile=profile)
         if isinstance(value, Mapping):
-            return cls().override(value)
+            return cls.for_profile(profile).override(value)
         raise TypeError(f"thresholds must be a {cls.__name__} or a mapping of overrides, got {type(value).__name__}")
 
     @classmethod

@@ -25,6 +25,7 @@ corpora = [
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
+profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
@@ -50,6 +51,7 @@ from audits.report.plots.aggregation import stability_range_figure
 # %%
 corpus = load_corpora(corpora)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(narrative.describe_profile(profile)))
 narrative.corpus_overview(corpus)
 
 # %%

@@ -25,12 +25,13 @@ corpora = [
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
+profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
 fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
 source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
 target_run = ["busy", "busy-a"]  # ... against a run of another
-calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
@@ -56,6 +57,7 @@ from audits.report.results import page_results
 corpus = load_corpora(corpora)
 results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(narrative.describe_profile(profile)))
 narrative.corpus_overview(corpus)
 
 # %% [markdown]

@@ -22,6 +22,7 @@ corpora = [
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
+profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 
 campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
@@ -32,7 +33,7 @@ stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored refer
 fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
 source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
 target_run = ["busy", "busy-a"]  # ... against a run of another
-calibration_family = "affine"  # the map used for calibrated ranks and Bland-Altman
+calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
@@ -103,7 +104,7 @@ verdicts = {
 narrative.show_verdicts(verdicts)
 
 # %%
-narrative.Markdown(narrative.describe_overview(verdicts))
+narrative.Markdown(narrative.describe_overview(verdicts, profile=profile))
 
 # %% [markdown]
 # ## Findings per audit
@@ -133,4 +134,5 @@ narrative.show_findings(simulation.findings, audit="simulation", title="Reward e
 
 # %%
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(narrative.describe_profile(profile)))
 narrative.corpus_overview(corpus)

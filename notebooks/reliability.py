@@ -22,6 +22,7 @@ corpora = [
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
+profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
@@ -50,6 +51,7 @@ from audits.report.results import page_results
 corpus = load_corpora(corpora)
 results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(narrative.describe_profile(profile)))
 narrative.corpus_overview(corpus)
 
 # %% [markdown]
@@ -69,13 +71,13 @@ narrative.reliability_table(reliability)
 # Repeat CV (sd/mean of a cell's `ok` repeats) of every (problem, test, solution) cell, per environment, with the warn and fail thresholds:
 
 # %%
-narrative.show_figure(repeat_cv_distributions(reliability, seed=seed))
+narrative.show_plot(repeat_cv_distributions, reliability, metric="median_repeat_cv", seed=seed)
 
 # %% [markdown]
 # Rank drift: each solution is scored once per repeat against a fixed pool; the peak-to-peak range of its score (100·q) across repeats, per environment and per problem:
 
 # %%
-narrative.show_figure(rank_drift_ranges(reliability, seed=seed))
+narrative.show_plot(rank_drift_ranges, reliability, metric="mean_rank_range", seed=seed)
 
 # %% [markdown]
 # ## Discriminability
@@ -94,10 +96,10 @@ narrative.discriminability_table(discriminability)
 # Robust CV (IQR / median of a problem's optimization-test reference medians) of every problem, sorted, with the 0.3 line above which a problem is duration-filterable:
 
 # %%
-narrative.show_figure(robust_cv_per_problem(discriminability))
+narrative.show_plot(robust_cv_per_problem, discriminability, metric="filterable_share")
 
 # %% [markdown]
 # Share of each problem's optimization tests whose reference median is within 2× the sandbox floor (the empty program): their ranks are start-up noise.
 
 # %%
-narrative.show_figure(near_floor_shares(discriminability))
+narrative.show_plot(near_floor_shares, discriminability, metric="near_floor_test_share")

@@ -25,6 +25,7 @@ corpora = [
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
 n_boot = 1000  # bootstrap resamples over problems for every interval
+profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
 simulation_campaign = None  # campaign (None: the environment's only, else earliest by timestamp, else first by name)
@@ -61,6 +62,7 @@ from audits.report.results import page_results
 # %%
 corpus = load_corpora(corpora)
 display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(narrative.describe_profile(profile)))
 narrative.corpus_overview(corpus)
 
 # %%

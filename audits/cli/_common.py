@@ -165,6 +165,17 @@ def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
     parser.add_argument("--threshold", action="append", metavar="NAME[.warn|.fail]=VALUE",
                         help="override a threshold (repeatable): NAME=VALUE sets both levels, NAME.warn=VALUE or "
                              "NAME.fail=VALUE one. Defaults: " + thresholds.describe().replace("%", "%%"))
+    add_profile_option(parser)
+
+
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """--profile reward|benchmark: which use the verdicts are for (:data:`audits.thresholds.PROFILES`)."""
+    from audits.thresholds import PROFILES
+
+    parser.add_argument("--profile", choices=PROFILES, default="reward",
+                        help="verdict profile: reward (default; the study's reward sandbox) or benchmark (a "
+                             "benchmark machine: pyperf's limits, e.g. warn when the std dev is > 10%% of the "
+                             "mean; no reward-gate findings)")
 
 
 def read_thresholds(args: argparse.Namespace, thresholds):
@@ -172,6 +183,7 @@ def read_thresholds(args: argparse.Namespace, thresholds):
     from audits.thresholds import ThresholdError, parse_overrides
 
     try:
-        return thresholds().override(parse_overrides(getattr(args, "threshold", None)))
+        return thresholds.for_profile(getattr(args, "profile", None)).override(
+            parse_overrides(getattr(args, "threshold", None)))
     except ThresholdError as exc:
         raise ThresholdError(f"--threshold: {exc}") from exc

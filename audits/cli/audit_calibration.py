@@ -71,7 +71,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     try:
         calibrated, mapping = apply_calibration(
             corpus, source=source, target=target, key=args.key, family=args.family,
-            robust=args.robust, variance_ratio=args.variance_ratio, seed=args.seed)
+            robust=args.robust, variance_ratio=args.variance_ratio, clip=args.clip, seed=args.seed)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     out = Path(args.out)
@@ -80,7 +80,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     write_json(mapping, sidecar)
     r2 = mapping["lopo_r2"]
     print(f"mapped {mapping['rows_mapped']:,} ok rows of {mapping['key']} {mapping['source']!r} onto the "
-          f"{mapping['target']!r} scale with {mapping['formula']} ({mapping['method']}, LOPO R^2 "
+          f"{mapping['target']!r} scale with {mapping['formula']} ({mapping['family']}, chosen by "
+          f"{mapping['chosen_by']}; {mapping['method']}, LOPO R^2 "
           f"{'n/a' if r2 is None else f'{r2:.4f}'}, {mapping['n_pairs']:,} pairs; {mapping['rows_clipped']} clipped)")
     print(f"wrote {out} (originals in duration_raw_s) and the mapping {sidecar}")
     return 0
@@ -100,8 +101,8 @@ def register(commands, audit_commands) -> None:
     audit.add_argument("--families", type=_families, default=list(FAMILIES),
                        help=f"comma-separated families to fit (default: {','.join(FAMILIES)})")
     audit.add_argument("--robust", choices=ROBUST_METHODS, help="also fit a robust affine map")
-    audit.add_argument("--calibration-family", choices=FAMILIES, default="affine",
-                       help="map used for calibrated rank agreement and sensitivity (default: affine)")
+    audit.add_argument("--calibration-family", choices=FAMILIES, default=None,
+                       help="map used for calibrated rank agreement (default: chosen by held-out log error)")
     audit.add_argument("--tau", type=float, nargs="+", default=[10.0, 30.0],
                        help="speed thresholds (percentile points) for the p_tau sensitivity (default: 10 30)")
     audit.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of problems (default 1000)")
@@ -119,7 +120,12 @@ def register(commands, audit_commands) -> None:
                     "mapping is written beside the corpus as <out>.calibration.json.")
     add_corpus_input(calibrate)
     _add_pair_options(calibrate)
-    calibrate.add_argument("--family", choices=FAMILIES, default="affine", help="calibration family (default affine)")
+    calibrate.add_argument("--family", choices=FAMILIES, default=None,
+                           help="calibration family (default: chosen by held-out log error among the families whose "
+                                "held-out predictions are all positive durations)")
+    calibrate.add_argument("--clip", action="store_true",
+                           help="allow a map that sends source rows to <= 0 or below 1 µs, clipping them to 1 µs "
+                                "(refused without it: clipped rows tie)")
     calibrate.add_argument("--robust", choices=ROBUST_METHODS, help="fit the family robustly")
     calibrate.add_argument("--out", required=True, help="output .parquet path")
     calibrate.set_defaults(func=_calibrate)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 
 from audits.report.render import REPORTS, parse_parameter, render_reports
+from audits.thresholds import PROFILES
 
 
 def _run(args: argparse.Namespace) -> int:
     parameters = dict(parse_parameter(text) for text in args.parameters or ())
+    if args.profile is not None:
+        parameters["profile"] = args.profile
     index = render_reports(args.corpora or None, out_dir=args.out, audits=args.audits or None,
                            parameters=parameters, show_code=args.show_code, kernel_name=args.kernel)
     print(f"open {index.path.resolve()}")
@@ -31,6 +34,9 @@ def register(commands, audit_commands) -> None:
                    help=f"render only this report (repeatable); one of {names}; default: all available")
     p.add_argument("-p", "--parameter", dest="parameters", action="append", metavar="KEY=VALUE",
                    help="set a notebook parameter (YAML value), e.g. -p n_boot=200 -p 'environments=[quiet,busy]'")
+    p.add_argument("--profile", choices=PROFILES, default=None,
+                   help="verdict profile of every report: reward (the templates' default; the study's reward sandbox) "
+                        "or benchmark (a benchmark machine: pyperf's limits, no reward-gate findings)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel to execute with (default: python3)")
     p.add_argument("--out", required=True, help="output folder (HTML, executed notebooks, index.html)")

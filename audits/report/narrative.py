@@ -36,7 +36,7 @@ __all__ = [
     "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
     "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
     "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
-    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "show_plot", "show_verdicts",
+    "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "describe_profile", "show_plot", "show_verdicts",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -255,16 +255,24 @@ def _skipped(audit) -> bool:
     return bool(getattr(audit, "skipped", False))
 
 
-def show_plot(plot, audit, **options):
+def show_plot(plot, audit, *, metric: str | None = None, **options):
     """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
 
-    For a skipped audit (e.g. :class:`audits.report.render.CalibrationSkipped`) shows why instead.
+    For a skipped audit (e.g. :class:`audits.report.render.CalibrationSkipped`) shows why instead; likewise
+    when every finding on ``metric`` (the figure's quantity) is ``n/a``: the figure would be empty, so it is
+    not drawn and a sentence gives the reasons.
     """
     from IPython.display import display
 
     if _skipped(audit):
         display(Markdown(f"*Not measured: {audit.reason}.*"))
         return
+    if metric is not None:
+        about = [f for f in getattr(audit, "findings", ()) if f.metric == metric]
+        if about and all(f.level == NA for f in about):
+            reasons = "; ".join(dict.fromkeys(f"{f.where + ': ' if f.where else ''}{f.reason}" for f in about))
+            display(Markdown(f"*Figure not drawn: {metric} is not measurable on this corpus ({reasons}).*"))
+            return
     show_figure(plot(audit, **options))
 
 
@@ -632,7 +640,26 @@ def show_verdicts(verdicts: Mapping[str, Sequence[Finding]]) -> VerdictsDisplay:
     return VerdictsDisplay(verdicts)
 
 
-def describe_overview(verdicts: Mapping[str, Sequence[Finding]]) -> str:
+_PROFILE_TEXT = {
+    "reward": "the study's reward sandbox: every finding, including the reward gates (rank drift of q, "
+              "filterable problems, aggregators, reward environments)",
+    "benchmark": "a benchmark machine: repeat noise judged by pyperf's practice (warn when the std dev is more "
+                 "than 10 % of the mean, fail at 20 %); the reward gates (rank drift of q, ICC and significance "
+                 "of the programs at hand, filterable problems, aggregators, reward environments) are not judged",
+}
+
+
+def describe_profile(profile: str | None) -> str:
+    """The sentence that states which verdict profile the findings were judged under.
+
+    >>> describe_profile("benchmark").startswith("Verdict profile: **benchmark**")
+    True
+    """
+    profile = profile or "reward"
+    return f"Verdict profile: **{profile}** ({_PROFILE_TEXT.get(profile, profile)})."
+
+
+def describe_overview(verdicts: Mapping[str, Sequence[Finding]], *, profile: str | None = None) -> str:
     """Headline sentence over every audit: how many fail / warn / pass, and where to start."""
     table = verdict_overview(verdicts)
     failing = table.index[table["verdict"] == "FAIL"].tolist()
@@ -646,5 +673,9 @@ def describe_overview(verdicts: Mapping[str, Sequence[Finding]]) -> str:
     elif warning:
         text += f" Nothing fails; look at **{warning[0]}** first: {table.loc[warning[0], 'worst finding']}."
     else:
-        text += " Every audit passes its thresholds on this corpus."
+        unjudged = int(table["verdict"].isin([NA, "NONE"]).sum())
+        text += (" Nothing fails or warns on this corpus" + (f"; {unjudged} audit(s) judged nothing here (n/a: not "
+                 "measurable on this corpus, or not judged under this profile)." if unjudged else "."))
+    if profile is not None:
+        text += " " + describe_profile(profile)
     return text

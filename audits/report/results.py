@@ -34,15 +34,15 @@ RESULTS_FILE = "audit-results.pkl"
 
 #: The template parameters each result is computed from (besides the corpus).
 PARAMETERS: dict[str, tuple[str, ...]] = {
-    "reliability": ("campaign", "n_boot", "seed", "reliability_thresholds"),
-    "discriminability": ("floor_s", "campaign", "n_boot", "seed", "discriminability_thresholds"),
+    "reliability": ("campaign", "n_boot", "seed", "reliability_thresholds", "profile"),
+    "discriminability": ("floor_s", "campaign", "n_boot", "seed", "discriminability_thresholds", "profile"),
     "stored": ("stored_run", "fresh_run", "calibration_family", "n_boot", "n_boot_rank", "seed",
-               "calibration_thresholds"),
+               "calibration_thresholds", "profile"),
     "across": ("source_run", "target_run", "calibration_family", "n_boot", "n_boot_rank", "seed",
-               "calibration_thresholds"),
-    "aggregation": ("aggregation_environment", "aggregation_campaign", "n_boot", "seed", "aggregation_thresholds"),
+               "calibration_thresholds", "profile"),
+    "aggregation": ("aggregation_environment", "aggregation_campaign", "n_boot", "seed", "aggregation_thresholds", "profile"),
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
-                   "group_sizes", "seed", "simulation_thresholds", "n_boot"),
+                   "group_sizes", "seed", "simulation_thresholds", "n_boot", "profile"),
 }
 
 
@@ -52,25 +52,25 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
         from audits.reliability import ReliabilityThresholds, run_reliability_audit
 
         return run_reliability_audit(ctx, campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
-                                     thresholds=ReliabilityThresholds.coerce(p["reliability_thresholds"]))
+                                     thresholds=ReliabilityThresholds.coerce(p["reliability_thresholds"], profile=p["profile"]))
     if name == "discriminability":
         from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 
         return run_discriminability_audit(
             ctx, floor_s=p["floor_s"], campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
-            thresholds=DiscriminabilityThresholds.coerce(p["discriminability_thresholds"]))
+            thresholds=DiscriminabilityThresholds.coerce(p["discriminability_thresholds"], profile=p["profile"]))
     if name in ("stored", "across"):
         from audits.report.render import calibrate_runs
 
         src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
         return calibrate_runs(ctx, p[src], p[tgt], calibration_family=p["calibration_family"], n_boot=p["n_boot"],
-                              n_boot_rank=p["n_boot_rank"], seed=p["seed"], thresholds=p["calibration_thresholds"])
+                              n_boot_rank=p["n_boot_rank"], seed=p["seed"], thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
     if name == "aggregation":
         from audits.aggregation import run_aggregation_audit
 
         return run_aggregation_audit(ctx, environment=p["aggregation_environment"],
                                      campaign=p["aggregation_campaign"], n_boot=p["n_boot"], seed=p["seed"],
-                                     thresholds=p["aggregation_thresholds"])
+                                     thresholds={"profile": p["profile"], **p["aggregation_thresholds"]})
     if name == "simulation":
         from audits.report.render import resolve_files
         from audits.reward_environments import load_reward_environments
@@ -81,7 +81,7 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
         return run_simulation_audit(ctx, reward_environments=reward_environments,
                                     environment=p["simulation_environment"], campaign=p["simulation_campaign"],
                                     group_sizes=p["group_sizes"], seed=p["seed"],
-                                    thresholds=p["simulation_thresholds"], n_boot=p["n_boot"])
+                                    thresholds={"profile": p["profile"], **p["simulation_thresholds"]}, n_boot=p["n_boot"])
     raise KeyError(name)
 
 

@@ -6,14 +6,18 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import scipy.stats
 
 from audits.corpus.io import load_corpus
 
 
 @pytest.fixture
 def check_reliability_audit(tmp_path):
-    """Audit ``corpus_path`` through the CLI; its median repeat CV must equal an independent pandas computation."""
+    """Audit ``corpus_path`` through the CLI; its judged median repeat CV (corrected for the repeat count,
+    sqrt(exp(s2_log / m) - 1) with m = median(chi2_{n-1}) / (n-1)) must equal an independent pandas + scipy
+    computation."""
 
     def check(corpus_path):
         report = tmp_path / "reliability.json"
@@ -26,8 +30,11 @@ def check_reliability_audit(tmp_path):
                if f["metric"] == "median_repeat_cv"}
         corpus = load_corpus(corpus_path)
         ok = corpus.loc[(corpus.status == "ok") & (corpus.role != "floor")]
-        cells = ok.groupby(["environment", "campaign", "problem", "test", "solution"], observed=True)["duration_s"]
-        cv = (cells.std(ddof=1) / cells.mean()).dropna()
+        ok = ok.assign(log_d=np.log(ok["duration_s"].to_numpy(dtype=float)))
+        cells = ok.groupby(["environment", "campaign", "problem", "test", "solution"], observed=True)["log_d"]
+        n = cells.count()
+        m = scipy.stats.chi2.median(n - 1) / (n - 1)
+        cv = np.sqrt(np.expm1(cells.var(ddof=1) / m)).dropna()
         expected = cv.groupby(level=["environment", "campaign"], observed=True).median()
         assert set(cvs) == {(str(e), str(c)) for e, c in expected.index}
         for (env, camp), value in expected.items():
