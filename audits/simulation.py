@@ -31,7 +31,7 @@ from stats.rewards import RewardEnvironment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, simulate_grid
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
-           "choose_run"]
+           "choose_run", "columns_lacking"]
 
 #: The limits of the simulation audit, on the common base (:mod:`audits.thresholds`); the fields and
 #: defaults are those of :class:`stats.simulator.DegeneracyThresholds`, which judges them.
@@ -103,6 +103,9 @@ class SimulationAudit:
     thresholds : SimulationThresholds
     results : tuple of SimulationResult
     run : RunSummary
+    left_out : DataFrame
+        ``reward_environment, key, column``: the reward environments not simulated because they read a
+        corpus column this run lacks (each also an ``n/a`` finding naming the column).
     """
 
     environment: str
@@ -115,6 +118,7 @@ class SimulationAudit:
     results: tuple = field(default=(), repr=False)
     include_incorrect: bool = False
     run: RunSummary | None = None
+    left_out: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(_LEFT_OUT_COLUMNS)))
 
     def to_frame(self) -> pd.DataFrame:
         return self.diagnostics
@@ -133,6 +137,7 @@ class SimulationAudit:
             "reward_environments": envs,
             "definitions": {r.environment.name: r.environment.to_dict() for r in self.results},
             "thresholds": self.thresholds.to_dict(),
+            "left_out": self.left_out.to_dict(orient="records"),
             "findings": [f.to_dict() for f in self.findings],
             "curves": self.curves,
             "groups": self.groups,
@@ -162,6 +167,9 @@ class SimulationAudit:
             "verdict": d["verdict"],
         })
         lines.append(table.to_string(index=False))
+        for row in self.left_out.to_dict(orient="records"):
+            lines += ["", f"left out: reward environment {row['reward_environment']!r} ({row['key']} needs the "
+                          f"corpus column {row['column']!r}, which this run lacks)"]
         flagged = [r for r in self.results if r.diagnostics["level"] != "pass"]
         order = {name: i for i, name in enumerate(d["reward_environment"])}
         if flagged:
@@ -182,6 +190,32 @@ def _ci(row: dict, name: str) -> str:
     if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
         return f"{value:.2f}"
     return f"{value:.2f} [{lo:.2f},{hi:.2f}]"
+
+
+_LEFT_OUT_COLUMNS = ("reward_environment", "key", "column")
+
+
+def columns_lacking(reward_environment: RewardEnvironment, rows: pd.DataFrame) -> dict[str, str]:
+    """``{key: column}`` of the optional corpus columns ``reward_environment`` reads that ``rows`` lack.
+
+    A column is lacking when it is absent or holds no value on any row (``speedaudit import`` and a
+    corpus with only the required columns leave ``input_bytes`` out, for instance).
+
+    >>> env = RewardEnvironment.from_dict({"name": "l", "pre": {"max_input_chars": 1000}, "post": {"tau": 30}})
+    >>> columns_lacking(env, pd.DataFrame({"duration_s": [0.1]}))
+    {'pre.max_input_chars': 'input_bytes'}
+    """
+    return {key: column for key, column in reward_environment.needs_columns.items()
+            if column not in rows.columns or not rows[column].notna().any()}
+
+
+def _left_out_finding(name: str, key: str, column: str, run: RunSummary) -> Finding:
+    return Finding.not_available(
+        "reward_environment_columns",
+        f"reward environment {name!r} left out: {key} needs the corpus column {column!r}, which run "
+        f"{run.environment} · {run.campaign} lacks (absent or empty); add the column to the corpus or drop "
+        f"{key} from the reward environment", threshold=f"column {column!r} present",
+        environment=run.environment, campaign=run.campaign, subject=name)
 
 
 def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
@@ -282,7 +316,17 @@ def run_simulation_audit(
     if refs.empty:
         raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no correct reference rows "
                          "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
-    ranking, results = simulate_grid(runs, reward_environments, pools=run_ctx.pools, n_bins=n_bins,
+    # A reward environment that reads a column this run lacks is left out with a note naming the column
+    # (an n/a finding), so the others are still screened on a corpus with only the required columns.
+    lacking = {e.name: columns_lacking(e, runs) for e in reward_environments}
+    left_out = pd.DataFrame([(name, key, column) for name, cols in lacking.items() for key, column in cols.items()],
+                            columns=list(_LEFT_OUT_COLUMNS))
+    usable = [e for e in reward_environments if not lacking[e.name]]
+    if not usable:
+        needs = "; ".join(f"{r.reward_environment!r}: {r.key} needs {r.column!r}" for r in left_out.itertuples())
+        raise ValueError(f"every reward environment reads a corpus column run {env_name} · {camp} lacks ({needs}); "
+                         "add the column or pass a reward environment without those keys")
+    ranking, results = simulate_grid(runs, usable, pools=run_ctx.pools, n_bins=n_bins,
                                      group_sizes=group_sizes,
                                      quality_distribution=quality_distribution,
                                      thresholds=DegeneracyThresholds(**{k: v for k, v in th.to_dict().items() if k != "profile"}), n_boot=n_boot,
@@ -297,9 +341,10 @@ def run_simulation_audit(
     findings = []
     for name in ranking["reward_environment"]:
         findings.extend(_findings(by_name[name], run))
+    findings.extend(_left_out_finding(r.reward_environment, r.key, r.column, run) for r in left_out.itertuples())
     return SimulationAudit(environment=env_name, campaign=camp, curves=curves, diagnostics=ranking,
                            groups=groups, findings=tuple(th.judged(findings)), thresholds=th, results=tuple(results),
-                           include_incorrect=include_incorrect, run=run)
+                           include_incorrect=include_incorrect, run=run, left_out=left_out)
 
 
 # --------------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ narrative.Markdown(narrative.describe_simulation(simulation))
 narrative.simulation_table(simulation)
 
 # %% [markdown]
-# Reward against measured quality, one line per environment (best first), against the ideal diagonal 1 − u; the band is ±1 sd across repeat pairs:
+# Reward against measured quality, one panel per reward environment (best first), against the ideal diagonal 1 − u; the band is ±1 sd across repeat pairs:
 
 # %%
 narrative.show_figure(reward_curves(simulation))

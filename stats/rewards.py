@@ -144,6 +144,8 @@ class PreFilter:
     keep_slowest_fraction: float | None = None
 
     KEYS = ("max_reference_s", "max_input_chars", "keep_slowest_fraction")
+    #: The optional corpus column each key reads (the others read ``duration_s`` only).
+    COLUMNS = {"max_input_chars": "input_bytes"}
 
     @classmethod
     def from_dict(cls, data) -> "PreFilter":
@@ -158,6 +160,11 @@ class PreFilter:
     @property
     def active(self) -> bool:
         return any(getattr(self, k) is not None for k in self.KEYS)
+
+    @property
+    def needs_columns(self) -> dict[str, str]:
+        """``{key: column}`` of the set keys that read an optional corpus column."""
+        return {f"pre.{k}": c for k, c in self.COLUMNS.items() if getattr(self, k) is not None}
 
 
 @dataclass(frozen=True)
@@ -335,6 +342,15 @@ class Environment:
     description: str = ""
 
     KEYS = ("name", "description", "pre", "limit", "post", "reward")
+
+    @property
+    def needs_columns(self) -> dict[str, str]:
+        """``{key: column}``: the optional corpus columns this environment reads, by the key that reads each.
+
+        >>> Environment.from_dict({"name": "l", "pre": {"max_input_chars": 1000}, "post": {"tau": 30}}).needs_columns
+        {'pre.max_input_chars': 'input_bytes'}
+        """
+        return self.pre.needs_columns
 
     @classmethod
     def from_dict(cls, data, *, name: str | None = None) -> "Environment":

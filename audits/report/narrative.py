@@ -500,29 +500,37 @@ def _sim_ci(row, column: str) -> str:
     return _ci_text(row, column, 2, low="_ci_low", high="_ci_high")
 
 
-def aggregation_table(audit, *, environment: str | None = None, campaign: str | None = None) -> pd.DataFrame:
-    """Aggregators of one run (default: the audit's primary run), best stability/range ratio first."""
-    comp = audit.comparison(environment, campaign)
-    table = comp.table.sort_values("ratio", na_position="last")
+def _aggregation_rows(comp) -> pd.DataFrame:
+    table = comp.table.sort_values(["ratio", "aggregator"], na_position="last")
     return pd.DataFrame({
-        "aggregator": table["aggregator"],
+        "aggregator": table["aggregator"].to_numpy(),
         "stability (points)": [_ci_text(r, "stability") for _, r in table.iterrows()],
         "dynamic range (points)": [_ci_text(r, "dynamic_range") for _, r in table.iterrows()],
         "ratio": [_ci_text(r, "ratio") for _, r in table.iterrows()],
-        "Pareto": table["pareto"].map({True: "yes", False: ""}),
-        "problems": table["n_problems"],
-    }).set_index("aggregator")
+        "Pareto": table["pareto"].map({True: "yes", False: ""}).to_numpy(),
+        "problems": table["n_problems"].to_numpy(),
+    })
 
 
-def describe_aggregation(audit) -> str:
-    """Which aggregator to use on the primary run, how it compares with the default, and what to do."""
-    env, camp = audit.primary
+def aggregation_table(audit, *, environment: str | None = None, campaign: str | None = None) -> pd.DataFrame:
+    """Aggregators, best stability/range ratio first: of one run, or (default) of every run compared.
+
+    Every run: indexed by ``run`` (``environment · campaign``, in run-name order) and ``aggregator``,
+    so a page given two runs shows both.
+    """
+    if environment is not None or campaign is not None:
+        return _aggregation_rows(audit.comparison(environment, campaign)).set_index("aggregator")
+    parts = [_aggregation_rows(comp).assign(run=f"{env} · {camp}")
+             for (env, camp), comp in sorted(audit.comparisons, key=lambda kv: (str(kv[0][0]), str(kv[0][1])))]
+    return pd.concat(parts, ignore_index=True).set_index(["run", "aggregator"])
+
+
+def _describe_aggregation_run(audit, env, camp) -> str:
     comp = audit.comparison(env, camp)
     table = comp.table.set_index("aggregator")
     rec, default = comp.recommended, comp.default
     parts = [f"**{env} · {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
-             f"{comp.n_repeats} repeats (stability = mean |score(repeat i) − score(repeat j)| in percentile points, "
-             "lower is better; dynamic range = slowest minus fastest reference quartile, higher is better)."]
+             f"{comp.n_repeats} repeats."]
     if rec is not None and rec in table.index:
         r = table.loc[rec]
         parts.append(f"The recommended aggregator is **{rec}**: it moves {_ci_text(r, 'stability', 3)} points "
@@ -543,6 +551,15 @@ def describe_aggregation(audit) -> str:
         else:
             parts.append("**What to do**: keep the default.")
     return " ".join(parts)
+
+
+def describe_aggregation(audit) -> str:
+    """Per run compared (run-name order), which aggregator to use, how it compares with the default, what to do."""
+    runs = sorted((run for run, _ in audit.comparisons), key=lambda r: (str(r[0]), str(r[1])))
+    head = ("Stability = mean |score(repeat i) − score(repeat j)| in percentile points, lower is better; dynamic "
+            "range = slowest minus fastest reference quartile, higher is better"
+            + (f"; {len(runs)} runs, each compared on its own." if len(runs) > 1 else "."))
+    return "\n\n".join([head] + [_describe_aggregation_run(audit, env, camp) for env, camp in runs])
 
 
 # --- reward simulation ---------------------------------------------------------------------------
@@ -585,6 +602,12 @@ def describe_simulation(audit) -> str:
                      "(the findings say which property fails and what to change).")
     else:
         parts.append("No reward environment is degenerate on this corpus.")
+    left_out = getattr(audit, "left_out", None)
+    if left_out is not None and len(left_out):
+        notes = "; ".join(f"**{r.reward_environment}** ({r.key} needs the corpus column `{r.column}`)"
+                          for r in left_out.itertuples())
+        parts.append(f"Left out (n/a): {notes}, which this corpus lacks; add the column to screen "
+                     f"{'it' if len(left_out) == 1 else 'them'}.")
     return " ".join(parts)
 
 

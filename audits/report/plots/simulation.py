@@ -6,6 +6,8 @@ matplotlib Figure (Agg backend; never shown).
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -13,6 +15,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from audits.report.plots._layout import thin_tick_labels  # noqa: E402
 
 __all__ = ["reward_curves", "zero_advantage_by_group_size"]
 
@@ -28,33 +34,58 @@ def _chosen(audit, reward_environments, max_environments):
     return names[:max_environments]
 
 
-def reward_curves(audit, *, reward_environments=None, max_environments: int = 8) -> Figure:
-    """Reward (rescaled to [0, 1]) per quality bin, one line per reward environment, against the ideal diagonal 1 - u.
+_LEVEL_COLOR = {"pass": "tab:green", "warn": "tab:orange", "fail": "tab:red"}
 
-    Line style encodes the verdict (solid pass, dashed warn, dotted fail); the
-    shaded band is +-1 sd of the curve across repeat pairs. Reward environments are
-    taken in rank order (at most ``max_environments``).
+
+def reward_curves(audit, *, reward_environments=None, max_environments: int = 8, ncols: int = 4) -> Figure:
+    """Reward (rescaled to [0, 1]) per quality bin, one small panel per reward environment, against 1 - u.
+
+    Small multiples rather than one crowded axes: every environment gets its own
+    panel (shared axes, in rank order, at most ``max_environments``) with its
+    curve, its +-1 sd band across repeat pairs (the only filled band in the
+    panel) and the ideal diagonal, so environments with equal curves or wide
+    bands cannot hide each other. The colour and line style encode the verdict
+    (green solid pass, orange dashed warn, red dotted fail); each panel's title
+    names the environment, its rank, verdict and AUC; one legend for the figure.
     """
     names = _chosen(audit, reward_environments, max_environments)
     diag = audit.diagnostics.set_index("reward_environment")
-    fig, ax = plt.subplots(figsize=(7, 4.8))
-    ax.plot([0, 1], [1, 0], color="black", lw=1, alpha=0.6, label="ideal: 1 - u")
-    for name in names:
-        c = audit.curves[audit.curves["reward_environment"] == name]
-        level = diag.loc[name, "level"]
-        line, = ax.plot(c["u_mid"], c["curve"], marker="o", ms=3, ls=_LEVEL_STYLE.get(level, "-"),
-                        label=f"{name}: {diag.loc[name, 'verdict']} (AUC {diag.loc[name, 'auc']:.2f})")
+    n = max(len(names), 1)
+    ncols = max(1, min(ncols, n))
+    nrows = int(np.ceil(n / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.9 * ncols + 0.4, 2.6 * nrows + 1.1), sharex=True,
+                             sharey=True, squeeze=False)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names):
+        c = audit.curves[audit.curves["reward_environment"] == name].sort_values("u_mid")
+        level = str(diag.loc[name, "level"])
+        color = _LEVEL_COLOR.get(level, "tab:blue")
+        ax.plot([0, 1], [1, 0], color="black", lw=0.8, alpha=0.6)
         sd = c["sd_pairs"].to_numpy(dtype=float)
         if np.isfinite(sd).any():
             ax.fill_between(c["u_mid"], c["curve"] - np.nan_to_num(sd), c["curve"] + np.nan_to_num(sd),
-                            color=line.get_color(), alpha=0.15, lw=0)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("measured quality u (0 = fastest reference, 1 = slowest; from another repeat)")
-    ax.set_ylabel("mean reward, rescaled to [0, 1]")
-    ax.set_title(f"Reward vs quality ({audit.environment} · {audit.campaign})")
-    ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+                            color=color, alpha=0.2, lw=0)
+        ax.plot(c["u_mid"], c["curve"], marker="o", ms=3, color=color, ls=_LEVEL_STYLE.get(level, "-"))
+        # the verdict is wrapped to the panel's width (display only: the name itself is never cut)
+        verdict = textwrap.fill(f"{diag.loc[name, 'verdict']} (AUC {diag.loc[name, 'auc']:.2f})", 38)
+        ax.set_title(f"{int(diag.loc[name, 'rank'])}. {name}\n{verdict}", fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("measured quality u")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("mean reward [0, 1]")
+    handles = [Line2D([], [], color="black", lw=0.8, alpha=0.6, label="ideal: 1 - u"),
+               Patch(color="0.5", alpha=0.3, lw=0, label="±1 sd across repeat pairs")]
+    handles += [Line2D([], [], color=_LEVEL_COLOR[lv], ls=_LEVEL_STYLE[lv], marker="o", ms=3, label=f"verdict {lv}")
+                for lv in ("pass", "warn", "fail")]
+    fig.suptitle(f"Reward vs quality ({audit.environment} · {audit.campaign}); u: 0 = fastest "
+                 "reference, 1 = slowest, measured on another repeat", fontsize=9)
+    fig.tight_layout(rect=(0, 0.08 if nrows == 1 else 0.05, 1, 1))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    thin_tick_labels(fig)
     return fig
 
 
