@@ -101,7 +101,7 @@ def test_pareto_point_labels_do_not_overlap_and_name_the_front(aggregation_audit
                 assert not box.overlaps(legend), text
                 assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
             # the recommended aggregator (lowest ratio on the front) is one of the labels
-            env, camp = ax.get_title().split(" / ")
+            env, camp = ax.get_title().split(" · ")
             t = table[(table["environment"] == env) & (table["campaign"] == camp) & table["pareto"]]
             assert str(t.sort_values(["ratio", "aggregator"]).iloc[0]["aggregator"]) in {b[0] for b in boxes}
     finally:

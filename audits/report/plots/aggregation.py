@@ -87,7 +87,7 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
             chosen = t[t["pareto"] | t["aggregator"].isin([default, best]) | t["aggregator"].isin(worst)]
             to_label[ax] = ([(r.aggregator, r.stability, r.dynamic_range) for r in chosen.itertuples()],
                             list(zip(t["stability"], t["dynamic_range"])) + big, set(front["aggregator"]))
-        title = " / ".join(str(v) for v in (env, camp) if str(v))
+        title = " · ".join(str(v) for v in (env, camp) if str(v))
         ax.set_title(title or "aggregators")
         ax.set_xlabel("instability: mean |score(i) - score(j)|, points (lower = better)")
         ax.set_ylabel("dynamic range: slow - fast quartile, points")
