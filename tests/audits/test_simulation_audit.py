@@ -230,13 +230,13 @@ def test_cli_simulate_and_score(tmp_path, synth, capsys):
 def test_figures_draw_the_audit(quiet_audit):
     fig = reward_curves(quiet_audit)
     assert isinstance(fig, Figure)
-    ax = fig.axes[0]
-    lines = ax.get_lines()
-    assert len(lines) == 1 + 4                      # the diagonal + one curve per environment
-    assert np.allclose(lines[0].get_ydata(), [1, 0])
-    first = quiet_audit.diagnostics["reward_environment"].iloc[0]
-    expected = quiet_audit.curves[quiet_audit.curves["reward_environment"] == first]["curve"].to_numpy()
-    assert np.allclose(lines[1].get_ydata(), expected, equal_nan=True)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 4                         # one panel per reward environment, in rank order
+    for ax, name in zip(panels, quiet_audit.diagnostics["reward_environment"]):
+        diagonal, curve = ax.get_lines()            # the diagonal + this environment's curve
+        assert np.allclose(diagonal.get_ydata(), [1, 0])
+        expected = quiet_audit.curves[quiet_audit.curves["reward_environment"] == name]["curve"].to_numpy()
+        assert np.allclose(curve.get_ydata(), expected, equal_nan=True)
     fig2 = zero_advantage_by_group_size(quiet_audit, reward_environments=["tau100"])
     y = fig2.axes[0].get_lines()[0].get_ydata()
     assert np.allclose(y, 1.0)                      # every group of a saturated reward is all +1
