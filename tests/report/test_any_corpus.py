@@ -21,6 +21,7 @@ import pytest
 
 from audits.cli import main as cli_main
 from audits.corpus.synthetic import synthesize
+from tests.audits.test_permutation_invariance import _pyperf_files
 
 N_BOOT = 30
 PAGES = ("overview", "reliability", "calibration", "aggregation", "simulation")
@@ -113,41 +114,11 @@ def test_reward_environment_needing_a_missing_column_is_left_out_with_a_note(req
         assert env in sim, env
 
 
-def _pyperf_files(root: Path) -> list[Path]:
-    """Two machines x two builds, each a pyperf BenchmarkSuite (6 benchmarks x 4 processes x 3 values).
-
-    Written with pyperf's API; values are seeded draws with a per-process offset, a build speed and a
-    machine factor. Every file is dated the same day, so each machine is one run (environment, campaign).
-    """
-    import pyperf
-
-    rng = np.random.default_rng(11)
-    paths = []
-    for machine, factor in (("alpha", 1.0), ("beta", 1.6)):
-        for build, speed in (("main", 1.0), ("fast", 0.7)):
-            benchmarks = []
-            for b, base in enumerate((2e-3, 4e-3, 9e-3, 2e-2, 5e-2, 1e-1)):
-                runs = []
-                for process in range(4):
-                    offset = rng.normal(0, 0.03)
-                    values = base * speed * factor * np.exp(offset + rng.normal(0, 0.01, 3))
-                    meta = {"name": f"bench{b}", "unit": "second", "loops": 4, "hostname": machine,
-                            "date": f"2026-11-10T1{process}:00:00"}
-                    runs.append(pyperf.Run([float(v) for v in values], warmups=[(4, float(values[0]))],
-                                           metadata=meta, collect_metadata=False))
-                benchmarks.append(pyperf.Benchmark(runs))
-            folder = root / machine
-            folder.mkdir(exist_ok=True)
-            path = folder / f"{build}.json"
-            pyperf.BenchmarkSuite(benchmarks).dump(str(path), replace=True)
-            paths.append(path)
-    return paths
-
-
 @pytest.fixture(scope="module")
 def pyperf_import(tmp_path_factory):
     root = tmp_path_factory.mktemp("pyperf_any")
-    files = _pyperf_files(root)
+    # two machines x three builds, written with pyperf's API (the permutation test's files: one day each)
+    files = [path for _machine, path in _pyperf_files(root)]
     corpus = root / "pyperf.parquet"
     assert cli_main(["import", "pyperf", *map(str, files), "--out", str(corpus)]) == 0
     frame = pd.read_parquet(corpus)
@@ -159,11 +130,13 @@ def pyperf_import(tmp_path_factory):
 def test_pyperf_import_every_page_renders_and_names_its_runs(pyperf_import):
     frame, out, status, pages = pyperf_import
     runs = sorted({f"{e} · {c}" for e, c in frame[["environment", "campaign"]].astype(str).itertuples(index=False)})
-    assert len(runs) == 2 and "input_bytes" not in frame.columns or frame["input_bytes"].isna().all()
+    assert len(runs) == 2
+    assert "input_bytes" not in frame.columns or frame["input_bytes"].isna().all()
     index = _text((out / "index.html").read_text())
     assert "ERROR" not in index and "FAILED" not in index
     for name, (text, nb) in pages.items():
         assert _error_cells(nb) == [], name
+        assert "Traceback" not in text, name
     for name in ("overview", "reliability", "calibration", "aggregation"):
         for run in runs:
             assert run in pages[name][0], (name, run)

@@ -6,8 +6,6 @@ which have equal curves on this corpus: on one axes they hid each other).
 
 from __future__ import annotations
 
-import itertools
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,19 +18,10 @@ from audits.report.plots.simulation import reward_curves  # noqa: E402
 from audits.report.render import resolve_files  # noqa: E402
 from audits.reward_environments import load_environments  # noqa: E402
 from audits.simulation import run_simulation_audit  # noqa: E402
+from tests.report.test_plots_legible import _boxes, _overlaps  # noqa: E402
 
 SHIPPED = ["top30", "uniform_timeout", "ranked_worst_p80", "duration_filter_2s", "duration_filter_0.5s",
            "duration_filter_0.1s"]
-
-
-def _boxes(fig, texts):
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text()]
-
-
-def _overlaps(boxes):
-    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
 
 
 def test_reward_curves_one_band_per_panel_and_every_reward_environment_shown():
