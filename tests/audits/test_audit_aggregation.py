@@ -162,7 +162,7 @@ def test_figure_has_one_column_per_run(audit):
     from audits.report.plots.aggregation import stability_range_figure
 
     fig = stability_range_figure(audit.table)
-    scatter_axes = [ax for ax in fig.axes if ax.get_title() in {"busy / c0", "quiet / c0"}]
+    scatter_axes = [ax for ax in fig.axes if ax.get_title() in {"busy · c0", "quiet · c0"}]
     assert len(scatter_axes) == 2
     # every aggregator of a run is plotted (one point each) and listed in its ratio bar chart
     n = audit.table.groupby("environment").size().iloc[0]

@@ -127,7 +127,7 @@ def test_code_hidden_by_default_and_shown_on_request(rendered):
     executed = nbformat.read(out / "aggregation.ipynb", as_version=4)
     shown = export_html(executed, show_code=True)
     assert "corpus = load_corpora(corpora)" in _code_text(shown) and 'class="highlight' in shown
-    assert "run_aggregation_audit(corpus" in _code_text(shown)
+    assert "page_results(results_path, corpus" in _code_text(shown)  # the page reads the shared results
     hidden = export_html(executed)
     assert _parse(hidden).imgs == _parse(shown).imgs  # same outputs either way
 
