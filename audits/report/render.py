@@ -771,7 +771,7 @@ def render_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     shared = _shared_results(names, declared, params, corpus if corpora is not None else None, out_dir, say)
     if shared is not None:
-        params["results_path"] = str(shared)
+        params["results_path"] = str(Path(shared).resolve())  # the kernels run in another working directory
     try:
         rendered = _render_all(names, out_dir, params, show_code, kernel_name, templates, say)
     finally:
