@@ -114,8 +114,9 @@ def test_sigkill_during_the_final_write_then_resume_gives_one_row_per_job_and_no
                          cwd=ROOT, env=env(), capture_output=True, text=True)
     assert dry.returncode == 0, dry.stderr
     calls = [line for line in trace.read_text().splitlines() if line.startswith("rename")]
-    n = len(calls)
-    assert f'"{tmp_path / "dry" / "c.parquet"}"' in calls[-1]
+    # the corpus's own rename (the campaign manifest <out>.campaign.json is renamed into place after it)
+    target = f', "{tmp_path / "dry" / "c.parquet"}")'
+    n = max(i for i, line in enumerate(calls, 1) if target in line)
     shutil.rmtree(tmp_path / "dry")
     trace.unlink()
     cmd = ["strace", "-qq", "-o", "/dev/null", *renames, "-e", f"inject=rename,renameat,renameat2:signal=SIGKILL:when={n}",
@@ -135,7 +136,7 @@ def test_sigkill_during_the_final_write_then_resume_gives_one_row_per_job_and_no
     n_real = 2 * 3 * 2  # 2 submissions x (1 sample + 2 secret) x 2 repeats, plus the Python floor
     assert len(corpus) == n_rows == n_real + max(2, math.ceil(n_real / 20))
     assert not corpus.duplicated(list(KEY)).any()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.parquet", "suite"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.parquet", "c.parquet.campaign.json", "suite"]  # corpus and its campaign manifest
 
 
 def test_sigterm_finishes_in_flight_jobs_journals_and_cleans_up(tmp_path):
