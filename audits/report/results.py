@@ -124,6 +124,9 @@ def compute_results(corpus, parameters: Mapping[str, object], names=tuple(PARAME
     fails in its own cell, with the notebook, the cell and the parameters named (as before), while the
     other pages still render.
     """
+    missing = sorted({k for name in names for k in PARAMETERS[name]} - set(parameters))
+    if missing:  # a caller's mistake, not a page's failure: say so rather than leave the results out
+        raise KeyError(f"compute_results: parameters missing: {', '.join(missing)}")
     results = ReportResults(corpus, parameters)
     out = {}
     for name in names:

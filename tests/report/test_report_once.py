@@ -109,7 +109,10 @@ def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting
 
     log, here = counting
     values = {**PARAMS, "campaign": None, "floor_s": None, "reliability_thresholds": {},
-              "discriminability_thresholds": {}}
+              "discriminability_thresholds": {}, "profile": "reward"}  # the template's defaults
+    with pytest.raises(KeyError, match="profile"):  # a missing parameter is an error, not a silent recompute
+        compute_results(load_corpus(corpus_path), {k: v for k, v in values.items() if k != "profile"},
+                        names=("reliability",))
     path = write_results(compute_results(load_corpus(corpus_path), values, names=("reliability", "discriminability")),
                          tmp_path)
     here.clear()
