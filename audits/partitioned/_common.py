@@ -1,52 +1,18 @@
-"""Audits of partitioned datasets on Dask: per-problem partial results on the workers, combined on the client.
-
-A corpus larger than one machine's memory is stored as a dataset of whole
-problems (:mod:`audits.corpus.dataset`). Every figure of the discriminability
-audit is a function of per-problem (and per-test) tables plus a bootstrap over
-problems, so:
-
-1. **workers** each read one partition (whole problems), and return, per run,
-   the partition's floor rows, its run-summary partials (rows, cells, problems,
-   the histogram of repeats per cell, the earliest timestamp, language counts)
-   and its per-problem tables (per-test discrimination, per-problem robust CV
-   and near-floor shares, per-repeat reference scores) computed by the same
-   functions the in-memory audit calls;
-2. the **client** combines them: the floor (median of every floor row: the
-   floor rows are a few per run, so they are gathered, not summarised), the run
-   summaries (sums, the mode of the summed histogram, the minimum timestamp),
-   and the per-problem tables concatenated in problem order; then it runs the
-   in-memory audit's combining step (bootstrap over problems, findings) on them.
-
-No process holds the corpus: a worker holds one partition, the client the
-per-problem tables (a few rows per problem and test; the per-repeat scores are
-one row per (problem, solution, repeat), 1/20 of the executions of the
-benchmark corpus). Because the combining step is the in-memory audit's own
-code applied to the same tables in the same order, the JSON of the partitioned
-audit equals the in-memory one's (tests/audits/test_partitioned.py, on a real
-LocalCluster).
-
-The first pass (floors and run summaries) reads only the small columns; the
-second reads every column of a partition once.
-
-Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
-without one, a :class:`distributed.LocalCluster` on the loopback interface
-(``127.0.0.1``; its dashboard on a free loopback port) with ``n_workers`` single-threaded worker
-processes is started and closed afterwards.
-"""
+"""Shared parts of the Dask path (:mod:`audits.partitioned`): the client, pass 1 (floors and run
+summaries of every partition) and the concatenation of per-partition tables."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.corpus.dataset import open_dataset
 from audits.errors import UserError
 
-__all__ = ["dask_client", "partition_runs", "run_partitioned_discriminability"]
+__all__ = ["dask_client", "partition_runs", "RUN_COLUMNS"]
 
 RUN_COLUMNS = ("environment", "campaign")
 
@@ -162,31 +128,6 @@ def partition_runs(partials: Sequence[dict]):
     return Runs(tuple(summaries), order_by)
 
 
-# ----------------------------------------------------------------------------------------------
-# pass 2: per-problem discriminability tables
-# ----------------------------------------------------------------------------------------------
-
-def _discriminability_partial(path: str, index: int, runs: list, floors: pd.DataFrame, floor_s, thresholds,
-                              method: str) -> dict:
-    from audits.corpus.runs import Run
-    from audits.discriminability import per_problem_tables
-
-    part = open_dataset(path).read_partition(index)
-    out = {}
-    for env, camp in runs:
-        run = Run(env, camp)
-        mask = run.mask(part)
-        if "role" in part.columns:
-            from stats._groups import label_mask
-
-            mask &= ~label_mask(part["role"], "floor")
-        if not mask.any():
-            continue
-        out[(env, camp)] = per_problem_tables(part.loc[mask], floors, run, floor_s=floor_s, t=thresholds,
-                                              method=method)
-    return out
-
-
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-partition tables, keeping categorical columns categorical (sorted union of categories)."""
     frames = [f for f in frames if f is not None]
@@ -200,50 +141,3 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
         union = union_categoricals([f[c] for f in frames if c in f.columns], sort_categories=True)
         out[c] = pd.Categorical(out[c], categories=union.categories)
     return out
-
-
-def run_partitioned_discriminability(
-    dataset: str | os.PathLike | CorpusDataset,
-    *,
-    scheduler: str | None = None,
-    client=None,
-    floor_s: float | None = None,
-    environment: str | None = None,
-    campaign: str | None = None,
-    thresholds=None,
-    method: str = "iqr",
-    n_boot: int = 1000,
-    seed: int = 0,
-    n_workers: int = 2,
-):
-    """:func:`audits.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
-
-    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
-    ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
-    """
-    from audits.discriminability import DiscriminabilityThresholds, combine_problem_tables
-    from stats.discriminability import sandbox_floor
-
-    ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
-    thresholds = thresholds or DiscriminabilityThresholds()
-    with (contextlib.nullcontext(client) if client is not None else
-          dask_client(scheduler, n_workers=n_workers)) as cl:
-        path = str(ds.path)
-        partials = cl.gather([cl.submit(_summary_partial, path, i, pure=False) for i in range(ds.n_partitions)])
-        runs = partition_runs(partials)
-        chosen = runs.select(environment=environment, campaign=campaign)
-        floor_rows = _concat([p["floor_rows"] for p in partials])
-        floors = sandbox_floor(floor_rows) if len(floor_rows) else sandbox_floor(ds.read_partition(0).iloc[:0])
-        names = [(r.environment, r.campaign) for r in chosen]
-        futures = [cl.submit(_discriminability_partial, path, i, names, floors, floor_s, thresholds, method,
-                             pure=False) for i in range(ds.n_partitions)]
-        tables = cl.gather(futures)
-    summaries = {s.run: s for s in runs}
-    per_run = {}
-    for run in chosen:
-        key = (run.environment, run.campaign)
-        parts = [t[key] for t in tables if key in t]
-        per_run[run] = {name: _concat([p[name] for p in parts]) if isinstance(parts[0][name], pd.DataFrame)
-                        else [p[name] for p in parts] for name in parts[0]}
-    return combine_problem_tables(per_run, summaries, floors, floor_s=floor_s, t=thresholds, method=method,
-                                  n_boot=n_boot, seed=seed)

@@ -1,0 +1,81 @@
+"""The discriminability audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import pandas as pd
+
+from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
+
+__all__ = ["run_partitioned_discriminability"]
+
+
+def _discriminability_partial(path: str, index: int, runs: list, floors: pd.DataFrame, floor_s, thresholds,
+                              method: str) -> dict:
+    from audits.corpus.runs import Run
+    from audits.discriminability import per_problem_tables
+
+    part = open_dataset(path).read_partition(index)
+    out = {}
+    for env, camp in runs:
+        run = Run(env, camp)
+        mask = run.mask(part)
+        if "role" in part.columns:
+            from stats._groups import label_mask
+
+            mask &= ~label_mask(part["role"], "floor")
+        if not mask.any():
+            continue
+        out[(env, camp)] = per_problem_tables(part.loc[mask], floors, run, floor_s=floor_s, t=thresholds,
+                                              method=method)
+    return out
+
+
+def run_partitioned_discriminability(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    floor_s: float | None = None,
+    environment: str | None = None,
+    campaign: str | None = None,
+    thresholds=None,
+    method: str = "iqr",
+    n_boot: int = 1000,
+    seed: int = 0,
+    n_workers: int = 2,
+):
+    """:func:`audits.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
+
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
+    """
+    from audits.discriminability import DiscriminabilityThresholds, combine_problem_tables
+    from stats.discriminability import sandbox_floor
+
+    ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
+    thresholds = thresholds or DiscriminabilityThresholds()
+    with (contextlib.nullcontext(client) if client is not None else
+          dask_client(scheduler, n_workers=n_workers)) as cl:
+        path = str(ds.path)
+        partials = cl.gather([cl.submit(_summary_partial, path, i, pure=False) for i in range(ds.n_partitions)])
+        runs = partition_runs(partials)
+        chosen = runs.select(environment=environment, campaign=campaign)
+        floor_rows = _concat([p["floor_rows"] for p in partials])
+        floors = sandbox_floor(floor_rows) if len(floor_rows) else sandbox_floor(ds.read_partition(0).iloc[:0])
+        names = [(r.environment, r.campaign) for r in chosen]
+        futures = [cl.submit(_discriminability_partial, path, i, names, floors, floor_s, thresholds, method,
+                             pure=False) for i in range(ds.n_partitions)]
+        tables = cl.gather(futures)
+    summaries = {s.run: s for s in runs}
+    per_run = {}
+    for run in chosen:
+        key = (run.environment, run.campaign)
+        parts = [t[key] for t in tables if key in t]
+        per_run[run] = {name: _concat([p[name] for p in parts]) if isinstance(parts[0][name], pd.DataFrame)
+                        else [p[name] for p in parts] for name in parts[0]}
+    return combine_problem_tables(per_run, summaries, floors, floor_s=floor_s, t=thresholds, method=method,
+                                  n_boot=n_boot, seed=seed)
