@@ -40,7 +40,7 @@ from audits.context import audit_context
 from audits.corpus.runs import RunError, RunSummary, describe_runs
 from audits.reliability import audit_rows
 
-__all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit"]
+__all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "combine_run_comparisons"]
 
 
 @dataclass(frozen=True)
@@ -296,27 +296,40 @@ def run_aggregation_audit(
     AggregationAudit
     """
     th = AggregationThresholds.coerce(thresholds)
-    used: list[RunSummary] = []
     ctx = audit_context(corpus)  # one shared context (audits.context): rows and pool per run built once
     for column in ("environment", "campaign", "repeat"):
         if column not in ctx.corpus.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
                              "audits.corpus.io.load_corpus, which fills the defaults")
-    chosen = audit_rows(ctx, environment=environment, campaign=campaign, runs=runs)
-    comparisons, skipped, findings, frames = [], [], [], []
-    for summary in chosen:
-        env, camp = summary.environment, summary.campaign
+    items = []
+    for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
         run_ctx = ctx.run(summary)
-        part = run_ctx.executions
+        if run_ctx.rows["repeat"].nunique() < 2:
+            items.append((summary, None))
+            continue
+        items.append((summary, compare_aggregators(run_ctx.executions, names=names, pools=run_ctx.pools,
+                                                   floor_s=floor_s, n_boot=n_boot, seed=seed)))
+    return combine_run_comparisons(items, thresholds=th)
+
+
+def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparison | None]], *,
+                            thresholds: AggregationThresholds | Mapping | None = None) -> AggregationAudit:
+    """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
+
+    :func:`run_aggregation_audit` and the Dask path (:mod:`audits.partitioned.aggregation`, whose comparisons
+    come from per-partition values) both end here: findings, the table and the primary run.
+    """
+    th = AggregationThresholds.coerce(thresholds)
+    comparisons, skipped, findings, frames, used = [], [], [], [], []
+    for summary, comp in items:
+        env, camp = summary.environment, summary.campaign
         where = {"environment": env, "campaign": camp}
-        real = run_ctx.rows
-        if real["repeat"].nunique() < 2:
+        if comp is None:
             skipped.append(summary)
             findings.append(Finding.not_available(
                 "repeats", "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 "
                 "or more", threshold=">= 2", **where))
             continue
-        comp = compare_aggregators(part, names=names, pools=run_ctx.pools, floor_s=floor_s, n_boot=n_boot, seed=seed)
         comparisons.append(((env, camp), comp))
         findings.extend(_run_findings(comp, where, th))
         frames.append(comp.table.assign(environment=env, campaign=camp, repeats=summary.repeats))

@@ -102,6 +102,9 @@ __all__ = [
     "floors_by_language",
     "AggregatorComparison",
     "compare_aggregators",
+    "AggregatorProblemValues",
+    "aggregator_problem_values",
+    "combine_aggregator_values",
     "mean_pairwise_abs_diff",
 ]
 
@@ -1203,6 +1206,86 @@ def compare_aggregators(
     if pools is None:
         pools = reference_pools(runs)
 
+    values = aggregator_problem_values(runs, names=names, pools=pools, floor_s=floor_s,
+                                       quartile_repeat=quartile_repeat)
+    return combine_aggregator_values(values, n_repeats=len(repeats), quartile_repeat=quartile_repeat,
+                                     n_boot=n_boot, level=level, seed=seed)
+
+
+@dataclass(frozen=True)
+class AggregatorProblemValues:
+    """The per-problem part of :func:`compare_aggregators`: every figure of the comparison is a function of these.
+
+    Computed from whole problems (all of a run's, or one partition's: :mod:`audits.partitioned`) by
+    :func:`aggregator_problem_values`; :func:`combine_aggregator_values` turns them into the comparison
+    (means over problems, paired bootstrap, Pareto front).
+
+    Attributes
+    ----------
+    names : tuple of str
+        The aggregators, in comparison order.
+    problems : ndarray of str
+        The problems, in the order of the columns below.
+    stability, dynamic_range : ndarray, shape (len(names), len(problems))
+        Per problem: the mean over its correct solutions of the mean |s_i - s_j| over repeat pairs, and the
+        slowest-minus-fastest reference quartile (NaN where undefined).
+    digests : tuple of tuple of bytes
+        Per aggregator, one BLAKE2 digest per part of its per-unit percentiles (rounded to 9 digits, NaN as -1):
+        two aggregators are rank-identical (``same_as``) when every part's digests agree.
+    """
+
+    names: tuple
+    problems: np.ndarray
+    stability: np.ndarray
+    dynamic_range: np.ndarray
+    digests: tuple
+
+    @classmethod
+    def concat(cls, parts: Sequence["AggregatorProblemValues"]) -> "AggregatorProblemValues":
+        """The values of several parts (disjoint problems, the same aggregators), columns in problem-name order.
+
+        Problem-name order is the order of the problems' codes in a loaded dataset (its name categories are
+        sorted), so the bootstrap over problems draws the same problems as the in-memory comparison, whatever
+        the order or grouping of the parts.
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("no per-problem values to combine")
+        names = parts[0].names
+        if any(p.names != names for p in parts):
+            raise ValueError("per-problem values of different aggregators cannot be combined")
+        problems = np.concatenate([p.problems for p in parts]).astype(object)
+        order = np.argsort(problems.astype(str), kind="stable")
+        if len(np.unique(problems.astype(str))) != len(problems):
+            raise ValueError("the same problem is in two parts: a partition must hold whole problems")
+        return cls(names=names, problems=problems[order],
+                   stability=np.concatenate([p.stability for p in parts], axis=1)[:, order],
+                   dynamic_range=np.concatenate([p.dynamic_range for p in parts], axis=1)[:, order],
+                   digests=tuple(tuple(d for p in parts for d in p.digests[i]) for i in range(len(names))))
+
+
+def _digest(pct: np.ndarray) -> bytes:
+    """A digest of per-unit percentiles, equal exactly when the rounded arrays are equal (``same_as``).
+
+    BLAKE2 rather than ``hash()``: the digests of the partitions are computed in other processes, where the
+    hash of a bytes object differs (Python salts it per process)."""
+    import hashlib
+
+    return hashlib.blake2b(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes(), digest_size=16).digest()
+
+
+def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools: pd.DataFrame,
+                              floor_s: float | dict, quartile_repeat) -> AggregatorProblemValues:
+    """Per-problem stability and dynamic range of every aggregator (steps 1-4 of :func:`compare_aggregators`).
+
+    ``runs``: the run's executions without its ``floor`` rows (whole problems: all of the run's, or a
+    partition's); ``pools`` their reference pools; ``floor_s`` and ``quartile_repeat`` those of the whole run
+    (the floor from the run's ``floor`` rows, the smallest repeat of the run), so that a partition scores
+    its problems exactly as the whole run would.
+    """
+    from stats.ranking import percentile_table
+
+    names = tuple(names)
     rep_cells = percentile_table(runs, per_repeat=True, pools=pools)
     col_cells = percentile_table(runs, per_repeat=False, pools=pools)
     ctx_rep, units_rep = aggregation_context(rep_cells, pools, by=["problem", "solution", "repeat"], floor_s=floor_s)
@@ -1232,16 +1315,13 @@ def compare_aggregators(
     problem_names = np.empty(n_g, dtype=object)
     problem_names[problem_code] = units_rep["problem"].astype(str).to_numpy()
 
-    stab_pp, range_pp, pct_hashes = [], [], {}
-    same_as = []
+    stab_pp, range_pp, digests = [], [], []
     for name in names:
         agg = _REGISTRY[name]
         s_rep = _run(agg, ctx_rep)                  # snapped: equal rational scores compare equal
         s_col = _run(agg, ctx_col)[pool_mask]
         pct = _self_out_percentile(x_group, x_sol, s_rep, p_group, p_sol, s_col, n_g, n_sol)
-        key = hash(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes())
-        same_as.append(pct_hashes.get(key))
-        pct_hashes.setdefault(key, name)
+        digests.append((_digest(pct),))
 
         # stability
         v = np.where(stab_mask, pct, np.nan)
@@ -1272,7 +1352,26 @@ def compare_aggregators(
         slow_mean = np.bincount(prob, weights=slow * later[eligible], minlength=n_g) / np.maximum(k, 1)
         range_pp.append(np.where(n_ref >= 4, slow_mean - fast_mean, np.nan))
 
-    stab_pp, range_pp = np.array(stab_pp), np.array(range_pp)
+    return AggregatorProblemValues(names=names, problems=problem_names,
+                                   stability=np.array(stab_pp).reshape(len(names), n_g),
+                                   dynamic_range=np.array(range_pp).reshape(len(names), n_g), digests=tuple(digests))
+
+
+def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int, quartile_repeat,
+                              n_boot: int = 1000, level: float = 0.95, seed: int | None = 0) -> AggregatorComparison:
+    """The comparison from per-problem values (step 5 of :func:`compare_aggregators`, which calls it).
+
+    ``values``: :func:`aggregator_problem_values` of a run, or the :meth:`AggregatorProblemValues.concat` of its
+    partitions' (the Dask path, :mod:`audits.partitioned`: the same code on the same numbers in the same order,
+    hence the same comparison); ``n_repeats`` and ``quartile_repeat`` those of the whole run.
+    """
+    names = list(values.names)
+    stab_pp, range_pp, problem_names = values.stability, values.dynamic_range, values.problems
+    n_g = len(problem_names)
+    same_as, first_with = [], {}
+    for name, key in zip(names, values.digests):  # rank-identical: the same percentiles on every unit
+        same_as.append(first_with.get(key))
+        first_with.setdefault(key, name)
     boot_stab = _paired_bootstrap(stab_pp, n_boot=n_boot, seed=seed)
     boot_range = _paired_bootstrap(range_pp, n_boot=n_boot, seed=seed)   # same seed = same index matrix
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -1323,5 +1422,5 @@ def compare_aggregators(
         "dynamic_range": range_pp.ravel(),
     })
     return AggregatorComparison(table=table, per_problem=per_problem, n_problems=int(n_g),
-                                n_repeats=len(repeats), quartile_repeat=quartile_repeat, level=level,
+                                n_repeats=int(n_repeats), quartile_repeat=quartile_repeat, level=level,
                                 default=default)

@@ -63,24 +63,30 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
-    """The Dask path: per-problem partial results on the workers (audits.partitioned). Today it covers the
-    discriminability audit; the others are listed as skipped with the reason (never as passing)."""
-    from audits.findings import write_json
-    from audits.partitioned import run_partitioned_discriminability
+    """The Dask path: per-problem partial results on the workers (audits.partitioned), every audit on one cluster.
+    Today it covers discriminability and the aggregator comparison; the others are listed as skipped with the
+    reason (never as passing)."""
+    from types import SimpleNamespace
 
-    result = run_partitioned_discriminability(args.corpus, scheduler=args.scheduler, floor_s=args.floor_s,
-                                              environment=args.environment, campaign=args.campaign,
-                                              n_boot=args.n_boot, seed=args.seed, n_workers=args.workers)
+    from audits.findings import write_json
+    from audits.partitioned import dask_client, run_partitioned_aggregation, run_partitioned_discriminability
+
+    common = dict(floor_s=args.floor_s, environment=args.environment, campaign=args.campaign, n_boot=args.n_boot,
+                  seed=args.seed)
+    with dask_client(args.scheduler, n_workers=args.workers) as client:
+        results = {"discriminability": run_partitioned_discriminability(args.corpus, client=client, **common),
+                   "aggregation": run_partitioned_aggregation(args.corpus, client=client, **common)}
     reason = ("not yet computed from per-problem partial results on Dask; audit a dataset that fits in memory "
               "without --scheduler/--dask (it is loaded whole)")
-    skipped = {name: reason for name in ("reliability", "calibration", "aggregation", "simulation")}
-    print(result.summary())
+    skipped = {name: reason for name in ("reliability", "calibration", "simulation")}
+    print("\n\n".join(result.summary() for result in results.values()))
     for name, why in skipped.items():
         print(f"\n{name}: skipped ({why})")
     if args.json:
-        out = {"audit": "all", "discriminability": result.to_dict(), "skipped": skipped, "engine": "dask"}
+        out = {"audit": "all", **{name: result.to_dict() for name, result in results.items()}, "skipped": skipped,
+               "engine": "dask"}
         print(f"\nwrote {write_json(out, args.json)}")
-    return exit_status(result, args)
+    return exit_status(SimpleNamespace(findings=[f for r in results.values() for f in r.findings]), args)
 
 
 def register(commands, audit_commands) -> None:

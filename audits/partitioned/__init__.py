@@ -28,6 +28,13 @@ LocalCluster).
 The first pass (floors and run summaries) reads only the small columns; the
 second reads every column of a partition once.
 
+The other audits on this path follow the same plan, each in its own module with the
+split it needs: :mod:`audits.partitioned.aggregation` (per-problem stability and dynamic
+range of every aggregator, :func:`stats.aggregation.aggregator_problem_values`) and
+:mod:`audits.partitioned.simulation` (per-problem reward sums, counts and group rates of
+every reward environment, :func:`stats.simulator.simulate_problems`); in each, the client
+runs the in-memory audit's own combining code.
+
 Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
 without one, a :class:`distributed.LocalCluster` on the loopback interface
 (``127.0.0.1``; its dashboard on a free loopback port) with ``n_workers`` single-threaded worker
@@ -35,6 +42,7 @@ processes is started and closed afterwards.
 """
 
 from audits.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
+from audits.partitioned.aggregation import run_partitioned_aggregation
 from audits.partitioned.discriminability import run_partitioned_discriminability
 
-__all__ = ["dask_client", "partition_runs", "run_partitioned_discriminability"]
+__all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_discriminability"]
