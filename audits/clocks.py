@@ -49,7 +49,8 @@ from audits.errors import UserError
 from audits.findings import to_jsonable
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
-           "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL"]
+           "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL",
+           "CONTENTION_MIN_CPU_S"]
 
 #: Measures compared by default when the corpus has them (besides ``duration_s``).
 CANDIDATE_MEASURES = ("duration_s", "cpu_s", "instructions")
@@ -118,14 +119,23 @@ def available_measures(corpus: pd.DataFrame) -> list[str]:
     return out
 
 
-def wall_cpu_ratio(rows: pd.DataFrame) -> tuple[float, int, int]:
-    """Median wall/CPU ratio of single-threaded ok executions (floor runs excluded).
+#: Executions with less CPU time than this are left out of the wall/CPU ratio: every execution pays a
+#: start-up cost that is wall time without CPU time (exec, the sandbox's namespaces, page faults): about
+#: 7 ms per execution on this machine, idle and pinned (shipped quiet corpora). On a 20 ms program that
+#: alone is a ratio of about 1.47; from 0.1 s of CPU on it is at most ~1.07, so what remains is waiting.
+CONTENTION_MIN_CPU_S = 0.1
+
+
+def wall_cpu_ratio(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_S) -> tuple[float, int, int]:
+    """Median wall/CPU ratio of single-threaded ok executions with at least ``min_cpu_s`` of CPU time.
 
     Returns ``(median ratio, executions used, executions left out as multi-threaded)``.
-    A ratio below 1 means the execution used more than one core, so it says nothing about
-    waiting for a core: those are left out (counted). NaN with no usable execution.
+    Floor runs are excluded; so are executions shorter than ``min_cpu_s`` (their wall time is mostly
+    start-up cost, :data:`CONTENTION_MIN_CPU_S`). A ratio below 1 means the execution used more than
+    one core, so it says nothing about waiting for a core: those are left out (counted). NaN with no
+    usable execution.
 
-    >>> rows = pd.DataFrame({"status": "ok", "duration_s": [2.0, 3.0, 1.0], "cpu_s": [1.0, 1.0, 2.0]})
+    >>> rows = pd.DataFrame({"status": "ok", "duration_s": [2.0, 3.0, 1.0, 0.05], "cpu_s": [1.0, 1.0, 2.0, 0.01]})
     >>> wall_cpu_ratio(rows)
     (2.5, 2, 1)
     """
@@ -136,7 +146,7 @@ def wall_cpu_ratio(rows: pd.DataFrame) -> tuple[float, int, int]:
         keep &= (rows["role"] != "floor").to_numpy()
     wall = rows["duration_s"].to_numpy(dtype=float)
     cpu = rows["cpu_s"].to_numpy(dtype=float)
-    keep &= np.isfinite(wall) & np.isfinite(cpu) & (cpu > 0) & (wall > 0)
+    keep &= np.isfinite(wall) & np.isfinite(cpu) & (cpu >= min_cpu_s) & (cpu > 0) & (wall > 0)
     ratio = wall[keep] / cpu[keep]
     single = ratio >= 1.0
     if not single.any():
@@ -177,7 +187,8 @@ class Contention:
 def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float = CONTENTION_FAIL) -> Contention:
     """The contention evidence of one run's executions: median wall/CPU ratio and load average.
 
-    Level: ``fail`` when the median wall/CPU ratio (:func:`wall_cpu_ratio`) is >= ``fail``,
+    Level: ``fail`` when the median wall/CPU ratio (:func:`wall_cpu_ratio`: executions of at least
+    :data:`CONTENTION_MIN_CPU_S` CPU seconds) is >= ``fail``,
     ``warn`` when >= ``warn``, ``pass`` below; ``n/a`` without CPU times. The load average
     (``load_1m``, recorded by ``speedaudit collect``) is reported beside it, not judged: its
     meaning depends on the machine's core count, which a corpus does not carry.
@@ -196,17 +207,19 @@ def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float
                  if len(load) else "; no load_1m column (speedaudit collect records it)")
     if not math.isfinite(ratio):
         why = ("the corpus has no cpu_s column" if "cpu_s" not in rows.columns else
-               "no single-threaded ok execution with a positive cpu_s")
+               f"no single-threaded ok execution with at least {CONTENTION_MIN_CPU_S:g} s of CPU time (shorter "
+               f"ones measure start-up cost, not waiting for a core)")
         return Contention("n/a", ratio, n_single, n_multi, med_load, max_load,
                           f"contention cannot be measured: {why}{load_text}; record CPU time beside the wall time "
                           f"(speedaudit collect does)")
     level = "fail" if ratio >= fail else "warn" if ratio >= warn else "pass"
     waited = max(0.0, 1.0 - 1.0 / ratio)
     if level == "pass":
-        message = (f"median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions: programs had "
-                   f"their core{load_text}")
+        message = (f"median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions of >= "
+                   f"{CONTENTION_MIN_CPU_S:g} s CPU: programs had their core{load_text}")
     else:
-        message = (f"contended: median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions "
+        message = (f"contended: median wall/CPU {ratio:.2f} over {n_single:,} single-threaded ok executions of "
+                   f">= {CONTENTION_MIN_CPU_S:g} s CPU "
                    f"(programs waited for a core about {waited:.0%} of their wall time){load_text}; the wall times "
                    f"carry other work on the machine. Recollect on an idle machine (load average below 0.3 per "
                    f"core), with collect --pin-cpus and --workers 1, or audit CPU time with --measure cpu_s "

@@ -14,7 +14,11 @@ Per environment (all side by side) it measures, with :mod:`stats.reliability`:
   test:solution, campaign, repeat) and, from them, the repeats needed for a
   target reliability of the per-problem score; the repeats needed for a target
   relative CI width of one (solution, test) mean;
-* the share of "faster" reference pairs that are significantly faster.
+* the share of "faster" reference pairs that are significantly faster;
+* contention evidence (:func:`audits.clocks.contention`): the median wall/CPU
+  ratio of single-threaded ok executions and the 1-minute load average recorded
+  at each execution's start, so that a "quiet" run collected on a busy machine
+  says so (``n/a`` without ``cpu_s``).
 
 and turns them into findings against :class:`ReliabilityThresholds`.
 
@@ -34,6 +38,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from audits.clocks import CONTENTION_FAIL, CONTENTION_WARN, Contention, contention
 from audits.context import AuditContext, audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs, runs_of
 from audits.findings import Finding, findings_table, to_jsonable
@@ -99,6 +104,11 @@ class ReliabilityThresholds(Thresholds):
         The repeats needed for the target reliability: pass when the corpus
         has at least that many, warn up to ``repeats_fail_factor`` times more,
         fail beyond.
+    wall_cpu_warn, wall_cpu_fail : 1.3, 2.0
+        Median wall/CPU ratio of single-threaded ok executions (contention;
+        :data:`audits.clocks.CONTENTION_WARN`): a program with a core to itself
+        stays near 1.0-1.2; 1.3 means it waited for a core about a quarter of
+        its wall time, 2.0 half of it (real jury archives under load: 2.31).
     """
 
     repeat_cv_warn: float = 0.12
@@ -116,6 +126,8 @@ class ReliabilityThresholds(Thresholds):
     significant_share_warn: float = 0.75
     significant_share_fail: float = 0.5
     repeats_fail_factor: float = 4.0
+    wall_cpu_warn: float = CONTENTION_WARN
+    wall_cpu_fail: float = CONTENTION_FAIL
 
     audit: ClassVar[str] = "reliability"
     lower_is_worse: ClassVar[frozenset[str]] = frozenset({"icc", "significant_share"})
@@ -187,6 +199,7 @@ class RunReliability:
     target_precision: float = 0.05
     run_summary: RunSummary | None = field(default=None, repr=False)
     median_repeat_cv_corrected: Interval | None = None
+    contention: Contention | None = None
 
     @property
     def run(self) -> Run:
@@ -218,6 +231,7 @@ class RunReliability:
                 "have": self.n_repeats},
             "significant_share": self.significance.share.estimate,
             "significance": self.significance.to_dict(),
+            "contention": None if self.contention is None else self.contention.to_dict(),
             "variance_components": self.variance.to_dict(),
             "intervals": {
                 "median_repeat_cv": self.median_repeat_cv.to_dict(),
@@ -247,6 +261,8 @@ class RunReliability:
             "repeat_share": vc.share("repeat"),
             "repeats_needed": self.repeats_needed,
             "repeats_for_precision": self.repeats_for_precision,
+            "median_wall_cpu": math.nan if self.contention is None else self.contention.median_wall_cpu,
+            "median_load_1m": math.nan if self.contention is None else self.contention.median_load_1m,
         }
 
 
@@ -306,7 +322,7 @@ def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:
 
 def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
          target_reliability: float, target_precision: float, max_pairs: int,
-         scores: pd.DataFrame | None = None) -> RunReliability:
+         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None) -> RunReliability:
     refs = _reference_rows(rows)
     cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
@@ -343,7 +359,13 @@ def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
         drift=drift, icc=icc_types, icc_agreement=icc_agreement, variance=variance, repeats_needed=needed,
         repeats_for_precision=precision, significance=significance, cells=cells, test_icc=test_icc,
         target_reliability=target_reliability, target_precision=target_precision, run_summary=summary,
-        median_repeat_cv_corrected=cv_summary.get("median_repeat_cv_corrected"))
+        median_repeat_cv_corrected=cv_summary.get("median_repeat_cv_corrected"),
+        contention=_contention(rows, thresholds or ReliabilityThresholds()))
+
+
+def _contention(rows: pd.DataFrame, t: ReliabilityThresholds) -> Contention:
+    """The run's contention evidence at the thresholds' wall/CPU limits (floor runs are left out)."""
+    return contention(rows, warn=t.wall_cpu_warn, fail=t.wall_cpu_fail)
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
@@ -436,6 +458,12 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
                        f"the per-problem score (Spearman-Brown on variance components; corpus has {have}); "
                        f"{_fmt(env.repeats_for_precision)} for a {env.target_precision:.0%} relative CI of one "
                        "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), **where))
+    c = env.contention
+    if c is not None and c.level == "n/a":
+        out.append(Finding.not_available("contention", c.message.removeprefix("contention cannot be measured: "),
+                                         threshold=t.text("wall_cpu"), **where))
+    elif c is not None:  # judged at t's wall/CPU limits when the run was audited (_contention)
+        out.append(Finding(c.level, "contention", c.median_wall_cpu, t.text("wall_cpu"), c.message, **where))
     na = _not_measurable(env)
     out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
            for f in out]
@@ -496,6 +524,7 @@ def run_reliability_audit(
     for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
         run_ctx = ctx.run(summary)
         result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, scores=run_ctx.repeat_scores,
+                      thresholds=thresholds,
                       target_reliability=target_reliability, target_precision=target_precision, max_pairs=max_pairs)
         results[summary.run] = result
         findings.extend(_findings(result, thresholds))

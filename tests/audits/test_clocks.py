@@ -96,6 +96,11 @@ def test_wall_cpu_ratio_counts_multithreaded_executions_aside():
     rows = pd.DataFrame({"status": ["ok", "ok", "ok", "timeout", "ok"], "duration_s": [2.0, 4.0, 1.0, 9.0, 5.0],
                          "cpu_s": [1.0, 1.0, 3.0, 1.0, 1.0], "role": ["reference"] * 4 + ["floor"]})
     assert wall_cpu_ratio(rows) == (3.0, 2, 1)  # median of 2 and 4; the floor and the timeout are not read
+    # executions under 0.1 s of CPU are start-up cost, not waiting: left out (not counted as multi-threaded)
+    short = pd.concat([rows, pd.DataFrame({"status": ["ok"] * 3, "duration_s": 0.03, "cpu_s": 0.02,
+                                           "role": "reference"})], ignore_index=True)
+    assert wall_cpu_ratio(short) == (3.0, 2, 1)
+    assert wall_cpu_ratio(short, min_cpu_s=0.0) == (1.5, 5, 1)  # median of 1.5, 1.5, 1.5, 2, 4
 
 
 def test_measure_option_on_an_audit_equals_the_audit_of_the_swapped_corpus(corpus, tmp_path):

@@ -23,10 +23,13 @@ from tests.collect.test_campaign import ADD, make_suite
 REPORT_CORES = ("import os, sys\ncores = os.sched_getaffinity(0)\n"
                 "sys.exit(100 + 10 * len(cores) + min(cores))\n")
 ALLOWED = sorted(os.sched_getaffinity(0))
+# about 0.3 s of CPU before the answer: the wall/CPU ratio reads executions of >= 0.1 s CPU only
+# (audits.clocks.CONTENTION_MIN_CPU_S; shorter ones measure start-up cost)
+SPIN = "s = sum(range(20_000_000))\n" + ADD
 
 
 def _campaign(tmp_path, **spec):
-    suite_dir = make_suite(tmp_path / "suite", accepted={"add.py": ADD},
+    suite_dir = make_suite(tmp_path / "suite", accepted={"add.py": ADD, "spin.py": SPIN},
                            run_time_error={"cores.py": REPORT_CORES}, n_secret=2)
     suite = load_suite(suite_dir, n_largest_optimization=2)
     plan = plan_campaign(suite, CampaignSpec(repeats=2, limits=Limits(wall_s=5.0, memory_bytes=256 << 20), **spec))
@@ -90,7 +93,8 @@ def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_
     found = contention(busy)
     assert found.level in ("warn", "fail") and found.median_wall_cpu >= CONTENTION_WARN
     assert "contended" in found.message and "--pin-cpus" in found.message and "--measure cpu_s" in found.message
-    ok = busy[(busy["status"] == "ok") & (busy["role"] != "floor")]
+    ok = busy[(busy["status"] == "ok") & (busy["role"] != "floor") & (busy["cpu_s"] >= 0.1)]
+    assert len(ok) and found.n_single == len(ok)  # the spin.py executions
     assert found.median_wall_cpu == pytest.approx(float(np.median(ok["duration_s"] / ok["cpu_s"])))
     assert found.median_load_1m == pytest.approx(float(np.median(busy["load_1m"])))
     # The quiet case cannot be collected here: this machine is shared by other sessions (load average
@@ -102,3 +106,31 @@ def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_
     assert calm.level == "pass" and calm.median_wall_cpu == pytest.approx(1.05) and calm.median_load_1m == 0.1
     # without CPU times: not measurable, never a pass
     assert contention(busy.drop(columns="cpu_s")).level == "n/a"
+
+
+def test_the_reliability_audit_flags_the_loaded_run_per_run_with_its_figures(tmp_path):
+    """The contention finding is part of the reliability audit: per run, with the ratio and the load."""
+    import pandas as pd
+
+    from audits.reliability import run_reliability_audit
+
+    _, busy = _campaign(tmp_path, load=LoadSpec.parse("cpu=2"))
+    busy = busy.assign(environment="busy")
+    calm = busy.assign(environment="calm", cpu_s=busy["duration_s"] / 1.05, load_1m=0.1)  # as above
+    audit = run_reliability_audit(pd.concat([busy, calm], ignore_index=True), n_boot=20)
+    found = {f.environment: f for f in audit.findings if f.metric == "contention"}
+    ok = busy[(busy["status"] == "ok") & (busy["role"] != "floor") & (busy["cpu_s"] >= 0.1)]
+    assert found["busy"].level in ("warn", "fail")
+    assert found["busy"].value == pytest.approx(float(np.median(ok["duration_s"] / ok["cpu_s"])))
+    assert "contended" in found["busy"].message and "load average" in found["busy"].message
+    assert found["calm"].level == "pass" and found["calm"].value == pytest.approx(1.05)
+    runs = {d["environment"]: d for d in audit.to_dict()["runs"]}
+    rows = busy[busy["role"] != "floor"]
+    assert runs["busy"]["contention"]["median_load_1m"] == pytest.approx(float(np.median(rows["load_1m"])))
+    # a stricter limit turns the calm run into a warning: the finding uses the audit's thresholds
+    strict = run_reliability_audit(calm, n_boot=20, thresholds={"wall_cpu.warn": 1.01})
+    assert [f.level for f in strict.findings if f.metric == "contention"] == ["warn"]
+    # without CPU times: n/a with the reason, never a pass
+    blind = run_reliability_audit(busy.drop(columns="cpu_s"), n_boot=20)
+    (na,) = [f for f in blind.findings if f.metric == "contention"]
+    assert na.level == "n/a" and "cpu_s" in na.message
