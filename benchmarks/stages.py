@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["STAGES", "AUDIT_PARTS", "ENVIRONMENT_DIR", "example_environments", "run_stage", "main"]
+__all__ = ["STAGES", "AUDIT_PARTS", "ENVIRONMENT_DIR", "example_environments", "whole_audit", "run_stage", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVIRONMENT_DIR = ROOT / "fixtures" / "environments"
@@ -69,6 +69,15 @@ def example_environments():
     from audits.whole_audit import EXAMPLE_REWARD_ENVIRONMENTS
 
     return load_reward_environments([ENVIRONMENT_DIR / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
+
+
+def whole_audit(corpus, *, timings: dict | None = None):
+    """The benchmark's whole audit (``speedaudit audit all``): calibration quiet · c0 -> quiet · c1, the
+    simulator on quiet · c0 over the pinned environments, the audits' default bootstrap sizes."""
+    from audits.whole_audit import run_whole_audit
+
+    return run_whole_audit(corpus, pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
+                           reward_environments=example_environments(), n_boot=N_BOOT, timings=timings)
 
 
 def _c0(corpus: pd.DataFrame) -> pd.DataFrame:
@@ -232,13 +241,10 @@ def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
         seconds = time.perf_counter() - start
         return {"seconds": seconds, "parts": parts, "checks": {"rows": len(corpus)}}
     if stage == "audit":  # `speedaudit audit all`: every audit once on one shared run context
-        from audits.whole_audit import run_whole_audit
-
         start = time.perf_counter()
         corpus = _load(path)
         parts["load"] = time.perf_counter() - start
-        run_whole_audit(corpus, pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
-                        reward_environments=example_environments(), n_boot=N_BOOT, timings=parts)
+        whole_audit(corpus, timings=parts)
         seconds = time.perf_counter() - start
         return {"seconds": seconds, "parts": parts, "checks": {"rows": len(corpus)}}
     if stage == "report":  # `speedaudit report` of the corpus: the five pages, each audit computed once

@@ -46,6 +46,30 @@ def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return combined
 
 
+def _dense_range(keys: np.ndarray) -> bool:
+    """Whether non-negative integer ``keys`` span a range small enough for a presence table (<= 4 n + 2^20)."""
+    return len(keys) > 0 and int(keys.min()) >= 0 and int(keys.max()) <= 4 * len(keys) + (1 << 20)
+
+
+def unique_ints(keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an integer array (sorted distinct values), without hashing.
+
+    numpy 2's ``np.unique`` hashes first; on 10^6-10^7 mostly distinct keys the hash table misses cache
+    and was the single largest cost of the run table (measured 1.3 s per call at 10^6 rows). Keys in a
+    small non-negative range use a presence table (``np.bincount``), others one sort.
+
+    Examples
+    --------
+    >>> unique_ints(np.array([5, 1, 5, 3])).tolist()
+    [1, 3, 5]
+    """
+    keys = np.asarray(keys)
+    if _dense_range(keys):
+        return np.flatnonzero(np.bincount(keys)).astype(keys.dtype, copy=False)
+    ordered = np.sort(keys)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
 def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """Dense code per row for the combination of ``columns``.
 
@@ -58,7 +82,14 @@ def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray
     """
     if len(columns) == 0:
         return np.zeros(len(frame), dtype=np.int64), 1 if len(frame) else 0
-    dense, uniques = pd.factorize(mixed_radix_key(frame, columns), sort=True)
+    key = mixed_radix_key(frame, columns)
+    if _dense_range(key):
+        # The keys' rank among the present keys (what factorize(sort=True) numbers them), from a presence
+        # table: O(rows + range), no hashing (factorize was a sixth of the whole audit at 10^6 rows).
+        present = np.bincount(key) > 0
+        rank = np.cumsum(present) - 1
+        return rank[key].astype(np.int64, copy=False), int(rank[-1]) + 1
+    dense, uniques = pd.factorize(key, sort=True)
     return dense.astype(np.int64, copy=False), len(uniques)
 
 

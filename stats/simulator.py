@@ -169,6 +169,47 @@ def curve_diagnostics(curve: np.ndarray, u_mid: np.ndarray) -> dict:
             "diagonal_deviation": float(np.abs(c - (1 - u)).mean())}
 
 
+def _curve_diagnostics_batch(curves: np.ndarray, u_mid: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`curve_diagnostics` of every row of ``curves`` (bootstrap replicates), vectorised.
+
+    The same formulas on the same values: Spearman as the Pearson correlation of tie-averaged ranks
+    (what ``scipy.stats.spearmanr`` computes), the slope as the closed-form least-squares slope (what
+    ``np.polyfit(u, c, 1)`` fits); rows are grouped by which bins are finite. Equal to the row-by-row
+    version up to float rounding (checked in tests/stats/test_simulator.py). Replaced a Python loop that
+    called scipy once per replicate: 12 % of the whole audit at 10^6 rows.
+    """
+    from scipy.stats import rankdata
+
+    curves = np.asarray(curves, dtype=float)
+    u_mid = np.asarray(u_mid, dtype=float)
+    n = len(curves)
+    out = {name: np.full(n, np.nan) for name in ("auc", "curve_monotonicity", "steepness", "diagonal_deviation")}
+    ok = np.isfinite(curves)
+    patterns, which = np.unique(ok, axis=0, return_inverse=True)
+    for k, pattern in enumerate(patterns):  # a loop over the few patterns of empty bins, not over replicates
+        rows = np.flatnonzero(which.ravel() == k)
+        if not pattern.any():
+            continue
+        c, u = curves[rows][:, pattern], u_mid[pattern]
+        out["auc"][rows] = c.mean(axis=1)
+        out["diagonal_deviation"][rows] = np.abs(c - (1 - u)).mean(axis=1)
+        rho = np.zeros(len(rows))
+        slope = np.zeros(len(rows))  # a flat curve does not order programs at all
+        varies = (np.ptp(c, axis=1) > 0) if c.shape[1] >= 2 else np.zeros(len(rows), dtype=bool)
+        if varies.any():
+            cv = c[varies]
+            rc = rankdata(cv, axis=1)
+            ru = rankdata(u)
+            rc_c = rc - rc.mean(axis=1, keepdims=True)
+            ru_c = ru - ru.mean()
+            rho[varies] = (rc_c * ru_c).sum(axis=1) / np.sqrt((rc_c ** 2).sum(axis=1) * (ru_c ** 2).sum())
+            uc = u - u.mean()
+            slope[varies] = ((cv - cv.mean(axis=1, keepdims=True)) * uc).sum(axis=1) / (uc ** 2).sum()
+        out["curve_monotonicity"][rows] = -rho
+        out["steepness"][rows] = -slope
+    return out
+
+
 def spearman_from_table(table: np.ndarray) -> float:
     """Spearman correlation (tie-averaged ranks) of two ordinal variables given their count table.
 
@@ -510,13 +551,8 @@ def _boot_diagnostics(sums: np.ndarray, counts: np.ndarray, tables: np.ndarray, 
     with np.errstate(invalid="ignore", divide="ignore"):
         curves = ((draws @ sums) / (draws @ counts) + 1.0) / 2.0
     boot_tables = (draws @ tables.reshape(n_prob, -1)).reshape((n_boot,) + tables.shape[1:])
-    names = ("auc", "curve_monotonicity", "steepness", "diagonal_deviation", "monotonicity")
-    stats = {name: np.empty(n_boot) for name in names}
-    for b in range(n_boot):  # a loop over bootstrap replicates of a 10-point curve: cheap
-        d = curve_diagnostics(curves[b], u_mid)
-        d["monotonicity"] = table_monotonicity(boot_tables[b])
-        for name in stats:
-            stats[name][b] = d[name]
+    stats = _curve_diagnostics_batch(curves, u_mid)
+    stats["monotonicity"] = np.array([table_monotonicity(t) for t in boot_tables])
     alpha = (1 - level) / 2
     for name, values in stats.items():
         values = values[np.isfinite(values)]

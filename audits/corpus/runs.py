@@ -62,7 +62,7 @@ import pandas as pd
 
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
-from stats._groups import first_rows, group_codes, label_mask
+from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
 __all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs"]
 
@@ -279,7 +279,7 @@ def runs_of(
     cell_run[cell] = run_code
     repeat = rows["repeat"].to_numpy(dtype=np.int64) if "repeat" in rows.columns else np.zeros(len(rows), np.int64)
     radix = int(repeat.max()) + 1 if len(repeat) else 1
-    pairs = np.unique(cell * radix + repeat)
+    pairs = unique_ints(cell * radix + repeat)
     per_cell = np.bincount(pairs // radix, minlength=n_cells)
     cells_per_run = np.bincount(cell_run, minlength=n_runs)
     tally = np.zeros((n_runs, int(per_cell.max()) + 1), dtype=np.int64)
@@ -289,7 +289,7 @@ def runs_of(
     np.maximum.at(max_rep, cell_run, per_cell)
     if "problem" in rows.columns:
         prob, n_prob = group_codes(rows, ["problem"])
-        n_problems = np.bincount(np.unique(run_code * n_prob + prob) // n_prob, minlength=n_runs)
+        n_problems = np.bincount(unique_ints(run_code * n_prob + prob) // n_prob, minlength=n_runs)
     else:
         n_problems = np.zeros(n_runs, dtype=np.int64)
 

@@ -237,3 +237,33 @@ def test_incorrect_references_as_rollouts_are_paid_by_correctness():
     assert both["n_solutions"] == 132
     # Every correct rollout gets +1, every incorrect one -1 (it fails a test in every repeat).
     assert both["mean_reward"] == pytest.approx((120 - 12) / 132)
+
+
+def test_batch_curve_diagnostics_equal_scipy_per_curve():
+    """The bootstrap's vectorised diagnostics equal scipy's spearmanr and numpy's polyfit on every curve
+    (random curves, tied values, flat curves, empty bins in several patterns, an all-empty curve)."""
+    from stats.simulator import _curve_diagnostics_batch
+
+    rng = np.random.default_rng(5)
+    u = (np.arange(10) + 0.5) / 10
+    curves = rng.random((300, 10))
+    curves[::7, 3] = np.nan
+    curves[::13, [0, 9]] = np.nan
+    curves[::11] = 0.4                                   # flat: no order
+    curves[20:40] = np.round(curves[20:40] * 3) / 3      # ties
+    curves[5] = np.nan
+    curves[9] = np.nan
+    curves[9, 2] = 0.3                                   # one finite bin
+    batch = _curve_diagnostics_batch(curves, u)
+    for i, c in enumerate(curves):
+        ok = np.isfinite(c)
+        if not ok.any():
+            assert all(np.isnan(batch[k][i]) for k in batch)
+            continue
+        flat = ok.sum() < 2 or np.ptp(c[ok]) == 0
+        rho = 0.0 if flat else sps.spearmanr(u[ok], c[ok]).statistic
+        slope = 0.0 if flat else np.polyfit(u[ok], c[ok], 1)[0]
+        expected = {"auc": c[ok].mean(), "curve_monotonicity": -rho, "steepness": -slope,
+                    "diagonal_deviation": np.abs(c[ok] - (1 - u[ok])).mean()}
+        for key, value in expected.items():
+            assert batch[key][i] == pytest.approx(value, rel=1e-12, abs=1e-12), (i, key)
