@@ -53,6 +53,7 @@ reward_environment_files = [
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
 simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
+clocks_measures = None  # corpus columns to compare, the first the base of the rank agreement (None: duration_s, then cpu_s and instructions where the corpus has them)
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
@@ -89,6 +90,9 @@ aggregation = results.aggregation
 # %%
 simulation = results.simulation
 
+# %%
+clocks = results.clocks
+
 # %% [markdown]
 # ## Verdicts
 
@@ -105,6 +109,9 @@ narrative.show_verdicts(verdicts)
 
 # %%
 narrative.Markdown(narrative.describe_overview(verdicts, profile=profile))
+
+# %%
+narrative.Markdown(narrative.clocks_headline(clocks, corpus))
 
 # %% [markdown]
 # ## Findings per audit

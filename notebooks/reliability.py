@@ -68,6 +68,17 @@ narrative.Markdown(narrative.describe_reliability(reliability))
 narrative.reliability_table(reliability)
 
 # %% [markdown]
+# ### Contention
+#
+# Was each run collected on a machine that left its programs a core? The median wall/CPU ratio of single-threaded `ok` executions and the load average recorded during collection (the `contention` finding above); the [choice of clock](clocks.html) page compares the audit under wall and CPU time.
+
+# %%
+narrative.Markdown(narrative.describe_contention(reliability))
+
+# %%
+narrative.contention_table(reliability)
+
+# %% [markdown]
 # Repeat CV (sd/mean of a cell's `ok` repeats) of every (problem, test, solution) cell, per environment, with the warn and fail thresholds:
 
 # %%

@@ -2,7 +2,8 @@
 # Debian packages that the sandbox tests need (bubblewrap for the bwrap sandbox,
 # hyperfine for the runner benchmark, g++ for C++ solutions; g++ brings gcc, which
 # builds the runner's small C launcher, audits/collect/launcher.c; strace delivers a
-# SIGKILL in the middle of a campaign's final write in tests/collect/test_campaign_files.py). Installs only what is
+# SIGKILL in the middle of a campaign's final write in tests/collect/test_campaign_files.py; chromium opens rendered
+# reports headless in tests/report/test_clocks_page.py). Installs only what is
 # missing, and only when it can (root + apt-get); otherwise says what to install.
 set -euo pipefail
 missing=()
@@ -10,6 +11,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian packages: ${missing[*]}"

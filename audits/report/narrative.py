@@ -37,6 +37,8 @@ __all__ = [
     "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
     "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
     "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "describe_profile", "show_plot", "show_verdicts",
+    "contention_table", "describe_contention", "CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_not_compared", "clocks_table",
+    "clock_agreement_table", "recommend_clock", "describe_clocks", "show_clocks_plot", "clocks_headline",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -702,3 +704,354 @@ def describe_overview(verdicts: Mapping[str, Sequence[Finding]], *, profile: str
     if profile is not None:
         text += " " + describe_profile(profile)
     return text
+
+
+# --- contention (the reliability page) -----------------------------------------------------------
+
+def _contention_of(env):
+    """A run's :class:`audits.clocks.Contention`, or None (a result computed before contention existed)."""
+    return getattr(env, "contention", None)
+
+
+def contention_table(audit) -> pd.DataFrame:
+    """Contention evidence per run: median wall/CPU of the executions used (single-threaded, ok, of at least
+    :data:`audits.clocks.CONTENTION_MIN_CPU_S` CPU seconds; multi-threaded ones counted aside), load, verdict.
+
+    The verdict is the audit's ``contention`` finding for the run (judged once, by the audit); ``n/a``
+    when the corpus has no CPU times.
+
+    Examples
+    --------
+    >>> from audits.corpus.synthetic import synthesize
+    >>> from audits.reliability import run_reliability_audit
+    >>> corpus = synthesize(n_problems=3, n_tests=2, n_solutions=4, n_repeats=2, base_seconds=(0.5, 1.0),
+    ...                     seed=0).corpus
+    >>> corpus["cpu_s"] = corpus["duration_s"]                 # every program waits 1.5 times its CPU time
+    >>> corpus["duration_s"] = corpus["duration_s"] * 2.5
+    >>> contention_table(run_reliability_audit(corpus, n_boot=20))[["median wall/CPU", "verdict"]].values.tolist()
+    [['2.5', 'fail']]
+    """
+    rows = []
+    for run, env in audit.runs.items():
+        c = _contention_of(env)
+        finding = _finding_of(audit.findings, run, "contention")
+        level = finding.level if finding is not None else (c.level if c is not None else NA)
+        rows.append({
+            "environment": run.environment, "campaign": run.campaign,
+            "median wall/CPU": format_value(None if c is None else c.median_wall_cpu),
+            "executions used": format_value(None if c is None else c.n_single),
+            "multi-threaded (left out)": format_value(None if c is None else c.n_multi),
+            "median load_1m": format_value(None if c is None else c.median_load_1m),
+            "max load_1m": format_value(None if c is None else c.max_load_1m),
+            "verdict": level,
+        })
+    return _run_index(rows)
+
+
+def describe_contention(audit) -> str:
+    """What the contention evidence says per run, and why it is ``n/a`` where it cannot be measured.
+
+    The limits are the audit's thresholds (``wall_cpu_warn`` / ``wall_cpu_fail``); each run's sentence
+    is its ``contention`` finding's message (what was measured, and what to do when contended).
+    """
+    from audits.clocks import CONTENTION_MIN_CPU_S
+
+    t = audit.thresholds
+    warn, fail = t.wall_cpu_warn, t.wall_cpu_fail
+    head = (f"**Contention**: a program that has a core to itself spends about its CPU time in wall time "
+            f"(wall/CPU 1.0-1.2: start-up and its own I/O); a run whose median wall/CPU ratio of single-threaded "
+            f"ok executions (of at least {CONTENTION_MIN_CPU_S:g} s of CPU time: in shorter ones the start-up "
+            f"cost dominates) reaches {warn:g} warns and {fail:g} fails: its programs waited for a core, so its "
+            f"wall times carry the machine's other work. The 1-minute load average recorded at each execution's "
+            f"start is shown beside it, not judged (its meaning depends on the machine's core count).")
+    paragraphs = [head]
+    for run, env in audit.runs.items():
+        c = _contention_of(env)
+        finding = _finding_of(audit.findings, run, "contention")
+        if c is None and finding is None:
+            paragraphs.append(f"**{run}**: contention n/a: this result carries no contention evidence.")
+            continue
+        level = finding.level if finding is not None else c.level
+        if level == NA:
+            reason = (finding.reason if finding is not None and finding.reason
+                      else c.message.removeprefix("contention cannot be measured: "))
+            paragraphs.append(f"**{run}**: contention n/a: {reason}.")
+        else:
+            message = finding.message if finding is not None else c.message
+            paragraphs.append(f"**{run}** ({level.upper()}): {message}.")
+    return "\n\n".join(paragraphs)
+
+
+# --- the choice of clock ---------------------------------------------------------------------------
+
+#: Mean within-problem Kendall tau-b of the solutions' scores at or above which two clocks are said to
+#: order solutions alike (on the quietest run). 0.8: at most one discordant pair in ten.
+CLOCK_AGREEMENT = 0.8
+
+#: The figures of :func:`audits.clocks.run_clocks_audit`: column, label, which way is better.
+CLOCK_FIGURES = (
+    ("median_repeat_cv", "median repeat CV", "lower is better"),
+    ("mean_rank_sd", "mean rank sd (points)", "lower is better"),
+    ("icc", "ICC(A,1)", "higher is better"),
+    ("strong_weak_gap", "strong-weak gap (points)", "higher is better"),
+    ("filterable_share", "filterable share", "a property of the workloads: clocks should agree"),
+)
+
+
+def _clock_runs(audit) -> list[tuple[str, str]]:
+    """The runs of a clocks audit, in name order (the audit's own order)."""
+    t = audit.table
+    if not len(t):
+        return []
+    return sorted({(str(e), str(c)) for e, c in zip(t["environment"], t["campaign"])})
+
+
+def _clock_row(audit, run, measure) -> dict:
+    t = audit.table
+    mask = ((t["environment"].astype(str) == run[0]) & (t["campaign"].astype(str) == run[1])
+            & (t["measure"] == measure)).to_numpy()
+    return t.loc[mask].iloc[0].to_dict() if mask.any() else {}
+
+
+def clocks_not_compared(audit, corpus: pd.DataFrame | None = None) -> str | None:
+    """Why the clocks cannot be compared on this corpus (None when they can).
+
+    >>> from audits.clocks import run_clocks_audit
+    >>> from audits.corpus.synthetic import synthesize
+    >>> corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, seed=0).corpus
+    >>> clocks_not_compared(run_clocks_audit(corpus, n_boot=10), corpus)[:50]
+    'the corpus has one clock, `duration_s` (wall time)'
+    """
+    from audits.clocks import available_measures
+
+    measures = tuple(audit.measures)
+    if len(measures) < 2:
+        name = measures[0] if measures else "duration_s"
+        others = [m for m in available_measures(corpus) if m != name] if corpus is not None else []
+        if others:
+            return (f"only one clock, `{name}`, was named (clocks_measures); the corpus also has "
+                    f"{', '.join(f'`{o}`' for o in others)}: name two or more, e.g. `-p 'clocks_measures=[{name}, {others[0]}]'`")
+        if corpus is not None and "cpu_s" in corpus.columns:
+            why = "its `cpu_s` column has no positive value on any ok execution"
+        elif corpus is not None:
+            why = "it has no `cpu_s` column"
+        else:
+            why = "no other duration column (cpu_s, instructions) has a positive value on an ok execution"
+        return (f"the corpus has one clock, `{name}`{' (wall time)' if name == 'duration_s' else ''}: {why}; "
+                f"record CPU time beside the wall time (speedaudit collect does), or name another numeric "
+                f"duration column with `-p 'clocks_measures=[duration_s, COLUMN]'`")
+    if audit.quietest is None:
+        return "the corpus has no run to compare the clocks on"
+    if not len(audit.agreement) or not np.isfinite(audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
+        return (f"no problem of the quietest run ({' · '.join(audit.quietest)}) has two solutions scored under "
+                f"both clocks, so no order can be compared")
+    return None
+
+
+def clocks_table(audit) -> pd.DataFrame:
+    """The figures of every run under every clock, one row per (environment, campaign, measure).
+
+    Values as the audit computed them (3 significant digits, ``-`` where not measurable); runs in name
+    order, measures in the audit's order (the first is the base of the rank agreement).
+    """
+    rows = []
+    for run in _clock_runs(audit):
+        for measure in audit.measures:
+            r = _clock_row(audit, run, measure)
+            if not r:
+                continue
+            rows.append({"environment": run[0], "campaign": run[1], "measure": measure,
+                         "rows": format_value(int(r["n_rows"])),
+                         **{label: format_value(r[col]) for col, label, _ in CLOCK_FIGURES},
+                         "median wall/CPU": format_value(r["median_wall_cpu"]),
+                         "median load_1m": format_value(r["median_load_1m"])})
+    columns = ["environment", "campaign", "measure", "rows"] + [label for _, label, _ in CLOCK_FIGURES] + [
+        "median wall/CPU", "median load_1m"]
+    return pd.DataFrame(rows, columns=columns).set_index(["environment", "campaign", "measure"])
+
+
+def clock_agreement_table(audit, corpus: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per compared measure: the rank agreement with the base measure on the quietest run.
+
+    Mean Kendall tau-b over problems (the audit's :meth:`~audits.clocks.ClocksAudit.mean_agreement`),
+    the lowest problem's tau, and the problems compared. Empty (with the columns) when the clocks
+    cannot be compared (:func:`clocks_not_compared`).
+    """
+    columns = ["measure", "compared with", "run", "problems", "mean Kendall tau-b", "lowest tau (problem)"]
+    if clocks_not_compared(audit, corpus) is not None:
+        return pd.DataFrame(columns=columns).set_index("measure")
+    rows = []
+    means = audit.mean_agreement()
+    for measure in audit.measures[1:]:
+        part = audit.agreement.loc[(audit.agreement["measure"] == measure).to_numpy()]
+        tau = part["kendall_tau"].to_numpy(dtype=float)
+        finite = np.isfinite(tau)
+        lowest = ""
+        if finite.any():
+            # the lowest tau, ties broken by problem name (a function of the problems as a set)
+            low = min((t, str(p)) for t, p, f in zip(tau, part["problem"], finite) if f)
+            lowest = f"{format_value(low[0])} ({low[1]})"
+        rows.append({"measure": measure, "compared with": audit.measures[0], "run": " · ".join(audit.quietest),
+                     "problems": int(finite.sum()), "mean Kendall tau-b": format_value(means.get(measure)),
+                     "lowest tau (problem)": lowest})
+    return pd.DataFrame(rows, columns=columns).set_index("measure")
+
+
+def _noise_pairs(audit, base: str, measure: str) -> tuple[str, list[tuple[float, float]]]:
+    """The noise figure two clocks are compared on and its (base, measure) values per run where both exist.
+
+    The mean rank sd of 100*q across repeats (the noise a reward feels) when some run has it under both
+    clocks, else the median repeat CV (e.g. rank drift not measurable); never a mix of the two.
+    """
+    for column in ("mean_rank_sd", "median_repeat_cv"):
+        pairs = []
+        for run in _clock_runs(audit):
+            a, b = _clock_row(audit, run, base).get(column), _clock_row(audit, run, measure).get(column)
+            if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
+                pairs.append((float(a), float(b)))
+        if pairs:
+            return column, pairs
+    return "", []
+
+
+def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
+    """Which clock to trust, by a documented rule, with the figures behind it.
+
+    Rule: a measure ``m`` other than the base (``measures[0]``, the wall time by default) is
+    recommended when (1) it orders the solutions of each problem as the base does on the quietest run,
+    mean Kendall tau-b >= :data:`CLOCK_AGREEMENT`, and (2) it is less noisy than the base: a lower mean
+    over the runs of the mean rank sd of 100*q across repeats (the median repeat CV where rank drift is
+    not measurable under both). Of several such measures the least noisy wins (then the audit's
+    order). Otherwise the base is kept, with the reason.
+
+    Returns ``{"measure": str | None, "reason": str, "agree": {m: tau}, "noise": {m: (figure, base mean,
+    m mean, runs where m is lower, runs)}}``; ``measure`` is None when the clocks cannot be compared
+    (``reason`` says why).
+    """
+    why_not = clocks_not_compared(audit, corpus)
+    if why_not is not None:
+        return {"measure": None, "reason": why_not, "agree": {}, "noise": {}}
+    base = audit.measures[0]
+    agree = audit.mean_agreement()
+    noise = {}
+    for m in audit.measures[1:]:
+        column, pairs = _noise_pairs(audit, base, m)
+        if pairs:
+            a, b = (float(np.mean([p[i] for p in pairs])) for i in (0, 1))
+            noise[m] = (column, a, b, sum(pb < pa for pa, pb in pairs), len(pairs))
+
+    def said(m):
+        column, a, b, k, n = noise[m]
+        unit = " points" if column == "mean_rank_sd" else ""
+        what = "mean rank sd" if column == "mean_rank_sd" else "median repeat CV"
+        return (f"{what} {format_value(b)}{unit} against {format_value(a)}{unit} for `{base}`, averaged over "
+                f"{n} run{'s' if n != 1 else ''} (lower on {k} of {n})")
+
+    good = [m for m in audit.measures[1:] if np.isfinite(agree.get(m, math.nan)) and agree[m] >= CLOCK_AGREEMENT
+            and m in noise and noise[m][2] < noise[m][1]]
+    if good:
+        best = min(good, key=lambda m: (noise[m][2], audit.measures.index(m)))
+        reason = (f"it orders the solutions of each problem as `{base}` does on the quietest run (mean Kendall "
+                  f"tau-b {format_value(agree[best])} >= {CLOCK_AGREEMENT:g}) and is less noisy: {said(best)}; "
+                  f"it ranks the same programs with less of the machine's other work in the score")
+        return {"measure": best, "reason": reason, "agree": agree, "noise": noise}
+    parts = []
+    for m in audit.measures[1:]:
+        tau = agree.get(m, math.nan)
+        if not np.isfinite(tau) or tau < CLOCK_AGREEMENT:
+            parts.append(f"`{m}` orders solutions differently even on the quietest run (mean Kendall tau-b "
+                         f"{format_value(tau)} < {CLOCK_AGREEMENT:g}): it measures something else than `{base}` "
+                         f"(waiting, I/O, several threads), so it cannot stand in for it")
+        elif m in noise:
+            parts.append(f"`{m}` orders solutions as `{base}` does (tau {format_value(tau)}) but is not less noisy "
+                         f"({said(m)}): nothing is gained by switching")
+        else:
+            parts.append(f"`{m}` orders solutions as `{base}` does (tau {format_value(tau)}), but no run measures the "
+                         f"noise of both (one repeat?)")
+    return {"measure": base, "reason": "; ".join(parts), "agree": agree, "noise": noise}
+
+
+def _figure_pair(base_row: dict, row: dict, column: str) -> str:
+    return f"{format_value(base_row.get(column))} vs {format_value(row.get(column))}"
+
+
+def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
+    """What the clocks audit says: the figures per run under each clock, their rank agreement on the
+    quietest run, which clock to trust (:func:`recommend_clock`) and what the page cannot show.
+
+    Every number is the audit's (:func:`clocks_table` shows them all), 3 significant digits.
+    """
+    base = audit.measures[0] if audit.measures else "duration_s"
+    head = ("Each run is audited once per clock, the clock's value standing in for the duration: **median "
+            "repeat CV** (sd/mean of a cell's repeats; lower is more repeatable), **mean rank sd** (points of "
+            "100·q a solution's score moves across repeats: the noise a reward feels; lower is better), "
+            "**ICC(A,1)** of log durations (1 = repeats agree exactly; higher is better), the **strong-weak gap** "
+            "(points between the slowest and the fastest quarter of references; higher separates better) and the "
+            "**filterable share** (problems whose tests span a wide workload range; a property of the workloads, "
+            "which the clocks should agree on). On a contended run (median wall/CPU well above 1) the wall time "
+            "carries the other work on the machine and the CPU time does not.")
+    why_not = clocks_not_compared(audit, corpus)
+    if why_not is not None:
+        return "\n\n".join([head, f"**The comparison of clocks is n/a**: {why_not}. The table below gives the "
+                                  f"`{base}` figures of each run on their own."])
+    paragraphs = [head]
+    for run in _clock_runs(audit):
+        b = _clock_row(audit, run, base)
+        context = (f"median wall/CPU {format_value(b.get('median_wall_cpu'))}, median load_1m "
+                   f"{format_value(b.get('median_load_1m'))}")
+        parts = []
+        for m in audit.measures[1:]:
+            r = _clock_row(audit, run, m)
+            parts.append(f"`{base}` vs `{m}`: repeat CV {_figure_pair(b, r, 'median_repeat_cv')}, rank sd "
+                         f"{_figure_pair(b, r, 'mean_rank_sd')} points, ICC {_figure_pair(b, r, 'icc')}, strong-weak "
+                         f"gap {_figure_pair(b, r, 'strong_weak_gap')} points, filterable share "
+                         f"{_figure_pair(b, r, 'filterable_share')}")
+        paragraphs.append(f"**{run[0]} · {run[1]}** ({context}): " + "; ".join(parts) + ".")
+    env, camp = audit.quietest
+    means = audit.mean_agreement()
+    agreement = "; ".join(
+        f"`{m}` orders the solutions of each problem as `{base}` does with a mean Kendall tau-b of "
+        f"{format_value(means.get(m))} over "
+        f"{int(np.isfinite(audit.agreement.loc[audit.agreement['measure'] == m, 'kendall_tau'].to_numpy(dtype=float)).sum())}"
+        f" problems (1 = the same order, 0 = unrelated, -1 = reversed)" for m in audit.measures[1:])
+    paragraphs.append(f"On the quietest run, **{env} · {camp}** ({audit.quietest_by}), {agreement}.")
+    rec = recommend_clock(audit, corpus)
+    if rec["measure"] == base:
+        paragraphs.append(f"**Which clock to trust**: keep **`{base}`**: {rec['reason']}.")
+    else:
+        paragraphs.append(f"**Which clock to trust**: **`{rec['measure']}`**: {rec['reason']}. Keep the wall time "
+                          f"as the time limit, and watch the wall/CPU ratio (the reliability page's contention "
+                          f"finding).")
+    paragraphs.append(
+        "**What this page cannot show**: CPU time counts only the CPU the sandboxed process (and the children "
+        "it waited for) used: time spent waiting (I/O, sleeps, locks, a core it did not get) is in the wall "
+        "time only, and a program rewarded on CPU time can move work there (sleep-polling, I/O waits, work "
+        "handed to a process it does not wait for); a multi-threaded program's CPU time exceeds its wall time. "
+        "The rank agreement is measured on one run, the quietest; agreement there does not prove agreement on "
+        "programs unlike these.")
+    return "\n\n".join(paragraphs)
+
+
+def show_clocks_plot(plot, audit, corpus: pd.DataFrame | None = None, **options):
+    """Display ``plot(audit, **options)`` (:mod:`audits.report.plots.clocks`), or say why it is not drawn
+    (:func:`clocks_not_compared`)."""
+    from IPython.display import display
+
+    why_not = clocks_not_compared(audit, corpus)
+    if why_not is not None:
+        display(Markdown(f"*Figure not drawn: the comparison of clocks is n/a ({why_not}).*"))
+        return
+    show_figure(plot(audit, **options))
+
+
+def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "clocks.html") -> str:
+    """One sentence for the overview: which clock to trust (or why the comparison is n/a), with a link to
+    the clocks page."""
+    rec = recommend_clock(audit, corpus)
+    if rec["measure"] is None:
+        text = f"n/a: {rec['reason']}"
+    elif rec["measure"] == audit.measures[0]:
+        text = f"keep **`{rec['measure']}`**: {rec['reason']}"
+    else:
+        text = f"trust **`{rec['measure']}`**: {rec['reason']}"
+    return f"**[The choice of clock]({link})**: {text}."

@@ -81,6 +81,9 @@ REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
     ReportSpec("reliability", "Sandbox reliability and discriminability",
                "Repeat CV per environment, rank drift, floor share, duration-filterable problems.",
                ("audits.reliability", "audits.discriminability")),
+    ReportSpec("clocks", "The choice of clock: wall time, CPU time, ...",
+               "The same figures per run under each clock, their rank agreement, and which clock to trust.",
+               ("audits.clocks",)),
     ReportSpec("calibration", "Calibration of stored reference timings",
                "Fitted families with leave-one-problem-out R², Bland-Altman, percentile agreement.",
                ("audits.calibration",)),
@@ -787,8 +790,10 @@ def render_reports(
 
 
 #: The shared results each page shows (audits.report.results.PARAMETERS names them).
-PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation"),
-                "reliability": ("reliability", "discriminability"), "calibration": ("stored", "across"),
+PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation",
+                             "clocks"),
+                "reliability": ("reliability", "discriminability"), "clocks": ("clocks",),
+                "calibration": ("stored", "across"),
                 "aggregation": ("aggregation",), "simulation": ("simulation",)}
 
 

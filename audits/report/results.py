@@ -43,6 +43,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "aggregation": ("aggregation_environment", "aggregation_campaign", "n_boot", "seed", "aggregation_thresholds", "profile"),
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
                    "group_sizes", "seed", "simulation_thresholds", "n_boot", "profile"),
+    "clocks": ("campaign", "clocks_measures", "n_boot", "seed"),
 }
 
 
@@ -82,6 +83,14 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
                                     environment=p["simulation_environment"], campaign=p["simulation_campaign"],
                                     group_sizes=p["group_sizes"], seed=p["seed"],
                                     thresholds={"profile": p["profile"], **p["simulation_thresholds"]}, n_boot=p["n_boot"])
+    if name == "clocks":
+        from audits.clocks import run_clocks_audit
+        from audits.corpus.runs import select_rows
+
+        corpus = ctx.corpus
+        if p["campaign"] is not None:  # only the runs of this campaign, as on the reliability page
+            corpus = select_rows(corpus, ctx.runs.select(campaign=p["campaign"]))  # RunError names the runs
+        return run_clocks_audit(corpus, measures=p["clocks_measures"], n_boot=p["n_boot"], seed=p["seed"])
     raise KeyError(name)
 
 

@@ -24,7 +24,7 @@ from audits.corpus.synthetic import synthesize
 from tests.audits.test_permutation_invariance import _pyperf_files
 
 N_BOOT = 30
-PAGES = ("overview", "reliability", "calibration", "aggregation", "simulation")
+PAGES = ("overview", "reliability", "clocks", "calibration", "aggregation", "simulation")
 REQUIRED = ["problem", "test", "solution", "duration_s", "status"]
 
 

@@ -21,7 +21,7 @@ from audits.report.render import render_notebook, render_reports
 REPO = Path(__file__).resolve().parents[2]
 AUDITS = {"audits.reliability": "run_reliability_audit", "audits.discriminability": "run_discriminability_audit",
           "audits.calibration": "run_calibration_audit", "audits.aggregation": "run_aggregation_audit",
-          "audits.simulation": "run_simulation_audit"}
+          "audits.simulation": "run_simulation_audit", "audits.clocks": "run_clocks_audit"}
 
 SITECUSTOMIZE = textwrap.dedent('''
     import importlib, os
@@ -86,10 +86,11 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     log, here = counting
     index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=None)
     assert not index.failed
-    assert len(index.reports) == 5
+    assert len(index.reports) == 6
     # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
-                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit"])
+                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
+                                   "run_clocks_audit"])
     assert _kernel_calls(log) == []  # no page ran an audit
     assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
 
