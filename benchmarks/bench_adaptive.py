@@ -23,6 +23,17 @@ time-limit-exceeded ones would only spend ``--timeout`` per run on a decided "fa
 
 Run: ``.venv/bin/python -m benchmarks.bench_adaptive [--problems lis,twosum] [--n-tests 3]
 [--out benchmarks/results/adaptive.json]``
+
+Replay (``--replay LONG.parquet``): measures the decision *rule*, not a campaign. One long fixed-repeat
+campaign (``--collect-long OUT --long-repeats 20``) is split by repeat index: the adaptive rule
+(:func:`stats.noise.adaptive_plan`, driven round by round exactly like ``_adaptive_rounds``: a first round of
+``--start`` repeats, then the next repeat of each proposed cell) is replayed on one half, so an adaptive
+campaign that asks for a cell's k-th execution gets the long campaign's k-th repeat of that cell in that half;
+fixed-``--fixed-repeats`` is that half's first repeats; the reference is the *other* half (``--reference-repeats``
+of them). Both halves take each role in turn (two splits), so every rule variant (``--variants``) is compared
+on the same executions. Replay cannot see what a real adaptive campaign changes on the machine (its cells run
+in another order and at other times than the long campaign's), so the real ``--adaptive`` campaign benchmark
+above remains the final figure.
 """
 
 from __future__ import annotations
@@ -88,8 +99,83 @@ def campaign(suite_dir: Path, out: Path, name: str, **spec) -> dict:
                                                  "max": float(load.max())}}
 
 
+#: rule variants replay compares: keyword arguments of stats.noise.adaptive_plan
+VARIANTS = {
+    "before": {},
+    "futility": {"futility": True},
+    "own-cells": {"pool_members": False},
+    "futility+own-cells": {"futility": True, "pool_members": False},
+}
+
+
+def replay_rule(pool: pd.DataFrame, *, start: int, max_repeats: int, confidence: float, trace: list | None = None,
+                **rule) -> pd.DataFrame:
+    """Drive the adaptive rule on ``pool`` (a cell's k-th request gets its k-th repeat there, as ranked).
+
+    ``pool`` holds each cell's available repeats with ``_k`` = the repeat's rank within its cell. Mirrors
+    ``_adaptive_rounds``: a first round of ``start`` repeats, then one more of each proposed cell per round.
+    """
+    from stats.noise import adaptive_plan
+
+    cell = ["problem", "test", "solution"]
+    taken = pool[pool["_k"] < start]
+    while True:
+        plan = adaptive_plan(taken.drop(columns="_k"), tau=TAU, confidence=confidence, max_repeats=max_repeats,
+                             **rule)
+        if trace is not None:
+            dec = plan.units["decision"].value_counts()
+            trace.append({"executions": len(taken), **{f"units_{k}": int(v) for k, v in dec.items()},
+                          **{f"cells: {k}": int(v) for k, v in plan.cells["reason"].value_counts().items()}})
+        have = taken.groupby(cell, observed=True).size().rename("_have").reset_index()
+        want = plan.cells[cell].merge(have, on=cell, how="left")
+        nxt = pool.merge(want, on=cell)
+        nxt = nxt[nxt["_k"] == nxt["_have"]].drop(columns="_have")
+        if nxt.empty:
+            return taken
+        taken = pd.concat([taken, nxt], ignore_index=True)
+
+
+def replay(long_path: Path, *, fixed_repeats: int, start: int, max_repeats: int, confidence: float,
+           variants: list[str]) -> pd.DataFrame:
+    """Replay each rule variant on both halves of a long campaign; the other half is the reference."""
+    corpus = load_corpus(long_path)
+    real = corpus[corpus["role"] != "floor"].copy()
+    cell = ["problem", "test", "solution"]
+    real["_k"] = real.groupby(cell, observed=True)["repeat"].rank(method="first").astype(int) - 1
+    per_cell = int(real.groupby(cell, observed=True).size().min())
+    half = per_cell // 2
+    rows = []
+    for split, (lo, ref_lo) in enumerate([(0, half), (half, 0)]):
+        pool = real[(real["_k"] >= lo) & (real["_k"] < lo + half)].assign(_k=lambda f: f["_k"] - lo)
+        truth = gates(real[(real["_k"] >= ref_lo) & (real["_k"] < ref_lo + half)])
+        fixed = pool[pool["_k"] < fixed_repeats]
+        g = gates(fixed).reindex(truth.index)
+        rows.append({"split": split, "rule": f"fixed-{fixed_repeats}", "executions": len(fixed),
+                     "agreement": float((g == truth).mean()), "units": len(truth)})
+        for name in variants:
+            trace: list = []
+            taken = replay_rule(pool, start=start, max_repeats=max_repeats, confidence=confidence, trace=trace,
+                                **VARIANTS[name])
+            print(f"split {split}, rule {name}: per round (before proposing)")
+            print(pd.DataFrame(trace).fillna(0).astype(int).to_string())
+            g = gates(taken).reindex(truth.index)
+            rows.append({"split": split, "rule": name, "executions": len(taken),
+                         "agreement": float((g == truth).mean()), "units": len(truth)})
+    table = pd.DataFrame(rows)
+    fixed_n = table[table["rule"] == f"fixed-{fixed_repeats}"].set_index("split")["executions"]
+    table["share"] = table["executions"] / table["split"].map(fixed_n)
+    print(f"replay of {long_path}: {per_cell} repeats per cell, halves of {half}; reference = the other half")
+    print(table.to_string(index=False))
+    print(table.groupby("rule", sort=False)[["executions", "share", "agreement"]].mean().to_string())
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--replay", help="replay the rule on this long campaign (see the docstring)")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"rule variants to replay: {', '.join(VARIANTS)}")
+    p.add_argument("--collect-long", help="collect a long fixed-repeat campaign of the subset to this parquet")
+    p.add_argument("--long-repeats", type=int, default=20)
     p.add_argument("--problems", default="lis")
     p.add_argument("--n-tests", type=int, default=3)
     p.add_argument("--reference-repeats", type=int, default=15)
@@ -104,6 +190,23 @@ def main(argv: list[str] | None = None) -> int:
     problems = [s.strip() for s in args.problems.split(",") if s.strip()]
     limits = Limits(wall_s=args.timeout, memory_bytes=1 << 30)
     common = {"limits": limits, "workers": args.workers}
+    if args.replay:
+        table = replay(Path(args.replay), fixed_repeats=args.fixed_repeats, start=args.start,
+                       max_repeats=args.max_repeats, confidence=args.confidence,
+                       variants=[v.strip() for v in args.variants.split(",") if v.strip()])
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"replay": str(args.replay), "args": vars(args),
+                                   "rows": table.to_dict(orient="records")}, indent=2) + "\n")
+        print(f"wrote {out}")
+        return 0
+    if args.collect_long:
+        with tempfile.TemporaryDirectory(prefix="bench-adaptive-") as tmp:
+            suite_dir = subset(Path(tmp) / "suite", problems, args.n_tests)
+            run = campaign(suite_dir, Path(args.collect_long), "long", repeats=args.long_repeats, seed=4, **common)
+        print(f"wrote {args.collect_long}: {run['executions']} executions in {run['elapsed_s']:.0f} s, "
+              f"1-minute load {run['load_1m']}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-adaptive-") as tmp:
         tmp = Path(tmp)
         suite_dir = subset(tmp / "suite", problems, args.n_tests)

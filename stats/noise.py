@@ -1005,6 +1005,7 @@ class AdaptivePlan:
     ----------
     units : DataFrame
         ``problem, solution, p_gate, decision`` (``pass``, ``fail``, ``ambiguous``,
+        ``futile`` (ambiguous, and ``max_repeats`` cannot decide it: not re-executed),
         or ``undefined`` when the model cannot say: no pool, or no variance yet)
         and ``n_ambiguous_pairs`` (pairs with P(faster) in (1 - c, c)).
     cells : DataFrame
@@ -1033,10 +1034,23 @@ class AdaptivePlan:
 
     def summary(self) -> str:
         counts = self.units["decision"].value_counts()
-        parts = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("pass", "fail", "ambiguous", "undefined"))
+        parts = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("pass", "fail", "ambiguous", "futile", "undefined")
+                          if k != "futile" or counts.get(k, 0))
         return (f"adaptive repeats at confidence {self.confidence:g} ({self.target}, tau = {self.tau:g}): "
                 f"{len(self.units)} units: {parts}; {len(self.cells)} cells to re-execute"
                 f"{f', {len(self.at_max)} ambiguous cells at max_repeats = {self.max_repeats}' if len(self.at_max) else ''}")
+
+
+def _futile(units: pd.DataFrame, opt_tests: pd.DataFrame, *, confidence: float, max_repeats: int) -> np.ndarray:
+    """``units["decision"]`` with ``futile`` for the ambiguous units N repeats cannot decide (adaptive_plan)."""
+    n = opt_tests.groupby(["problem", "solution"], observed=True)["n_ok"].mean().rename("_n").reset_index()
+    n = units[["problem", "solution"]].merge(n, on=["problem", "solution"], how="left")["_n"].to_numpy(dtype=float)
+    p = np.clip(units["p_gate"].to_numpy(dtype=float), 1e-12, 1 - 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.abs(special.ndtri(p)) * np.sqrt(max_repeats / n)
+    dec = units["decision"].to_numpy(dtype=object).copy()
+    dec[(dec == "ambiguous") & (n > 0) & (reach < special.ndtri(confidence))] = "futile"
+    return dec
 
 
 def adaptive_plan(
@@ -1052,6 +1066,8 @@ def adaptive_plan(
     measure: str = "duration_s",
     n_draws: int = 2000,
     seed: int | None = 0,
+    futility: bool = False,
+    pool_members: bool = True,
 ) -> AdaptivePlan:
     """The adaptive-repeat decision rule: which units are still ambiguous, which cells to run again.
 
@@ -1074,6 +1090,14 @@ def adaptive_plan(
     reexecute_roles : sequence of str or None
         Roles whose cells may be re-executed (default: every role, so the pool
         members a cell cannot yet be ordered against are proposed too).
+    futility : bool, default False
+        With ``max_repeats``: stop an ambiguous unit whose decision the remaining
+        repeats cannot reach (decision ``futile``, see Formula); its cells are not
+        proposed. Such a unit sits so close to tau that its gate is a coin flip at
+        any affordable number of repeats, and so is a reference's.
+    pool_members : bool, default True
+        ``target="gate"``: also propose the pool members an ambiguous unit's cells
+        cannot yet be ordered against. False: only the ambiguous units' own cells.
 
     Returns
     -------
@@ -1084,6 +1108,14 @@ def adaptive_plan(
     decision = pass if P(gate) >= c, fail if P(gate) <= 1 - c, else ambiguous;
     priority of a cell = Var(r*_t) / (n_ok + 1) (``target="rank"``: the number of
     ambiguous pairs / (n_ok + 1)).
+
+    Futility (``futility=True``): with z = Phi^-1(P(gate)), n the mean number of ok
+    executions of the unit's optimization cells and N = ``max_repeats``, the
+    posterior z of a fixed speed difference grows like sqrt(n); an ambiguous unit
+    is ``futile`` when |z| sqrt(N / n) < Phi^-1(c), i.e. even N repeats at today's
+    estimate would leave it ambiguous. Example: c = 0.95, N = 5, n = 2:
+    P(gate) = 0.6 gives 0.253 * 1.581 = 0.40 < 1.645 (futile); P(gate) = 0.9 gives
+    1.282 * 1.581 = 2.03 (still worth repeating).
 
     Examples
     --------
@@ -1126,6 +1158,8 @@ def adaptive_plan(
     is_opt = (tests["test_kind"] == "optimization").to_numpy() if "test_kind" in tests.columns \
         else np.ones(len(tests), dtype=bool)
     nan_var = ~np.isfinite(tests["se"].to_numpy(dtype=float)) & (tests["n_ok"].to_numpy() > 0)
+    if futility and max_repeats is not None and target == "gate":
+        units["decision"] = _futile(units, tests.loc[is_opt], confidence=confidence, max_repeats=int(max_repeats))
 
     if target == "gate":
         # The optimization cells of ambiguous units whose percentile is still uncertain, by Var(r*_t);
@@ -1141,7 +1175,7 @@ def adaptive_plan(
             reason=np.where(nan_var[pick], "no variance yet", "gate ambiguous"))
         hit = pairs[list(CELL_KEYS)].merge(chosen[list(CELL_KEYS)].assign(_hit=True), on=list(CELL_KEYS),
                                            how="left")["_hit"].notna().to_numpy()
-        ref_pairs = hit & open_pair
+        ref_pairs = hit & open_pair & bool(pool_members)
     else:
         # Cells with an unresolved order against a pool member, and those pool members.
         ref_pairs = open_pair

@@ -429,6 +429,45 @@ def test_clear_units_are_decided_and_the_boundary_one_is_not():
     assert capped.done and set(capped.at_max["solution"]) == proposed
 
 
+def test_futility_marks_the_hand_worked_units():
+    """c = 0.95, N = 5, n = 2: |Phi^-1(p)| sqrt(5/2) against Phi^-1(0.95) = 1.645, by hand:
+    p = 0.6: 0.253 * 1.581 = 0.40 (futile); 0.85: 1.036 * 1.581 = 1.639 (futile, just);
+    0.86: 1.080 * 1.581 = 1.708 (worth repeating); 0.1: 1.282 * 1.581 = 2.03 (worth repeating);
+    0.02 is decided (fail) and stays so; a unit with n = 4 at p = 0.85: 1.036 * 1.118 = 1.16 (futile)."""
+    from stats.noise import _futile
+
+    units = pd.DataFrame({"problem": ["p"] * 6, "solution": ["a", "b", "c", "d", "e", "f"],
+                          "p_gate": [0.6, 0.85, 0.86, 0.1, 0.02, 0.85],
+                          "decision": ["ambiguous"] * 4 + ["fail", "ambiguous"]})
+    tests = pd.DataFrame({"problem": ["p"] * 12, "test": ["t0", "t1"] * 6,
+                          "solution": np.repeat(["a", "b", "c", "d", "e", "f"], 2),
+                          "n_ok": [2] * 10 + [3, 5]})
+    got = _futile(units, tests, confidence=0.95, max_repeats=5)
+    assert got.tolist() == ["futile", "futile", "ambiguous", "ambiguous", "fail", "futile"]
+
+
+def test_futility_stops_the_boundary_unit_only():
+    rng = np.random.default_rng(14)
+    mu = np.zeros((1, 2, 13))
+    mu[0, :, :10] = np.arange(10.0)
+    mu[0, :, 10], mu[0, :, 11], mu[0, :, 12] = -5.0, 20.0, 3.0
+    runs = _frame(mu, np.full(mu.shape, 0.05), 3, rng, roles=["reference"] * 10 + ["candidate"] * 3,
+                  problem_names=["p"])
+    plain = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=4, n_draws=2000)
+    stop = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=4, n_draws=2000,
+                         futility=True)
+    p12 = float(plain.units.set_index("solution").loc["s12", "p_gate"])
+    reach = abs(sps.norm.ppf(p12)) * np.sqrt(4 / 3)  # independent of the implementation's ndtri
+    assert reach < sps.norm.ppf(0.95)
+    assert dict(zip(stop.units["solution"], stop.units["decision"])) == {"s10": "pass", "s11": "fail",
+                                                                         "s12": "futile"}
+    assert not plain.done and stop.done  # nothing proposed for a unit 4 repeats cannot decide
+    far = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=10**6, n_draws=2000,
+                        futility=True)
+    expect = "futile" if abs(sps.norm.ppf(p12)) * np.sqrt(10**6 / 3) < sps.norm.ppf(0.95) else "ambiguous"
+    assert far.units.set_index("solution").loc["s12", "decision"] == expect
+
+
 def test_rank_target_flags_only_unordered_cells():
     rng = np.random.default_rng(15)
     mu = np.zeros((1, 1, 5))
