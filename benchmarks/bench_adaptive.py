@@ -102,9 +102,10 @@ def campaign(suite_dir: Path, out: Path, name: str, **spec) -> dict:
 #: rule variants replay compares: keyword arguments of stats.noise.adaptive_plan
 VARIANTS = {
     "before": {},
-    "futility": {"futility": True},
     "own-cells": {"pool_members": False},
-    "futility+own-cells": {"futility": True, "pool_members": False},
+    "futility@2": {"futility_from": 2},
+    "futility@2+own-cells": {"futility_from": 2, "pool_members": False},
+    "futility@3+own-cells": {"futility_from": 3, "pool_members": False},
 }
 
 

@@ -1041,7 +1041,8 @@ class AdaptivePlan:
                 f"{f', {len(self.at_max)} ambiguous cells at max_repeats = {self.max_repeats}' if len(self.at_max) else ''}")
 
 
-def _futile(units: pd.DataFrame, opt_tests: pd.DataFrame, *, confidence: float, max_repeats: int) -> np.ndarray:
+def _futile(units: pd.DataFrame, opt_tests: pd.DataFrame, *, confidence: float, max_repeats: int,
+            min_n: float = 1.0) -> np.ndarray:
     """``units["decision"]`` with ``futile`` for the ambiguous units N repeats cannot decide (adaptive_plan)."""
     n = opt_tests.groupby(["problem", "solution"], observed=True)["n_ok"].mean().rename("_n").reset_index()
     n = units[["problem", "solution"]].merge(n, on=["problem", "solution"], how="left")["_n"].to_numpy(dtype=float)
@@ -1049,7 +1050,7 @@ def _futile(units: pd.DataFrame, opt_tests: pd.DataFrame, *, confidence: float, 
     with np.errstate(divide="ignore", invalid="ignore"):
         reach = np.abs(special.ndtri(p)) * np.sqrt(max_repeats / n)
     dec = units["decision"].to_numpy(dtype=object).copy()
-    dec[(dec == "ambiguous") & (n > 0) & (reach < special.ndtri(confidence))] = "futile"
+    dec[(dec == "ambiguous") & (n >= max(min_n, 1.0)) & (reach < special.ndtri(confidence))] = "futile"
     return dec
 
 
@@ -1066,7 +1067,7 @@ def adaptive_plan(
     measure: str = "duration_s",
     n_draws: int = 2000,
     seed: int | None = 0,
-    futility: bool = False,
+    futility_from: int | None = None,
     pool_members: bool = True,
 ) -> AdaptivePlan:
     """The adaptive-repeat decision rule: which units are still ambiguous, which cells to run again.
@@ -1090,11 +1091,12 @@ def adaptive_plan(
     reexecute_roles : sequence of str or None
         Roles whose cells may be re-executed (default: every role, so the pool
         members a cell cannot yet be ordered against are proposed too).
-    futility : bool, default False
-        With ``max_repeats``: stop an ambiguous unit whose decision the remaining
-        repeats cannot reach (decision ``futile``, see Formula); its cells are not
-        proposed. Such a unit sits so close to tau that its gate is a coin flip at
-        any affordable number of repeats, and so is a reference's.
+    futility_from : int, optional
+        With ``max_repeats`` (``target="gate"``): once a unit's optimization cells
+        have on average at least this many ok executions, stop it if the remaining
+        repeats cannot reach a decision (decision ``futile``, see Formula); its cells
+        are not proposed. Such a unit sits so close to tau that its gate is a coin
+        flip at any affordable number of repeats, and so is a reference's. None: never.
     pool_members : bool, default True
         ``target="gate"``: also propose the pool members an ambiguous unit's cells
         cannot yet be ordered against. False: only the ambiguous units' own cells.
@@ -1109,11 +1111,11 @@ def adaptive_plan(
     priority of a cell = Var(r*_t) / (n_ok + 1) (``target="rank"``: the number of
     ambiguous pairs / (n_ok + 1)).
 
-    Futility (``futility=True``): with z = Phi^-1(P(gate)), n the mean number of ok
-    executions of the unit's optimization cells and N = ``max_repeats``, the
+    Futility (``futility_from=m``): with z = Phi^-1(P(gate)), n the mean number of
+    ok executions of the unit's optimization cells and N = ``max_repeats``, the
     posterior z of a fixed speed difference grows like sqrt(n); an ambiguous unit
-    is ``futile`` when |z| sqrt(N / n) < Phi^-1(c), i.e. even N repeats at today's
-    estimate would leave it ambiguous. Example: c = 0.95, N = 5, n = 2:
+    with n >= m is ``futile`` when |z| sqrt(N / n) < Phi^-1(c), i.e. even N
+    repeats at today's estimate would leave it ambiguous. Example: c = 0.95, N = 5, n = 2:
     P(gate) = 0.6 gives 0.253 * 1.581 = 0.40 < 1.645 (futile); P(gate) = 0.9 gives
     1.282 * 1.581 = 2.03 (still worth repeating).
 
@@ -1158,8 +1160,9 @@ def adaptive_plan(
     is_opt = (tests["test_kind"] == "optimization").to_numpy() if "test_kind" in tests.columns \
         else np.ones(len(tests), dtype=bool)
     nan_var = ~np.isfinite(tests["se"].to_numpy(dtype=float)) & (tests["n_ok"].to_numpy() > 0)
-    if futility and max_repeats is not None and target == "gate":
-        units["decision"] = _futile(units, tests.loc[is_opt], confidence=confidence, max_repeats=int(max_repeats))
+    if futility_from is not None and max_repeats is not None and target == "gate":
+        units["decision"] = _futile(units, tests.loc[is_opt], confidence=confidence, max_repeats=int(max_repeats),
+                                    min_n=float(futility_from))
 
     if target == "gate":
         # The optimization cells of ambiguous units whose percentile is still uncertain, by Var(r*_t);

@@ -444,6 +444,8 @@ def test_futility_marks_the_hand_worked_units():
                           "n_ok": [2] * 10 + [3, 5]})
     got = _futile(units, tests, confidence=0.95, max_repeats=5)
     assert got.tolist() == ["futile", "futile", "ambiguous", "ambiguous", "fail", "futile"]
+    late = _futile(units, tests, confidence=0.95, max_repeats=5, min_n=3)  # only f has n >= 3 (mean of 3 and 5)
+    assert late.tolist() == ["ambiguous", "ambiguous", "ambiguous", "ambiguous", "fail", "futile"]
 
 
 def test_futility_stops_the_boundary_unit_only():
@@ -455,15 +457,18 @@ def test_futility_stops_the_boundary_unit_only():
                   problem_names=["p"])
     plain = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=4, n_draws=2000)
     stop = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=4, n_draws=2000,
-                         futility=True)
+                         futility_from=3)
     p12 = float(plain.units.set_index("solution").loc["s12", "p_gate"])
     reach = abs(sps.norm.ppf(p12)) * np.sqrt(4 / 3)  # independent of the implementation's ndtri
     assert reach < sps.norm.ppf(0.95)
     assert dict(zip(stop.units["solution"], stop.units["decision"])) == {"s10": "pass", "s11": "fail",
                                                                          "s12": "futile"}
     assert not plain.done and stop.done  # nothing proposed for a unit 4 repeats cannot decide
+    late = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=4, n_draws=2000,
+                         futility_from=4)  # 3 repeats so far: too early to stop it
+    assert late.units.set_index("solution").loc["s12", "decision"] == "ambiguous" and not late.done
     far = adaptive_plan(runs, tau=30, confidence=0.95, roles=["candidate"], max_repeats=10**6, n_draws=2000,
-                        futility=True)
+                        futility_from=3)
     expect = "futile" if abs(sps.norm.ppf(p12)) * np.sqrt(10**6 / 3) < sps.norm.ppf(0.95) else "ambiguous"
     assert far.units.set_index("solution").loc["s12", "decision"] == expect
 
