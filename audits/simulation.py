@@ -24,14 +24,14 @@ import numpy as np
 import pandas as pd
 
 from audits.context import AuditContext, audit_context
-from audits.corpus.runs import RunError, RunSummary, runs_of
+from audits.corpus.runs import RunError, Runs, RunSummary, runs_of
 from audits.findings import Finding, to_jsonable
 from audits.thresholds import Thresholds
 from stats.rewards import RewardEnvironment, apply_environment, p_tau
-from stats.simulator import DegeneracyThresholds, SimulationResult, simulate_grid
+from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, simulate_grid
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
-           "choose_run", "columns_lacking"]
+           "choose_run", "columns_lacking", "usable_reward_environments", "combine_simulation_results"]
 
 #: The limits of the simulation audit, on the common base (:mod:`audits.thresholds`); the fields and
 #: defaults are those of :class:`stats.simulator.DegeneracyThresholds`, which judges them.
@@ -73,7 +73,7 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
     else the first by name: never the file's row order, which must not decide a figure. The result names
     the run it used, with its repeat count.
     """
-    runs = corpus.runs if isinstance(corpus, AuditContext) else runs_of(corpus)
+    runs = corpus if isinstance(corpus, Runs) else corpus.runs if isinstance(corpus, AuditContext) else runs_of(corpus)
     matches = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
     envs = list(dict.fromkeys(s.environment for s in matches))
     if len(envs) > 1:
@@ -292,6 +292,29 @@ def run_simulation_audit(
     >>> audit.diagnostics["verdict"].tolist()
     ['pass']
     """
+    reward_environments = _reward_environment_list(reward_environments, environments)
+    th = SimulationThresholds.coerce(thresholds)
+    ctx = audit_context(corpus)  # one shared context (audits.context): the run's rows and pool built once
+    run = choose_run(ctx, environment=environment, campaign=campaign)
+    run_ctx = ctx.run(run)
+    runs = run_ctx.executions
+    refs = runs
+    if "role" in runs.columns:
+        refs = runs.loc[(runs["role"] == "reference").to_numpy()]
+    if "correct" in refs.columns:
+        refs = refs.loc[refs["correct"].to_numpy(dtype=bool)]
+    if refs.empty:
+        raise ValueError(_no_references(run))
+    left_out, usable = usable_reward_environments(
+        reward_environments, lambda column: column in runs.columns and bool(runs[column].notna().any()), run)
+    _, results = simulate_grid(runs, usable, pools=run_ctx.pools, n_bins=n_bins, group_sizes=group_sizes,
+                               quality_distribution=quality_distribution, thresholds=_degeneracy(th),
+                               n_boot=n_boot, seed=seed, include_incorrect=include_incorrect)
+    return combine_simulation_results(run, results, left_out, thresholds=th, include_incorrect=include_incorrect)
+
+
+def _reward_environment_list(reward_environments, environments) -> list:
+    """The reward environments given (``environments=`` is the old name), checked."""
     if reward_environments is None:
         reward_environments = environments
     elif environments is not None:
@@ -302,35 +325,46 @@ def run_simulation_audit(
     if not all(isinstance(e, RewardEnvironment) for e in reward_environments):
         raise TypeError("reward_environments must be stats.rewards.RewardEnvironment objects "
                         "(audits.reward_environments.load_*)")
-    th = SimulationThresholds.coerce(thresholds)
-    ctx = audit_context(corpus)  # one shared context (audits.context): the run's rows and pool built once
-    run = choose_run(ctx, environment=environment, campaign=campaign)
-    env_name, camp = run.environment, run.campaign
-    run_ctx = ctx.run(run)
-    runs = run_ctx.executions
-    refs = runs
-    if "role" in runs.columns:
-        refs = runs.loc[(runs["role"] == "reference").to_numpy()]
-    if "correct" in refs.columns:
-        refs = refs.loc[refs["correct"].to_numpy(dtype=bool)]
-    if refs.empty:
-        raise ValueError(f"environment {env_name!r}, campaign {camp!r} has no correct reference rows "
-                         "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
-    # A reward environment that reads a column this run lacks is left out with a note naming the column
-    # (an n/a finding), so the others are still screened on a corpus with only the required columns.
-    lacking = {e.name: columns_lacking(e, runs) for e in reward_environments}
+    return reward_environments
+
+
+def _no_references(run: RunSummary) -> str:
+    return (f"environment {run.environment!r}, campaign {run.campaign!r} has no correct reference rows "
+            "(role=reference, correct=true): the simulator needs them as stand-in rollouts")
+
+
+def _degeneracy(th) -> DegeneracyThresholds:
+    return DegeneracyThresholds(**{k: v for k, v in th.to_dict().items() if k != "profile"})
+
+
+def usable_reward_environments(reward_environments: Sequence[RewardEnvironment], has_values, run: RunSummary):
+    """``(left_out, usable)``: the reward environments that read a corpus column the run lacks (a table of
+    ``reward_environment, key, column``) and the others; ``has_values(column)`` says whether any row of the
+    run holds a value in ``column`` (:func:`columns_lacking`). An error when none is usable.
+
+    A reward environment that reads a column this run lacks is left out with a note naming the column (an
+    n/a finding), so the others are still screened on a corpus with only the required columns.
+    """
+    lacking = {e.name: {key: column for key, column in e.needs_columns.items() if not has_values(column)}
+               for e in reward_environments}
     left_out = pd.DataFrame([(name, key, column) for name, cols in lacking.items() for key, column in cols.items()],
                             columns=list(_LEFT_OUT_COLUMNS))
     usable = [e for e in reward_environments if not lacking[e.name]]
     if not usable:
         needs = "; ".join(f"{r.reward_environment!r}: {r.key} needs {r.column!r}" for r in left_out.itertuples())
-        raise ValueError(f"every reward environment reads a corpus column run {env_name} · {camp} lacks ({needs}); "
-                         "add the column or pass a reward environment without those keys")
-    ranking, results = simulate_grid(runs, usable, pools=run_ctx.pools, n_bins=n_bins,
-                                     group_sizes=group_sizes,
-                                     quality_distribution=quality_distribution,
-                                     thresholds=DegeneracyThresholds(**{k: v for k, v in th.to_dict().items() if k != "profile"}), n_boot=n_boot,
-                                     seed=seed, include_incorrect=include_incorrect)
+        raise ValueError(f"every reward environment reads a corpus column run {run.environment} · {run.campaign} "
+                         f"lacks ({needs}); add the column or pass a reward environment without those keys")
+    return left_out, usable
+
+
+def combine_simulation_results(run: RunSummary, results: Sequence[SimulationResult], left_out: pd.DataFrame, *,
+                               thresholds, include_incorrect: bool) -> SimulationAudit:
+    """The audit from the simulations of the usable reward environments (in the order given): ranking, curves,
+    groups and findings. :func:`run_simulation_audit` ends here, and so does the Dask path
+    (:mod:`audits.partitioned.simulation`, whose results come from per-partition parts)."""
+    th = SimulationThresholds.coerce(thresholds)
+    env_name, camp = run.environment, run.campaign
+    ranking = rank_environments(list(results))
     name_first = ["reward_environment"]
     curves = pd.concat([r.curve.assign(reward_environment=r.environment.name) for r in results], ignore_index=True)
     curves = curves[name_first + [c for c in curves.columns if c not in name_first]]

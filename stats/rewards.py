@@ -838,6 +838,7 @@ def reward(
     levels: Sequence[float] | None = None,
     hard_fail=None,
     seed: int | None = 0,
+    draws=None,
 ) -> np.ndarray:
     """Reward in [-1, 1] of every rollout from its (c, g, q).
 
@@ -870,6 +871,10 @@ def reward(
         Needed by ``optimization_bucketed``, ``two_gate_graded`` and ``noise_aware`` (E[q]).
     thresholds : sequence of float
         Percentile points (0-100), strictly increasing (``optimization_bucketed``).
+    draws : array of float, optional
+        ``multitask``: the uniform of every rollout (default: the first ``len(c)`` of
+        ``default_rng(seed)``, in table order). A part of a larger table passes the stretch of that
+        stream its rows would get (:func:`stats.simulator.simulate_problems`).
 
     Examples
     --------
@@ -897,7 +902,10 @@ def reward(
     if scheme == "multitask":
         if not 0 <= p_correctness <= 1:
             raise ValueError(f"p_correctness must lie in [0, 1], got {p_correctness}")
-        draw = np.random.default_rng(seed).random(c.shape) < p_correctness
+        uniform = np.random.default_rng(seed).random(c.shape) if draws is None else np.asarray(draws, dtype=float)
+        if uniform.shape != c.shape:
+            raise ValueError(f"draws must have the shape of c, got {uniform.shape} and {c.shape}")
+        draw = uniform < p_correctness
         return np.where(draw, ct, gt)
     if scheme == "collapsed":
         return (1 + ct) * (1 + gt) / 2 - 1
@@ -926,7 +934,7 @@ def reward(
     raise ValueError(f"unknown reward scheme {scheme!r}; use one of {', '.join(REWARD_SCHEMES)}")
 
 
-def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | None = None) -> np.ndarray:
+def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | None = None, draws=None) -> np.ndarray:
     """:func:`reward` of an :class:`EnvironmentRun` score table under a :class:`RewardSpec`.
 
     For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1; ``noise_aware``
@@ -942,7 +950,7 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
     return reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
                   scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
                   p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,
-                  hard_fail=hard, seed=spec.seed if seed is None else seed)
+                  hard_fail=hard, seed=spec.seed if seed is None else seed, draws=draws)
 
 
 # --------------------------------------------------------------------------------------------

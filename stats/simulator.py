@@ -83,6 +83,10 @@ __all__ = [
     "sample_group_statistics",
     "fallback_exposure",
     "simulate",
+    "SimulationProblems",
+    "simulate_problems",
+    "combine_simulation",
+    "problem_group_rates",
     "simulate_grid",
     "classify",
     "rank_environments",
@@ -320,6 +324,18 @@ def group_statistics(problems, rewards, *, weights=None, group_sizes: Sequence[i
     >>> group_statistics(["a"] * 4, [1, -1, -1, -1], group_sizes=(2,))["zero_advantage_rate"].tolist()
     [0.625]
     """
+    return _group_frame(*problem_group_rates(problems, rewards, weights=weights, group_sizes=group_sizes)[1:],
+                        group_sizes=group_sizes)
+
+
+def problem_group_rates(problems, rewards, *, weights=None, group_sizes: Sequence[int] = (2, 4, 8, 16)):
+    """The per-problem part of :func:`group_statistics`: ``(problems, equal, negative, positive)``.
+
+    ``problems`` each once, in their sorted order (those with a usable sample); ``equal[i, j]`` = P(zero
+    advantage) of problem j at ``group_sizes[i]``; ``negative[j]``, ``positive[j]`` its weight shares of
+    negative and positive rewards. :func:`group_statistics` is their means over problems, so the rates of
+    disjoint sets of problems can be computed apart and combined (:mod:`audits.partitioned`).
+    """
     problems, rewards, weights = _group_inputs(problems, rewards, weights)
     for g in group_sizes:
         if int(g) != g or g < 1:
@@ -333,10 +349,16 @@ def group_statistics(problems, rewards, *, weights=None, group_sizes: Sequence[i
     share = cell_w / total[cell_prob]
     neg = np.bincount(prob, weights=weights * (rewards < 0), minlength=n_prob) / total
     pos = np.bincount(prob, weights=weights * (rewards > 0), minlength=n_prob) / total
+    equal = np.array([np.bincount(cell_prob, weights=share ** g, minlength=n_prob) for g in group_sizes])
+    return problems[first_rows(prob, n_prob)], equal.reshape(len(group_sizes), n_prob), neg, pos
+
+
+def _group_frame(equal: np.ndarray, neg: np.ndarray, pos: np.ndarray, *, group_sizes: Sequence[int]) -> pd.DataFrame:
+    """:func:`group_statistics` from the per-problem rates of :func:`problem_group_rates`."""
+    n_prob = len(neg)
     rows = []
-    for g in group_sizes:
-        equal = np.bincount(cell_prob, weights=share ** g, minlength=n_prob)
-        rows.append({"group_size": int(g), "zero_advantage_rate": float(equal.mean()) if n_prob else np.nan,
+    for i, g in enumerate(group_sizes):
+        rows.append({"group_size": int(g), "zero_advantage_rate": float(equal[i].mean()) if n_prob else np.nan,
                      "all_negative": float((neg ** g).mean()) if n_prob else np.nan,
                      "all_positive": float((pos ** g).mean()) if n_prob else np.nan, "n_problems": n_prob})
     return pd.DataFrame(rows)
@@ -613,6 +635,22 @@ def simulate(
     -------
     SimulationResult
     """
+    group_sizes, headline = _group_sizes(group_sizes, headline_group_size, n_bins)
+    if "repeat" not in runs.columns:
+        runs = runs.assign(repeat=0)
+    if pools is None:
+        pools = _pools(runs)
+    if quality is None:
+        quality = repeat_quality(runs, pools=pools, include_incorrect=include_incorrect)
+    part = simulate_problems(runs, env, repeats=np.sort(pd.unique(quality["repeat"].to_numpy())), quality=quality,
+                             pools=pools, percentiles=percentiles, n_bins=n_bins, group_sizes=group_sizes,
+                             quality_distribution=quality_distribution)
+    return combine_simulation(part, env, headline_group_size=headline, group_sizes=group_sizes,
+                              thresholds=thresholds, n_boot=n_boot, level=level, seed=seed)
+
+
+def _group_sizes(group_sizes: Sequence[int], headline_group_size: int | None, n_bins: int):
+    """The checked group sizes (the headline one added when missing) and the headline G."""
     if n_bins < 2:
         raise ValueError(f"n_bins must be >= 2, got {n_bins}")
     if not group_sizes:
@@ -620,26 +658,148 @@ def simulate(
     headline = int(max(group_sizes) if headline_group_size is None else headline_group_size)
     if headline not in [int(g) for g in group_sizes]:
         group_sizes = tuple(group_sizes) + (headline,)
-    if "repeat" not in runs.columns:
-        runs = runs.assign(repeat=0)
-    if pools is None:
-        pools = _pools(runs)
-    if quality is None:
-        quality = repeat_quality(runs, pools=pools, include_incorrect=include_incorrect)
+    return tuple(group_sizes), headline
+
+
+@dataclass(frozen=True)
+class SimulationProblems:
+    """The per-problem part of :func:`simulate` for one environment: every figure of the simulation is a
+    function of these (:func:`combine_simulation`), so they can be computed for disjoint sets of whole
+    problems apart (the partitions of a dataset, :mod:`audits.partitioned`) and concatenated.
+
+    Attributes
+    ----------
+    problems : ndarray of str
+        The problems (those with a scored unit), in sorted order: the order of every per-problem array.
+    sums, counts : ndarray, shape (problems, repeat pairs, bins)
+        Sum of the rewards and number of samples per problem, repeat pair and quality bin.
+    table9, table2 : dict of ndarray
+        The samples counted per (problem, bin, reward value) with the value rounded to 9 and to 2 digits
+        (``problem`` an index into ``problems``; ``value``, ``bin``, ``count``); ``table9`` is None when the
+        part alone has more than 201 distinct values (the monotonicity then rounds to 2 digits anyway).
+    group_problems : ndarray of str
+        The problems of the GRPO group rates; ``equal`` (group sizes x problems), ``negative``, ``positive``
+        are :func:`problem_group_rates`.
+    n_units, n_tests, n_opt_tests, n_opt_kept, n_executions, n_limited : int
+        Solutions simulated; (problem, test) pairs, of them optimization tests and kept optimization tests;
+        executions scored after the filter and how many of them the limit turned into timeouts.
+    """
+
+    problems: np.ndarray
+    sums: np.ndarray
+    counts: np.ndarray
+    table9: dict | None
+    table2: dict
+    group_problems: np.ndarray
+    equal: np.ndarray
+    negative: np.ndarray
+    positive: np.ndarray
+    n_units: int
+    n_tests: int
+    n_opt_tests: int
+    n_opt_kept: int
+    n_executions: int
+    n_limited: int
+
+    @classmethod
+    def concat(cls, parts: Sequence["SimulationProblems"]) -> "SimulationProblems":
+        """Several parts (disjoint problems, the same repeat pairs and bins) as one, problems in name order
+        (the order of a loaded dataset's problem codes, hence of the bootstrap over problems)."""
+        parts = list(parts)
+        if len(parts) == 1:
+            return parts[0]
+        names = np.concatenate([p.problems for p in parts]).astype(str)
+        order = np.argsort(names, kind="stable")
+        if len(np.unique(names)) != len(names):
+            raise ValueError("the same problem is in two parts: a partition must hold whole problems")
+        position = np.empty(len(names), dtype=np.int64)
+        position[order] = np.arange(len(names))  # new index of every part-local problem, parts stacked
+        offsets = np.cumsum([0] + [len(p.problems) for p in parts])
+
+        def table(key):
+            if any(getattr(p, key) is None for p in parts):
+                return None
+            t = [getattr(p, key) for p in parts]
+            return {"problem": np.concatenate([position[o + x["problem"]] for o, x in zip(offsets, t)]),
+                    **{c: np.concatenate([x[c] for x in t]) for c in ("bin", "value", "count")}}
+
+        group_names = np.concatenate([p.group_problems for p in parts]).astype(str)
+        group_order = np.argsort(group_names, kind="stable")
+        return cls(problems=names[order],
+                   sums=np.concatenate([p.sums for p in parts])[order],
+                   counts=np.concatenate([p.counts for p in parts])[order],
+                   table9=table("table9"), table2=table("table2"),
+                   group_problems=group_names[group_order],
+                   equal=np.ascontiguousarray(np.concatenate([p.equal for p in parts], axis=1)[:, group_order]),
+                   negative=np.concatenate([p.negative for p in parts])[group_order],
+                   positive=np.concatenate([p.positive for p in parts])[group_order],
+                   **{k: int(sum(getattr(p, k) for p in parts)) for k in
+                      ("n_units", "n_tests", "n_opt_tests", "n_opt_kept", "n_executions", "n_limited")})
+
+
+def _value_table(p: np.ndarray, bins: np.ndarray, values: np.ndarray, n_bins: int) -> dict:
+    """Samples counted per (problem, bin, value): one ``np.unique`` of a combined key."""
+    uniq, code = np.unique(values, return_inverse=True)
+    n_values = max(len(uniq), 1)
+    key, count = np.unique((p * n_bins + bins) * n_values + code.reshape(-1), return_counts=True)
+    return {"problem": key // n_values // n_bins, "bin": key // n_values % n_bins, "value": uniq[key % n_values],
+            "count": count}
+
+
+def _multitask_draws(scores: pd.DataFrame, seed: int, stream_start: dict) -> np.ndarray:
+    """The multitask scheme's uniforms for these rows as the whole run's table would draw them.
+
+    :func:`stats.rewards.reward` draws one uniform per rollout from ``default_rng(seed)`` in table order
+    (problems in sorted order); ``stream_start[problem]`` is the position of the problem's first rollout in the
+    whole run's table, so each problem's block is that stretch of the same stream (``PCG64.advance``), whatever
+    the partition it is computed in."""
+    problem = scores["problem"].astype(str).to_numpy()
+    draws = np.empty(len(problem))
+    starts = np.flatnonzero(np.r_[True, problem[1:] != problem[:-1]]) if len(problem) else np.zeros(0, np.int64)
+    for a, b in zip(starts, np.r_[starts[1:], len(problem)]):
+        bits = np.random.PCG64(seed)
+        bits.advance(int(stream_start[problem[a]]))
+        draws[a:b] = np.random.Generator(bits).random(b - a)
+    return draws
+
+
+def simulate_problems(
+    runs: pd.DataFrame,
+    env: Environment,
+    *,
+    repeats: np.ndarray,
+    quality: pd.DataFrame,
+    pools: pd.DataFrame,
+    percentiles: np.ndarray | None = None,
+    n_bins: int = 10,
+    group_sizes: Sequence[int] = (2, 4, 8, 16),
+    quality_distribution="uniform",
+    stream_start: dict | None = None,
+) -> SimulationProblems:
+    """The per-problem part of :func:`simulate` (which calls it on every problem of the run).
+
+    ``runs`` holds whole problems (all of the run's, or a partition's, with the run's ``floor`` rows);
+    ``repeats`` are the sorted repeat values of the whole run's ``quality`` (they define the repeat pairs);
+    ``stream_start`` (multitask rewards only) the position of each problem's first rollout in the whole run's
+    table (:func:`_multitask_draws`; None: ``runs`` is the whole run).
+    """
     outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools,
                                                 percentiles=percentiles)
     scores = outcome.scores
-    scores = scores.assign(reward=environment_rewards(scores, env.reward))
+    draws = None
+    if env.reward.scheme == "multitask" and stream_start is not None:
+        draws = _multitask_draws(scores, env.reward.seed, stream_start)
+    scores = scores.assign(reward=environment_rewards(scores, env.reward, draws=draws))
 
     # Units x repeats matrices (quality from the unfiltered q, reward from the environment).
     units_code, n_units = group_codes(quality, ["problem", "solution"])
-    repeats = np.sort(pd.unique(quality["repeat"].to_numpy()))
     rep_index = np.searchsorted(repeats, quality["repeat"].to_numpy())
     q_mat = np.full((n_units, len(repeats)), np.nan)
     q_mat[units_code, rep_index] = quality["q"].to_numpy(dtype=float)
     first = first_rows(units_code, n_units)
     unit_problem = quality["problem"].to_numpy()[first]
     prob_code, n_prob = group_codes(pd.DataFrame({"problem": unit_problem}), ["problem"])
+    problem_names = np.asarray(unit_problem[first_rows(prob_code, n_prob)]).astype(str)
 
     row = _row_lookup(quality, scores, ["problem", "solution", "repeat"])
     r_mat = np.full((n_units, len(repeats)), np.nan)
@@ -661,12 +821,59 @@ def simulate(
     p = np.concatenate(p_parts)
     pair = np.concatenate(pair_parts)
     bins = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
+    n_pairs = len(pairs)
+    cell = (p * n_pairs + pair) * n_bins + bins
+    size = n_prob * n_pairs * n_bins
+    sums = np.bincount(cell, weights=r, minlength=size).reshape(n_prob, n_pairs, n_bins)
+    counts = np.bincount(cell, minlength=size).reshape(n_prob, n_pairs, n_bins)
+    values9 = np.round(r, 9)
+    table9 = None if len(np.unique(values9)) > 201 else _value_table(p, bins, values9, n_bins)
+    group_problems, equal, negative, positive = problem_group_rates(
+        problem_names[p], r, weights=quality_weights(u, quality_distribution), group_sizes=group_sizes)
+    tests = outcome.tests
+    is_opt = tests["test_kind"].to_numpy() == "optimization"
+    return SimulationProblems(
+        problems=problem_names, sums=sums, counts=counts, table9=table9,
+        table2=_value_table(p, bins, np.round(r, 2), n_bins), group_problems=np.asarray(group_problems).astype(str),
+        equal=equal, negative=negative, positive=positive, n_units=int(n_units), n_tests=len(tests),
+        n_opt_tests=int(is_opt.sum()), n_opt_kept=int((tests["kept"].to_numpy() & is_opt).sum()),
+        n_executions=int(outcome.n_executions), n_limited=int(outcome.n_limited))
+
+
+def _tables(part: SimulationProblems, n_bins: int) -> np.ndarray:
+    """(problems x bins x reward values) counts for the monotonicity: values rounded to 9 digits, or to 2
+    when there are more than 201 distinct ones (see the module docstring)."""
+    t = part.table9
+    if t is None or len(np.unique(t["value"])) > 201:
+        t = part.table2
+    uniq = np.unique(t["value"])
+    n_values = max(len(uniq), 1)
+    flat = np.bincount((t["problem"] * n_bins + t["bin"]) * n_values + np.searchsorted(uniq, t["value"]),
+                       weights=t["count"], minlength=len(part.problems) * n_bins * n_values)
+    return flat.reshape(len(part.problems), n_bins, n_values)
+
+
+def combine_simulation(
+    parts,
+    env: Environment,
+    *,
+    group_sizes: Sequence[int],
+    headline_group_size: int,
+    thresholds: DegeneracyThresholds | dict | None = None,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> SimulationResult:
+    """The :class:`SimulationResult` from per-problem parts (:func:`simulate_problems`; one, or a sequence
+    concatenated with :meth:`SimulationProblems.concat`): the curves, the diagnostics and their bootstrap over
+    problems, the GRPO group statistics and the verdict. :func:`simulate` ends here, and so does the Dask path.
+    """
+    part = SimulationProblems.concat(parts if isinstance(parts, (list, tuple)) else [parts])
+    n_prob, n_pairs, n_bins = part.sums.shape
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     u_mid = (edges[:-1] + edges[1:]) / 2
-
-    n_pairs = len(pairs)
-    pc_sum = np.bincount(pair * n_bins + bins, weights=r, minlength=n_pairs * n_bins).reshape(n_pairs, n_bins)
-    pc_n = np.bincount(pair * n_bins + bins, minlength=n_pairs * n_bins).reshape(n_pairs, n_bins)
+    pc_sum = part.sums.sum(axis=0)
+    pc_n = part.counts.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         pair_curve = (pc_sum / pc_n + 1.0) / 2.0
         total_n = pc_n.sum(axis=0)
@@ -686,37 +893,30 @@ def simulate(
 
     diag = curve_diagnostics(curve, u_mid)
     diag["curve_noise"] = float(np.nanmean(sd_pairs)) if np.isfinite(sd_pairs).any() else float("nan")
-    values = np.round(r, 9)
-    if len(np.unique(values)) > 201:
-        values = np.round(r, 2)
-    _, value_code = np.unique(values, return_inverse=True)
-    n_values = int(value_code.max()) + 1 if len(value_code) else 1
-    tables = np.bincount((p * n_bins + bins) * n_values + value_code,
-                         minlength=n_prob * n_bins * n_values).reshape(n_prob, n_bins, n_values).astype(float)
+    tables = _tables(part, n_bins)
     diag["monotonicity"] = table_monotonicity(tables.sum(axis=0))
-    prob_bin_sum = np.bincount(p * n_bins + bins, weights=r, minlength=n_prob * n_bins).reshape(n_prob, n_bins)
-    prob_bin_n = np.bincount(p * n_bins + bins, minlength=n_prob * n_bins).reshape(n_prob, n_bins)
+    prob_bin_sum = part.sums.sum(axis=1)
+    prob_bin_n = part.counts.sum(axis=1)
     diag.update(_boot_diagnostics(prob_bin_sum, prob_bin_n.astype(float), tables, u_mid, n_boot, level, seed))
 
-    groups = group_statistics(p, r, weights=quality_weights(u, quality_distribution), group_sizes=group_sizes)
-    head = groups.loc[groups["group_size"] == headline].iloc[0]
+    groups = _group_frame(part.equal, part.negative, part.positive, group_sizes=group_sizes)
+    head = groups.loc[groups["group_size"] == headline_group_size].iloc[0]
     diag["zero_advantage_rate"] = float(head["zero_advantage_rate"])
     diag["all_negative_rate"] = float(head["all_negative"])
     diag["all_positive_rate"] = float(head["all_positive"])
-    diag["headline_group_size"] = headline
-    tests = outcome.tests
-    is_opt = tests["test_kind"].to_numpy() == "optimization"
-    n_opt_kept = int((tests["kept"].to_numpy() & is_opt).sum())
-    diag["kept_test_share"] = n_opt_kept / max(int(is_opt.sum()), 1)
-    diag["limited_share"] = float(outcome.limited_share)
-    tests_per_problem = len(tests) / max(n_prob, 1)
-    diag["exposure"] = float(fallback_exposure(min(max(outcome.limited_share, 0.0), 1.0), tests_per_problem)) \
-        if np.isfinite(outcome.limited_share) else float("nan")
-    diag["mean_reward"] = float(r.mean()) if len(r) else float("nan")
+    diag["headline_group_size"] = headline_group_size
+    diag["kept_test_share"] = part.n_opt_kept / max(part.n_opt_tests, 1)
+    limited_share = part.n_limited / part.n_executions if part.n_executions else float("nan")
+    diag["limited_share"] = float(limited_share)
+    tests_per_problem = part.n_tests / max(n_prob, 1)
+    diag["exposure"] = float(fallback_exposure(min(max(limited_share, 0.0), 1.0), tests_per_problem)) \
+        if np.isfinite(limited_share) else float("nan")
+    n_samples = int(part.counts.sum())
+    diag["mean_reward"] = float(part.sums.sum() / n_samples) if n_samples else float("nan")
     diag["n_problems"] = int(n_prob)
-    diag["n_solutions"] = int(n_units)
+    diag["n_solutions"] = int(part.n_units)
     diag["n_pairs"] = n_pairs
-    diag["n_samples"] = int(len(r))
+    diag["n_samples"] = n_samples
     checks = classify(diag, thresholds)
     diag["level"], diag["verdict"] = _verdict(checks)
     return SimulationResult(environment=env, curve=curve_frame, pair_curves=pair_frame, diagnostics=diag,
@@ -748,6 +948,14 @@ def rank_environments(results: Sequence[SimulationResult]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def check_unique_names(environments: Sequence[Environment]) -> None:
+    """A ValueError naming the reward environments given more than once (their names key every table)."""
+    names = [env.name for env in environments]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"environment names must be unique; repeated: {duplicates}")
+
+
 def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **options) -> tuple[pd.DataFrame, list]:
     """Simulate many environments on the same runs (quality computed once) and rank them.
 
@@ -756,10 +964,7 @@ def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **opt
     (ranking, results) : :func:`rank_environments` frame and the :class:`SimulationResult` list
     (in the input order).
     """
-    names = [env.name for env in environments]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"environment names must be unique; repeated: {duplicates}")
+    check_unique_names(environments)
     if "repeat" not in runs.columns:
         runs = runs.assign(repeat=0)
     pools = options.pop("pools", None)

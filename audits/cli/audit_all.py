@@ -64,21 +64,32 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
     """The Dask path: per-problem partial results on the workers (audits.partitioned), every audit on one cluster.
-    Today it covers discriminability and the aggregator comparison; the others are listed as skipped with the
-    reason (never as passing)."""
+    Today it covers discriminability, the aggregator comparison and the reward simulation; the others are listed
+    as skipped with the reason (never as passing)."""
     from types import SimpleNamespace
 
+    from audits.errors import UserError
     from audits.findings import write_json
-    from audits.partitioned import dask_client, run_partitioned_aggregation, run_partitioned_discriminability
+    from audits.partitioned import (dask_client, run_partitioned_aggregation, run_partitioned_discriminability,
+                                    run_partitioned_simulation)
 
     common = dict(floor_s=args.floor_s, environment=args.environment, campaign=args.campaign, n_boot=args.n_boot,
                   seed=args.seed)
+    reason = ("not yet computed from per-problem partial results on Dask; audit a dataset that fits in memory "
+              "without --scheduler/--dask (it is loaded whole)")
+    skipped = {name: reason for name in ("reliability", "calibration")}
+    named = args.simulation_environment is not None or args.simulation_campaign is not None
     with dask_client(args.scheduler, n_workers=args.workers) as client:
         results = {"discriminability": run_partitioned_discriminability(args.corpus, client=client, **common),
                    "aggregation": run_partitioned_aggregation(args.corpus, client=client, **common)}
-    reason = ("not yet computed from per-problem partial results on Dask; audit a dataset that fits in memory "
-              "without --scheduler/--dask (it is loaded whole)")
-    skipped = {name: reason for name in ("reliability", "calibration", "simulation")}
+        try:  # as the whole audit in memory: its own choice of run unless one is named, n_boot 200, the examples
+            results["simulation"] = run_partitioned_simulation(
+                args.corpus, client=client, reward_environments=_reward_environments(args),
+                environment=args.simulation_environment, campaign=args.simulation_campaign, seed=args.seed)
+        except UserError as exc:
+            if named:
+                raise
+            skipped["simulation"] = f"{exc}".splitlines()[0]
     print("\n\n".join(result.summary() for result in results.values()))
     for name, why in skipped.items():
         print(f"\n{name}: skipped ({why})")
@@ -87,6 +98,17 @@ def _audit_partitioned(args: argparse.Namespace) -> int:
                "engine": "dask"}
         print(f"\nwrote {write_json(out, args.json)}")
     return exit_status(SimpleNamespace(findings=[f for r in results.values() for f in r.findings]), args)
+
+
+def _reward_environments(args: argparse.Namespace):
+    """The reward environments of --reward-env/--grid, else the whole audit's shipped examples."""
+    if args.reward_env or args.grid:
+        from audits.reward_environments import load_reward_environments
+
+        return load_reward_environments(args.reward_env or [], args.grid or [])
+    from audits.whole_audit import _example_reward_environments
+
+    return _example_reward_environments()
 
 
 def register(commands, audit_commands) -> None:

@@ -103,7 +103,7 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     whole = json.loads(out.read_text())
     memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
-    assert set(whole["skipped"]) == {"reliability", "calibration", "simulation"}
+    assert set(whole["skipped"]) == {"reliability", "calibration", "simulation"}  # simulation: two environments
     assert "Traceback" not in proc.stderr
 
 

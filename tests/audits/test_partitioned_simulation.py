@@ -1,0 +1,175 @@
+"""The reward simulation audit on Dask (a real LocalCluster on loopback) equals the in-memory audit of the dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from test_partitioned import _close  # the recursive JSON comparison (1e-12) of the discriminability test
+
+from audits.corpus.dataset import save_dataset
+from audits.corpus.synthetic import synthesize
+from audits.findings import to_jsonable
+from audits.partitioned import dask_client, run_partitioned_simulation
+from audits.simulation import run_simulation_audit
+from audits.whole_audit import _example_reward_environments
+from stats.rewards import RewardEnvironment
+
+N_BOOT = 40
+
+
+def _reward_environments():
+    """The shipped examples (filters, limits, input length) and the schemes a partition could get wrong: a
+    continuous reward (many distinct values), a seeded coin per rollout (multitask), an aggregator that reads the
+    run's floor rows (floor_pct)."""
+    extra = [{"name": "graded", "post": {"tau": 30}, "reward": {"scheme": "two_gate_graded"}},
+             {"name": "coin", "post": {"tau": 30}, "reward": {"scheme": "multitask", "p_correctness": 0.4, "seed": 3}},
+             {"name": "floor30", "post": {"aggregator": "floor_pct", "tau": 30}}]
+    return list(_example_reward_environments()) + [RewardEnvironment.from_dict(e) for e in extra]
+
+
+def _corpus():
+    corpus = synthesize(n_problems=11, n_tests=4, n_correctness_tests=1, n_solutions=9, n_incorrect=1,
+                        n_candidates=2, n_repeats=3, busy=True, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)),
+                        seed=23).corpus
+    corpus["problem"] = corpus["problem"].cat.rename_categories(lambda n: "a/b=1" if n == "p0003" else n)
+    problem = corpus["problem"].astype(str)
+    # input sizes known for some problems only: a partition without any still filters as the whole run does
+    corpus.loc[problem.isin(["p0004", "p0005", "p0006", "p0007"]).to_numpy(), "input_bytes"] = np.nan
+    # a problem of every run lacks repeat 1: the repeat pairs are the run's, not the partition's
+    drop = (problem == "p0008") & (corpus["repeat"] == 1) & (corpus["role"].astype(str) != "floor")
+    return corpus.loc[~drop.to_numpy()].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return save_dataset(_corpus(), tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(n_workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def loaded(dataset):
+    return dataset.load()
+
+
+def _both(dataset, client, loaded, **options):
+    options = {"reward_environments": _reward_environments(), "n_boot": N_BOOT, **options}
+    memory = run_simulation_audit(loaded, **options).to_dict()
+    dask = run_partitioned_simulation(dataset, client=client, **options).to_dict()
+    return memory, dask
+
+
+def test_simulation_on_dask_equals_in_memory(dataset, client, loaded):
+    memory, dask = _both(dataset, client, loaded, environment="quiet")
+    assert _close(dask, memory) == []
+    assert len(memory["ranking"]) == 10 and memory["left_out"] == []
+    assert memory["campaign"] == "c0"
+    # the coin is a draw per rollout, not a function of q: the seed matters (the comparison can fail)
+    other = run_partitioned_simulation(dataset, client=client, environment="quiet", n_boot=N_BOOT,
+                                       reward_environments=[RewardEnvironment.from_dict(
+                                           {"name": "coin", "post": {"tau": 30},
+                                            "reward": {"scheme": "multitask", "p_correctness": 0.4, "seed": 4}})])
+    assert _close(other.to_dict()["reward_environments"]["coin"], memory["reward_environments"]["coin"]) != []
+
+
+def test_another_run_incorrect_rollouts_and_options(dataset, client, loaded):
+    memory, dask = _both(dataset, client, loaded, environment="busy", campaign="c1", include_incorrect=True,
+                         group_sizes=(3, 5), n_bins=7, quality_distribution=("beta", 1, 3), seed=5,
+                         thresholds={"auc_sparse.fail": 0.1})
+    assert _close(dask, memory) == []
+    assert memory["include_incorrect"] and memory["run"]["campaign"] == "c1"
+
+
+def test_shuffled_rows_one_problem_per_partition_give_the_same_audit(dataset, client, loaded, tmp_path):
+    shuffled = loaded.iloc[np.random.default_rng(5).permutation(len(loaded))].reset_index(drop=True)
+    other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=1)
+    assert other.n_partitions > dataset.n_partitions
+    memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_reward_environments(),
+                                  n_boot=N_BOOT).to_dict()
+    dask = run_partitioned_simulation(other, client=client, environment="quiet",
+                                      reward_environments=_reward_environments(), n_boot=N_BOOT).to_dict()
+    assert _close(dask, memory) == []
+
+
+def test_a_column_no_row_holds_leaves_the_environment_out_on_both_paths(client, loaded, tmp_path):
+    corpus = loaded.copy()
+    corpus["input_bytes"] = np.nan
+    ds = save_dataset(corpus, tmp_path / "no_sizes", problems_per_partition=3)
+    memory = run_simulation_audit(ds.load(), environment="quiet", reward_environments=_reward_environments(),
+                                  n_boot=N_BOOT).to_dict()
+    dask = run_partitioned_simulation(ds, client=client, environment="quiet", reward_environments=_reward_environments(),
+                                      n_boot=N_BOOT).to_dict()
+    assert _close(dask, memory) == []
+    assert [r["reward_environment"] for r in memory["left_out"]] == ["length_filter_1k"]
+
+
+def test_several_environments_need_a_choice_on_both_paths(dataset, client, loaded):
+    from audits.corpus.runs import RunError
+
+    with pytest.raises(RunError, match="several environments"):
+        run_simulation_audit(loaded, reward_environments=_reward_environments())
+    with pytest.raises(RunError, match="several environments"):
+        run_partitioned_simulation(dataset, client=client, reward_environments=_reward_environments())
+
+
+def test_parts_of_disjoint_problem_sets_combine_to_simulate(loaded):
+    """Without Dask: simulate_problems on two interleaved halves of the problems (each with the run's floor rows
+    and, for the coin, where its problems start in the whole table), concatenated in the wrong order, gives
+    simulate()'s result; without the stream positions the coin would draw other numbers."""
+    from stats.rewards import base_percentiles
+    from stats.simulator import _pools, combine_simulation, repeat_quality, simulate, simulate_problems
+
+    run = loaded.loc[((loaded["environment"] == "quiet") & (loaded["campaign"] == "c1")).to_numpy()]
+    floor = run.loc[(run["role"] == "floor").to_numpy()]
+    rows = run.loc[(run["role"] != "floor").to_numpy()]
+    problems = sorted(rows["problem"].astype(str).unique())
+    refs = rows.loc[(rows["role"] == "reference").to_numpy()]
+    units = refs.groupby(refs["problem"].astype(str), observed=True).apply(
+        lambda g: len(g[["solution", "repeat"]].drop_duplicates()))
+    stream_start = dict(zip(problems, np.cumsum([0] + [int(units[p]) for p in problems])[:-1].tolist()))
+    repeats = np.array([0, 1, 2])
+    for env in _reward_environments()[-3:]:  # graded, coin, floor30
+        whole = simulate(run, env, n_boot=N_BOOT)
+        parts = []
+        for chunk in (problems[1::2], problems[::2]):
+            sub = pd.concat([rows.loc[rows["problem"].astype(str).isin(chunk).to_numpy()], floor])
+            pools = _pools(sub)
+            parts.append(simulate_problems(sub, env, repeats=repeats, quality=repeat_quality(sub, pools=pools),
+                                           pools=pools, percentiles=base_percentiles(sub, pools=pools,
+                                                                                     roles=("reference",)),
+                                           stream_start=stream_start))
+        combined = combine_simulation(parts, env, group_sizes=(2, 4, 8, 16), headline_group_size=16, n_boot=N_BOOT)
+        assert _close(to_jsonable(combined.to_dict()), to_jsonable(whole.to_dict())) == [], env.name
+        if env.name == "coin":  # each part drawing from the start of the stream: other coins
+            naive = [simulate_problems(sub, env, repeats=repeats, quality=repeat_quality(sub, pools=_pools(sub)),
+                                       pools=_pools(sub)) for sub in
+                     (pd.concat([rows.loc[rows["problem"].astype(str).isin(c).to_numpy()], floor])
+                      for c in (problems[1::2], problems[::2]))]
+            wrong = combine_simulation(naive, env, group_sizes=(2, 4, 8, 16), headline_group_size=16, n_boot=N_BOOT)
+            assert _close(to_jsonable(wrong.to_dict()), to_jsonable(whole.to_dict())) != []
+
+
+def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
+    """`speedaudit audit all DATASET --dask --simulation-environment quiet` (a real LocalCluster in a subprocess):
+    its simulation part is the in-memory whole audit's (the shipped example reward environments, n_boot 200)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "all.json"
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
+                           "--n-boot", "30", "--simulation-environment", "quiet", "--json", str(out)], cwd=repo,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    whole = json.loads(out.read_text())
+    memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
+    assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
+    assert set(whole["skipped"]) == {"reliability", "calibration"} and "Traceback" not in proc.stderr
