@@ -104,6 +104,7 @@ VARIANTS = {
     "before": {},
     "own-cells": {"pool_members": False},
     "futility@2": {"futility_from": 2},
+    "futility@3": {"futility_from": 3},
     "futility@2+own-cells": {"futility_from": 2, "pool_members": False},
     "futility@3+own-cells": {"futility_from": 3, "pool_members": False},
 }

@@ -1122,12 +1122,11 @@ def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], 
     plan's seeded order). Floor jobs keep pace: ``max(repeats, ceil(real runs /
     floor_every))`` per language. A resumed campaign redoes this from the journal: the
     rule depends only on the executions (as a set), so it continues where it was killed.
-    Gate target: only the ambiguous units' own cells are re-executed (not the pool members
-    they sit on), and a unit that has had one round beyond the first (``futility_from =
-    repeats + 1``) and that ``max_repeats`` cannot decide stops as ``futile``; both chosen by
-    replaying rule variants on a long campaign (``benchmarks.bench_adaptive --replay``,
-    docs/noise.md): the pool members cost a third of the executions and changed no decision
-    agreement, and coin-flip units took every repeat allowed.
+    Gate target: an ambiguous unit that ``max_repeats`` cannot decide stops as ``futile``
+    from the first round on (``futility_from = repeats``); pool members stay proposed. Chosen by
+    replaying rule variants on a 20-repeat campaign (``benchmarks.bench_adaptive --replay``,
+    docs/noise.md): the futility stop cut executions from 81 % to 52 % of fixed-5; proposing only
+    the units' own cells cut more but lost agreement, so it is not used.
     It stops when nothing is ambiguous below ``max_repeats``, on a harness error (the
     missing jobs are retried when the command is run again), or after ``budget`` new jobs.
     """
@@ -1162,7 +1161,7 @@ def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], 
         real = [row for row in done.values() if row["role"] != "floor"]
         decision = adaptive_plan(journal_to_corpus(real, source="the journal"), tau=spec.tau,
                                  confidence=spec.confidence, max_repeats=spec.max_repeats,
-                                 target=spec.adaptive_target, futility_from=spec.repeats + 1, pool_members=False)
+                                 target=spec.adaptive_target, futility_from=spec.repeats)
         proposed = []
         for cell in decision.cells[["problem", "test", "solution"]].astype(str).itertuples(index=False):
             key = tuple(cell)
