@@ -148,7 +148,8 @@ def replay(long_path: Path, *, fixed_repeats: int, start: int, max_repeats: int,
     half = per_cell // 2
     rows = []
     for split, (lo, ref_lo) in enumerate([(0, half), (half, 0)]):
-        pool = real[(real["_k"] >= lo) & (real["_k"] < lo + half)].assign(_k=lambda f: f["_k"] - lo)
+        pool = real[(real["_k"] >= lo) & (real["_k"] < lo + half)].copy()
+        pool["_k"] -= lo
         truth = gates(real[(real["_k"] >= ref_lo) & (real["_k"] < ref_lo + half)])
         fixed = pool[pool["_k"] < fixed_repeats]
         g = gates(fixed).reindex(truth.index)
