@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 
 __all__ = ["LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "level_counts", "findings_table", "to_jsonable",
            "write_json", "judge"]
@@ -137,32 +136,6 @@ def findings_table(findings: Iterable[Finding]) -> str:
             continue
         lines.append(f"{marks[f.level]:4}  {where}{f.metric} = {value} (threshold {f.threshold}): {f.message}")
     return "\n".join(lines)
-
-
-def to_jsonable(obj):
-    """Convert numpy / pandas values (and NaN) to plain JSON types."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, Finding):
-        return obj.to_dict()
-    if hasattr(obj, "to_dict") and not isinstance(obj, (pd.DataFrame, pd.Series)):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, pd.DataFrame):
-        return to_jsonable(obj.to_dict(orient="records"))
-    if isinstance(obj, pd.Series):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        value = float(obj)
-        return None if math.isnan(value) or math.isinf(value) else value
-    return obj
 
 
 def write_json(obj, path: str | os.PathLike) -> Path:

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audits.corpus._json import to_jsonable
 from audits.corpus.io import atomic_write, save_corpus
 from audits.corpus.schema import ROLES, STATUSES, TEST_KINDS
 from stats.ranking import percentile_table, problem_scores
@@ -323,8 +324,6 @@ def write_synthetic(synth: SyntheticCorpus, out: str | Path) -> tuple[Path, Path
     truth = dict(synth.truth)
     truth["problems"] = synth.problems.to_dict(orient="records")
     truth["solutions"] = synth.solutions.to_dict(orient="records")
-    from audits.findings import to_jsonable
-
     text = json.dumps(to_jsonable(truth), indent=1)
     save_corpus(synth.corpus, out)
 
