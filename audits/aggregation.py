@@ -22,6 +22,11 @@ Findings (thresholds in :class:`AggregationThresholds`, all overridable):
   when it is dominated or clearly worse than the recommendation;
 * ``dominated_aggregators`` - which aggregators are dominated, and by what;
 * ``n_problems`` - warn when too few problems make the CIs wide.
+
+What a run cannot measure is ``n/a`` with the reason, never a verdict: with one repeat every finding of the
+run (stability compares repeats); with fewer than 2 problems, or ``n_boot=0``, the findings judged against
+bootstrap resamples of problems (``default_aggregator`` when it is not the recommendation,
+``dominated_aggregators``); no aggregator with a finite stability and range: ``recommended_aggregator``.
 """
 
 from __future__ import annotations
@@ -36,8 +41,9 @@ import pandas as pd
 from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
 from audits.thresholds import ThresholdError, Thresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators
+from stats.bootstrap import check_n_boot
 from audits.context import audit_context
-from audits.corpus.runs import RunError, RunSummary, describe_runs
+from audits.corpus.runs import RunSummary
 from audits.reliability import audit_rows
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "combine_run_comparisons"]
@@ -102,7 +108,7 @@ class AggregationAudit:
     comparisons : tuple of ((environment, campaign), AggregatorComparison)
     primary : (environment, campaign)
         The run whose aggregators appear at the top level of :meth:`to_dict`
-        (the one with the most problems; ties by name).
+        (the one with the most problems; ties by name); None when no run has >= 2 repeats.
     thresholds : AggregationThresholds
     runs : tuple of RunSummary
         The runs compared, with their repeat counts.
@@ -121,6 +127,8 @@ class AggregationAudit:
 
     def comparison(self, environment: str | None = None, campaign: str | None = None) -> AggregatorComparison:
         """The comparison of one run (default: the primary one)."""
+        if self.primary is None:
+            raise KeyError("no run was compared (none has >= 2 repeats); see the findings for why")
         key = (self.primary[0] if environment is None else environment,
                self.primary[1] if campaign is None else campaign)
         for k, comp in self.comparisons:
@@ -130,20 +138,22 @@ class AggregationAudit:
 
     @property
     def recommended(self) -> str | None:
-        return self.comparison().recommended
+        return self.comparison().recommended if self.comparisons else None
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
 
     def to_dict(self) -> dict:
-        primary = self.comparison().to_dict()
+        primary = (self.comparison().to_dict() if self.comparisons else
+                   dict.fromkeys(("recommended", "default", "n_problems", "n_repeats", "aggregators")))
         environments: dict = {}
         for (env, camp), comp in self.comparisons:
             environments.setdefault(str(env), {})[str(camp)] = comp.to_dict()
         return to_jsonable({
             "audit": "aggregation",
             "level": self.level,
-            "primary": {"environment": self.primary[0], "campaign": self.primary[1]},
+            "primary": (None if self.primary is None
+                        else {"environment": self.primary[0], "campaign": self.primary[1]}),
             "recommended": primary["recommended"],
             "default": primary["default"],
             "n_problems": primary["n_problems"],
@@ -167,11 +177,30 @@ class AggregationAudit:
         return "\n".join(lines)
 
 
+#: The fewest problems a bootstrap over problems needs (with one, every resample is that problem).
+MIN_PROBLEMS = 2
+
+
+def _no_resamples(n_problems: int, n_boot: int, th: AggregationThresholds) -> str | None:
+    """Why the findings judged against bootstrap resamples of problems are n/a (None: they are judged)."""
+    if n_problems < MIN_PROBLEMS:
+        return (f"{n_problems} problem{'' if n_problems == 1 else 's'}; this figure needs >= {MIN_PROBLEMS}: it is judged "
+                "against bootstrap resamples of problems (with one problem every resample is that problem). "
+                f"Collect more problems (>= {th.min_problems} for CIs that hold)")
+    if n_boot == 0:
+        return "judged against bootstrap resamples of problems, and n_boot = 0 draws none: run with --n-boot 1000"
+    return None
+
+
 def _fmt_ci(row, column) -> str:
-    return f"{row[column]:.2f} [{row[column + '_low']:.2f}, {row[column + '_high']:.2f}]"
+    low, high = row[column + "_low"], row[column + "_high"]
+    if not (np.isfinite(low) and np.isfinite(high)):  # no resamples (n_boot = 0 or one problem): no interval
+        return f"{row[column]:.2f} (no CI)"
+    return f"{row[column]:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresholds) -> list[Finding]:
+def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresholds, *, n_boot: int = 1000
+                  ) -> list[Finding]:
     table = comp.table.set_index("aggregator")
     findings: list[Finding] = []
     n = comp.n_problems
@@ -181,11 +210,11 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
             f"only {n} problems: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
             "collect more problems before switching aggregators.", **where))
     best = comp.recommended
-    if best is None:
-        findings.append(Finding(
-            "fail", "recommended_aggregator", None, "a finite stability and dynamic range",
-            "no aggregator has a finite stability and dynamic range: every problem needs >= 2 repeats and >= 4 "
-            "correct references with ok runs. Re-run the campaign with more repeats or references.", **where))
+    if best is None:  # not measurable on this run: n/a with why, never a verdict on the aggregators
+        findings.append(Finding.not_available(
+            "recommended_aggregator", "no aggregator has a finite stability and dynamic range: the dynamic range "
+            "needs a problem with >= 4 correct references with ok runs in >= 2 repeats; add references or repeats",
+            threshold="a finite stability and dynamic range", **where))
         return findings
     b = table.loc[best]
     same = [name for name, row in table.iterrows() if row["same_as"] == best]
@@ -257,6 +286,11 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
         findings.append(Finding(
             "pass", "dominated_aggregators", len(dominated),
             "dominated = another aggregator is at least as stable and at least as separating", text, **where))
+    why = _no_resamples(n, n_boot, th)
+    if why is not None:  # these are judged against resamples of problems: none to judge against
+        findings = [Finding.not_available(f.metric, why, threshold=f.threshold, **where)
+                    if f.metric == "dominated_aggregators" or (f.metric == "default_aggregator" and default != best)
+                    else f for f in findings]
     return findings
 
 
@@ -277,7 +311,7 @@ def run_aggregation_audit(
     Parameters
     ----------
     corpus : DataFrame or AuditContext
-        A timing corpus (``audits.corpus.io.load_corpus``); needs >= 2 repeats. Or the
+        A timing corpus (``audits.corpus.io.load_corpus``); a run with one repeat gets n/a findings. Or the
         :class:`audits.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
         Restrict to the runs of this environment and / or campaign; default every run, each on its own.
@@ -296,6 +330,7 @@ def run_aggregation_audit(
     AggregationAudit
     """
     th = AggregationThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN) and nothing judged against bootstrap noise
     ctx = audit_context(corpus)  # one shared context (audits.context): rows and pool per run built once
     for column in ("environment", "campaign", "repeat"):
         if column not in ctx.corpus.columns:
@@ -309,38 +344,39 @@ def run_aggregation_audit(
             continue
         items.append((summary, compare_aggregators(run_ctx.executions, names=names, pools=run_ctx.pools,
                                                    floor_s=floor_s, n_boot=n_boot, seed=seed)))
-    return combine_run_comparisons(items, thresholds=th)
+    return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)
 
 
 def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparison | None]], *,
-                            thresholds: AggregationThresholds | Mapping | None = None) -> AggregationAudit:
+                            thresholds: AggregationThresholds | Mapping | None = None,
+                            n_boot: int = 1000) -> AggregationAudit:
     """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
 
     :func:`run_aggregation_audit` and the Dask path (:mod:`audits.partitioned.aggregation`, whose comparisons
     come from per-partition values) both end here: findings, the table and the primary run.
     """
     th = AggregationThresholds.coerce(thresholds)
-    comparisons, skipped, findings, frames, used = [], [], [], [], []
+    comparisons, findings, frames, used = [], [], [], []
     for summary, comp in items:
         env, camp = summary.environment, summary.campaign
         where = {"environment": env, "campaign": camp}
         if comp is None:
-            skipped.append(summary)
-            findings.append(Finding.not_available(
-                "repeats", "one repeat only: stability cannot be measured; re-run the campaign with --repeats 3 "
-                "or more", threshold=">= 2", **where))
+            # Every finding of this audit compares repeats: with one, each is n/a (named, with why).
+            reason = ("one repeat only: stability compares repeats and the dynamic range takes its quartiles from "
+                      "another repeat; re-run the campaign with --repeats 3 or more")
+            findings.extend(Finding.not_available(metric, reason, threshold=">= 2 repeats", **where)
+                            for metric in ("repeats", "recommended_aggregator", "default_aggregator"))
             continue
         comparisons.append(((env, camp), comp))
-        findings.extend(_run_findings(comp, where, th))
+        findings.extend(_run_findings(comp, where, th, n_boot=n_boot))
         frames.append(comp.table.assign(environment=env, campaign=camp, repeats=summary.repeats))
         used.append(summary)
-    if not comparisons:
-        raise RunError(f"aggregation audit: no run has >= 2 repeats ({describe_runs(skipped)}); "
-                         "stability compares repeats. Collect a campaign with --repeats 3 or more.")
     # The primary run (the report's headline): the one with most problems; ties by name, so that it
-    # does not depend on row order (audits.corpus.runs: the corpus order never decides a figure).
-    primary = min(comparisons, key=lambda kc: (-kc[1].n_problems, kc[0]))[0]
-    table = pd.concat(frames, ignore_index=True)
+    # does not depend on row order (audits.corpus.runs: the corpus order never decides a figure). No run with
+    # >= 2 repeats: no comparison and no primary run; every finding says n/a and why (above).
+    primary = min(comparisons, key=lambda kc: (-kc[1].n_problems, kc[0]))[0] if comparisons else None
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["environment", "campaign",
+                                                                                       "repeats", "aggregator"])
     first = ["environment", "campaign", "repeats"]
     table = table[first + [c for c in table.columns if c not in first]]
     return AggregationAudit(table=table, findings=tuple(th.judged(findings)), comparisons=tuple(comparisons),

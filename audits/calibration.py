@@ -13,6 +13,12 @@ percentile (rank) agreement of a stored pool with a fresh one (raw and
 calibrated), drift across campaigns and the sensitivity of a p_tau pass rate to
 the intercept, then turns the numbers into findings against
 :class:`CalibrationThresholds` (all overridable).
+
+What the pairs cannot measure is ``n/a`` with the reason, never an error: with paired cells in fewer than
+2 problems (:data:`MIN_PROBLEMS`) there is no held-out problem and no interval over problems, so the
+leave-one-problem-out figures, the judged map parameters, the p_tau swing and drift are ``n/a``, while the
+pairing, the fits on all pairs, Bland-Altman and raw rank agreement are still measured; ``n_boot=0``
+means no intervals, and what is judged only by its interval is ``n/a``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from audits.findings import Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
 from audits.thresholds import Thresholds
 from stats._groups import label_mask
-from stats.bootstrap import Interval
+from stats.bootstrap import Interval, check_n_boot
 from stats.calibration import (
     FAMILIES,
     ROBUST_METHODS,
@@ -289,6 +295,13 @@ class CalibrationAudit:
         return "\n".join(lines)
 
 
+#: The columns of :attr:`CalibrationAudit.fits` (an empty table has them too: fewer than 2 pairs fit no map).
+_FIT_COLUMNS = ("name", "family", "method", "cv", "formula", "params", "param_ci", "lopo_r2", "lopo_r2_low",
+                "lopo_r2_high", "lopo_log_rmse", "lopo_log_rmse_low", "lopo_log_rmse_high", "n_pairs", "n_problems",
+                "n_nonpositive", "n_below_min", "usable", "lopo_log_r2", "within_problem_spearman",
+                "within_problem_worst", "within_problem_share_below")
+
+
 def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems) -> dict:
     return {
         "name": name, "family": family, "method": method, "cv": lopo.cv, "formula": fit.formula(),
@@ -380,16 +393,14 @@ def run_calibration_audit(
         robust = "huber"
     if robust and robust not in ROBUST_METHODS:
         raise ValueError(f"robust must be False, True or one of {ROBUST_METHODS}, got {robust!r}")
-    if n_boot < 0 or n_boot_rank < 0:
-        raise ValueError("n_boot and n_boot_rank must be >= 0")
+    n_boot, n_boot_rank = check_n_boot(n_boot), check_n_boot(n_boot_rank, "n_boot_rank")  # 0: no intervals
 
     pair = calibration_pair(ctx, source=source, target=target, key=key)
     corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
     pairing = pair_medians(corpus, source=source, target=target, key=key)
-    if pairing.n_problems < 2:
-        raise ValueError(f"calibration needs paired cells in at least 2 problems (leave-one-problem-out), "
-                         f"found {pairing.n_pairs} pairs in {pairing.n_problems} problems; "
-                         f"lost: {pairing.to_dict()['lost']}")
+    # Fewer than 2 problems pair up: no leave-one-problem-out check and no interval over problems, so those
+    # findings are n/a (_findings); a map is still fitted on >= 2 pairs and the rest is measured and reported.
+    fitted = pairing.n_pairs >= 2
     frame = pairing.frame
     x = frame["x"].to_numpy(dtype=float)
     y = frame["y"].to_numpy(dtype=float)
@@ -400,7 +411,7 @@ def run_calibration_audit(
     if robust:
         variants.append((f"affine_{robust}", "affine", robust))
     rows, params, fit_objects, lopos = [], [], {}, {}
-    for name, family, method in variants:
+    for name, family, method in (variants if fitted else ()):  # no map from fewer than 2 pairs
         fit = fit_family(x, y, family, robust=method, variance_ratio=variance_ratio, seed=seed)
         lopo = lopo_r2(x, y, groups, family, robust=method, variance_ratio=variance_ratio, n_boot=n_boot,
                        level=level, seed=seed)
@@ -413,27 +424,26 @@ def run_calibration_audit(
         rows[-1].update(within_problem_spearman=agree.mean, within_problem_worst=agree.worst,
                         within_problem_share_below=agree.share_below)
         params.append(ci.assign(family=name, method=fit.method))
-    fits = pd.DataFrame(rows)
+    fits = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(_FIT_COLUMNS))
     # The family is chosen by held-out log error among the usable ones (never linear R^2, never a default).
-    chosen = choose_family({name: lopos[name] for name in families})
+    chosen = choose_family({name: lopos[name] for name in families if name in lopos})
     chosen_by = "user" if calibration_family else "held-out log error"
     calibration_family = calibration_family or chosen
     best_family = chosen
-    params = pd.concat(params, ignore_index=True)[["family", "method", "param", "estimate", "ci_low", "ci_high",
-                                                   "n_problems", "level"]]
+    columns = ["family", "method", "param", "estimate", "ci_low", "ci_high", "n_problems", "level"]
+    params = pd.concat(params, ignore_index=True)[columns] if params else pd.DataFrame(columns=columns)
 
-    ba_raw = bland_altman(x, y, groups, level=level, n_boot=n_boot, seed=seed)
+    ba_raw = bland_altman(x, y, groups, level=level, n_boot=n_boot, seed=seed) if fitted else None
     ba_cal = None
-    if calibration_family is not None:
+    if calibration_family in lopos:
         pred = lopos[calibration_family].predictions
         usable = np.isfinite(pred) & (pred > 0)
         ba_cal = (bland_altman(pred[usable], y[usable], groups[usable], level=level, n_boot=n_boot, seed=seed)
                   if usable.sum() > 2 else None)
 
-    mapping = fit_objects[calibration_family] if calibration_family is not None else None
+    # None: raw rank agreement only (no usable family, or no held-out problem to validate one on)
+    mapping = fit_objects.get(calibration_family) if pairing.n_problems >= MIN_PROBLEMS else None
     try:
-        if mapping is None:
-            raise ValueError("no usable calibration family")
         agreement = percentile_agreement(corpus, source=source, target=target, key=key, mapping=mapping,
                                          pairing=pairing, n_boot=n_boot_rank, level=level, seed=seed)
         sp_raw, sp_cal, sp_gain, agree_frame = (agreement.spearman_raw, agreement.spearman_calibrated,
@@ -443,7 +453,7 @@ def run_calibration_audit(
         agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
 
     drift = pd.DataFrame()
-    if pair.drift_frame is not None:
+    if pair.drift_frame is not None and pairing.n_problems >= MIN_PROBLEMS:  # drift maps are fitted over problems
         campaigns = distinct_values(pair.drift_frame["campaign"])
         environments = distinct_values(pair.drift_frame["environment"])
         if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
@@ -454,8 +464,8 @@ def run_calibration_audit(
             drift = campaign_drift(pair.drift_frame, anchor=pair.anchor, n_boot=n_boot, level=level, seed=seed)
 
     aff = params.loc[params["family"] == "affine"].set_index("param")
-    intercept_ci = (float(aff.loc["intercept_s", "ci_low"]), float(aff.loc["intercept_s", "estimate"]),
-                    float(aff.loc["intercept_s", "ci_high"]))
+    intercept_ci = ((float(aff.loc["intercept_s", "ci_low"]), float(aff.loc["intercept_s", "estimate"]),
+                     float(aff.loc["intercept_s", "ci_high"])) if "intercept_s" in aff.index else (np.nan,) * 3)
     sensitivity = pd.DataFrame(columns=["tau", "intercept_s", "pass_rate", "n_pass", "n_solutions"])
     has_candidates = (corpus["role"] == "candidate").to_numpy() & (corpus[key] == target).to_numpy()
     if has_candidates.any() and np.isfinite(intercept_ci).all():
@@ -467,7 +477,7 @@ def run_calibration_audit(
                          key=key, pairing=pairing, fits=fits, aff=aff,
                          best_family=best_family, calibration_family=calibration_family, chosen_by=chosen_by,
                          sp_raw=sp_raw,
-                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits))
+                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot))
     return CalibrationAudit(
         source=source, target=target, key=key, pairing=pairing, fits=fits, params=params,
         fit_objects=fit_objects, best_family=best_family, calibration_family=calibration_family,
@@ -490,9 +500,53 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "n_pairs": n_pairs, "n_problems": n_problems})
 
 
+def _spearman_raw_finding(sp_raw, sp_cal, calibration_family, limits, pair) -> Finding:
+    if sp_raw is None:
+        return Finding.not_available("spearman_raw", "too few re-run references with scores on both sides",
+                                     threshold=limits.text("spearman"), subject=pair)
+    level = limits.judge("spearman", sp_raw.estimate)
+    cal = f"; calibrated with {calibration_family}: {sp_cal}" if sp_cal is not None else ""
+    return Finding(level, "spearman_raw", sp_raw.estimate, limits.text("spearman"),
+                   f"scores against the stored pool rank re-run references like the fresh pool with rho {sp_raw}{cal}"
+                   + (": do not rank fresh runs against the uncalibrated stored pool" if level != "pass" else ""),
+                   subject=pair)
+
+
+#: Findings that need paired cells in >= 2 problems (a held-out problem, or intervals over problems), with the
+#: name of the thresholds they are judged against.
+_NEEDS_PROBLEMS = (("unusable_families", None), ("best_lopo_log_rmse", "log_rmse"),
+                   ("within_problem_spearman", "within_problem"), ("best_lopo_r2", "lopo_r2"),
+                   ("multiplicative_gap", "multiplicative_gap"), ("affine_intercept_ms", "intercept_ms"),
+                   ("affine_slope_change", "slope_change"), ("spearman_calibrated", "spearman"),
+                   ("ptau_swing_pp", "ptau_swing_pp"), ("drift_changes", "drift_changes"))
+
+#: The fewest problems a leave-one-problem-out check and an interval over problems need.
+MIN_PROBLEMS = 2
+
+
+def _no_ci(n_boot: int, identity: str) -> str:
+    """Why a finding judged only where its bootstrap CI excludes ``identity`` is n/a."""
+    return (f"judged only when its bootstrap CI excludes {identity}, and n_boot = 0 draws no resamples: run with "
+            "--n-boot 1000 (n_boot=1000)" if n_boot == 0 else
+            f"judged only when its bootstrap CI excludes {identity}, and the CI is undefined on these pairs")
+
+
+def _few_problems(pairing, limits, pair) -> list[Finding]:
+    """The n/a findings of a pair whose cells pair up in fewer than :data:`MIN_PROBLEMS` problems."""
+    k = pairing.n_problems
+    reason = (f"{k} problem{'' if k == 1 else 's'} pair up ({pairing.n_pairs:,} paired cells); this figure needs "
+              f">= {MIN_PROBLEMS}: leave-one-problem-out holds a problem out to validate the map and the intervals "
+              "resample problems. Time the same problems on both runs (at least 2, better 10 or more)")
+    if pairing.n_pairs < 2:
+        reason += "; fewer than 2 paired cells fit no map at all"
+    return [Finding.not_available(metric, reason, subject=pair,
+                                  threshold=limits.text(name) if name else "any held-out prediction <= 0 or below 1 µs")
+            for metric, name in _NEEDS_PROBLEMS]
+
+
 def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, best_family, calibration_family,
               chosen_by, sp_raw, sp_cal, drift,
-              sensitivity, limits) -> list[Finding]:
+              sensitivity, limits, n_boot: int = 1000) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
 
@@ -505,6 +559,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        f"{n_lost:,} of {n_lost + pairing.n_pairs:,} cells could not be paired (most: {top}); "
                        + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
                           "on both sides" if level != "pass" else "enough cells pair up"), subject=pair))
+    if pairing.n_problems < MIN_PROBLEMS:  # the rest is measured; what needs problems is n/a, with why
+        return out + _few_problems(pairing, limits, pair) + [
+            _spearman_raw_finding(sp_raw, sp_cal, calibration_family, limits, pair)]
 
     table = fits.set_index("name")
     bad = table.loc[~table["usable"].astype(bool)]
@@ -571,6 +628,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
                           else (": no offset to correct" if not significant else ": offset too small to matter")),
                        subject=pair))
+    if not np.isfinite([b_lo, b_hi]).all():
+        out[-1] = Finding.not_available("affine_intercept_ms", _no_ci(n_boot, "0 ms"), threshold=out[-1].threshold,
+                                        subject=pair)
     a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (a_lo <= 1.0 <= a_hi)
     level = limits.judge("slope_change", abs(a - 1)) if significant else "pass"
@@ -578,18 +638,11 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        f"affine slope {a:.3f} [{a_lo:.3f}, {a_hi:.3f}]"
                        + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
                           if level != "pass" else ": no scale change to correct"), subject=pair))
+    if not np.isfinite([a_lo, a_hi]).all():
+        out[-1] = Finding.not_available("affine_slope_change", _no_ci(n_boot, "slope 1"), threshold=out[-1].threshold,
+                                        subject=pair)
 
-    if sp_raw is None:
-        out.append(Finding.not_available("spearman_raw", "too few re-run references with scores on both sides",
-                                         threshold=limits.text("spearman"), subject=pair))
-    if sp_raw is not None:
-        level = limits.judge("spearman", sp_raw.estimate)
-        cal = f"; calibrated with {calibration_family}: {sp_cal}" if sp_cal is not None else ""
-        out.append(Finding(level, "spearman_raw", sp_raw.estimate, limits.text("spearman"),
-                           f"scores against the stored pool rank re-run references like the fresh pool with "
-                           f"rho {sp_raw}{cal}"
-                           + (": do not rank fresh runs against the uncalibrated stored pool" if level != "pass"
-                              else ""), subject=pair))
+    out.append(_spearman_raw_finding(sp_raw, sp_cal, calibration_family, limits, pair))
     if sp_cal is not None:
         level = limits.judge("spearman", sp_cal.estimate)
         out.append(Finding(level, "spearman_calibrated", sp_cal.estimate, limits.text("spearman"),
@@ -598,7 +651,10 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                               if level != "pass" else ": the calibrated stored pool can rank fresh runs"), subject=pair))
 
     if not len(sensitivity):
-        out.append(Finding.not_available("ptau_swing_pp", f"no candidates on {target}'s side (p_tau scores candidates)",
+        why = (f"no candidates on {target}'s side (p_tau scores candidates)" if np.isfinite([b_lo, b_hi]).all()
+               else "the p_tau sensitivity moves the intercept across its bootstrap CI, "
+               + ("and n_boot = 0 draws no resamples: run with --n-boot 1000" if n_boot == 0 else "which is undefined"))
+        out.append(Finding.not_available("ptau_swing_pp", why,
                                          threshold=limits.text("ptau_swing_pp"), subject=pair))
     if len(sensitivity):
         swing = sensitivity.groupby("tau")["pass_rate"].agg(lambda s: s.max() - s.min()) * 100
@@ -611,7 +667,11 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                            + (": pin the calibration down (more problems / repeats) or re-time the pool"
                               if level != "pass" else ""), subject=pair))
 
-    if len(drift) and drift["campaign"].nunique() >= 2:
+    if len(drift) and drift["campaign"].nunique() >= 2 and n_boot == 0:
+        out.append(Finding.not_available("drift_changes", "a change counts when the bootstrap CI of the change "
+                                         "excludes 0, and n_boot = 0 draws no resamples: run with --n-boot 1000",
+                                         threshold=limits.text("drift_changes"), subject=pair))
+    elif len(drift) and drift["campaign"].nunique() >= 2:
         changed = drift.loc[drift["changed"]]
         n_changed = int(changed[["environment", "campaign"]].drop_duplicates().shape[0])
         level = limits.judge("drift_changes", n_changed)

@@ -39,7 +39,7 @@ from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.findings import Finding, findings_table, judge, to_jsonable
 from audits.reliability import _one_result, audit_rows
 from audits.thresholds import ThresholdError, Thresholds
-from stats.bootstrap import Interval, bootstrap_ci
+from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
     StrongWeakGap,
     noise_aware_robust_cv,
@@ -480,6 +480,7 @@ def run_discriminability_audit(
     (['quiet · c0'], 6)
     """
     thresholds = DiscriminabilityThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     if method not in ("iqr", "mad"):
         raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):

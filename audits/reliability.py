@@ -44,7 +44,7 @@ from audits.corpus.runs import Run, RunSummary, describe_runs, runs_of
 from audits.findings import Finding, findings_table, to_jsonable
 from audits.thresholds import ThresholdError, Thresholds
 from stats._groups import group_codes, label_mask
-from stats.bootstrap import Interval, cluster_bootstrap_ci
+from stats.bootstrap import Interval, check_n_boot, cluster_bootstrap_ci
 from stats.reliability import (
     ICC_TYPES,
     PairSignificance,
@@ -53,6 +53,7 @@ from stats.reliability import (
     grouped_icc,
     pairwise_significance,
     per_repeat_scores,
+    process_level,
     rank_drift,
     repeat_cv,
     repeats_for_precision,
@@ -227,7 +228,8 @@ class RunReliability:
                 "reliability_rule": "Spearman-Brown on variance components: "
                                     "n = ceil(rho s2_repeat / ((1-rho) T (s2_solution + s2_test:solution/T)))",
                 "precision": self.repeats_for_precision, "target_relative_ci_width": self.target_precision,
-                "precision_rule": "n = ceil(4 z^2 cv^2 / w^2) with cv = median repeat CV",
+                "precision_rule": "n = ceil(4 z^2 cv^2 / w^2) with cv = median repeat CV (nested repeats: median CV of "
+                                  "process medians across processes, n counts processes)",
                 "have": self.n_repeats},
             "significant_share": self.significance.share.estimate,
             "significance": self.significance.to_dict(),
@@ -344,7 +346,11 @@ def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
                                          icc_problem, statistic="median", n_boot=n_boot, seed=seed)
     variance = variance_components(refs)
     needed = repeats_for_reliability(variance, target=target_reliability)
-    precision = repeats_for_precision(cv_summary["median_repeat_cv"].estimate, width=target_precision)
+    precision_cv = cv_summary["median_repeat_cv"].estimate
+    if variance.nested:  # nested repeats: the repeated unit is the process, so the CV of process medians
+        per_process = repeat_cv(process_level(refs), by=("campaign", "problem", "test", "solution"))
+        precision_cv = summarize_repeat_cv(per_process, n_boot=0)["median_repeat_cv"].estimate
+    precision = repeats_for_precision(precision_cv, width=target_precision)
     ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
     significance = pairwise_significance(ref_scores, max_pairs=max_pairs, n_boot=n_boot, seed=seed)
     n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
@@ -456,7 +462,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
                        f"<= {have} {unit} pass, <= {t.repeats_fail_factor:g}x warn",
                        f"{_fmt(needed)} {unit} per (test, solution) give reliability {env.target_reliability} of "
                        f"the per-problem score (Spearman-Brown on variance components; corpus has {have}); "
-                       f"{_fmt(env.repeats_for_precision)} for a {env.target_precision:.0%} relative CI of one "
+                       f"{_fmt(env.repeats_for_precision)} {unit} for a {env.target_precision:.0%} relative CI of one "
                        "timing's mean" + ("" if level == "pass" else ": collect more repeats or reduce noise"), **where))
     c = env.contention
     if c is not None and c.level == "n/a":
@@ -514,6 +520,7 @@ def run_reliability_audit(
     (['quiet · c0'], [0.05])
     """
     thresholds = ReliabilityThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     if not 0 < target_reliability < 1:
         raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
     if not target_precision > 0:

@@ -27,6 +27,7 @@ from audits.context import AuditContext, audit_context
 from audits.corpus.runs import RunError, Runs, RunSummary, runs_of
 from audits.findings import Finding, to_jsonable
 from audits.thresholds import Thresholds
+from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, simulate_grid
 
@@ -233,15 +234,17 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
         out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
                            message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.",
                            **where))
-    if d["n_pairs"] == 1:
-        out.append(Finding(level="warn", metric="n_pairs", value=1, threshold=">= 2 repeats",
-                           message="only one repeat: quality and reward come from the same measurement, so "
-                                   "measurement noise is not in play; collect >= 2 repeats.", **where))
+    if d["n_pairs"] == 1:  # not measured (n/a), never a warning about the reward environment
+        out.append(Finding.not_available(
+            "curve_noise", "one repeat: quality and reward come from the same measurement, so whether timing noise "
+            "moves the reward (the curve across repeat pairs) cannot be measured; collect >= 2 repeats",
+            threshold=">= 2 repeats", **where))
     if d["level"] == "pass":
         out.append(Finding(level="pass", metric="verdict", value=d["auc"], threshold="all checks pass",
                            message=f"learnable: AUC {d['auc']:.2f}, monotonicity {d['monotonicity']:.2f}, "
                                    f"diagonal deviation {d['diagonal_deviation']:.2f} "
-                                   f"(n = {d['n_problems']} problems).", **where))
+                                   f"(n = {d['n_problems']} problems)"
+                                   + ("; timing noise not in play (one repeat)." if d["n_pairs"] == 1 else "."), **where))
     return out
 
 
@@ -294,6 +297,7 @@ def run_simulation_audit(
     """
     reward_environments = _reward_environment_list(reward_environments, environments)
     th = SimulationThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     ctx = audit_context(corpus)  # one shared context (audits.context): the run's rows and pool built once
     run = choose_run(ctx, environment=environment, campaign=campaign)
     run_ctx = ctx.run(run)
@@ -465,6 +469,7 @@ def score_candidates(
     timing-noise interval (``n_draws`` posterior draws, ``prior_df`` of the
     repeat-noise model).
     """
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     if "role" not in corpus.columns or not (corpus["role"] == "candidate").any():
         raise ValueError("the corpus has no candidate solutions (rows with role=candidate): p_tau scores "
                          "candidates against the reference pool; add the programs to score as role=candidate")

@@ -66,7 +66,7 @@ narrative.Markdown(narrative.describe_aggregation(aggregation))
 # Stability against dynamic range, one panel per run, with bootstrap CIs; the step line is the Pareto front, the square the default (`mean_pct`), the star the recommendation. Below: every aggregator's stability / range ratio, best first.
 
 # %%
-narrative.show_figure(stability_range_figure(aggregation.table))
+narrative.show_plot(stability_range_figure, aggregation)
 
 # %%
 narrative.aggregation_table(aggregation)

@@ -113,6 +113,9 @@ narrative.Markdown(narrative.describe_overview(verdicts, profile=profile))
 # %%
 narrative.Markdown(narrative.clocks_headline(clocks, corpus))
 
+# %%
+narrative.Markdown(narrative.describe_not_measured(verdicts))
+
 # %% [markdown]
 # ## Findings per audit
 

@@ -80,10 +80,10 @@ narrative.simulation_table(simulation)
 # Reward against measured quality, one panel per reward environment (best first), against the ideal diagonal 1 − u; the band is ±1 sd across repeat pairs:
 
 # %%
-narrative.show_figure(reward_curves(simulation))
+narrative.show_plot(reward_curves, simulation)
 
 # %% [markdown]
 # Share of GRPO groups whose rewards are all equal (no advantage, no gradient) against the group size:
 
 # %%
-narrative.show_figure(zero_advantage_by_group_size(simulation))
+narrative.show_plot(zero_advantage_by_group_size, simulation)

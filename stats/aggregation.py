@@ -84,6 +84,7 @@ import pandas as pd
 
 from stats._groups import first_rows, group_codes, grouped_median
 from stats._ties import snap, tail_weights
+from stats.bootstrap import check_n_boot
 from stats.ranking import _joint_codes, pool_join, test_percentiles
 
 __all__ = [
@@ -1188,8 +1189,7 @@ def compare_aggregators(
         raise ValueError("compare_aggregators needs a 'repeat' column: stability compares repeats of the same cell")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    n_boot = check_n_boot(n_boot)  # 0: no resamples, every interval NaN, point estimates still computed
     names = list(_REGISTRY) if names is None else [get_aggregator(n).name for n in names]
     if floor_s is None:  # each language's own floor when the rows say which language they are
         floor_s = floors_by_language(runs) or floor_from_rows(runs) or 0.0
@@ -1372,13 +1372,17 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     for name, key in zip(names, values.digests):  # rank-identical: the same percentiles on every unit
         same_as.append(first_with.get(key))
         first_with.setdefault(key, name)
-    boot_stab = _paired_bootstrap(stab_pp, n_boot=n_boot, seed=seed)
-    boot_range = _paired_bootstrap(range_pp, n_boot=n_boot, seed=seed)   # same seed = same index matrix
+    # One problem: every resample is that problem, so resampled "confidence" would be certainty: no resamples.
+    resamples = check_n_boot(n_boot) if n_g >= 2 else 0
+    boot_stab = _paired_bootstrap(stab_pp, n_boot=resamples, seed=seed)
+    boot_range = _paired_bootstrap(range_pp, n_boot=resamples, seed=seed)   # same seed = same index matrix
     with np.errstate(invalid="ignore", divide="ignore"):
         boot_ratio = boot_stab / boot_range
     alpha = (1 - level) / 2
 
     def ci(draws):
+        if not resamples:  # no interval without resamples
+            return np.full(len(draws), np.nan), np.full(len(draws), np.nan)
         with np.errstate(all="ignore"):
             return np.nanquantile(draws, alpha, axis=1), np.nanquantile(draws, 1 - alpha, axis=1)
 
@@ -1392,11 +1396,13 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     with np.errstate(invalid="ignore"):
         sb, sa = boot_stab[:, None, :], boot_stab[None, :, :]
         rb, ra = boot_range[:, None, :], boot_range[None, :, :]
-        strict = ((sb <= sa) & (rb >= ra) & ((sb < sa) | (rb > ra))).mean(axis=2)   # [b, a]
+        strict = (((sb <= sa) & (rb >= ra) & ((sb < sa) | (rb > ra))).mean(axis=2) if resamples
+                  else np.zeros((len(names), len(names))))   # [b, a]; no resamples: no confident domination
     confident_by = [[names[b] for b in np.flatnonzero(strict[:, a] >= level)] for a in range(len(names))]
     default = DEFAULT_AGGREGATOR if DEFAULT_AGGREGATOR in names else names[0]
     d_i = names.index(default)
-    p_better = np.nanmean(boot_ratio < boot_ratio[d_i][None, :], axis=1)
+    p_better = (np.nanmean(boot_ratio < boot_ratio[d_i][None, :], axis=1) if resamples
+                else np.full(len(names), np.nan))
     s_lo, s_hi = ci(boot_stab)
     r_lo, r_hi = ci(boot_range)
     q_lo, q_hi = ci(boot_ratio)

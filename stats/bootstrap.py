@@ -12,7 +12,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci"]
+__all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci", "check_n_boot"]
+
+
+def check_n_boot(n_boot, name: str = "n_boot") -> int:
+    """``n_boot`` as an int, or a ValueError naming the parameter (a count of resamples: an integer >= 0).
+
+    ``n_boot = 0`` is allowed everywhere: no resamples, so every interval is NaN and the point estimates are
+    still computed (a quick run without confidence intervals).
+
+    >>> check_n_boot(0), check_n_boot(200)
+    (0, 200)
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise ValueError(f"{name} must be an integer >= 0 (0: no confidence intervals), got {n_boot!r}")
+    return int(n_boot)
 
 
 @dataclass(frozen=True)
@@ -59,8 +73,8 @@ def bootstrap_ci(
     if n == 0:
         return Interval(np.nan, np.nan, np.nan, 0, level)
     estimate = float(statistic(values))
-    if n == 1:
-        return Interval(estimate, np.nan, np.nan, 1, level)
+    if n == 1 or check_n_boot(n_boot) == 0:  # one problem or no resamples: no interval
+        return Interval(estimate, np.nan, np.nan, n, level)
     rng = np.random.default_rng(seed)
     draws = statistic(values[rng.integers(0, n, size=(n_boot, n))], axis=1)
     alpha = (1 - level) / 2
@@ -100,7 +114,7 @@ def cluster_bootstrap_ci(
     _, codes = np.unique(clusters, return_inverse=True)
     k = int(codes.max()) + 1
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k > 1 else None
+    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k > 1 and check_n_boot(n_boot) else None
     alpha = (1 - level) / 2
     if statistic == "mean":
         sums = np.bincount(codes, weights=values, minlength=k)

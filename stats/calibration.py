@@ -745,7 +745,7 @@ def lopo_r2(
     _check_family(family)
     x, y, groups = _check_xy(x, y, groups)
     codes, n_groups = _group_index(groups)
-    if robust is not None and family != "deming":
+    if robust is not None and family != "deming" and n_groups >= 2:  # one problem: no fold to hold out (NaN)
         pred = _kfold_robust_predictions(x, y, codes, n_groups, family, robust, max_points=max_points, seed=seed)
         cv = f"{min(10, n_groups)}-fold over problems"
     else:

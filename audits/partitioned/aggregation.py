@@ -135,8 +135,9 @@ def run_partitioned_aggregation(
     from stats.aggregation import AGGREGATORS, AggregatorProblemValues, combine_aggregator_values, get_aggregator
 
     th = AggregationThresholds.coerce(thresholds)
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    from stats.bootstrap import check_n_boot
+
+    n_boot = check_n_boot(n_boot)  # 0: no intervals, as in memory
     names = list(AGGREGATORS) if names is None else [get_aggregator(n).name for n in names]
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     with (contextlib.nullcontext(client) if client is not None else
@@ -167,4 +168,4 @@ def run_partitioned_aggregation(
         values = AggregatorProblemValues.concat([t[key] for t in tables if key in t])
         items.append((s, combine_aggregator_values(values, n_repeats=len(repeats[key]),
                                                    quartile_repeat=repeats[key][0], n_boot=n_boot, seed=seed)))
-    return combine_run_comparisons(items, thresholds=th)
+    return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)

@@ -39,6 +39,7 @@ __all__ = [
     "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "describe_profile", "show_plot", "show_verdicts",
     "contention_table", "describe_contention", "CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_not_compared", "clocks_table",
     "clock_agreement_table", "recommend_clock", "describe_clocks", "show_clocks_plot", "clocks_headline",
+    "figure_notes", "describe_not_measured",
 ]
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -257,25 +258,100 @@ def _skipped(audit) -> bool:
     return bool(getattr(audit, "skipped", False))
 
 
-def show_plot(plot, audit, *, metric: str | None = None, **options):
-    """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
+def _plot_name(plot) -> str:
+    return getattr(plot, "__name__", type(plot).__name__)
 
-    For a skipped audit (e.g. :class:`audits.report.render.CalibrationSkipped`) shows why instead; likewise
-    when every finding on ``metric`` (the figure's quantity) is ``n/a``: the figure would be empty, so it is
-    not drawn and a sentence gives the reasons.
+
+def _na_reasons(findings) -> str:
+    return "; ".join(dict.fromkeys(f"{f.where + ': ' if f.where else ''}{f.reason}" for f in findings))
+
+
+def _no_interval(interval) -> bool:
+    return interval is not None and not (np.isfinite(interval.low) and np.isfinite(interval.high))
+
+
+def _why_no_intervals(audit) -> str:
+    n_boot = getattr(audit, "n_boot", None)
+    return "n_boot = 0 draws no resamples" if n_boot == 0 else "intervals resample problems and need >= 2"
+
+
+def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None, list[str]]:
+    """What a page's figure cannot show on this corpus, as sentences: ``(not_drawn, notes)``.
+
+    ``not_drawn`` says why the figure is not drawn at all (None: it is drawn): a skipped audit, every finding
+    on ``metric`` (the figure's quantity) ``n/a``, or nothing to draw (fewer than 2 paired cells for the
+    calibration figures, no run with >= 2 repeats for the aggregation figure, no reward environment
+    simulated). ``notes`` say what a drawn figure leaves out: the runs whose ``metric`` is ``n/a``, the bands
+    it cannot draw (no intervals with one problem or ``n_boot = 0``, no spread across repeat pairs with one
+    repeat), a calibration whose leave-one-problem-out R² could not be measured. Every sentence comes from
+    the audit's own numbers and ``n/a`` reasons.
+
+    Examples
+    --------
+    >>> from audits.findings import Finding
+    >>> class Audit:  # any result with findings
+    ...     findings = (Finding.not_available("icc", "one repeat", environment="busy", campaign="c0"),)
+    >>> figure_notes(lambda audit: None, Audit(), metric="icc")[0]
+    'icc is not measurable on this corpus (busy · c0: one repeat)'
     """
-    from IPython.display import display
-
     if _skipped(audit):
-        display(Markdown(f"*Not measured: {audit.reason}.*"))
-        return
+        return f"not measured: {audit.reason}", []
+    notes: list[str] = []
     if metric is not None:
         about = [f for f in getattr(audit, "findings", ()) if f.metric == metric]
         if about and all(f.level == NA for f in about):
-            reasons = "; ".join(dict.fromkeys(f"{f.where + ': ' if f.where else ''}{f.reason}" for f in about))
-            display(Markdown(f"*Figure not drawn: {metric} is not measurable on this corpus ({reasons}).*"))
-            return
+            return f"{metric} is not measurable on this corpus ({_na_reasons(about)})", []
+        missing = [f for f in about if f.level == NA]
+        if missing:
+            notes.append(f"Not in the figure ({metric} n/a): {_na_reasons(missing)}.")
+    name = _plot_name(plot)
+    if name in ("calibration_scatter", "bland_altman_plot"):
+        pairing = audit.pairing
+        if pairing.n_pairs < 2 or (name == "bland_altman_plot" and audit.bland_altman is None):
+            return (f"{pairing.n_pairs} paired (problem, test, solution) cell{'' if pairing.n_pairs == 1 else 's'} "
+                    "between the two runs; a map and the agreement need >= 2: time the same reference solutions "
+                    "on the same problems on both runs"), []
+        if name == "calibration_scatter" and pairing.n_problems < 2:
+            notes.append(f"The families are fitted on all {pairing.n_pairs:,} pairs; their leave-one-problem-out R² "
+                         f"is not measured ({pairing.n_problems} problem pairs up; it needs >= 2).")
+        if name == "bland_altman_plot" and _no_interval(audit.bland_altman.bias):
+            notes.append(f"The bias and the limits of agreement are drawn without their CI bands "
+                         f"({_why_no_intervals(audit) if pairing.n_problems >= 2 else '1 problem pairs up'}).")
+    elif name == "stability_range_figure":
+        left = [f for f in getattr(audit, "findings", ()) if f.metric == "repeats" and f.level == NA]
+        if not getattr(audit, "comparisons", ()):
+            return f"no run was compared ({_na_reasons(left) or 'no run given'})", []
+        if left:
+            notes.append(f"Not in the figure: {_na_reasons(left)}.")
+        table = audit.table
+        if len(table) and not np.isfinite(table[["stability_low", "stability_high"]].to_numpy(dtype=float)).any():
+            notes.append("No error bars: no bootstrap intervals (one problem per run, or n_boot = 0).")
+    elif name in ("reward_curves", "zero_advantage_by_group_size"):
+        d = audit.diagnostics
+        if d.empty:
+            return "no reward environment was simulated", []
+        if name == "reward_curves" and (d["n_pairs"] < 2).all():
+            notes.append("No ±1 sd band: the curves come from one repeat, so their spread across repeat pairs "
+                         "(timing noise) is not measured; collect >= 2 repeats.")
+    return None, notes
+
+
+def show_plot(plot, audit, *, metric: str | None = None, **options):
+    """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
+
+    What the corpus does not let it draw is said in a sentence instead (:func:`figure_notes`): a skipped
+    audit (e.g. :class:`audits.report.render.CalibrationSkipped`), every finding on ``metric`` (the figure's
+    quantity) ``n/a``, nothing to draw; and below a drawn figure, what it leaves out (runs, bands).
+    """
+    from IPython.display import display
+
+    not_drawn, notes = figure_notes(plot, audit, metric=metric)
+    if not_drawn is not None:
+        display(Markdown(f"*Figure not drawn: {not_drawn}.*"))
+        return
     show_figure(plot(audit, **options))
+    if notes:
+        display(Markdown("*" + " ".join(notes) + "*"))
 
 
 def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
@@ -325,12 +401,26 @@ def calibration_fit_table(audit) -> pd.DataFrame:
         "family": fits["name"],
         "formula": fits["formula"],
         "LOPO R²": fits["lopo_r2"].astype(float),
-        "R² 95% CI": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
+        "R² 95% CI": [f"[{_fixed(lo, '.3f')}, {_fixed(hi, '.3f')}]"
+                      for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
         "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
         "pairs": fits["n_pairs"],
         "problems": fits["n_problems"],
     })
     return out.sort_values("LOPO R²", ascending=False, na_position="last").set_index("family")
+
+
+def _fixed(value, spec: str) -> str:
+    """``value`` in the format ``spec``; ``-`` where undefined (None, NaN: no interval without resamples)."""
+    return "-" if value is None or not np.isfinite(float(value)) else format(float(value), spec)
+
+
+def _fixed_ci(row, column: str, spec: str, prefix: str | None = None) -> str:
+    """``estimate [low, high]`` in the format ``spec`` (:func:`_fixed`); the bounds are ``column_low`` /
+    ``column_high``, or ``prefix + "low"`` / ``prefix + "high"``."""
+    low, high = ((row[f"{column}_low"], row[f"{column}_high"]) if prefix is None
+                 else (row[prefix + "low"], row[prefix + "high"]))
+    return f"{_fixed(row[column], spec)} [{_fixed(low, spec)}, {_fixed(high, spec)}]"
 
 
 def describe_calibration(audit) -> str:
@@ -347,21 +437,25 @@ def describe_calibration(audit) -> str:
     parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
              f"{audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
              f"{audit.pairing.n_problems} problems."]
-    if audit.best_family is None:
-        parts.append("No family could be validated (fewer than two problems pair up): collect both runs on the "
-                     "same problems.")
-        return " ".join(parts)
-    best = audit.fits.set_index("name").loc[audit.best_family]
-    r2 = float(best["lopo_r2"])
-    parts.append(f"The best family, **{audit.best_family}** (`{best['formula']}`), predicts held-out problems with "
-                 f"LOPO R² = {r2:.3f} [{best['lopo_r2_low']:.3f}, {best['lopo_r2_high']:.3f}] and a typical "
-                 f"error of ×{np.exp(float(best['lopo_log_rmse'])):.3f}.")
+    if audit.best_family is None and audit.pairing.n_problems < 2:
+        k = audit.pairing.n_problems
+        parts.append(f"No family can be validated: {k} problem{'' if k == 1 else 's'} pair up, and the "
+                     "leave-one-problem-out check (and every interval, which resamples problems) needs >= 2; "
+                     "what follows is measured on the pairs as they are. **What to do**: time both runs on the "
+                     "same problems (at least 2, better 10 or more).")
+    elif audit.best_family is None:
+        parts.append("No family predicts usable (positive) durations for every held-out problem. **What to do**: "
+                     f"do not calibrate these timings; time on {audit.target} itself.")
+    else:
+        best = audit.fits.set_index("name").loc[audit.best_family]
+        parts.append(f"The best family, **{audit.best_family}** (`{best['formula']}`), predicts held-out problems "
+                     f"with LOPO R² = {_fixed_ci(best, 'lopo_r2', '.3f')} and a typical error of "
+                     f"×{np.exp(float(best['lopo_log_rmse'])):.3f}.")
     aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
     if {"slope", "intercept_s"} <= set(aff.index):
-        a, b = aff.loc["slope"], aff.loc["intercept_s"]
-        parts.append(f"Affine map: {audit.target} ≈ {a['estimate']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}] × "
-                     f"{audit.source} + {b['estimate'] * 1000:.1f} ms [{b['ci_low'] * 1000:.1f}, "
-                     f"{b['ci_high'] * 1000:.1f}].")
+        a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
+        parts.append(f"Affine map: {audit.target} ≈ {_fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
+                     f"{_fixed_ci(b, 'estimate', '.1f', 'ci_')} ms.")
     ba = audit.bland_altman
     if ba is not None:
         parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
@@ -374,7 +468,9 @@ def describe_calibration(audit) -> str:
             text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
         parts.append(text + ".")
     levels = {f.metric: f.level for f in audit.findings}  # judged once, by the audit
-    if levels.get("best_lopo_r2") == "fail":
+    if audit.best_family is None:
+        pass  # what to do was said above
+    elif levels.get("best_lopo_r2") == "fail":
         parts.append(f"**What to do**: {audit.source} cannot stand in for {audit.target}; time on {audit.target} "
                      "itself (no calibration validates).")
     elif any(f.level == "fail" for f in audit.findings):
@@ -522,6 +618,9 @@ def aggregation_table(audit, *, environment: str | None = None, campaign: str | 
     """
     if environment is not None or campaign is not None:
         return _aggregation_rows(audit.comparison(environment, campaign)).set_index("aggregator")
+    if not audit.comparisons:  # no run with >= 2 repeats: an empty table (the findings say why)
+        return pd.DataFrame(columns=["run", "aggregator", "stability (points)", "dynamic range (points)", "ratio",
+                                     "Pareto", "problems"]).set_index(["run", "aggregator"])
     parts = [_aggregation_rows(comp).assign(run=f"{env} · {camp}")
              for (env, camp), comp in sorted(audit.comparisons, key=lambda kv: (str(kv[0][0]), str(kv[0][1])))]
     return pd.concat(parts, ignore_index=True).set_index(["run", "aggregator"])
@@ -550,6 +649,8 @@ def _describe_aggregation_run(audit, env, camp) -> str:
         if rec is not None and rec != default and verdict is not None and verdict.level in ("warn", "fail"):
             parts.append(f"**What to do**: set `post: {{aggregator: {rec}}}` in the reward environment for this "
                          "sandbox, and re-check on more problems if the CIs overlap.")
+        elif verdict is not None and verdict.level == NA:
+            parts.append(f"Whether to switch from the default is not judged (n/a: {verdict.reason}).")
         else:
             parts.append("**What to do**: keep the default.")
     return " ".join(parts)
@@ -561,6 +662,9 @@ def describe_aggregation(audit) -> str:
     head = ("Stability = mean |score(repeat i) − score(repeat j)| in percentile points, lower is better; dynamic "
             "range = slowest minus fastest reference quartile, higher is better"
             + (f"; {len(runs)} runs, each compared on its own." if len(runs) > 1 else "."))
+    left = [f for f in audit.findings if f.metric == "repeats" and f.level == NA]
+    if left:  # runs that could not be compared, named, with why
+        head += " Not compared: " + "; ".join(dict.fromkeys(f"**{f.where}** ({f.reason})" for f in left)) + "."
     return "\n\n".join([head] + [_describe_aggregation_run(audit, env, camp) for env, camp in runs])
 
 
@@ -591,8 +695,11 @@ def describe_simulation(audit) -> str:
     g = int(head["headline_group_size"])
     repeats = "" if audit.run is None else f" ({audit.run.repeats} repeats)"
     parts = [f"Simulated on **{audit.environment} · {audit.campaign}**{repeats}: {int(head['n_problems'])} problems, "
-             f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, quality from one repeat "
-             f"and reward from another ({int(head['n_pairs'])} repeat pairs)."]
+             f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, "
+             + (f"quality from one repeat and reward from another ({int(head['n_pairs'])} repeat pairs)."
+                if int(head["n_pairs"]) > 1 else
+                "quality and reward from the same (only) repeat: whether timing noise moves the reward is not "
+                "measured (curve_noise n/a, no ±1 sd band); collect >= 2 repeats.")]
     parts.append(f"The best reward environment is **{head['reward_environment']}** ({head['verdict']}): AUC "
                  f"{_sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
                  f"{_sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
@@ -1055,3 +1162,29 @@ def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "c
     else:
         text = f"trust **`{rec['measure']}`**: {rec['reason']}"
     return f"**[The choice of clock]({link})**: {text}."
+
+
+def describe_not_measured(verdicts: Mapping[str, Sequence[Finding]]) -> str:
+    """What this corpus could not measure, per audit: its ``n/a`` findings grouped by their reason.
+
+    Each audit's page leaves the figures of those findings out and says so (:func:`figure_notes`); the
+    overview, which draws no figure, names them all in one place.
+
+    >>> f = [Finding.not_available("icc", "one repeat", environment="busy"),
+    ...      Finding.not_available("significant_share", "one repeat", environment="busy")]
+    >>> describe_not_measured({"sandbox reliability": f})
+    '**Not measured on this corpus** (n/a, their figures not drawn): **sandbox reliability**: icc, significant_share (busy): one repeat.'
+    """
+    parts = []
+    for title, findings in verdicts.items():
+        by_reason: dict[str, dict[str, list[str]]] = {}
+        for f in findings:
+            if f.level == NA:
+                by_reason.setdefault(f.reason, {}).setdefault(f.where, []).append(f.metric)
+        if by_reason:
+            groups = [f"{', '.join(dict.fromkeys(metrics))}{f' ({where})' if where else ''}: {reason}"
+                      for reason, places in by_reason.items() for where, metrics in places.items()]
+            parts.append(f"**{title}**: " + "; ".join(groups) + ".")
+    if not parts:
+        return "Every finding was measured on this corpus (none is n/a)."
+    return "**Not measured on this corpus** (n/a, their figures not drawn): " + " ".join(parts)

@@ -31,10 +31,10 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
 
     Parameters
     ----------
-    table : DataFrame
+    table : DataFrame or AggregationAudit
         ``AggregationAudit.table`` (columns environment, campaign, aggregator,
         stability(_low/_high), dynamic_range(_low/_high), ratio, pareto) or one
-        ``AggregatorComparison.table`` (a single panel).
+        ``AggregatorComparison.table`` (a single panel), or the audit itself (its table).
     default : str
         Name of the default aggregator to mark.
     recommended : str or mapping (environment, campaign) -> str, optional
@@ -44,6 +44,8 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
     -------
     matplotlib.figure.Figure
     """
+    if not isinstance(table, pd.DataFrame):  # an AggregationAudit: its table
+        table = table.table
     if table.empty:
         raise ValueError("stability_range_figure: the table is empty (no comparison was computed)")
     frame = table.copy()
