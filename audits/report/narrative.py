@@ -589,9 +589,10 @@ def describe_discriminability(audit) -> str:
 # --- aggregation ---------------------------------------------------------------------------------
 
 def _ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
-    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high``."""
-    return (f"{format_value(row[column], digits)} [{format_value(row[column + low], digits)}, "
-            f"{format_value(row[column + high], digits)}]")
+    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high`` (a bound
+    the row lacks, as without resamples, shows as ``-``)."""
+    return (f"{format_value(row[column], digits)} [{format_value(row.get(column + low), digits)}, "
+            f"{format_value(row.get(column + high), digits)}]")
 
 
 def _sim_ci(row, column: str) -> str:
