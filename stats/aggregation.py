@@ -1180,7 +1180,7 @@ def compare_aggregators(
     -------
     AggregatorComparison
     """
-    from stats.ranking import _require_single_run, percentile_table, reference_pools
+    from stats.ranking import _require_single_run, reference_pools
 
     if not isinstance(runs, pd.DataFrame):
         raise TypeError("runs must be a DataFrame of executions (one environment and campaign)")
