@@ -39,7 +39,6 @@ import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -49,13 +48,12 @@ from audits.report.results import page_results
 from audits.report.plots.aggregation import stability_range_figure
 
 # %%
-corpus = load_corpora(corpora)
-display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+display(narrative.Markdown(results.corpus_summary.description))
 display(narrative.Markdown(narrative.describe_profile(profile)))
-narrative.corpus_overview(corpus)
+display(results.corpus_summary.overview)
 
 # %%
-results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 aggregation = results.aggregation
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")
 

@@ -63,7 +63,6 @@ import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -73,8 +72,7 @@ from audits.report.render import run_label
 from audits.report.results import page_results
 
 # %%
-corpus = load_corpora(corpora)
-results = page_results(results_path, corpus, globals())  # the values of this page's parameters
+results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
 
 # %%
 reliability = results.reliability
@@ -143,6 +141,6 @@ narrative.show_findings(simulation.findings, audit="simulation", title="Reward e
 # ## The corpus
 
 # %%
-display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+display(narrative.Markdown(results.corpus_summary.description))
 display(narrative.Markdown(narrative.describe_profile(profile)))
-narrative.corpus_overview(corpus)
+display(results.corpus_summary.overview)

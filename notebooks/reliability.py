@@ -37,7 +37,6 @@ import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -48,11 +47,10 @@ from audits.report.plots.reliability import (near_floor_shares, rank_drift_range
 from audits.report.results import page_results
 
 # %%
-corpus = load_corpora(corpora)
-results = page_results(results_path, corpus, globals())  # the values of this page's parameters
-display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+display(narrative.Markdown(results.corpus_summary.description))
 display(narrative.Markdown(narrative.describe_profile(profile)))
-narrative.corpus_overview(corpus)
+display(results.corpus_summary.overview)
 
 # %% [markdown]
 # ## Repeatability

@@ -50,7 +50,6 @@ import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -60,13 +59,12 @@ from audits.report.plots.simulation import reward_curves, zero_advantage_by_grou
 from audits.report.results import page_results
 
 # %%
-corpus = load_corpora(corpora)
-display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
+results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+display(narrative.Markdown(results.corpus_summary.description))
 display(narrative.Markdown(narrative.describe_profile(profile)))
-narrative.corpus_overview(corpus)
+display(results.corpus_summary.overview)
 
 # %%
-results = page_results(results_path, corpus, globals())  # the values of this page's parameters
 simulation = results.simulation
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
 

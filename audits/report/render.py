@@ -791,10 +791,10 @@ def render_reports(
 
 #: The shared results each page shows (audits.report.results.PARAMETERS names them).
 PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation",
-                             "clocks"),
-                "reliability": ("reliability", "discriminability"), "clocks": ("clocks",),
-                "calibration": ("stored", "across"),
-                "aggregation": ("aggregation",), "simulation": ("simulation",)}
+                             "clocks", "corpus_summary"),
+                "reliability": ("reliability", "discriminability", "corpus_summary"), "clocks": ("clocks", "corpus_summary"),
+                "calibration": ("stored", "across", "corpus_summary"),
+                "aggregation": ("aggregation", "corpus_summary"), "simulation": ("simulation", "corpus_summary")}
 
 
 def _shared_results(names, declared, params, corpus, out_dir, say):

@@ -26,9 +26,14 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-__all__ = ["PARAMETERS", "RESULTS_FILE", "ReportResults", "compute_results", "write_results", "page_results"]
+import pandas as pd
+
+__all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "ReportResults", "compute_results", "write_results",
+           "page_results"]
 
 RESULTS_FILE = "audit-results.pkl"
 
@@ -44,11 +49,28 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
                    "group_sizes", "seed", "simulation_thresholds", "n_boot", "profile"),
     "clocks": ("campaign", "clocks_measures", "n_boot", "seed"),
+    # what every page says about the corpus (its description and run table): computed once too, so that a
+    # page whose results are all stored never loads the corpus (at 10^7 rows that was 15 s per page)
+    "corpus_summary": ("corpora",),
 }
+
+
+@dataclass(frozen=True)
+class CorpusSummary:
+    """What a page shows about its corpus: :func:`audits.report.narrative.describe_corpus` (``description``)
+    and :func:`audits.report.narrative.corpus_overview` (``overview``)."""
+
+    description: str
+    overview: pd.DataFrame = field(repr=False)
 
 
 def _compute(name: str, ctx, p: Mapping[str, object]):
     """One result from the template parameters ``p``, exactly as the pages computed it."""
+    if name == "corpus_summary":
+        from audits.report import narrative
+
+        return CorpusSummary(description=narrative.describe_corpus(ctx.corpus, p["corpora"]),
+                             overview=narrative.corpus_overview(ctx.corpus))
     if name == "reliability":
         from audits.reliability import ReliabilityThresholds, run_reliability_audit
 
@@ -96,25 +118,42 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
 
 class ReportResults:
     """The results a page shows: taken from the shared file when computed with the page's parameters,
-    else computed (once, on one shared context) on first access."""
+    else computed (once, on one shared context) on first access.
+
+    ``corpus`` is a DataFrame, an :class:`~audits.context.AuditContext`, or the corpus files (loaded with
+    :func:`audits.report.render.load_corpora` only when some result has to be computed here).
+    """
 
     def __init__(self, corpus, parameters: Mapping[str, object], stored: Mapping[str, tuple] | None = None):
-        from audits.context import audit_context
-
-        self._ctx = audit_context(corpus)
+        self._source = corpus
         self._parameters = dict(parameters)
-        self._stored = dict(stored or {})
+        self._stored = stored if isinstance(stored, _StoredResults) else _StoredResults(dict(stored or {}))
         self._values: dict[str, object] = {}
         self.computed: list[str] = []  # names computed here rather than read from the shared file
+
+    @cached_property
+    def _ctx(self):
+        from audits.context import AuditContext, audit_context
+
+        source = self._source
+        if not isinstance(source, (pd.DataFrame, AuditContext)):
+            from audits.report.render import load_corpora
+
+            source = load_corpora(source)
+        return audit_context(source)
+
+    @property
+    def corpus(self) -> pd.DataFrame:
+        """The corpus (loaded on first use when the results were given the corpus files)."""
+        return self._ctx.corpus
 
     def _used(self, name: str) -> dict:
         return {k: self._parameters[k] for k in PARAMETERS[name]}
 
     def get(self, name: str):
         if name not in self._values:
-            shared = self._stored.get(name)
-            if shared is not None and shared[0] == self._used(name):
-                self._values[name] = shared[1]
+            if self._stored.parameters(name) == self._used(name):
+                self._values[name] = self._stored.value(name)
             else:
                 self._values[name] = _compute(name, self._ctx, self._used(name))
                 self.computed.append(name)
@@ -146,13 +185,54 @@ def compute_results(corpus, parameters: Mapping[str, object], names=tuple(PARAME
     return out
 
 
+class _StoredResults:
+    """The shared results of one report run: ``{name: (parameters used, result)}``, each result unpickled
+    only when a page asks for it (the overview page does not need the reliability page's cell tables)."""
+
+    def __init__(self, entries: Mapping[str, tuple], path: Path | None = None, base: int = 0):
+        self._entries = dict(entries)  # name -> (parameters, result) in memory, or (parameters, (start, size))
+        self._path, self._base = path, base
+
+    def parameters(self, name: str):
+        entry = self._entries.get(name)
+        return None if entry is None else entry[0]
+
+    def value(self, name: str):
+        used, payload = self._entries[name]
+        if self._path is None:
+            return payload
+        start, size = payload
+        with open(self._path, "rb") as fh:
+            fh.seek(self._base + start)
+            return pickle.loads(fh.read(size))  # written by this report run (render_reports), never user input
+
+    @classmethod
+    def read(cls, path) -> "_StoredResults":
+        """The index of a file :func:`write_results` wrote (the results stay on disk until asked for)."""
+        with open(path, "rb") as fh:
+            index = pickle.load(fh)  # written by this report run (render_reports), never user input
+            return cls(index, Path(path), fh.tell())
+
+
 def write_results(results: Mapping[str, tuple], out_dir: str | os.PathLike) -> Path:
-    """Pickle ``results`` into ``out_dir`` (atomically) and return the path."""
+    """Pickle ``results`` into ``out_dir`` (atomically) and return the path.
+
+    The file is an index (``{name: (parameters, (offset, size))}``, one pickle) followed by every result
+    pickled on its own, so that a page reads only the results it shows (:func:`page_results`).
+    """
     from audits.corpus.io import atomic_write
+
+    payloads = {name: pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL) for name, (_, result) in results.items()}
+    index, offset = {}, 0
+    for name, (used, _) in results.items():
+        index[name] = (used, (offset, len(payloads[name])))
+        offset += len(payloads[name])
 
     def writer(tmp):
         with open(tmp, "wb") as fh:
-            pickle.dump(dict(results), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(index, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            for name in index:
+                fh.write(payloads[name])
 
     return atomic_write(Path(out_dir) / RESULTS_FILE, writer)
 
@@ -163,11 +243,14 @@ def page_results(results_path, corpus, namespace: Mapping[str, object] | None = 
 
     The values are ``parameters``, or taken from ``namespace`` (a page passes ``globals()``: its own
     parameter values, so every template calls this the same way) for the names :data:`PARAMETERS` uses.
+    ``corpus`` is the corpus or its files (a page passes ``corpora``): files are loaded only when a result
+    is computed here, so a page of ``speedaudit report`` whose results are all stored never reads the
+    corpus; without ``results_path`` they are loaded at once (a bad file fails in the page's first cell).
     """
     wanted = {k for keys in PARAMETERS.values() for k in keys}
     parameters = {**{k: v for k, v in (namespace or {}).items() if k in wanted}, **parameters}
-    stored = None
-    if results_path:
-        with open(results_path, "rb") as fh:
-            stored = pickle.load(fh)  # written by this report run (render_reports), never user input
-    return ReportResults(corpus, parameters, stored)
+    if not results_path:
+        results = ReportResults(corpus, parameters)
+        results.corpus  # noqa: B018 -- nothing is stored: load the corpus now, so a bad file fails in this cell
+        return results
+    return ReportResults(corpus, parameters, _StoredResults.read(results_path))

@@ -46,7 +46,9 @@ def counting(tmp_path, monkeypatch):
 
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(f"AUDITS = {AUDITS!r}\n" + SITECUSTOMIZE)
+    # in the kernels the corpus loader is counted too: a page whose results are all stored never reads the corpus
+    kernel_counted = {**AUDITS, "audits.report.render": "load_corpora"}
+    (site / "sitecustomize.py").write_text(f"AUDITS = {kernel_counted!r}\n" + SITECUSTOMIZE)
     log = tmp_path / "calls.log"
     log.write_text("")
     monkeypatch.setenv("SPEEDAUDIT_TEST_CALL_LOG", str(log))
@@ -91,7 +93,8 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
                                    "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
                                    "run_clocks_audit"])
-    assert _kernel_calls(log) == []  # no page ran an audit
+    # no page ran an audit; only the clocks page reads the corpus (it draws from the rows), no other page does
+    assert _kernel_calls(log) == ["load_corpora"]
     assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
 
 
@@ -100,7 +103,7 @@ def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, countin
     log, here = counting
     render_notebook("reliability", tmp_path / "out", parameters={"corpora": [str(corpus_path)], **PARAMS})
     assert here == []
-    assert sorted(_kernel_calls(log)) == ["run_discriminability_audit", "run_reliability_audit"]
+    assert sorted(_kernel_calls(log)) == ["load_corpora", "run_discriminability_audit", "run_reliability_audit"]
 
 
 def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
@@ -114,12 +117,13 @@ def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting
     with pytest.raises(KeyError, match="profile"):  # a missing parameter is an error, not a silent recompute
         compute_results(load_corpus(corpus_path), {k: v for k, v in values.items() if k != "profile"},
                         names=("reliability",))
-    path = write_results(compute_results(load_corpus(corpus_path), values, names=("reliability", "discriminability")),
-                         tmp_path)
+    values["corpora"] = [str(corpus_path)]
+    path = write_results(compute_results(load_corpus(corpus_path), values,
+                                         names=("reliability", "discriminability", "corpus_summary")), tmp_path)
     here.clear()
     render_notebook("reliability", tmp_path / "out",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
-    assert sorted(_kernel_calls(log)) == ["run_discriminability_audit", "run_reliability_audit"]
+    assert sorted(_kernel_calls(log)) == ["load_corpora", "run_discriminability_audit", "run_reliability_audit"]
     log.write_text("")
     render_notebook("reliability", tmp_path / "out2",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "results_path": str(path)})
