@@ -36,7 +36,6 @@ import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.render import load_corpora
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.precision", 4)
@@ -46,10 +45,10 @@ from audits.report.plots.clocks import clock_figures, rank_agreement_figure
 from audits.report.results import page_results
 
 # %%
-corpus = load_corpora(corpora)
-results = page_results(results_path, corpus, globals())  # the values of this page's parameters
-display(narrative.Markdown(narrative.describe_corpus(corpus, corpora)))
-narrative.corpus_overview(corpus)
+results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+corpus = results.corpus  # the clock figures and tables read the rows
+display(narrative.Markdown(results.corpus_summary.description))
+display(results.corpus_summary.overview)
 
 # %% [markdown]
 # ## What the clocks say

@@ -109,7 +109,7 @@ narrative.show_verdicts(verdicts)
 narrative.Markdown(narrative.describe_overview(verdicts, profile=profile))
 
 # %%
-narrative.Markdown(narrative.clocks_headline(clocks, corpus))
+narrative.Markdown(narrative.clocks_headline(clocks, results.corpus))  # the clock recommendation reads the rows
 
 # %%
 narrative.Markdown(narrative.describe_not_measured(verdicts))

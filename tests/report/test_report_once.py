@@ -93,8 +93,8 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
                                    "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
                                    "run_clocks_audit"])
-    # no page ran an audit; only the clocks page reads the corpus (it draws from the rows), no other page does
-    assert _kernel_calls(log) == ["load_corpora"]
+    # no page ran an audit; only the clock recommendation (overview and clocks page) reads the rows
+    assert _kernel_calls(log) == ["load_corpora", "load_corpora"]
     assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
 
 
