@@ -50,7 +50,7 @@ from audits.findings import to_jsonable
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
            "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL",
-           "CONTENTION_MIN_CPU_S"]
+           "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values", "judge_contention"]
 
 #: Measures compared by default when the corpus has them (besides ``duration_s``).
 CANDIDATE_MEASURES = ("duration_s", "cpu_s", "instructions")
@@ -139,8 +139,17 @@ def wall_cpu_ratio(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_
     >>> wall_cpu_ratio(rows)
     (2.5, 2, 1)
     """
+    single, n_multi = wall_cpu_values(rows, min_cpu_s=min_cpu_s)
+    if not len(single):
+        return math.nan, 0, n_multi
+    return float(np.median(single)), len(single), n_multi
+
+
+def wall_cpu_values(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_S) -> tuple[np.ndarray, int]:
+    """The ratios :func:`wall_cpu_ratio` takes the median of, and the number left out as multi-threaded
+    (the Dask path selects their median from partitions, :mod:`audits.partitioned.reliability`)."""
     if "cpu_s" not in rows.columns:
-        return math.nan, 0, 0
+        return np.zeros(0), 0
     keep = _ok(rows)
     if "role" in rows.columns:
         keep &= (rows["role"] != "floor").to_numpy()
@@ -149,9 +158,13 @@ def wall_cpu_ratio(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_
     keep &= np.isfinite(wall) & np.isfinite(cpu) & (cpu >= min_cpu_s) & (cpu > 0) & (wall > 0)
     ratio = wall[keep] / cpu[keep]
     single = ratio >= 1.0
-    if not single.any():
-        return math.nan, 0, int((~single).sum())
-    return float(np.median(ratio[single])), int(single.sum()), int((~single).sum())
+    return ratio[single], int((~single).sum())
+
+
+def load_values(rows: pd.DataFrame) -> np.ndarray:
+    """The finite ``load_1m`` values of ``rows`` (empty without the column)."""
+    load = rows["load_1m"].to_numpy(dtype=float) if "load_1m" in rows.columns else np.zeros(0)
+    return load[np.isfinite(load)]
 
 
 #: Median wall/CPU ratio of single-threaded ok executions that warns / fails. A sandboxed program
@@ -199,14 +212,20 @@ def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float
     ('fail', 2.4, 7.0)
     """
     ratio, n_single, n_multi = wall_cpu_ratio(rows)
-    load = rows["load_1m"].to_numpy(dtype=float) if "load_1m" in rows.columns else np.zeros(0)
-    load = load[np.isfinite(load)]
-    med_load = float(np.median(load)) if len(load) else math.nan
-    max_load = float(load.max()) if len(load) else math.nan
+    load = load_values(rows)
+    return judge_contention(ratio, n_single, n_multi, float(np.median(load)) if len(load) else math.nan,
+                            float(load.max()) if len(load) else math.nan, has_cpu="cpu_s" in rows.columns,
+                            warn=warn, fail=fail)
+
+
+def judge_contention(ratio: float, n_single: int, n_multi: int, med_load: float, max_load: float, *,
+                     has_cpu: bool, warn: float = CONTENTION_WARN, fail: float = CONTENTION_FAIL) -> Contention:
+    """:class:`Contention` from its figures (what :func:`contention` measures; the Dask path computes them
+    from partitions, :mod:`audits.partitioned.reliability`). NaN loads: no load average was recorded."""
     load_text = (f"; 1-minute load average during collection: median {med_load:.2f}, max {max_load:.2f}"
-                 if len(load) else "; no load_1m column (speedaudit collect records it)")
+                 if math.isfinite(med_load) else "; no load_1m column (speedaudit collect records it)")
     if not math.isfinite(ratio):
-        why = ("the corpus has no cpu_s column" if "cpu_s" not in rows.columns else
+        why = ("the corpus has no cpu_s column" if not has_cpu else
                f"no single-threaded ok execution with at least {CONTENTION_MIN_CPU_S:g} s of CPU time (shorter "
                f"ones measure start-up cost, not waiting for a core)")
         return Contention("n/a", ratio, n_single, n_multi, med_load, max_load,

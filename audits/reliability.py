@@ -60,7 +60,8 @@ from stats.reliability import (
     repeats_for_reliability,
     d2_constant,
     summarize_repeat_cv,
-    variance_components,
+    variance_from_partials,
+    variance_partials,
 )
 
 __all__ = [
@@ -69,6 +70,8 @@ __all__ = [
     "ReliabilityAudit",
     "run_reliability_audit",
     "audit_rows",
+    "per_problem_tables",
+    "combine_problem_tables",
 ]
 
 
@@ -322,41 +325,72 @@ def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:
     return corpus.loc[mask]
 
 
-def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
-         target_reliability: float, target_precision: float, max_pairs: int,
-         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None) -> RunReliability:
+def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None) -> dict:
+    """The per-problem parts of one run's reliability figures, from its (non-floor) rows of whole problems.
+
+    Every figure of the audit is a function of these (:func:`combine_problem_tables`), so they can be
+    computed partition by partition (:mod:`audits.partitioned`) and concatenated in problem order.
+
+    Returns ``{"cells", "scores", "test_icc", "variance", "process_tally"}``: the repeat CV of every
+    (campaign, problem, test, solution) cell of correct references on optimization tests
+    (:func:`stats.reliability.repeat_cv`), the per-repeat scores against the run's pool
+    (:func:`stats.reliability.per_repeat_scores`; ``scores`` when the run context has them), the ICCs of every
+    optimization test, the per-problem sufficient statistics of the variance components
+    (:func:`stats.reliability.variance_partials`) and, with nested repeats, the histogram of processes per
+    (problem, test, solution) (else None).
+    """
     refs = _reference_rows(rows)
     cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
-    cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
-    run = rows
     if scores is None:  # the run context's shared per-repeat scores, else computed here
-        scores = per_repeat_scores(run)
-    drift = rank_drift(scores, n_boot=n_boot, seed=seed)
-    run_refs = _reference_rows(run)
-    if "repeat" not in run_refs.columns:
-        run_refs = run_refs.assign(repeat=0)
+        scores = per_repeat_scores(rows)
+    run_refs = refs if "repeat" in refs.columns else refs.assign(repeat=0)
     d = run_refs["duration_s"].to_numpy(dtype=float)
     good = (run_refs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
     logs = run_refs.loc[good].assign(_log=np.log(d[good]))
     test_icc = grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+    variance = variance_partials(refs)
+    tally = None
+    if "run" in refs.columns and len(refs):  # nested repeats: the independent repeat is the process (``run``)
+        procs = refs.groupby(["problem", "test", "solution"], observed=True)["run"].nunique().to_numpy()
+        tally = np.bincount(procs)
+    process_cells = (repeat_cv(process_level(refs), by=("campaign", "problem", "test", "solution"))
+                     if "run" in refs.columns else None)  # nested repeats: the repeat CV of process medians
+    return {"cells": cells, "scores": scores, "test_icc": test_icc, "variance": variance, "process_tally": tally,
+            "process_cells": process_cells}
+
+
+def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, seed: int,
+                           target_reliability: float, target_precision: float, max_pairs: int,
+                           contention: Contention | None = None) -> RunReliability:
+    """One run's :class:`RunReliability` from its :func:`per_problem_tables` (the in-memory audit's step too).
+
+    ``tables`` holds the tables of all the run's problems, in problem order (one call's, or the partitions'
+    concatenated and sorted by problem); ``process_tally`` may be a list of histograms (one per partition).
+    ``contention``: the run's :class:`audits.clocks.Contention` (from all its rows, :func:`_contention`).
+    """
+    cells, scores, test_icc = tables["cells"], tables["scores"], tables["test_icc"]
+    cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
+    drift = rank_drift(scores, n_boot=n_boot, seed=seed)
     icc_types = {name: float(np.nanmedian(test_icc[name])) if np.isfinite(test_icc[name]).any() else math.nan
                  for name in ICC_TYPES}
     icc_problem = group_codes(test_icc, ["problem"])[0] if len(test_icc) else np.zeros(0, dtype=np.int64)
     icc_agreement = cluster_bootstrap_ci(test_icc["ICC2"].to_numpy(dtype=float) if len(test_icc) else np.zeros(0),
                                          icc_problem, statistic="median", n_boot=n_boot, seed=seed)
-    variance = variance_components(refs)
+    variance = variance_from_partials(tables["variance"])
     needed = repeats_for_reliability(variance, target=target_reliability)
     precision_cv = cv_summary["median_repeat_cv"].estimate
-    if variance.nested:  # nested repeats: the repeated unit is the process, so the CV of process medians
-        per_process = repeat_cv(process_level(refs), by=("campaign", "problem", "test", "solution"))
-        precision_cv = summarize_repeat_cv(per_process, n_boot=0)["median_repeat_cv"].estimate
+    if variance.nested and tables.get("process_cells") is not None:  # nested repeats: the repeated unit is the
+        # process, so the CV of process medians
+        precision_cv = summarize_repeat_cv(tables["process_cells"], n_boot=0)["median_repeat_cv"].estimate
     precision = repeats_for_precision(precision_cv, width=target_precision)
     ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
     significance = pairwise_significance(ref_scores, max_pairs=max_pairs, n_boot=n_boot, seed=seed)
     n_rep = int(np.bincount(cells["n_runs"].to_numpy()).argmax()) if len(cells) else 0
-    if variance.nested and len(refs):  # nested repeats: the independent repeat is the process (``run``)
-        procs = refs.groupby(["problem", "test", "solution"], observed=True)["run"].nunique().to_numpy()
-        n_rep = int(np.bincount(procs).argmax()) if len(procs) else 0
+    tallies = tables["process_tally"]
+    tallies = [t for t in (tallies if isinstance(tallies, list) else [tallies]) if t is not None]
+    if variance.nested and tallies:  # nested repeats: the independent repeat is the process (``run``)
+        size = max(len(t) for t in tallies)
+        n_rep = int(np.sum([np.pad(t, (0, size - len(t))) for t in tallies], axis=0).argmax())
     measured = cells.loc[(cells["n_ok"] > 0).to_numpy(), "problem"]  # problems with at least one ok timing
     n_problems = int(measured.nunique()) if len(measured) else 0
     return RunReliability(
@@ -366,12 +400,21 @@ def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
         repeats_for_precision=precision, significance=significance, cells=cells, test_icc=test_icc,
         target_reliability=target_reliability, target_precision=target_precision, run_summary=summary,
         median_repeat_cv_corrected=cv_summary.get("median_repeat_cv_corrected"),
-        contention=_contention(rows, thresholds or ReliabilityThresholds()))
+        contention=contention)
 
 
 def _contention(rows: pd.DataFrame, t: ReliabilityThresholds) -> Contention:
     """The run's contention evidence at the thresholds' wall/CPU limits (floor runs are left out)."""
     return contention(rows, warn=t.wall_cpu_warn, fail=t.wall_cpu_fail)
+
+
+def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
+         target_reliability: float, target_precision: float, max_pairs: int,
+         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None) -> RunReliability:
+    return combine_problem_tables(per_problem_tables(rows, scores=scores), summary, n_boot=n_boot, seed=seed,
+                                  target_reliability=target_reliability, target_precision=target_precision,
+                                  max_pairs=max_pairs,
+                                  contention=_contention(rows, thresholds or ReliabilityThresholds()))
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
@@ -476,6 +519,13 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     return t.judged(out)
 
 
+def _check_targets(target_reliability: float, target_precision: float) -> None:
+    if not 0 < target_reliability < 1:
+        raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
+    if not target_precision > 0:
+        raise ValueError(f"target_precision must be > 0, got {target_precision}")
+
+
 #: d2(5) = 2.326, the expected range of 5 normal draws in sd units: the rank-range limits were set at 5 repeats.
 D2_5 = float(d2_constant(5))
 
@@ -521,10 +571,7 @@ def run_reliability_audit(
     """
     thresholds = ReliabilityThresholds.coerce(thresholds)
     n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
-    if not 0 < target_reliability < 1:
-        raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
-    if not target_precision > 0:
-        raise ValueError(f"target_precision must be > 0, got {target_precision}")
+    _check_targets(target_reliability, target_precision)
     results: dict[Run, RunReliability] = {}
     findings: list[Finding] = []
     ctx = audit_context(corpus)  # one shared context (audits.context): rows and scores per run built once

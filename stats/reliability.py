@@ -66,6 +66,8 @@ __all__ = [
     "grouped_icc",
     "VarianceComponents",
     "variance_components",
+    "variance_partials",
+    "variance_from_partials",
     "repeats_for_reliability",
     "repeats_for_precision",
     "PairSignificance",
@@ -741,9 +743,31 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
         ``campaign`` and ``repeat``. Pass the rows to analyse (the audit uses
         correct reference solutions on optimization tests).
 
+    Computed from per-problem sufficient statistics (:func:`variance_partials`, then
+    :func:`variance_from_partials`), so that a corpus stored partition by partition gives the same result.
+
     Returns
     -------
     VarianceComponents
+    """
+    return variance_from_partials(variance_partials(executions))
+
+
+def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
+    """Per-problem sufficient statistics of :func:`variance_components` (one row per problem, in name order).
+
+    Every estimator of :func:`variance_components` is a function of sums over problems of within-problem
+    quantities and of the per-problem means ``M`` and design sizes ``T``, ``S``: the components of a corpus
+    stored partition by partition (whole problems per partition) are :func:`variance_from_partials` of the
+    concatenated tables, exactly (the same code the in-memory call runs). Per problem p (cells c = (test,
+    solution), cc = (cell, campaign); with nested repeats processes k first):
+
+    ``df_w, ss_w`` : sum_k (n_k - 1), sum (y - ybar_k)^2;  ``n_proc, sum_values`` : processes, sum_k n_k;
+    ``df_e, ss_e`` : sum_cc (n_cc - 1), sum (y - ybar_cc)^2;  ``h_num`` : sum_cc (n_cc - 1) mean_k(1 / n_k);
+    ``df_c, ss_c, corr_c`` : over cells in >= 2 campaigns, sum (C - 1), sum_c (m_cc - m_c)^2,
+    sum (C - 1) sum_cc(1 / n_cc) / C;  ``n_kept, inv_c, inv_n`` : kept cells (complete solutions), sum 1 / C,
+    sum sum_cc(1 / n_cc) / C^2;  ``ss_res, ss_t, ss_s`` : the two-way sums of squares of the cell means;
+    ``T, S, M, present`` : tests, solutions, mean of the kept cell means, whether any cell is kept.
     """
     _require(executions, ["problem", "test", "solution", "duration_s"], "variance_components")
     nested = "run" in executions.columns
@@ -755,70 +779,112 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
     y = np.log(d[ok])
     if "campaign" not in frame.columns:
         frame = frame.assign(campaign="c0")
-    s2_w = df_w = values_per_run = math.nan
+    prob, n_p = group_codes(frame, ["problem"])  # the problem of every row (then of every process, cell...)
+    out: dict[str, np.ndarray] = {}
     if nested:
-        # 0. nested repeats: values inside processes. s2_w = pooled within-process variance; the rest
-        # of the analysis runs on process means, one "repeat" per process (see the docstring).
+        # 0. nested repeats: values inside processes; the rest runs on process means (see variance_components)
         pr, n_pr = group_codes(frame, ["problem", "test", "solution", "campaign", "run"])
         n_val = np.bincount(pr, minlength=n_pr).astype(float)
         mean_pr = np.bincount(pr, weights=y, minlength=n_pr) / n_val
-        df_w = float(np.sum(n_val - 1))
-        s2_w = float(np.sum((y - mean_pr[pr]) ** 2) / df_w) if df_w > 0 else math.nan
-        values_per_run = float(np.mean(n_val))
+        prob_pr = prob[first_rows(pr, n_pr)]
+        out["df_w"] = np.bincount(prob_pr, weights=n_val - 1, minlength=n_p)
+        out["ss_w"] = np.bincount(prob, weights=(y - mean_pr[pr]) ** 2, minlength=n_p)
+        out["n_proc"] = np.bincount(prob_pr, minlength=n_p).astype(float)
+        out["sum_values"] = np.bincount(prob_pr, weights=n_val, minlength=n_p)
         frame = frame.iloc[first_rows(pr, n_pr)]
-        y = mean_pr
+        y, prob = mean_pr, prob_pr
     # 1. repeat (with nested repeats: between process means)
     cc, n_cc_groups = group_codes(frame, ["problem", "test", "solution", "campaign"])
     n_cc = np.bincount(cc, minlength=n_cc_groups).astype(float)
     mean_cc = np.bincount(cc, weights=y, minlength=n_cc_groups) / np.maximum(n_cc, 1)
-    df_e = float(np.sum(n_cc - 1))
-    s2_e = float(np.sum((y - mean_cc[cc]) ** 2) / df_e) if df_e > 0 else math.nan
-    s2_run = math.nan
-    if nested:
-        # E[s2 of process means] = s2_run + s2_w * h, h = the df-weighted mean over cells of mean_k(1 / n_k)
-        inv = np.bincount(cc, weights=1.0 / n_val, minlength=n_cc_groups) / np.maximum(n_cc, 1)
-        h = float(np.sum((n_cc - 1) * inv) / df_e) if df_e > 0 else math.nan
-        s2_run = _pos(s2_e - (0.0 if math.isnan(s2_w) else s2_w) * h) if df_e > 0 else math.nan
-    e_used = 0.0 if math.isnan(s2_e) else s2_e
-    # 2. campaign
     first_cc = first_rows(cc, n_cc_groups)
+    prob_cc = prob[first_cc]
+    out["df_e"] = np.bincount(prob_cc, weights=n_cc - 1, minlength=n_p)
+    out["ss_e"] = np.bincount(prob, weights=(y - mean_cc[cc]) ** 2, minlength=n_p)
+    if nested:
+        inv = np.bincount(cc, weights=1.0 / n_val, minlength=n_cc_groups) / np.maximum(n_cc, 1)
+        out["h_num"] = np.bincount(prob_cc, weights=(n_cc - 1) * inv, minlength=n_p)
+    # 2. campaign
     cell_of_cc, n_cells = group_codes(frame.iloc[first_cc], ["problem", "test", "solution"])
     C = np.bincount(cell_of_cc, minlength=n_cells).astype(float)
     cell_mean = np.bincount(cell_of_cc, weights=mean_cc, minlength=n_cells) / np.maximum(C, 1)
     inv_n_sum = np.bincount(cell_of_cc, weights=1.0 / np.maximum(n_cc, 1), minlength=n_cells)
     b_ss = np.bincount(cell_of_cc, weights=(mean_cc - cell_mean[cell_of_cc]) ** 2, minlength=n_cells)
+    first_cell = first_rows(cell_of_cc, n_cells)
+    p = prob_cc[first_cell]  # problem of every cell
     multi = C >= 2
-    if multi.any():
-        df_c = float(np.sum(C[multi] - 1))
-        s2_c = _pos((np.sum(b_ss[multi]) - e_used * np.sum((C[multi] - 1) * inv_n_sum[multi] / C[multi])) / df_c)
-    else:
-        s2_c = math.nan
-        df_c = 0.0
-    c_used = 0.0 if math.isnan(s2_c) else s2_c
-    v_cell = c_used / C + e_used * inv_n_sum / C**2
+    out["df_c"] = np.bincount(p[multi], weights=C[multi] - 1, minlength=n_p)
+    out["ss_c"] = np.bincount(p[multi], weights=b_ss[multi], minlength=n_p)
+    out["corr_c"] = np.bincount(p[multi], weights=((C - 1) * inv_n_sum / C)[multi], minlength=n_p)
     # 4. two-way on cell means within problems
-    cells = frame.iloc[first_cc[first_rows(cell_of_cc, n_cells)]][["problem", "test", "solution"]].reset_index(drop=True)
-    p, n_p = group_codes(cells, ["problem"])
+    cells = frame.iloc[first_cc[first_cell]][["problem", "test", "solution"]].reset_index(drop=True)
     pt, n_pt = group_codes(cells, ["problem", "test"])
     ps, n_ps = group_codes(cells, ["problem", "solution"])
     T_all = np.bincount(p[first_rows(pt, n_pt)], minlength=n_p)
     complete_s = np.bincount(ps, minlength=n_ps) == T_all[p[first_rows(ps, n_ps)]]
     keep = complete_s[ps]
-    p, pt, ps, m, v = p[keep], pt[keep], ps[keep], cell_mean[keep], v_cell[keep]
+    out["n_kept"] = np.bincount(p[keep], minlength=n_p).astype(float)
+    out["inv_c"] = np.bincount(p[keep], weights=1.0 / C[keep], minlength=n_p)
+    out["inv_n"] = np.bincount(p[keep], weights=inv_n_sum[keep] / C[keep] ** 2, minlength=n_p)
+    p, pt, ps, m = p[keep], pt[keep], ps[keep], cell_mean[keep]
     T = np.bincount(p[first_rows(pt, n_pt)[np.bincount(pt, minlength=n_pt) > 0]], minlength=n_p).astype(float)
     S = np.bincount(p[first_rows(ps, n_ps)[np.bincount(ps, minlength=n_ps) > 0]], minlength=n_p).astype(float)
     n_cell_p = np.bincount(p, minlength=n_p)
     M = np.bincount(p, weights=m, minlength=n_p) / np.maximum(n_cell_p, 1)
     mt = np.bincount(pt, weights=m, minlength=n_pt) / np.maximum(np.bincount(pt, minlength=n_pt), 1)
     ms = np.bincount(ps, weights=m, minlength=n_ps) / np.maximum(np.bincount(ps, minlength=n_ps), 1)
-    present = n_cell_p > 0
-    ss_res = float(np.sum((m - mt[pt] - ms[ps] + M[p]) ** 2))
-    ss_t = float(np.sum((mt[pt] - M[p]) ** 2))  # = sum_p S_p sum_t (mt - M)^2
-    ss_s = float(np.sum((ms[ps] - M[p]) ** 2))
+    out["ss_res"] = np.bincount(p, weights=(m - mt[pt] - ms[ps] + M[p]) ** 2, minlength=n_p)
+    out["ss_t"] = np.bincount(p, weights=(mt[pt] - M[p]) ** 2, minlength=n_p)  # = S_p sum_t (mt - M)^2
+    out["ss_s"] = np.bincount(p, weights=(ms[ps] - M[p]) ** 2, minlength=n_p)
+    out["T"], out["S"], out["M"], out["present"] = T, S, M, n_cell_p > 0
+    table = frame.iloc[first_rows(prob, n_p)][["problem"]].reset_index(drop=True) if n_p else \
+        pd.DataFrame({"problem": frame["problem"].iloc[:0]})
+    for name, values in out.items():
+        table[name] = values
+    return table
+
+
+def variance_from_partials(partials: pd.DataFrame) -> VarianceComponents:
+    """:func:`variance_components` from per-problem sufficient statistics (:func:`variance_partials`).
+
+    ``partials`` may be the concatenation of the tables of disjoint sets of problems (partitions); its row
+    order is the order of the per-problem terms in the sums (use problem order for results that do not depend
+    on how problems were grouped).
+    """
+    nested = "df_w" in partials.columns
+
+    def summed(name: str) -> float:
+        return float(np.sum(partials[name].to_numpy(dtype=float)))
+
+    s2_w = df_w = values_per_run = math.nan
+    if nested:
+        df_w = summed("df_w")
+        s2_w = summed("ss_w") / df_w if df_w > 0 else math.nan
+        n_proc = summed("n_proc")
+        values_per_run = summed("sum_values") / n_proc if n_proc > 0 else math.nan
+    # 1. repeat (with nested repeats: between process means)
+    df_e = summed("df_e")
+    s2_e = summed("ss_e") / df_e if df_e > 0 else math.nan
+    s2_run = math.nan
+    if nested:
+        # E[s2 of process means] = s2_run + s2_w * h, h = the df-weighted mean over cells of mean_k(1 / n_k)
+        h = summed("h_num") / df_e if df_e > 0 else math.nan
+        s2_run = _pos(s2_e - (0.0 if math.isnan(s2_w) else s2_w) * h) if df_e > 0 else math.nan
+    e_used = 0.0 if math.isnan(s2_e) else s2_e
+    # 2. campaign (cells seen in >= 2 campaigns)
+    df_c = summed("df_c")
+    s2_c = _pos((summed("ss_c") - e_used * summed("corr_c")) / df_c) if df_c > 0 else math.nan
+    c_used = 0.0 if math.isnan(s2_c) else s2_c
+    # 3. mean noise of the kept cell means: v = s2_C / C + s2_e sum_c(1 / n_cc) / C^2
+    n_kept = summed("n_kept")
+    v_bar = (c_used * summed("inv_c") + e_used * summed("inv_n")) / n_kept if n_kept > 0 else 0.0
+    # 4. two-way on cell means within problems
+    T, S, M = (partials[c].to_numpy(dtype=float) for c in ("T", "S", "M"))
+    present = partials["present"].to_numpy(dtype=bool)
+    ss_res, ss_t, ss_s = summed("ss_res"), summed("ss_t"), summed("ss_s")
     df_res = float(np.sum(((T - 1) * (S - 1))[present]))
     df_t = float(np.sum((T - 1)[present]))
     df_s = float(np.sum((S - 1)[present]))
-    v_bar = float(np.mean(v)) if len(v) else 0.0
     if df_res > 0:
         ms_ts = ss_res / df_res
         s2_ts = _pos(ms_ts - v_bar)
@@ -827,6 +893,7 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
         s2_ts = math.nan
     s2_t = _pos((ss_t - df_t * ms_ts) / np.sum((T - 1) * S)) if df_t > 0 else math.nan
     s2_s = _pos((ss_s - df_s * ms_ts) / np.sum((S - 1) * T)) if df_s > 0 else math.nan
+    # 5. problem
     n_prob = int(present.sum())
     if n_prob >= 2:
         Tp, Sp = T[present], S[present]
