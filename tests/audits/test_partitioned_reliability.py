@@ -98,8 +98,8 @@ def test_shuffled_partitions_give_the_same_audit(dataset, client, tmp_path):
 
 def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, client, monkeypatch):
     """Each task on the workers reads exactly one partition (counted in the worker processes by wrapping
-    CorpusDataset.read_partition there), every partition is read, and neither a worker nor the client
-    loads the whole dataset (CorpusDataset.load raises in both during the audit)."""
+    CorpusDataset.read_partition there), every partition is read, no worker loads the whole dataset
+    (CorpusDataset.load raises there) and the client reads no partition at all (both raise here)."""
 
     def install():
         import audits.corpus.dataset as d
@@ -126,7 +126,12 @@ def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, c
         return log
 
     client.run(install)
-    monkeypatch.setattr(CorpusDataset, "load", lambda self: (_ for _ in ()).throw(AssertionError("client load")))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the client read executions")
+
+    monkeypatch.setattr(CorpusDataset, "load", refuse)  # the client (this process) reads no execution either
+    monkeypatch.setattr(CorpusDataset, "read_partition", refuse)
     try:
         run_partitioned_reliability(open_dataset(dataset.path), client=client, n_boot=N_BOOT)
     finally:
