@@ -64,23 +64,25 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
     """The Dask path: per-problem partial results on the workers (audits.partitioned), every audit on one cluster.
-    Today it covers discriminability, the aggregator comparison and the reward simulation; the others are listed
-    as skipped with the reason (never as passing)."""
+    Today it covers discriminability, reliability, the aggregator comparison and the reward simulation; the
+    others are listed as skipped with the reason (never as passing)."""
     from types import SimpleNamespace
 
     from audits.errors import UserError
     from audits.findings import write_json
     from audits.partitioned import (dask_client, run_partitioned_aggregation, run_partitioned_discriminability,
-                                    run_partitioned_simulation)
+                                    run_partitioned_reliability, run_partitioned_simulation)
 
     common = dict(floor_s=args.floor_s, environment=args.environment, campaign=args.campaign, n_boot=args.n_boot,
                   seed=args.seed)
     reason = ("not yet computed from per-problem partial results on Dask; audit a dataset that fits in memory "
               "without --scheduler/--dask (it is loaded whole)")
-    skipped = {name: reason for name in ("reliability", "calibration")}
+    skipped = {name: reason for name in ("calibration",)}
     named = args.simulation_environment is not None or args.simulation_campaign is not None
     with dask_client(args.scheduler, n_workers=args.workers) as client:
         results = {"discriminability": run_partitioned_discriminability(args.corpus, client=client, **common),
+                   "reliability": run_partitioned_reliability(
+                       args.corpus, client=client, **{k: v for k, v in common.items() if k != "floor_s"}),
                    "aggregation": run_partitioned_aggregation(args.corpus, client=client, **common)}
         try:  # as the whole audit in memory: its own choice of run unless one is named, n_boot 200, the examples
             results["simulation"] = run_partitioned_simulation(

@@ -103,7 +103,11 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     whole = json.loads(out.read_text())
     memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
-    assert set(whole["skipped"]) == {"reliability", "calibration", "simulation"}  # simulation: two environments
+    audited = set(whole) - {"audit", "skipped", "engine"}
+    assert "discriminability" in audited and audited.isdisjoint(whole["skipped"])
+    assert audited | set(whole["skipped"]) == {"reliability", "discriminability", "calibration", "aggregation",
+                                               "simulation"}
+    assert "simulation" in whole["skipped"] and "calibration" in whole["skipped"]  # two environments; no pair
     assert "Traceback" not in proc.stderr
 
 
