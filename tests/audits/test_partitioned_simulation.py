@@ -172,4 +172,4 @@ def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
     whole = json.loads(out.read_text())
     memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
     assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
-    assert set(whole["skipped"]) == {"reliability", "calibration"} and "Traceback" not in proc.stderr
+    assert set(whole["skipped"]) == {"calibration"} and "Traceback" not in proc.stderr  # reliability is on Dask too
