@@ -128,12 +128,16 @@ class BackgroundLoad:
     def start(self) -> "BackgroundLoad":
         parent = str(os.getpid())
         try:
+            # Each in a session of its own: with the kernel's autogroup scheduling (on by default in Debian,
+            # /proc/sys/kernel/sched_autogroup_enabled) CPU time is shared between sessions first, and the
+            # sandboxed programs each start a session; spinners sharing one session would together weigh
+            # as one program, so cpu=2 would contend like one spinner.
             for _ in range(self.spec.cpu):
-                self._procs.append(subprocess.Popen([self.python, "-c", _SPINNER, parent],
+                self._procs.append(subprocess.Popen([self.python, "-c", _SPINNER, parent], start_new_session=True,
                                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
             if self.spec.mem_bytes:
                 hog = subprocess.Popen([self.python, "-c", _HOG, parent, str(self.spec.mem_bytes)],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE)
                 self._procs.append(hog)
                 line = hog.stdout.readline()  # wait until the memory is allocated and touched

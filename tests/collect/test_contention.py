@@ -26,6 +26,9 @@ ALLOWED = sorted(os.sched_getaffinity(0))
 # about 0.3 s of CPU before the answer: the wall/CPU ratio reads executions of >= 0.1 s CPU only
 # (audits.clocks.CONTENTION_MIN_CPU_S; shorter ones measure start-up cost)
 SPIN = "s = sum(range(20_000_000))\n" + ADD
+# Two spinners per core the tests may use: a program then gets about a third of a core whatever the
+# machine's core count (wall/CPU ~3; warn at 1.3), where one spinner per core would leave it half.
+BUSY = LoadSpec.parse(f"cpu={2 * len(ALLOWED)}")
 
 
 def _campaign(tmp_path, **spec):
@@ -89,7 +92,7 @@ def test_pin_cpus_refuses_more_workers_than_cores_and_foreign_cores():
 def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_one_is_not(tmp_path):
     from audits.clocks import CONTENTION_WARN, contention
 
-    _, busy = _campaign(tmp_path, load=LoadSpec.parse("cpu=2"))  # two spinners on this 2-core machine
+    _, busy = _campaign(tmp_path, load=BUSY)
     found = contention(busy)
     assert found.level in ("warn", "fail") and found.median_wall_cpu >= CONTENTION_WARN
     assert "contended" in found.message and "--pin-cpus" in found.message and "--measure cpu_s" in found.message
@@ -114,7 +117,7 @@ def test_the_reliability_audit_flags_the_loaded_run_per_run_with_its_figures(tmp
 
     from audits.reliability import run_reliability_audit
 
-    _, busy = _campaign(tmp_path, load=LoadSpec.parse("cpu=2"))
+    _, busy = _campaign(tmp_path, load=BUSY)
     busy = busy.assign(environment="busy")
     calm = busy.assign(environment="calm", cpu_s=busy["duration_s"] / 1.05, load_1m=0.1)  # as above
     audit = run_reliability_audit(pd.concat([busy, calm], ignore_index=True), n_boot=20)
