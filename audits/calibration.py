@@ -56,7 +56,7 @@ from stats.calibration import (
 )
 
 __all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit",
-           "apply_calibration"]
+           "combine_pairing", "apply_calibration"]
 
 @dataclass(frozen=True)
 class CalibrationThresholds(Thresholds):
@@ -382,7 +382,21 @@ def run_calibration_audit(
 
     limits = CalibrationThresholds.coerce(thresholds)
     ctx = audit_context(corpus)  # the shared context's run table (audits.context)
-    corpus = ctx.corpus
+    families, robust, n_boot, n_boot_rank = _check_options(families, calibration_family, robust, n_boot,
+                                                           n_boot_rank)
+    pair = calibration_pair(ctx, source=source, target=target, key=key)
+    corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
+    pairing = pair_medians(corpus, source=source, target=target, key=key)
+    drift_names = None if pair.drift_frame is None else (distinct_values(pair.drift_frame["campaign"]),
+                                                         distinct_values(pair.drift_frame["environment"]))
+    has_candidates = bool(((corpus["role"] == "candidate").to_numpy() & (corpus[key] == target).to_numpy()).any())
+    return combine_pairing(pair, pairing, corpus=corpus, drift_names=drift_names, has_candidates=has_candidates,
+                           families=families, robust=robust, calibration_family=calibration_family,
+                           variance_ratio=variance_ratio, taus=taus, n_boot=n_boot, n_boot_rank=n_boot_rank,
+                           level=level, seed=seed, limits=limits)
+
+
+def _check_options(families, calibration_family, robust, n_boot, n_boot_rank) -> tuple[list, str | bool, int, int]:
     families = list(families)
     for family in families:
         if family not in FAMILIES:
@@ -394,10 +408,22 @@ def run_calibration_audit(
     if robust and robust not in ROBUST_METHODS:
         raise ValueError(f"robust must be False, True or one of {ROBUST_METHODS}, got {robust!r}")
     n_boot, n_boot_rank = check_n_boot(n_boot), check_n_boot(n_boot_rank, "n_boot_rank")  # 0: no intervals
+    return families, robust, n_boot, n_boot_rank
 
-    pair = calibration_pair(ctx, source=source, target=target, key=key)
-    corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
-    pairing = pair_medians(corpus, source=source, target=target, key=key)
+
+def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataFrame | None, drift_names,
+                    has_candidates: bool, families: list, robust, calibration_family: str | None,
+                    variance_ratio: float, taus, n_boot: int, n_boot_rank: int, level: float, seed,
+                    limits: CalibrationThresholds, ptau_sides=None) -> CalibrationAudit:
+    """The calibration audit from the pairing of cell medians (every step after :func:`pair_medians`).
+
+    ``corpus``: the two runs' rows (None on a partitioned corpus: then ``pairing`` must hold both sides'
+    cells, ``ptau_sides`` the source pool and the target's candidate cells, and the drift table must not
+    need the rows, i.e. ``drift_names`` names at most two campaigns); ``drift_names``: the campaigns and
+    environments of the drift rows (None: no drift table); ``has_candidates``: the target run has candidate
+    rows. Both :func:`run_calibration_audit` and :mod:`audits.partitioned.calibration` run this step.
+    """
+    source, target, key = pair.source, pair.target, pair.key
     # Fewer than 2 problems pair up: no leave-one-problem-out check and no interval over problems, so those
     # findings are n/a (_findings); a map is still fitted on >= 2 pairs and the rest is measured and reported.
     fitted = pairing.n_pairs >= 2
@@ -453,9 +479,8 @@ def run_calibration_audit(
         agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
 
     drift = pd.DataFrame()
-    if pair.drift_frame is not None and pairing.n_problems >= MIN_PROBLEMS:  # drift maps are fitted over problems
-        campaigns = distinct_values(pair.drift_frame["campaign"])
-        environments = distinct_values(pair.drift_frame["environment"])
+    if drift_names is not None and pairing.n_problems >= MIN_PROBLEMS:  # drift maps are fitted over problems
+        campaigns, environments = drift_names
         if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
             # the drift table of one environment and two campaigns is the affine fit above: reuse it
             drift = _drift_from_fit(params, environment=environments[0], campaign=target,
@@ -467,11 +492,11 @@ def run_calibration_audit(
     intercept_ci = ((float(aff.loc["intercept_s", "ci_low"]), float(aff.loc["intercept_s", "estimate"]),
                      float(aff.loc["intercept_s", "ci_high"])) if "intercept_s" in aff.index else (np.nan,) * 3)
     sensitivity = pd.DataFrame(columns=["tau", "intercept_s", "pass_rate", "n_pass", "n_solutions"])
-    has_candidates = (corpus["role"] == "candidate").to_numpy() & (corpus[key] == target).to_numpy()
-    if has_candidates.any() and np.isfinite(intercept_ci).all():
+
+    if has_candidates and np.isfinite(intercept_ci).all():
         sensitivity = ptau_sensitivity(corpus, source=source, target=target, key=key,
                                        slope=float(aff.loc["slope", "estimate"]), intercepts=intercept_ci,
-                                       taus=taus)
+                                       taus=taus, sides=ptau_sides)
 
     findings = limits.judged(_findings(source=source, target=target, source_runs=pair.source_runs, target_runs=pair.target_runs,
                          key=key, pairing=pairing, fits=fits, aff=aff,

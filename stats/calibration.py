@@ -64,6 +64,9 @@ __all__ = [
     "distinct_values",
     "resolve_key",
     "pair_medians",
+    "pair_cells",
+    "side_cells",
+    "ptau_sides",
     "fit_family",
     "lopo_predictions",
     "lopo_r2",
@@ -242,6 +245,16 @@ def pair_medians(
     [[2.0, 5.0]]
     """
     key = resolve_key(corpus, source=source, target=target, key=key)
+    src, tgt, within, n_role_excluded = side_cells(corpus, source=source, target=target, key=key, roles=roles)
+    return pair_cells(src, tgt, source=source, target=target, key=key, within=within,
+                      n_role_excluded=n_role_excluded)
+
+
+def side_cells(corpus: pd.DataFrame, *, source: str, target: str, key: str,
+               roles: Sequence[str] = ("reference", "candidate")) -> tuple[pd.DataFrame, pd.DataFrame, str | None,
+                                                                           int]:
+    """The cells :func:`pair_medians` pairs: ``(source cells, target cells, within, cells excluded by role)``
+    (``key`` resolved; a corpus of some problems gives the cells of those problems)."""
     other = "campaign" if key == "environment" else "environment"
     is_src = (corpus[key] == source).to_numpy().copy()
     is_tgt = (corpus[key] == target).to_numpy().copy()
@@ -268,7 +281,15 @@ def pair_medians(
             if c in corpus.columns]
     src = solution_cells(corpus.loc[is_src, cols], by=cell_key)
     tgt = solution_cells(corpus.loc[is_tgt, cols], by=cell_key)
+    return src, tgt, within, n_role_excluded
 
+
+def pair_cells(src: pd.DataFrame, tgt: pd.DataFrame, *, source: str, target: str, key: str,
+               within: str | None = None, n_role_excluded: int = 0) -> Pairing:
+    """:func:`pair_medians` from the two sides' cells (:func:`stats.ranking.solution_cells` by problem, test,
+    solution and ``within``), e.g. computed partition by partition and concatenated in problem order;
+    ``n_role_excluded`` counts the cells left out for their role."""
+    cell_key = ["problem", "test", "solution"] + ([within] if within else [])
     both = pd.concat([src[cell_key], tgt[cell_key]], ignore_index=True)
     codes, n_codes = group_codes(both, cell_key)
     src_code, tgt_code = codes[: len(src)], codes[len(src):]
@@ -1310,9 +1331,13 @@ def percentile_agreement(
     >>> corpus = synthesize(campaigns=(("c0", 1, 0), ("c1", 0.63, 0.053))).corpus  # doctest: +SKIP
     >>> percentile_agreement(corpus, source="c0", target="c1", mapping=lambda d: 0.63 * d + 0.053)  # doctest: +SKIP
     """
-    key = resolve_key(corpus, source=source, target=target, key=key)
+    if corpus is not None:  # None: the pairing's cells are all there is (a partitioned corpus)
+        key = resolve_key(corpus, source=source, target=target, key=key)
     reuse = (pairing is not None and pairing.within is None and pairing.source_cells is not None
              and (pairing.source, pairing.target, pairing.key) == (source, target, key))
+    if corpus is None and not reuse:
+        raise ValueError("percentile_agreement without a corpus needs the pairing of the same source, target "
+                         "and key, not matched within another column")
     other, values = (None, [None]) if reuse else _other_values(corpus, key, source, target)
     frames = []
     for value in values:  # one iteration per shared environment/campaign (a handful), not per problem
@@ -1453,6 +1478,25 @@ def campaign_drift(
 
 # ----------------------------------------------------------------------------- sensitivity
 
+def _ptau_sides(corpus: pd.DataFrame, *, source: str, target: str, key: str, roles: Sequence[str]):
+    """(shared value of the other column, source pool, target cells of ``roles``) for :func:`ptau_sensitivity`."""
+    key = resolve_key(corpus, source=source, target=target, key=key)
+    other, values = _other_values(corpus, key, source, target)
+    for value in values:  # a handful of shared environments/campaigns
+        src = _runs(corpus, key, source, other, value)
+        tgt = _runs(corpus, key, target, other, value)
+        yield (value, *ptau_sides(src, tgt, roles=roles))
+
+
+def ptau_sides(src: pd.DataFrame, tgt: pd.DataFrame, *, roles: Sequence[str] = ("candidate",)):
+    """``(source pool, target cells of roles)`` that :func:`ptau_sensitivity` scores, from the rows of the
+    source and of the target (of some problems: a partition's give that partition's pools and cells)."""
+    scored = tgt.loc[tgt["role"].isin(list(roles)).to_numpy()]
+    cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
+                        "test_kind") if c in scored.columns]
+    return reference_pools(src), solution_cells(scored[cols])
+
+
 def ptau_sensitivity(
     corpus: pd.DataFrame,
     *,
@@ -1464,6 +1508,7 @@ def ptau_sensitivity(
     taus: Sequence[float] = (10.0, 30.0),
     roles: Sequence[str] = ("candidate",),
     timeout_fails_c: bool = True,
+    sides: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """p_tau pass rate of fresh candidates ranked against a calibrated stored pool, per intercept.
 
@@ -1477,25 +1522,21 @@ def ptau_sensitivity(
     DataFrame
         ``tau, intercept_s, pass_rate, n_solutions`` (one row per tau x intercept).
 
+    ``sides``: the source pool (:func:`stats.ranking.reference_pools`) and the target cells of ``roles``
+    (:func:`stats.ranking.solution_cells`) of one pair of runs, given instead of reading them from ``corpus``
+    (which may then be None; a partitioned corpus computes them partition by partition).
+
     Examples
     --------
     >>> # rows = ptau_sensitivity(corpus, source="c0", target="c1", slope=0.63,
     >>> #                         intercepts=[0.045, 0.053, 0.061])
     """
-    key = resolve_key(corpus, source=source, target=target, key=key)
     for tau in taus:
         if not 0 <= tau <= 100:
             raise ValueError(f"tau must lie in [0, 100] percentile points, got {tau}")
-    other, values = _other_values(corpus, key, source, target)
     rows = []
-    for value in values:  # a handful of shared environments/campaigns
-        src = _runs(corpus, key, source, other, value)
-        tgt = _runs(corpus, key, target, other, value)
-        pool = reference_pools(src)
-        scored = tgt.loc[tgt["role"].isin(list(roles)).to_numpy()]
-        cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
-                            "test_kind") if c in scored.columns]
-        cells = solution_cells(scored[cols])
+    for value, pool, cells in ([(None, *sides)] if sides is not None else
+                               _ptau_sides(corpus, source=source, target=target, key=key, roles=roles)):
         for intercept in intercepts:
             mapped = _mapped_pool(pool, lambda d, b=intercept: slope * d + b)
             pct = cells.assign(percentile=test_percentiles(cells, mapped, leave_self_out=True))

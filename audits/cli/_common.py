@@ -119,7 +119,7 @@ def read_pair(args: argparse.Namespace, corpus):
     Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``--environment`` is given,
     else the ``--source``/``--target`` names. The direction is kept as given.
     """
-    from audits.corpus.runs import runs_of
+    from audits.corpus.runs import Runs, runs_of
 
     parts = {side: (getattr(args, f"{side}_environment"), getattr(args, f"{side}_campaign"))
              for side in ("source", "target")}
@@ -137,7 +137,7 @@ def read_pair(args: argparse.Namespace, corpus):
             if env is not None and env != args.environment:
                 raise UserError(f"--environment {args.environment!r} and --{side}-environment {env!r} disagree")
         parts = {side: (args.environment, camp) for side, (_, camp) in parts.items()}
-    runs = runs_of(corpus)
+    runs = corpus if isinstance(corpus, Runs) else runs_of(corpus)  # a partitioned dataset gives its run table
     chosen = []
     for side, (env, camp) in parts.items():
         other_env, other_camp = parts["target" if side == "source" else "source"]

@@ -97,10 +97,10 @@ def test_shuffled_partitions_give_the_same_audit(dataset, client, tmp_path):
     assert _close(a, b) == []
 
 
-def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, client, monkeypatch):
-    """Each task on the workers reads exactly one partition (counted in the worker processes by wrapping
-    CorpusDataset.read_partition there), every partition is read, no worker loads the whole dataset
-    (CorpusDataset.load raises there) and the client reads no partition at all (both raise here)."""
+def _read_counter():
+    """``(install, collect)`` to run on every worker (``client.run``): install wraps
+    CorpusDataset.read_partition there to log (task key, partition) and makes CorpusDataset.load raise;
+    collect restores both and returns the log. Nested functions, so that they are pickled by value."""
 
     def install():
         import audits.corpus.dataset as d
@@ -126,24 +126,39 @@ def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, c
         d.CorpusDataset.read_partition, d.CorpusDataset.load = d._original_read, d._original_load
         return log
 
+    return install, collect
+
+
+def _assert_one_partition_per_task(client, monkeypatch, dataset, audit) -> None:
+    """Run ``audit()`` with the reads counted on the workers and none allowed on the client (this process):
+    every task read exactly one partition, and every partition was read."""
+    install, collect = _read_counter()
     client.run(install)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the client read executions")
 
-    monkeypatch.setattr(CorpusDataset, "load", refuse)  # the client (this process) reads no execution either
+    monkeypatch.setattr(CorpusDataset, "load", refuse)
     monkeypatch.setattr(CorpusDataset, "read_partition", refuse)
     try:
-        run_partitioned_reliability(open_dataset(dataset.path), client=client, n_boot=N_BOOT)
+        audit()
     finally:
         logs = client.run(collect)
+        monkeypatch.undo()
     reads = [entry for log in logs.values() for entry in log]
     per_task = collections.defaultdict(list)
     for task, index in reads:
         per_task[task].append(index)
     assert per_task and all(len(indices) == 1 for indices in per_task.values())
-    count = collections.Counter(index for _, index in reads)
-    assert set(count) == set(range(dataset.n_partitions)) and dataset.n_partitions >= 4
+    assert set(index for _, index in reads) == set(range(dataset.n_partitions)) and dataset.n_partitions >= 4
+
+
+def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, client, monkeypatch):
+    """Each task on the workers reads exactly one partition (counted in the worker processes by wrapping
+    CorpusDataset.read_partition there), every partition is read, no worker loads the whole dataset
+    (CorpusDataset.load raises there) and the client reads no partition at all (both raise here)."""
+    _assert_one_partition_per_task(client, monkeypatch, dataset, lambda: run_partitioned_reliability(
+        open_dataset(dataset.path), client=client, n_boot=N_BOOT))
 
 
 def test_audit_all_on_a_dataset_with_dask_cli_runs_reliability(dataset, tmp_path):

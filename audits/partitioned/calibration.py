@@ -1,0 +1,124 @@
+"""The calibration audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`).
+
+A calibration pairs two runs at (problem, test, solution) cells. Every figure after the pairing is a
+function of the two sides' cell medians (:func:`stats.ranking.solution_cells`), the source's reference
+pool and the target's candidate cells, all per problem: the workers compute them partition by partition
+with the in-memory functions (:func:`stats.calibration.side_cells`, :func:`stats.calibration.ptau_sides`),
+the client concatenates them in problem order, pairs them (:func:`stats.calibration.pair_cells`) and runs
+the in-memory audit's own combining step (:func:`audits.calibration.combine_pairing`: fits,
+leave-one-problem-out, bootstraps over problems, rank agreement, p_tau sensitivity, drift, findings).
+
+Memory: a worker holds one partition; the client one row per cell of the two runs (the pairs the
+leave-one-problem-out needs anyway), never an execution.
+
+Not on this path (yet): the campaign-drift table of an environment with three or more campaigns (it pairs
+every campaign with the anchor; computed from the rows in memory), and calibrations named by column
+values instead of two runs. Both raise a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import pandas as pd
+
+from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.errors import UserError
+from audits.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
+from audits.partitioned.reliability import _in_problem_order
+
+__all__ = ["run_partitioned_calibration"]
+
+
+def _calibration_partial(path: str, index: int, source: tuple, target: tuple, key: str) -> dict:
+    """One partition's cells of both runs, the source pool and the target's candidate cells."""
+    from audits.corpus.runs import Run
+    from stats.calibration import ptau_sides, side_cells
+
+    part = open_dataset(path).read_partition(index)
+    src_mask, tgt_mask = Run(*source).mask(part), Run(*target).mask(part)
+    frame = part.loc[src_mask | tgt_mask]  # the rows calibration_pair gives the in-memory audit, here
+    names = {"campaign": (source[1], target[1]), "environment": (source[0], target[0])}[key]
+    src, tgt, within, n_excluded = side_cells(frame, source=names[0], target=names[1], key=key)
+    out = {"source_cells": src, "target_cells": tgt, "within": within, "n_role_excluded": n_excluded,
+           "pool": None, "candidates": None, "has_candidates": False, "campaigns": set()}
+    if src_mask.any() or tgt_mask.any():
+        out["pool"], out["candidates"] = ptau_sides(part.loc[src_mask], part.loc[tgt_mask])
+    if "role" in part.columns:
+        out["has_candidates"] = bool((tgt_mask & (part["role"] == "candidate").to_numpy()).any())
+    if key == "campaign":  # the drift rows: every row of the environment
+        env = part.loc[(part["environment"] == source[0]).to_numpy(), "campaign"]
+        out["campaigns"] = set(env.astype(str).unique())
+    return out
+
+
+def run_partitioned_calibration(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    source,
+    target,
+    scheduler: str | None = None,
+    client=None,
+    families=None,
+    robust: bool | str = False,
+    calibration_family: str | None = None,
+    variance_ratio: float = 1.0,
+    taus=(10.0, 30.0),
+    n_boot: int = 1000,
+    n_boot_rank: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+    thresholds=None,
+    n_workers: int = 2,
+):
+    """:func:`audits.calibration.run_calibration_audit` of two runs of a partitioned dataset, on Dask.
+
+    ``source``, ``target``: two runs (:class:`audits.corpus.runs.Run` or ``(environment, campaign)``).
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    """
+    from audits.calibration import CalibrationPair, CalibrationThresholds, _check_options, combine_pairing
+    from audits.corpus.runs import Run, RunError
+    from stats.calibration import FAMILIES, pair_cells
+
+    if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
+        raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
+    limits = CalibrationThresholds.coerce(thresholds)
+    families, robust = _check_options(FAMILIES if families is None else families, calibration_family, robust,
+                                      n_boot, n_boot_rank)
+    ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
+    with (contextlib.nullcontext(client) if client is not None else
+          dask_client(scheduler, n_workers=n_workers)) as cl:
+        path = str(ds.path)
+        runs = partition_runs(cl.gather([cl.submit(_summary_partial, path, i, pure=False)
+                                         for i in range(ds.n_partitions)]))
+        src, tgt = runs.get(source), runs.get(target)
+        if src.run == tgt.run:
+            raise RunError(f"source and target are the same run {src.run}; name two different runs")
+        key = "campaign" if src.environment == tgt.environment else "environment"
+        parts = cl.gather([cl.submit(_calibration_partial, path, i, (src.environment, src.campaign),
+                                     (tgt.environment, tgt.campaign), key, pure=False)
+                           for i in range(ds.n_partitions)])
+    names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)
+    pairing = pair_cells(_in_problem_order(_concat([p["source_cells"] for p in parts])),
+                         _in_problem_order(_concat([p["target_cells"] for p in parts])), source=names[0],
+                         target=names[1], key=key, n_role_excluded=int(sum(p["n_role_excluded"] for p in parts)))
+    drift_names = None
+    if key == "campaign":
+        campaigns = sorted(set().union(*(p["campaigns"] for p in parts)))
+        if len(campaigns) > 2:
+            raise UserError(f"environment {src.environment!r} has {len(campaigns)} campaigns: their drift table "
+                            f"(each against {src.campaign!r}) is not computed on Dask yet\n"
+                            f"  -> audit calibration in memory (without --scheduler/--dask)")
+        drift_names = (campaigns, [src.environment])
+    pool = _in_problem_order(_concat([p["pool"] for p in parts]))
+    if "pool_language" in pool.columns:  # a problem of one pool has "" (partitions without split problems: NaN)
+        pool["pool_language"] = pool["pool_language"].fillna("")
+    sides = (pool, _in_problem_order(_concat([p["candidates"] for p in parts])))
+    pair = CalibrationPair(None, names[0], names[1], key, (src,), (tgt,), None,
+                           src.campaign if key == "campaign" else None)
+    return combine_pairing(pair, pairing, corpus=None, drift_names=drift_names,
+                           has_candidates=any(p["has_candidates"] for p in parts), families=families,
+                           robust=robust, calibration_family=calibration_family, variance_ratio=variance_ratio,
+                           taus=taus, n_boot=n_boot, n_boot_rank=n_boot_rank, level=level, seed=seed,
+                           limits=limits, ptau_sides=sides)

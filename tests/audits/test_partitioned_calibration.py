@@ -1,0 +1,100 @@
+"""The calibration audit on Dask (a real LocalCluster on loopback) equals the in-memory audit of the same
+dataset, every JSON figure to 1e-12, for campaign-against-campaign and environment-against-environment pairs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from audits.calibration import run_calibration_audit
+from audits.corpus.dataset import save_dataset
+from audits.corpus.runs import Run
+from audits.corpus.synthetic import synthesize
+from audits.errors import UserError
+from audits.partitioned import dask_client, run_partitioned_calibration
+from tests.audits.test_partitioned import _close
+from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
+
+N_BOOT = 40
+STORED, FRESH, BUSY = Run("quiet", "c0"), Run("quiet", "c1"), Run("busy", "c0")
+
+
+def _corpus(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053))):
+    corpus = synthesize(n_problems=10, n_tests=4, n_correctness_tests=1, n_solutions=8, n_incorrect=1,
+                        n_candidates=3, n_repeats=3, busy=True, campaigns=campaigns, seed=8).corpus
+    # names are data: a problem name with a slash and an '=' is never put in a path
+    corpus["problem"] = corpus["problem"].cat.rename_categories(lambda n: "a/b=1" if n == "p0004" else n)
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return save_dataset(_corpus(), tmp_path_factory.mktemp("cal") / "d", problems_per_partition=3)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(n_workers=2) as c:
+        yield c
+
+
+def _json(audit) -> dict:
+    return json.loads(json.dumps(audit.to_dict()))
+
+
+@pytest.mark.parametrize("source, target", [(STORED, FRESH), (STORED, BUSY), (FRESH, STORED)])
+def test_calibration_on_dask_equals_in_memory(dataset, client, source, target):
+    memory = _json(run_calibration_audit(dataset.load(), source=source, target=target, n_boot=N_BOOT,
+                                         n_boot_rank=N_BOOT))
+    dask = _json(run_partitioned_calibration(dataset, client=client, source=source, target=target, n_boot=N_BOOT,
+                                             n_boot_rank=N_BOOT))
+    assert _close(dask, memory) == []
+    # the figures are measured, so the equality says something
+    assert memory["pairing"]["n_pairs"] > 100 and memory["spearman_raw"]["estimate"] is not None
+    assert memory["sensitivity"] and memory["fits"]["affine"]["lopo_r2"] is not None
+    if source.environment == target.environment:
+        assert memory["drift"]  # the drift table of the environment's two campaigns
+
+
+def test_shuffled_partitions_give_the_same_calibration(dataset, client, tmp_path):
+    corpus = dataset.load()
+    shuffled = corpus.iloc[np.random.default_rng(4).permutation(len(corpus))].reset_index(drop=True)
+    other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
+    a = _json(run_partitioned_calibration(other, client=client, source=STORED, target=FRESH, n_boot=N_BOOT,
+                                          n_boot_rank=N_BOOT))
+    b = _json(run_partitioned_calibration(dataset, client=client, source=STORED, target=FRESH, n_boot=N_BOOT,
+                                          n_boot_rank=N_BOOT))
+    assert _close(a, b) == []
+
+
+def test_every_task_reads_one_partition(dataset, client, monkeypatch):
+    _assert_one_partition_per_task(client, monkeypatch, dataset, lambda: run_partitioned_calibration(
+        dataset, client=client, source=STORED, target=FRESH, n_boot=N_BOOT, n_boot_rank=N_BOOT))
+
+
+def test_three_campaigns_drift_is_a_message_not_a_wrong_table(client, tmp_path):
+    ds = save_dataset(_corpus((("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.7, 0.01))), tmp_path / "three",
+                      problems_per_partition=4)
+    with pytest.raises(UserError, match="3 campaigns"):
+        run_partitioned_calibration(ds, client=client, source=STORED, target=FRESH, n_boot=N_BOOT)
+
+
+def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, tmp_path):
+    """`speedaudit audit all DATASET --dask --pair-environment quiet --source-campaign c0 --target-campaign c1`:
+    its calibration part equals the in-memory audit of the same pair (and of the in-memory whole audit)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "all.json"
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
+                           "--pair-environment", "quiet", "--source-campaign", "c0", "--target-campaign", "c1",
+                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    whole = json.loads(out.read_text())
+    memory = _json(run_calibration_audit(dataset.load(), source=STORED, target=FRESH, n_boot=N_BOOT))
+    assert _close(whole["calibration"], [memory]) == []
+    assert "calibration" not in whole["skipped"] and "Traceback" not in proc.stderr
