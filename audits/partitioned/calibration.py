@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 
-import pandas as pd
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
 from audits.errors import UserError
