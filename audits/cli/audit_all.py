@@ -16,11 +16,8 @@ def _audit(args: argparse.Namespace) -> int:
     if _partitioned(args):
         return _audit_partitioned(args)
     corpus = read_corpus(args)
-    named = any(getattr(args, k) is not None for k in ("source_environment", "source_campaign",
-                                                        "target_environment", "target_campaign", "source", "target"))
-    if named:
-        pair_args = argparse.Namespace(**{**vars(args), "environment": args.pair_environment})
-        pairs = [read_pair(pair_args, corpus)]
+    if _pair_named(args):
+        pairs = [read_pair(_pair_args(args), corpus)]
     else:
         pairs = []
     simulation_run = None
@@ -45,6 +42,16 @@ def _audit(args: argparse.Namespace) -> int:
     return exit_status(whole, args)
 
 
+def _pair_named(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k) is not None for k in ("source_environment", "source_campaign", "target_environment",
+                                                      "target_campaign", "source", "target"))
+
+
+def _pair_args(args: argparse.Namespace) -> argparse.Namespace:
+    """The options read_pair reads (--pair-environment is its --environment here)."""
+    return argparse.Namespace(**{**vars(args), "environment": args.pair_environment})
+
+
 #: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
 MEMORY_ROWS = 20_000_000
 
@@ -64,26 +71,40 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
     """The Dask path: per-problem partial results on the workers (audits.partitioned), every audit on one cluster.
-    Today it covers discriminability, reliability, the aggregator comparison and the reward simulation; the
-    others are listed as skipped with the reason (never as passing)."""
+    Today it covers discriminability, reliability, the aggregator comparison, calibration (of the named pair) and
+    the reward simulation; what cannot run is listed as skipped with the reason (never as passing)."""
     from types import SimpleNamespace
 
     from audits.errors import UserError
     from audits.findings import write_json
-    from audits.partitioned import (dask_client, run_partitioned_aggregation, run_partitioned_discriminability,
+    from audits.cli._common import read_pair
+    from audits.partitioned import (dask_client, partition_runs, run_partitioned_aggregation,
+                                    run_partitioned_calibration, run_partitioned_discriminability,
                                     run_partitioned_reliability, run_partitioned_simulation)
+    from audits.partitioned._common import _summary_partial
 
     common = dict(floor_s=args.floor_s, environment=args.environment, campaign=args.campaign, n_boot=args.n_boot,
                   seed=args.seed)
-    reason = ("not yet computed from per-problem partial results on Dask; audit a dataset that fits in memory "
-              "without --scheduler/--dask (it is loaded whole)")
-    skipped = {name: reason for name in ("calibration",)}
+    skipped: dict = {}
+    calibration = []
     named = args.simulation_environment is not None or args.simulation_campaign is not None
     with dask_client(args.scheduler, n_workers=args.workers) as client:
         results = {"discriminability": run_partitioned_discriminability(args.corpus, client=client, **common),
                    "reliability": run_partitioned_reliability(
                        args.corpus, client=client, **{k: v for k, v in common.items() if k != "floor_s"}),
                    "aggregation": run_partitioned_aggregation(args.corpus, client=client, **common)}
+        if _pair_named(args):  # the partitions' run table names the two runs
+            from audits.corpus.dataset import open_dataset
+
+            ds = open_dataset(args.corpus)
+            runs = partition_runs(client.gather([client.submit(_summary_partial, str(ds.path), i, pure=False)
+                                                 for i in range(ds.n_partitions)]))
+            source, target = read_pair(_pair_args(args), runs)
+            calibration = [run_partitioned_calibration(ds, client=client, source=source, target=target,
+                                                       n_boot=args.n_boot, seed=args.seed)]
+        else:
+            skipped["calibration"] = ("no (source, target) pair named: give the direction with --source-campaign/"
+                                      "--target-campaign (or --source-environment/--target-environment)")
         try:  # as the whole audit in memory: its own choice of run unless one is named, n_boot 200, the examples
             results["simulation"] = run_partitioned_simulation(
                 args.corpus, client=client, reward_environments=_reward_environments(args),
@@ -92,14 +113,17 @@ def _audit_partitioned(args: argparse.Namespace) -> int:
             if named:
                 raise
             skipped["simulation"] = f"{exc}".splitlines()[0]
-    print("\n\n".join(result.summary() for result in results.values()))
+    print("\n\n".join(result.summary() for result in [*results.values(), *calibration]))
     for name, why in skipped.items():
         print(f"\n{name}: skipped ({why})")
     if args.json:
         out = {"audit": "all", **{name: result.to_dict() for name, result in results.items()}, "skipped": skipped,
                "engine": "dask"}
+        if calibration:
+            out["calibration"] = [c.to_dict() for c in calibration]
         print(f"\nwrote {write_json(out, args.json)}")
-    return exit_status(SimpleNamespace(findings=[f for r in results.values() for f in r.findings]), args)
+    findings = [f for r in [*results.values(), *calibration] for f in r.findings]
+    return exit_status(SimpleNamespace(findings=findings), args)
 
 
 def _reward_environments(args: argparse.Namespace):

@@ -43,9 +43,10 @@ processes is started and closed afterwards.
 
 from audits.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
 from audits.partitioned.aggregation import run_partitioned_aggregation
+from audits.partitioned.calibration import run_partitioned_calibration
 from audits.partitioned.discriminability import run_partitioned_discriminability
 from audits.partitioned.reliability import run_partitioned_reliability
 from audits.partitioned.simulation import run_partitioned_simulation
 
-__all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation",
+__all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",
            "run_partitioned_discriminability", "run_partitioned_reliability", "run_partitioned_simulation"]
