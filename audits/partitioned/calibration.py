@@ -83,8 +83,8 @@ def run_partitioned_calibration(
     if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
         raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
     limits = CalibrationThresholds.coerce(thresholds)
-    families, robust = _check_options(FAMILIES if families is None else families, calibration_family, robust,
-                                      n_boot, n_boot_rank)
+    families, robust, n_boot, n_boot_rank = _check_options(FAMILIES if families is None else families,
+                                                           calibration_family, robust, n_boot, n_boot_rank)
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     with (contextlib.nullcontext(client) if client is not None else
           dask_client(scheduler, n_workers=n_workers)) as cl:

@@ -108,6 +108,7 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     assert audited | set(whole["skipped"]) == {"reliability", "discriminability", "calibration", "aggregation",
                                                "simulation"}
     assert "simulation" in whole["skipped"] and "calibration" in whole["skipped"]  # two environments; no pair
+    assert "no (source, target) pair named" in whole["skipped"]["calibration"]  # the in-memory reason
     assert "Traceback" not in proc.stderr
 
 

@@ -98,3 +98,36 @@ def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, tmp_path
     memory = _json(run_calibration_audit(dataset.load(), source=STORED, target=FRESH, n_boot=N_BOOT))
     assert _close(whole["calibration"], [memory]) == []
     assert "calibration" not in whole["skipped"] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("n_problems, n_repeats, n_boot", [(1, 3, N_BOOT), (2, 3, N_BOOT), (6, 1, N_BOOT),
+                                                           (6, 3, 0)])
+def test_na_cases_on_dask_equal_in_memory(client, tmp_path, n_problems, n_repeats, n_boot):
+    """Too few problems, one repeat, no intervals (n_boot=0): the Dask audit has main's n/a findings, with
+    the same reasons, and every other figure equal to the in-memory audit's."""
+    corpus = synthesize(n_problems=n_problems, n_tests=4, n_solutions=8, n_candidates=2, n_repeats=n_repeats,
+                        campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=1).corpus
+    ds = save_dataset(corpus, tmp_path / "small", problems_per_partition=1)
+    memory = _json(run_calibration_audit(ds.load(), source=STORED, target=FRESH, n_boot=n_boot,
+                                         n_boot_rank=n_boot))
+    dask = _json(run_partitioned_calibration(ds, client=client, source=STORED, target=FRESH, n_boot=n_boot,
+                                             n_boot_rank=n_boot))
+    assert _close(dask, memory) == []
+    levels = {f["metric"]: f["level"] for f in memory["findings"]}
+    if n_problems == 1:  # the in-memory audit's n/a (issue 16), which the Dask audit must repeat
+        assert levels["best_lopo_r2"] == "n/a" and levels["pairs_lost_share"] != "n/a"
+    if n_boot == 0:
+        assert memory["n_boot"] == 0 and memory["fits"]["affine"]["lopo_r2_ci"] == [None, None]
+
+
+def test_no_pair_on_dask_fits_nothing_like_in_memory(client, tmp_path):
+    corpus = synthesize(n_problems=2, n_tests=4, n_solutions=8, n_repeats=3,
+                        campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=3).corpus
+    keep = ~(((corpus["campaign"] == "c0") & (corpus["problem"] == "p0000"))
+             | ((corpus["campaign"] == "c1") & (corpus["problem"] == "p0001")))
+    ds = save_dataset(corpus.loc[keep.to_numpy()], tmp_path / "none", problems_per_partition=1)
+    memory = _json(run_calibration_audit(ds.load(), source=STORED, target=FRESH, n_boot=N_BOOT, n_boot_rank=10))
+    dask = _json(run_partitioned_calibration(ds, client=client, source=STORED, target=FRESH, n_boot=N_BOOT,
+                                             n_boot_rank=10))
+    assert memory["pairing"]["n_pairs"] == 0 and memory["fits"] == {}
+    assert _close(dask, memory) == []
