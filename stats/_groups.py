@@ -19,10 +19,26 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     """Integer codes (0..k-1, -1 for missing) of one column and k."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.cat.codes.to_numpy(dtype=np.int64), len(column.cat.categories)
+    values = column.to_numpy() if column.dtype.kind in "iu" else None
+    if values is not None and len(values):
+        # Integers (``repeat``, ``run``) in a small range: their rank among the present values from a presence
+        # table, the codes factorize(sort=True) gives, without hashing 10^7 values.
+        low = values.min()
+        if int(values.max()) - int(low) <= 4 * len(values) + (1 << 20):
+            shifted = values - low
+            rank = np.cumsum(np.bincount(shifted) > 0) - 1
+            return rank[shifted].astype(np.int64, copy=False), int(rank[-1]) + 1
     # sort=True: codes follow the values' order, not their first appearance, so
     # every group numbering (and what is derived from it) ignores row order.
     codes, uniques = pd.factorize(column, sort=True)
     return codes.astype(np.int64, copy=False), len(uniques)
+
+
+def _narrow_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """:func:`column_codes` without widening a categorical's codes to int64 (the caller adds them in place)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), len(column.cat.categories)
+    return column_codes(column)
 
 
 def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -33,16 +49,28 @@ def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     missing values stay distinct); when the radix would overflow int64, the key
     built so far is first compacted with :func:`pandas.factorize`.
     """
-    combined = np.zeros(len(frame), dtype=np.int64)
+    # In place, straight from the columns' own (int8/16/32) codes: the key of 10^7 rows was the single
+    # largest cost of the whole audit (15 s of 134 s under cProfile, 223 calls), mostly temporaries.
+    combined = None
     radix = 1
     for name in columns:
-        codes, k = column_codes(frame[name])
+        codes, k = _narrow_codes(frame[name])
         k = max(k, 1)
+        if combined is None:
+            combined = codes.astype(np.int64)
+            combined += 1
+            radix = k + 1
+            continue
         if radix > (2**62) // (k + 1):
             combined, uniques = pd.factorize(combined, sort=True)
+            combined = combined.astype(np.int64, copy=False)
             radix = max(len(uniques), 1)
-        combined = combined * (k + 1) + (codes + 1)
+        combined *= k + 1
+        combined += codes
+        combined += 1
         radix *= k + 1
+    if combined is None:
+        combined = np.zeros(len(frame), dtype=np.int64)
     return combined
 
 

@@ -471,17 +471,33 @@ class EnvironmentRun:
 def _row_lookup(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """Row index into ``table`` of every row of ``frame`` (matched on ``keys``; -1 when absent).
 
-    Groups ``frame`` once with :func:`group_codes` and merges only one row per
-    group, so the cost is one pass over ``frame`` plus a small merge.
+    The first matching row of ``table``, as a left ``merge`` on the keys' values would give it (missing
+    values match each other). Both frames' keys are coded jointly (:func:`_joint_key_codes`: a
+    categorical's own codes when both sides share its categories) and matched through one presence
+    table of the joint group codes: no hashing of 10^7 object keys (the ``pandas.merge`` this replaced
+    took 9.6 s of the whole audit at 10^7 rows, 25 calls).
     """
-    codes, n = group_codes(frame, keys)
-    firsts = frame.iloc[first_rows(codes, n)][keys].reset_index(drop=True)
-    left = pd.DataFrame({k: firsts[k].astype(object) for k in keys})
-    right = pd.DataFrame({k: table[k].astype(object).to_numpy() for k in keys})
-    right["_row"] = np.arange(len(table))
-    merged = left.merge(right.drop_duplicates(keys), on=keys, how="left")
-    idx = merged["_row"].fillna(-1).to_numpy(dtype=np.int64)
-    return idx[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+    if len(frame) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(table) == 0:
+        return np.full(len(frame), -1, dtype=np.int64)
+    joined = pd.DataFrame({k: _joint_key_codes(frame[k], table[k]) for k in keys}) if keys else pd.DataFrame(
+        index=pd.RangeIndex(len(frame) + len(table)))
+    codes, n = group_codes(joined, list(keys))
+    first = first_rows(codes[len(frame):], n)   # the first table row of every group (-1: none)
+    return first[codes[: len(frame)]]
+
+
+def _joint_key_codes(left: pd.Series, right: pd.Series) -> np.ndarray:
+    """One integer code per value of ``left`` then ``right``, equal exactly when the values are equal
+    (missing values equal each other, as in a merge)."""
+    if (isinstance(left.dtype, pd.CategoricalDtype) and isinstance(right.dtype, pd.CategoricalDtype)
+            and left.cat.categories.equals(right.cat.categories)):
+        return np.concatenate([left.cat.codes.to_numpy(np.int64), right.cat.codes.to_numpy(np.int64)])
+    numeric = all(s.dtype.kind in "iuf" for s in (left, right))
+    values = (np.concatenate([left.to_numpy(), right.to_numpy()]) if numeric
+              else np.concatenate([left.astype(object).to_numpy(), right.astype(object).to_numpy()]))
+    return pd.factorize(values)[0].astype(np.int64, copy=False)
 
 
 def _test_table(runs: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
