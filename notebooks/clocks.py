@@ -30,25 +30,13 @@ clocks_measures = None  # corpus columns to compare, the first the base of the r
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
-import warnings
-
-import pandas as pd
-from IPython.display import display
-
 from audits.report import narrative
-
-warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.precision", 4)
-pd.set_option("display.max_colwidth", None)
-
+from audits.report.page import open_page
 from audits.report.plots.clocks import clock_figures, rank_agreement_figure
-from audits.report.results import page_results
 
 # %%
-results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+results = open_page(results_path, corpora, globals())
 corpus = results.corpus  # the clock figures and tables read the rows
-display(narrative.Markdown(results.corpus_summary.description))
-display(results.corpus_summary.overview)
 
 # %% [markdown]
 # ## What the clocks say

@@ -57,22 +57,14 @@ clocks_measures = None  # corpus columns to compare, the first the base of the r
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
-import warnings
-
-import pandas as pd
 from IPython.display import display
 
 from audits.report import narrative
-
-warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.precision", 4)
-pd.set_option("display.max_colwidth", None)
-
+from audits.report.page import open_page
 from audits.report.render import run_label
-from audits.report.results import page_results
 
 # %%
-results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
+results = open_page(results_path, corpora, globals(), header=False)
 
 # %%
 reliability = results.reliability

@@ -44,25 +44,12 @@ simulation_thresholds = {}  # overrides of audits.simulation.SimulationThreshold
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
-import warnings
-
-import pandas as pd
-from IPython.display import display
-
 from audits.report import narrative
-
-warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.precision", 4)
-pd.set_option("display.max_colwidth", None)
-
+from audits.report.page import open_page
 from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
-from audits.report.results import page_results
 
 # %%
-results = page_results(results_path, corpora, globals())  # reads the corpus only for a result not stored
-display(narrative.Markdown(results.corpus_summary.description))
-display(narrative.Markdown(narrative.describe_profile(profile)))
-display(results.corpus_summary.overview)
+results = open_page(results_path, corpora, globals(), profile=profile)
 
 # %%
 simulation = results.simulation

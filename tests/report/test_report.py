@@ -124,12 +124,12 @@ def test_code_hidden_by_default_and_shown_on_request(rendered):
     index, out, _ = rendered
     for report in index.reports:
         page = report.html.read_text(encoding="utf-8")
-        assert "page_results(results_path, corpora" not in _code_text(page) and 'class="highlight' not in page
+        assert "open_page(results_path, corpora" not in _code_text(page) and 'class="highlight' not in page
     # --show-code converts the same executed notebook with its inputs (no second kernel run needed).
     executed = nbformat.read(out / "aggregation.ipynb", as_version=4)
     shown = export_html(executed, show_code=True)
     # the page reads the shared results (and the corpus only for a result not stored)
-    assert "results = page_results(results_path, corpora" in _code_text(shown) and 'class="highlight' in shown
+    assert "results = open_page(results_path, corpora" in _code_text(shown) and 'class="highlight' in shown
     hidden = export_html(executed)
     assert _parse(hidden).imgs == _parse(shown).imgs  # same outputs either way
 
@@ -141,7 +141,7 @@ def test_failing_cell_names_notebook_cell_and_parameters(tmp_path, corpus_path):
         render_notebook("aggregation", tmp_path, parameters={"corpora": [missing], "n_boot": 7})
     message = str(info.value)
     assert "aggregation.py" in message  # the template the user edits
-    assert "page_results(results_path, corpora" in message and re.search(r"at cell 4 of aggregation\.py", message)
+    assert "open_page(results_path, corpora" in message and re.search(r"at cell 4 of aggregation\.py", message)
     assert "n_boot=7" in message and missing in message and "not found" in message
     assert not (tmp_path / "aggregation.html").exists()
     assert (tmp_path / "aggregation.ipynb").exists()  # executed notebook with the traceback kept
