@@ -433,7 +433,9 @@ def check_kernel(kernel_name: str = "python3") -> Path:
     program = spec.argv[0]
     if program in {"python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}"}:
         return Path(sys.executable)
-    if Path(program).resolve() != Path(sys.executable).resolve():
+    # The folders, not the files: a virtual environment's python is a symlink to the base interpreter, so
+    # resolving the file would take another venv's kernel (without this speedaudit) for this one's.
+    if Path(program).absolute().parent.resolve() != Path(sys.executable).absolute().parent.resolve():
         raise ReportError(
             f"Jupyter kernel {kernel_name!r} ({spec.resource_dir}) runs {program}, not this environment's "
             f"{sys.executable}; reinstall it with '{sys.executable} -m ipykernel install --sys-prefix --name "

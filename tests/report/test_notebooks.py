@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -241,6 +242,23 @@ def test_kernel_is_this_environment():
     assert check_kernel("python3").resolve() == Path(sys.executable).resolve()
     with pytest.raises(UserError, match="ipykernel install"):
         check_kernel("no-such-kernel-speedaudit")
+
+
+def test_kernel_of_another_virtual_environment_is_refused(tmp_path, monkeypatch):
+    # Another venv's python is a symlink to the same base interpreter as this one's: a kernel spec pointing
+    # there resolves to the same file, yet runs without this environment's speedaudit (seen: the wheel test's
+    # kernels imported the checkout). The environment, not the interpreter file, must match.
+    other = tmp_path / "other-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    assert (other / "bin" / "python").resolve() == Path(sys.executable).resolve() or sys.prefix == sys.base_prefix
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": [str(other / "bin" / "python"), "-m", "ipykernel_launcher",
+                                                           "-f", "{connection_file}"],
+                                                  "display_name": "other", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    with pytest.raises(UserError, match="not this environment's"):
+        check_kernel("python3")
 
 
 def test_index_page_links_and_orders_findings(tmp_path):

@@ -74,10 +74,12 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     site = next((venv / "lib").glob("python3*/site-packages"))
     deps = next(p for p in map(Path, sys.path) if p.name == "site-packages" and (p / "pandas").is_dir())
     (site / "speedaudit-test-dependencies.pth").write_text(f"{deps}\n", encoding="utf-8")
-    env["JUPYTER_PATH"] = str(deps.parents[2] / "share" / "jupyter")  # nbconvert's templates: data files, not modules
+    # The fresh venv's own kernel first (installed below), then nbconvert's templates: data files, not modules.
+    env["JUPYTER_PATH"] = os.pathsep.join([str(venv / "share" / "jupyter"), str(deps.parents[2] / "share" / "jupyter")])
     _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--progress-bar", "off", wheel],
          cwd=tmp_path, env=env)
     _run([python, "-m", "pip", "check"], cwd=tmp_path, env=env)  # every declared requirement is there
+    _run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], cwd=tmp_path, env=env)
 
     work.mkdir()
     where = _run([python, "-c", "import audits, audits.report.render as r, audits.reward_environments as e; "
