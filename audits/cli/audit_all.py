@@ -70,60 +70,29 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
-    """The Dask path: per-problem partial results on the workers (audits.partitioned), every audit on one cluster.
-    Today it covers discriminability, reliability, the aggregator comparison, calibration (of the named pair) and
-    the reward simulation; what cannot run is listed as skipped with the reason (never as passing)."""
-    from types import SimpleNamespace
-
+    """The Dask path: :func:`audits.partitioned.run_partitioned_whole_audit` (every audit, per-problem partial
+    results on the workers); what cannot run is listed as skipped with the reason (never as passing)."""
+    from audits.cli._common import read_pair
     from audits.errors import UserError
     from audits.findings import write_json
-    from audits.cli._common import read_pair
-    from audits.partitioned import (dask_client, partition_runs, run_partitioned_aggregation,
-                                    run_partitioned_calibration, run_partitioned_discriminability,
-                                    run_partitioned_reliability, run_partitioned_simulation)
-    from audits.partitioned._common import _summary_partial
+    from audits.partitioned import dask_client, run_partitioned_whole_audit
 
-    common = dict(floor_s=args.floor_s, environment=args.environment, campaign=args.campaign, n_boot=args.n_boot,
-                  seed=args.seed)
-    skipped: dict = {}
-    calibration = []
     named = args.simulation_environment is not None or args.simulation_campaign is not None
+    simulation_run = (args.simulation_environment, args.simulation_campaign) if named else None
+    pairs = (lambda runs: [read_pair(_pair_args(args), runs)]) if _pair_named(args) else ()
     with dask_client(args.scheduler, n_workers=args.workers) as client:
-        results = {"discriminability": run_partitioned_discriminability(args.corpus, client=client, **common),
-                   "reliability": run_partitioned_reliability(
-                       args.corpus, client=client, **{k: v for k, v in common.items() if k != "floor_s"}),
-                   "aggregation": run_partitioned_aggregation(args.corpus, client=client, **common)}
-        if _pair_named(args):  # the partitions' run table names the two runs
-            from audits.corpus.dataset import open_dataset
-
-            ds = open_dataset(args.corpus)
-            runs = partition_runs(client.gather([client.submit(_summary_partial, str(ds.path), i, pure=False)
-                                                 for i in range(ds.n_partitions)]))
-            source, target = read_pair(_pair_args(args), runs)
-            calibration = [run_partitioned_calibration(ds, client=client, source=source, target=target,
-                                                       n_boot=args.n_boot, seed=args.seed)]
-        else:
-            skipped["calibration"] = ("no (source, target) pair named: give the direction with --source-campaign/"
-                                      "--target-campaign (or --source-environment/--target-environment)")
-        try:  # as the whole audit in memory: its own choice of run unless one is named, n_boot 200, the examples
-            results["simulation"] = run_partitioned_simulation(
-                args.corpus, client=client, reward_environments=_reward_environments(args),
-                environment=args.simulation_environment, campaign=args.simulation_campaign, seed=args.seed)
-        except UserError as exc:
-            if named:
-                raise
-            skipped["simulation"] = f"{exc}".splitlines()[0]
-    print("\n\n".join(result.summary() for result in [*results.values(), *calibration]))
-    for name, why in skipped.items():
-        print(f"\n{name}: skipped ({why})")
+        try:
+            whole = run_partitioned_whole_audit(
+                args.corpus, client=client, environment=args.environment, campaign=args.campaign, pairs=pairs,
+                simulation_run=simulation_run,
+                reward_environments=_reward_environments(args), floor_s=args.floor_s, n_boot=args.n_boot,
+                seed=args.seed)
+        except ValueError as exc:
+            raise UserError(f"{args.corpus}: {exc}") from exc
+    print(whole.summary())
     if args.json:
-        out = {"audit": "all", **{name: result.to_dict() for name, result in results.items()}, "skipped": skipped,
-               "engine": "dask"}
-        if calibration:
-            out["calibration"] = [c.to_dict() for c in calibration]
-        print(f"\nwrote {write_json(out, args.json)}")
-    findings = [f for r in [*results.values(), *calibration] for f in r.findings]
-    return exit_status(SimpleNamespace(findings=findings), args)
+        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask'}, args.json)}")
+    return exit_status(whole, args)
 
 
 def _reward_environments(args: argparse.Namespace):

@@ -35,6 +35,9 @@ range of every aggregator, :func:`stats.aggregation.aggregator_problem_values`) 
 every reward environment, :func:`stats.simulator.simulate_problems`); in each, the client
 runs the in-memory audit's own combining code.
 
+The whole audit (:mod:`audits.partitioned.whole`, ``speedaudit audit all --dask``) shares the passes: one
+task per partition computes every audit's pass 1, one every audit's pass 2 (two reads of each partition).
+
 Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
 without one, a :class:`distributed.LocalCluster` on the loopback interface
 (``127.0.0.1``; its dashboard on a free loopback port) with ``n_workers`` single-threaded worker
@@ -47,6 +50,8 @@ from audits.partitioned.calibration import run_partitioned_calibration
 from audits.partitioned.discriminability import run_partitioned_discriminability
 from audits.partitioned.reliability import run_partitioned_reliability
 from audits.partitioned.simulation import run_partitioned_simulation
+from audits.partitioned.whole import run_partitioned_whole_audit
 
 __all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",
-           "run_partitioned_discriminability", "run_partitioned_reliability", "run_partitioned_simulation"]
+           "run_partitioned_discriminability", "run_partitioned_reliability", "run_partitioned_simulation",
+           "run_partitioned_whole_audit"]

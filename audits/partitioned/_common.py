@@ -50,9 +50,12 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
 
 def _summary_partial(path: str, index: int) -> dict:
     """Floor rows and run-summary partials of one partition (what :func:`audits.corpus.runs.runs_of` sums)."""
+    return _summary_of(open_dataset(path).read_partition(index))
+
+
+def _summary_of(part: pd.DataFrame) -> dict:
     from stats._groups import group_codes, label_mask
 
-    part = open_dataset(path).read_partition(index)
     floor = label_mask(part["role"], "floor") if "role" in part.columns else np.zeros(len(part), dtype=bool)
     floor_rows = part.loc[floor].reset_index(drop=True)
     rows = part.loc[~floor]

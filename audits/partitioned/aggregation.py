@@ -38,9 +38,12 @@ __all__ = ["run_partitioned_aggregation"]
 
 def _repeat_values(path: str, index: int) -> dict:
     """``{(environment, campaign): sorted repeat values}`` of one partition's non-floor rows."""
+    return _repeat_values_of(open_dataset(path).read_partition(index))
+
+
+def _repeat_values_of(part) -> dict:
     from stats._groups import group_codes, label_mask
 
-    part = open_dataset(path).read_partition(index)
     if "role" in part.columns:
         part = part.loc[~label_mask(part["role"], "floor")]
     if len(part) == 0:
@@ -69,12 +72,15 @@ def _run_floor(floor_rows, run, floor_s):
 
 def _aggregation_partial(path: str, index: int, plan: list, names: list) -> dict:
     """``{(environment, campaign): AggregatorProblemValues}`` of one partition's problems, per planned run."""
+    return _aggregation_part(open_dataset(path).read_partition(index), plan, names)
+
+
+def _aggregation_part(part, plan: list, names: list) -> dict:
     from audits.corpus.runs import Run
     from stats._groups import label_mask
     from stats.aggregation import aggregator_problem_values
     from stats.ranking import reference_pools
 
-    part = open_dataset(path).read_partition(index)
     out = {}
     for (env, camp), floor_s, quartile_repeat in plan:
         mask = Run(env, camp).mask(part)
@@ -131,8 +137,8 @@ def run_partitioned_aggregation(
     >>> run_partitioned_aggregation(ds, n_boot=50).recommended                                     # doctest: +SKIP
     'mean_pct'
     """
-    from audits.aggregation import AggregationThresholds, combine_run_comparisons
-    from stats.aggregation import AGGREGATORS, AggregatorProblemValues, combine_aggregator_values, get_aggregator
+    from audits.aggregation import AggregationThresholds
+    from stats.aggregation import AGGREGATORS, get_aggregator
 
     th = AggregationThresholds.coerce(thresholds)
     from stats.bootstrap import check_n_boot
@@ -147,17 +153,32 @@ def run_partitioned_aggregation(
         repeats_f = [cl.submit(_repeat_values, path, i, pure=False) for i in range(ds.n_partitions)]
         partials, repeat_parts = cl.gather(first), cl.gather(repeats_f)
         runs = partition_runs(partials)
-        chosen = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
-        floor_rows = _concat([p["floor_rows"] for p in partials])
-        repeats = {}
-        for part in repeat_parts:
-            for key, values in part.items():
-                repeats[key] = np.union1d(repeats[key], values) if key in repeats else values
-        plan = [((s.environment, s.campaign), _run_floor(floor_rows, s.run, floor_s),
-                 repeats[(s.environment, s.campaign)][0])
-                for s in chosen if len(repeats.get((s.environment, s.campaign), ())) >= 2]
+        chosen, plan, repeats = _aggregation_plan(runs, _concat([p["floor_rows"] for p in partials]), repeat_parts,
+                                                  environment=environment, campaign=campaign, floor_s=floor_s)
         futures = [cl.submit(_aggregation_partial, path, i, plan, names, pure=False) for i in range(ds.n_partitions)]
         tables = cl.gather(futures)
+    return _combine_aggregation(tables, chosen, plan, repeats, thresholds=th, n_boot=n_boot, seed=seed)
+
+
+def _aggregation_plan(runs, floor_rows, repeat_parts: list, *, environment, campaign, floor_s):
+    """``(chosen run summaries, plan of pass 2, repeat values per run)`` from pass 1 (run table, floor rows and
+    :func:`_repeat_values` of every partition)."""
+    chosen = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
+    repeats = {}
+    for part in repeat_parts:
+        for key, values in part.items():
+            repeats[key] = np.union1d(repeats[key], values) if key in repeats else values
+    plan = [((s.environment, s.campaign), _run_floor(floor_rows, s.run, floor_s),
+             repeats[(s.environment, s.campaign)][0])
+            for s in chosen if len(repeats.get((s.environment, s.campaign), ())) >= 2]
+    return chosen, plan, repeats
+
+
+def _combine_aggregation(tables: list, chosen, plan, repeats, *, thresholds, n_boot, seed):
+    """The in-memory combining code on the partitions' :func:`_aggregation_part` values."""
+    from audits.aggregation import combine_run_comparisons
+    from stats.aggregation import AggregatorProblemValues, combine_aggregator_values
+
     planned = {key for key, _, _ in plan}
     items = []
     for s in chosen:
@@ -168,4 +189,4 @@ def run_partitioned_aggregation(
         values = AggregatorProblemValues.concat([t[key] for t in tables if key in t])
         items.append((s, combine_aggregator_values(values, n_repeats=len(repeats[key]),
                                                    quartile_repeat=repeats[key][0], n_boot=n_boot, seed=seed)))
-    return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)
+    return combine_run_comparisons(items, thresholds=thresholds, n_boot=n_boot)

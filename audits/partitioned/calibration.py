@@ -32,10 +32,13 @@ __all__ = ["run_partitioned_calibration"]
 
 def _calibration_partial(path: str, index: int, source: tuple, target: tuple, key: str) -> dict:
     """One partition's cells of both runs, the source pool and the target's candidate cells."""
+    return _calibration_part(open_dataset(path).read_partition(index), source, target, key)
+
+
+def _calibration_part(part, source: tuple, target: tuple, key: str) -> dict:
     from audits.corpus.runs import Run
     from stats.calibration import ptau_sides, side_cells
 
-    part = open_dataset(path).read_partition(index)
     src_mask, tgt_mask = Run(*source).mask(part), Run(*target).mask(part)
     frame = part.loc[src_mask | tgt_mask]  # the rows calibration_pair gives the in-memory audit, here
     names = {"campaign": (source[1], target[1]), "environment": (source[0], target[0])}[key]
@@ -76,9 +79,9 @@ def run_partitioned_calibration(
     ``source``, ``target``: two runs (:class:`audits.corpus.runs.Run` or ``(environment, campaign)``).
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     """
-    from audits.calibration import CalibrationPair, CalibrationThresholds, _check_options, combine_pairing
-    from audits.corpus.runs import Run, RunError
-    from stats.calibration import FAMILIES, pair_cells
+    from audits.calibration import CalibrationThresholds, _check_options
+    from audits.corpus.runs import Run
+    from stats.calibration import FAMILIES
 
     if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
         raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
@@ -91,13 +94,31 @@ def run_partitioned_calibration(
         path = str(ds.path)
         runs = partition_runs(cl.gather([cl.submit(_summary_partial, path, i, pure=False)
                                          for i in range(ds.n_partitions)]))
-        src, tgt = runs.get(source), runs.get(target)
-        if src.run == tgt.run:
-            raise RunError(f"source and target are the same run {src.run}; name two different runs")
-        key = "campaign" if src.environment == tgt.environment else "environment"
+        src, tgt, key = _calibration_plan(runs, source, target)
         parts = cl.gather([cl.submit(_calibration_partial, path, i, (src.environment, src.campaign),
                                      (tgt.environment, tgt.campaign), key, pure=False)
                            for i in range(ds.n_partitions)])
+    return _combine_calibration(parts, src, tgt, key, families=families, robust=robust,
+                                calibration_family=calibration_family, variance_ratio=variance_ratio, taus=taus,
+                                n_boot=n_boot, n_boot_rank=n_boot_rank, level=level, seed=seed, limits=limits)
+
+
+def _calibration_plan(runs, source, target):
+    """``(source run summary, target run summary, key)`` of a pair of runs named in the run table."""
+    from audits.corpus.runs import RunError
+
+    src, tgt = runs.get(source), runs.get(target)
+    if src.run == tgt.run:
+        raise RunError(f"source and target are the same run {src.run}; name two different runs")
+    return src, tgt, "campaign" if src.environment == tgt.environment else "environment"
+
+
+def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, calibration_family,
+                         variance_ratio, taus, n_boot, n_boot_rank, level, seed, limits):
+    """The pairing of the partitions' :func:`_calibration_part` cells, then the in-memory combining step."""
+    from audits.calibration import CalibrationPair, combine_pairing
+    from stats.calibration import pair_cells
+
     names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)
     pairing = pair_cells(_in_problem_order(_concat([p["source_cells"] for p in parts])),
                          _in_problem_order(_concat([p["target_cells"] for p in parts])), source=names[0],

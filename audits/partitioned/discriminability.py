@@ -15,10 +15,16 @@ __all__ = ["run_partitioned_discriminability"]
 
 def _discriminability_partial(path: str, index: int, runs: list, floors: pd.DataFrame, floor_s, thresholds,
                               method: str) -> dict:
+    return _discriminability_part(open_dataset(path).read_partition(index), runs, floors, floor_s, thresholds,
+                                  method)
+
+
+def _discriminability_part(part: pd.DataFrame, runs: list, floors: pd.DataFrame, floor_s, thresholds,
+                           method: str) -> dict:
+    """:func:`audits.discriminability.per_problem_tables` of every run's non-floor rows of one partition."""
     from audits.corpus.runs import Run
     from audits.discriminability import per_problem_tables
 
-    part = open_dataset(path).read_partition(index)
     out = {}
     for env, camp in runs:
         run = Run(env, camp)
@@ -53,8 +59,7 @@ def run_partitioned_discriminability(
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     """
-    from audits.discriminability import DiscriminabilityThresholds, combine_problem_tables
-    from stats.discriminability import sandbox_floor
+    from audits.discriminability import DiscriminabilityThresholds
 
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     thresholds = thresholds or DiscriminabilityThresholds()
@@ -64,12 +69,26 @@ def run_partitioned_discriminability(
         partials = cl.gather([cl.submit(_summary_partial, path, i, pure=False) for i in range(ds.n_partitions)])
         runs = partition_runs(partials)
         chosen = runs.select(environment=environment, campaign=campaign)
-        floor_rows = _concat([p["floor_rows"] for p in partials])
-        floors = sandbox_floor(floor_rows) if len(floor_rows) else sandbox_floor(ds.read_partition(0).iloc[:0])
+        floors = _floors(ds, _concat([p["floor_rows"] for p in partials]))
         names = [(r.environment, r.campaign) for r in chosen]
         futures = [cl.submit(_discriminability_partial, path, i, names, floors, floor_s, thresholds, method,
                              pure=False) for i in range(ds.n_partitions)]
         tables = cl.gather(futures)
+    return _combine_discriminability(tables, runs, chosen, floors, floor_s=floor_s, thresholds=thresholds,
+                                     method=method, n_boot=n_boot, seed=seed)
+
+
+def _floors(ds: CorpusDataset, floor_rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`stats.discriminability.sandbox_floor` of the dataset's gathered floor rows."""
+    from stats.discriminability import sandbox_floor
+
+    return sandbox_floor(floor_rows) if len(floor_rows) else sandbox_floor(ds.read_partition(0).iloc[:0])
+
+
+def _combine_discriminability(tables: list, runs, chosen, floors, *, floor_s, thresholds, method, n_boot, seed):
+    """The in-memory audit's combining step on the partitions' :func:`_discriminability_part` tables."""
+    from audits.discriminability import combine_problem_tables
+
     summaries = {s.run: s for s in runs}
     per_run = {}
     for run in chosen:

@@ -46,9 +46,13 @@ def _run_rows(part: pd.DataFrame, env: str, camp: str) -> pd.DataFrame | None:
 
 def _reliability_partial(path: str, index: int, runs: list) -> dict:
     """:func:`audits.reliability.per_problem_tables` of every run's rows in partition ``index``."""
+    return _reliability_part(open_dataset(path).read_partition(index), runs)
+
+
+def _reliability_part(part: pd.DataFrame, runs: list) -> dict:
+    """:func:`audits.reliability.per_problem_tables` and the contention partials of every run in one partition."""
     from audits.reliability import per_problem_tables
 
-    part = open_dataset(path).read_partition(index)
     out = {}
     for env, camp in runs:
         rows = _run_rows(part, env, camp)
@@ -95,8 +99,7 @@ def run_partitioned_reliability(
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     """
-    from audits.reliability import (ReliabilityAudit, ReliabilityThresholds, _check_targets, _findings,
-                                    combine_problem_tables)
+    from audits.reliability import ReliabilityThresholds, _check_targets
 
     thresholds = ReliabilityThresholds.coerce(thresholds)
     _check_targets(target_reliability, target_precision)
@@ -112,6 +115,16 @@ def run_partitioned_reliability(
                             for i in range(ds.n_partitions)])
         contention = _contention(cl, path, ds.n_partitions, {key: [t[key]["contention"] for t in tables if key in t]
                                                              for key in names}, thresholds, limit=selection_limit)
+    return _combine_reliability(tables, runs, chosen, contention, thresholds=thresholds, n_boot=n_boot, seed=seed,
+                                target_reliability=target_reliability, target_precision=target_precision,
+                                max_pairs=max_pairs)
+
+
+def _combine_reliability(tables: list, runs, chosen, contention: dict, *, thresholds, n_boot, seed,
+                         target_reliability, target_precision, max_pairs):
+    """The in-memory audit's combining step on the partitions' :func:`_reliability_part` tables."""
+    from audits.reliability import ReliabilityAudit, _findings, combine_problem_tables
+
     summaries = {s.run: s for s in runs}
     results, findings = {}, []
     for run in chosen:

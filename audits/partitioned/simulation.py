@@ -41,9 +41,12 @@ def _simulation_facts(path: str, index: int, columns: list, include_incorrect: b
     """Per run of one partition: the repeat values of the simulated references (those of
     :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
     table), which of ``columns`` hold a value, and whether it has correct reference rows."""
+    return _simulation_facts_of(open_dataset(path).read_partition(index), columns, include_incorrect)
+
+
+def _simulation_facts_of(part, columns: list, include_incorrect: bool) -> dict:
     from stats._groups import group_codes, label_mask
 
-    part = open_dataset(path).read_partition(index)
     if len(part) == 0:
         return {}
     run_code, n_runs = group_codes(part, list(RUN_COLUMNS))
@@ -103,12 +106,17 @@ def _simulation_partial(path: str, index: int, key: tuple, floor_rows, reward_en
                         options: dict, stream_start: dict | None) -> list | None:
     """:func:`stats.simulator.simulate_problems` of one partition's problems of run ``key`` (with the run's floor
     rows), one per reward environment; None when the partition holds none of the run's (non-floor) rows."""
+    return _simulation_part(open_dataset(path).read_partition(index), key, floor_rows, reward_environments, repeats,
+                            options, stream_start)
+
+
+def _simulation_part(part, key: tuple, floor_rows, reward_environments: list, repeats, options: dict,
+                     stream_start: dict | None) -> list | None:
     from audits.corpus.runs import Run
     from stats._groups import label_mask
     from stats.rewards import base_percentiles
     from stats.simulator import _pools, repeat_quality, simulate_problems
 
-    part = open_dataset(path).read_partition(index)
     mask = Run(*key).mask(part)
     if "role" in part.columns:
         mask &= ~label_mask(part["role"], "floor")
@@ -171,14 +179,10 @@ def run_partitioned_simulation(
     >>> env = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
     >>> run_partitioned_simulation("corpus.dataset", reward_environments=[env]).ranking  # doctest: +SKIP
     """
-    from audits.simulation import (SimulationThresholds, _degeneracy, _no_references, _reward_environment_list,
-                                   choose_run, combine_simulation_results, usable_reward_environments)
-    from stats.simulator import _group_sizes, check_unique_names, combine_simulation
+    from audits.simulation import _reward_environment_list
 
     reward_environments = _reward_environment_list(reward_environments, environments)
-    th = SimulationThresholds.coerce(thresholds)
-    sizes, headline = _group_sizes(group_sizes, None, n_bins)
-    columns = sorted({c for e in reward_environments for c in e.needs_columns.values()})
+    columns = _fact_columns(reward_environments)
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     with (contextlib.nullcontext(client) if client is not None else
           dask_client(scheduler, n_workers=n_workers)) as cl:
@@ -187,34 +191,68 @@ def run_partitioned_simulation(
         facts_f = [cl.submit(_simulation_facts, path, i, columns, include_incorrect, pure=False)
                    for i in range(ds.n_partitions)]
         partials, facts = cl.gather(first), cl.gather(facts_f)
-        run = choose_run(partition_runs(partials), environment=environment, campaign=campaign)
-        key = (run.environment, run.campaign)
-        mine = [f[key] for f in facts if key in f]
-        if not any(f["has_references"] for f in mine):
-            raise ValueError(_no_references(run))
-        floor_rows = _concat([p["floor_rows"] for p in partials])
-        if len(floor_rows):
-            floor_rows = floor_rows.loc[run.run.mask(floor_rows)].reset_index(drop=True)
-        left_out, usable = usable_reward_environments(
-            reward_environments, lambda column: any(f["has_values"][column] for f in mine), run)
-        check_unique_names(usable)
-        if any(f["optimization"] for f in mine) and not any(f["sized"] for f in mine):
-            _check_sizes(usable)
-        repeats = np.unique(np.concatenate([f["repeats"] for f in mine]))
-        stream_start = None
-        if any(e.reward.scheme == "multitask" for e in usable):
-            units = {name: n for f in mine for name, n in f["units"].items()}
-            names = sorted(units)  # the whole run's reward table lists problems in name order
-            stream_start = dict(zip(names, np.cumsum([0] + [units[n] for n in names])[:-1].tolist()))
-        options = {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
-                   "quality_distribution": quality_distribution}
-        futures = [cl.submit(_simulation_partial, path, i, key, floor_rows, usable, repeats, options, stream_start,
-                             pure=False) for i in range(ds.n_partitions)]
-        parts = [p for p in cl.gather(futures) if p is not None]
-    results = [combine_simulation([p[j] for p in parts], env, group_sizes=sizes, headline_group_size=headline,
-                                  thresholds=_degeneracy(th), n_boot=n_boot, seed=seed)
-               for j, env in enumerate(usable)]
-    return combine_simulation_results(run, results, left_out, thresholds=th, include_incorrect=include_incorrect)
+        plan = _simulation_plan(partition_runs(partials), _concat([p["floor_rows"] for p in partials]), facts,
+                                reward_environments, environment=environment, campaign=campaign,
+                                group_sizes=group_sizes, n_bins=n_bins, quality_distribution=quality_distribution,
+                                include_incorrect=include_incorrect)
+        futures = [cl.submit(_simulation_partial, path, i, *plan["task"], pure=False)
+                   for i in range(ds.n_partitions)]
+        parts = cl.gather(futures)
+    return _combine_simulation(parts, plan, thresholds=thresholds, n_boot=n_boot, seed=seed,
+                               include_incorrect=include_incorrect)
+
+
+def _fact_columns(reward_environments) -> list:
+    """The optional columns the reward environments read (pass 1 tells which hold a value)."""
+    return sorted({c for e in reward_environments for c in e.needs_columns.values()})
+
+
+def _simulation_plan(runs, floor_rows, facts: list, reward_environments, *, environment, campaign, group_sizes,
+                     n_bins, quality_distribution, include_incorrect) -> dict:
+    """What the whole run decides (see the module docstring), from pass 1: ``{"run", "usable", "left_out",
+    "sizes", "headline", "task"}`` (``task``: the arguments of :func:`_simulation_part` after the partition).
+    Raises the in-memory audit's errors (no run to choose, no reference rows, ...)."""
+    from audits.simulation import _no_references, choose_run, usable_reward_environments
+    from stats.simulator import _group_sizes, check_unique_names
+
+    sizes, headline = _group_sizes(group_sizes, None, n_bins)
+    run = choose_run(runs, environment=environment, campaign=campaign)
+    key = (run.environment, run.campaign)
+    mine = [f[key] for f in facts if key in f]
+    if not any(f["has_references"] for f in mine):
+        raise ValueError(_no_references(run))
+    if len(floor_rows):
+        floor_rows = floor_rows.loc[run.run.mask(floor_rows)].reset_index(drop=True)
+    left_out, usable = usable_reward_environments(
+        reward_environments, lambda column: any(f["has_values"][column] for f in mine), run)
+    check_unique_names(usable)
+    if any(f["optimization"] for f in mine) and not any(f["sized"] for f in mine):
+        _check_sizes(usable)
+    repeats = np.unique(np.concatenate([f["repeats"] for f in mine]))
+    stream_start = None
+    if any(e.reward.scheme == "multitask" for e in usable):
+        units = {name: n for f in mine for name, n in f["units"].items()}
+        names = sorted(units)  # the whole run's reward table lists problems in name order
+        stream_start = dict(zip(names, np.cumsum([0] + [units[n] for n in names])[:-1].tolist()))
+    options = {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
+               "quality_distribution": quality_distribution}
+    return {"run": run, "usable": usable, "left_out": left_out, "sizes": sizes, "headline": headline,
+            "task": (key, floor_rows, usable, repeats, options, stream_start)}
+
+
+def _combine_simulation(parts: list, plan: dict, *, thresholds, n_boot, seed, include_incorrect):
+    """The in-memory combining code on the partitions' :func:`_simulation_part` parts."""
+    from audits.simulation import SimulationThresholds, _degeneracy, combine_simulation_results
+    from stats.simulator import combine_simulation
+
+    th = SimulationThresholds.coerce(thresholds)
+    parts = [p for p in parts if p is not None]
+    results = [combine_simulation([p[j] for p in parts], env, group_sizes=plan["sizes"],
+                                  headline_group_size=plan["headline"], thresholds=_degeneracy(th), n_boot=n_boot,
+                                  seed=seed)
+               for j, env in enumerate(plan["usable"])]
+    return combine_simulation_results(plan["run"], results, plan["left_out"], thresholds=th,
+                                      include_incorrect=include_incorrect)
 
 
 def _check_sizes(reward_environments) -> None:

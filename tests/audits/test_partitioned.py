@@ -103,7 +103,7 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     whole = json.loads(out.read_text())
     memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
-    audited = set(whole) - {"audit", "skipped", "engine"}
+    audited = set(whole) - {"audit", "skipped", "engine", "worst"}
     assert "discriminability" in audited and audited.isdisjoint(whole["skipped"])
     assert audited | set(whole["skipped"]) == {"reliability", "discriminability", "calibration", "aggregation",
                                                "simulation"}

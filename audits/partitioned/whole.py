@@ -1,0 +1,218 @@
+"""The whole audit of a partitioned dataset on Dask: every audit, two reads of each partition.
+
+:func:`run_partitioned_whole_audit` is what ``speedaudit audit all DATASET --dask`` and the benchmark's Dask
+stage run. Each audit's module (:mod:`audits.partitioned.discriminability`, ``.reliability``, ``.calibration``,
+``.aggregation``, ``.simulation``) splits its work into a part computed from one partition's rows, a plan the
+client derives from pass 1 and a combining step (the in-memory audit's own code). Run one by one, every audit
+reads every partition twice (its pass 1, its pass 2): about ten reads per partition for the whole audit. Here
+the passes are shared:
+
+1. **pass 1**, one task per partition, reading it once: the run-summary partials and floor rows, the runs'
+   repeat values (aggregation) and the simulation facts;
+2. the **client** builds the run table, the floors and every audit's plan (as each audit would alone);
+3. **pass 2**, one task per partition, reading it once: every audit's per-problem part of that partition;
+4. the **client** runs each audit's combining step; reliability's exact contention medians add their
+   refinement re-reads (typically one or two, :mod:`audits.partitioned.reliability`).
+
+The result is an :class:`audits.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
+audit's (:func:`audits.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
+LocalCluster). What cannot run is skipped with the in-memory reason, never reported as passing: calibration
+without a named pair, the simulation when it cannot choose a run (unless one is named: then the error).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.partitioned._common import _concat, _summary_of, dask_client, partition_runs
+
+__all__ = ["run_partitioned_whole_audit"]
+
+
+def _first_pass(path: str, index: int, fact_columns: list, include_incorrect: bool) -> dict:
+    """Pass 1 of every audit on one partition, read once."""
+    from audits.partitioned.aggregation import _repeat_values_of
+    from audits.partitioned.simulation import _simulation_facts_of
+
+    part = open_dataset(path).read_partition(index)
+    return {"summary": _summary_of(part), "repeats": _repeat_values_of(part),
+            "facts": _simulation_facts_of(part, fact_columns, include_incorrect)}
+
+
+def _second_pass(path: str, index: int, spec: dict) -> dict:
+    """Every audit's per-problem part of one partition, read once (``spec``: each audit's plan)."""
+    from audits.partitioned.aggregation import _aggregation_part
+    from audits.partitioned.calibration import _calibration_part
+    from audits.partitioned.discriminability import _discriminability_part
+    from audits.partitioned.reliability import _reliability_part
+    from audits.partitioned.simulation import _simulation_part
+
+    part = open_dataset(path).read_partition(index)
+    return {"discriminability": _discriminability_part(part, *spec["discriminability"]),
+            "reliability": _reliability_part(part, spec["reliability"]),
+            "aggregation": _aggregation_part(part, *spec["aggregation"]),
+            "calibration": [_calibration_part(part, *pair) for pair in spec["calibration"]],
+            "simulation": None if spec["simulation"] is None else _simulation_part(part, *spec["simulation"])}
+
+
+def run_partitioned_whole_audit(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    n_workers: int = 2,
+    environment: str | None = None,
+    campaign: str | None = None,
+    pairs: Sequence[tuple] | Callable = (),
+    simulation_run=None,
+    reward_environments: Sequence | None = None,
+    floor_s: float | None = None,
+    n_boot: int = 1000,
+    n_boot_rank: int = 200,
+    simulation_n_boot: int = 200,
+    seed: int = 0,
+    thresholds: Mapping[str, object] | None = None,
+    timings: dict | None = None,
+):
+    """:func:`audits.whole_audit.run_whole_audit` of a partitioned dataset, on Dask (see the module docstring).
+
+    Parameters
+    ----------
+    dataset : path or CorpusDataset
+        A dataset folder (``speedaudit convert --partition-by problem``).
+    scheduler, client, n_workers
+        ``tcp://HOST:PORT`` of a running scheduler, or an existing :class:`distributed.Client`; default a
+        loopback LocalCluster of ``n_workers`` single-threaded processes.
+    environment, campaign, floor_s, n_boot, n_boot_rank, simulation_n_boot, seed, thresholds, reward_environments
+        As :func:`audits.whole_audit.run_whole_audit`.
+    pairs : sequence of (source, target) runs, or a callable
+        Calibration pairs (each run a :class:`~audits.corpus.runs.Run` or (environment, campaign)); a callable
+        receives the dataset's run table (:class:`~audits.corpus.runs.Runs`, from pass 1) and returns them (the
+        command line resolves its options against it). None named: calibration is skipped, with the reason.
+    simulation_run : Run or (environment, campaign), optional
+        The run whose timings stand in for rollouts; default the simulation audit's own choice (also within
+        the given half of an (environment, None) or (None, campaign) pair, as ``--simulation-environment`` alone).
+    timings : dict, optional
+        Filled with wall seconds (``time.perf_counter``) of ``cluster``, ``pass1``, ``pass2``, ``contention``
+        (the refinement re-reads) and each audit's combining step.
+
+    Returns
+    -------
+    audits.whole_audit.WholeAudit
+
+    Examples
+    --------
+    >>> whole = run_partitioned_whole_audit("corpus.dataset", pairs=[(("quiet", "c0"), ("quiet", "c1"))])  # doctest: +SKIP
+    >>> whole.to_dict()["calibration"][0]["best_family"]                                            # doctest: +SKIP
+    """
+    from audits.aggregation import AggregationThresholds
+    from audits.calibration import CalibrationThresholds, _check_options
+    from audits.corpus.runs import Run
+    from audits.discriminability import DiscriminabilityThresholds
+    from audits.errors import UserError
+    from audits.partitioned import aggregation as agg, calibration as cal, discriminability as dis
+    from audits.partitioned import reliability as rel, simulation as sim
+    from audits.reliability import ReliabilityThresholds
+    from audits.simulation import _reward_environment_list
+    from audits.whole_audit import WholeAudit, _example_reward_environments, _run_names
+    from stats.aggregation import AGGREGATORS
+    from stats.bootstrap import check_n_boot
+    from stats.calibration import FAMILIES
+
+    th = dict(thresholds or {})
+    clock = timings if timings is not None else {}
+    n_boot = check_n_boot(n_boot)
+    reward_environments = _reward_environment_list(
+        _example_reward_environments() if reward_environments is None else reward_environments, None)
+    fact_columns = sim._fact_columns(reward_environments)
+    t_rel = ReliabilityThresholds.coerce(th.get("reliability"))
+    t_dis = DiscriminabilityThresholds.coerce(th.get("discriminability"))
+    t_cal = CalibrationThresholds.coerce(th.get("calibration"))
+    families, robust, cal_n_boot, cal_n_boot_rank = _check_options(FAMILIES, None, False, n_boot, n_boot_rank)
+    ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
+    path, n = str(ds.path), ds.n_partitions
+    skipped: dict[str, str] = {}
+    t0 = time.perf_counter()
+    with (contextlib.nullcontext(client) if client is not None else
+          dask_client(scheduler, n_workers=n_workers)) as cl:
+        t1 = time.perf_counter()
+        clock["cluster"] = t1 - t0
+        first = cl.gather([cl.submit(_first_pass, path, i, fact_columns, False, pure=False) for i in range(n)])
+        t2 = time.perf_counter()
+        clock["pass1"] = t2 - t1
+        runs = partition_runs([f["summary"] for f in first])
+        floor_rows = _concat([f["summary"]["floor_rows"] for f in first])
+        chosen = runs.select(environment=environment, campaign=campaign)
+        names = [(r.environment, r.campaign) for r in chosen]
+        floors = dis._floors(ds, floor_rows)
+        agg_chosen, agg_plan, repeats = agg._aggregation_plan(runs, floor_rows, [f["repeats"] for f in first],
+                                                              environment=environment, campaign=campaign,
+                                                              floor_s=floor_s)
+        named_pairs = list(pairs(runs) if callable(pairs) else pairs)
+        cal_plans = [cal._calibration_plan(runs, Run.coerce(source), Run.coerce(target))
+                     for source, target in named_pairs]
+        if not named_pairs:
+            skipped["calibration"] = ("no (source, target) pair named: give the direction with --source-campaign/"
+                                      "--target-campaign (or --source-environment/--target-environment)")
+        sim_plan = None
+        where = ({} if simulation_run is None else
+                 dict(zip(("environment", "campaign"), simulation_run)) if isinstance(simulation_run, (tuple, list))
+                 and None in simulation_run else _run_names(simulation_run))
+        try:
+            sim_plan = sim._simulation_plan(runs, floor_rows, [f["facts"] for f in first], reward_environments,
+                                            environment=where.get("environment"),
+                                            campaign=where.get("campaign"),
+                                            group_sizes=(2, 4, 8, 16), n_bins=10, quality_distribution="uniform",
+                                            include_incorrect=False)
+        except UserError as exc:
+            if simulation_run is not None:
+                raise
+            skipped["simulation"] = f"{exc}".splitlines()[0]
+        spec = {"discriminability": (names, floors, floor_s, t_dis, "iqr"), "reliability": names,
+                "aggregation": (agg_plan, list(AGGREGATORS)),
+                "calibration": [((s.environment, s.campaign), (t.environment, t.campaign), key)
+                                for s, t, key in cal_plans],
+                "simulation": None if sim_plan is None else sim_plan["task"]}
+        t3 = time.perf_counter()
+        second = cl.gather([cl.submit(_second_pass, path, i, spec, pure=False) for i in range(n)])
+        t4 = time.perf_counter()
+        clock["pass2"] = t4 - t3
+        rel_tables = [s["reliability"] for s in second]
+        contention = rel._contention(cl, path, n, {key: [t[key]["contention"] for t in rel_tables if key in t]
+                                                   for key in names}, t_rel, limit=1 << 20)
+        clock["contention"] = time.perf_counter() - t4
+    t0 = time.perf_counter()
+    reliability = rel._combine_reliability(rel_tables, runs, chosen, contention, thresholds=t_rel, n_boot=n_boot,
+                                           seed=seed, target_reliability=0.9, target_precision=0.05,
+                                           max_pairs=200_000)
+    t1 = clock["combine_reliability"] = time.perf_counter() - t0
+    discriminability = dis._combine_discriminability([s["discriminability"] for s in second], runs, chosen, floors,
+                                                     floor_s=floor_s, thresholds=t_dis, method="iqr",
+                                                     n_boot=n_boot, seed=seed)
+    t2 = time.perf_counter() - t0
+    clock["combine_discriminability"] = t2 - t1
+    calibration = tuple(
+        cal._combine_calibration([s["calibration"][j] for s in second], src, tgt, key, families=families,
+                                 robust=robust, calibration_family=None, variance_ratio=1.0, taus=(10.0, 30.0),
+                                 n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=0.95, seed=seed,
+                                 limits=t_cal)
+        for j, (src, tgt, key) in enumerate(cal_plans))
+    t3 = time.perf_counter() - t0
+    clock["combine_calibration"] = t3 - t2
+    aggregation = agg._combine_aggregation([s["aggregation"] for s in second], agg_chosen, agg_plan, repeats,
+                                           thresholds=AggregationThresholds.coerce(th.get("aggregation")),
+                                           n_boot=n_boot, seed=seed)
+    t4 = time.perf_counter() - t0
+    clock["combine_aggregation"] = t4 - t3
+    simulation = None
+    if sim_plan is not None:
+        simulation = sim._combine_simulation([s["simulation"] for s in second], sim_plan,
+                                             thresholds=th.get("simulation"), n_boot=simulation_n_boot, seed=seed,
+                                             include_incorrect=False)
+    clock["combine_simulation"] = time.perf_counter() - t0 - t4
+    return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
+                      aggregation=aggregation, simulation=simulation, skipped=skipped)

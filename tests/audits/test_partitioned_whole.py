@@ -1,0 +1,94 @@
+"""The whole audit on Dask (a real LocalCluster on loopback) equals the in-memory whole audit
+(:func:`audits.whole_audit.run_whole_audit`) of the loaded dataset, every JSON figure to 1e-12, with a named
+calibration pair and the simulator run; also after shuffling rows and regrouping problems into other files;
+and it reads each partition once per shared pass (every audit's pass 1 in one task, every pass 2 in one)."""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import numpy as np
+import pytest
+
+from audits.corpus.dataset import CorpusDataset, save_dataset
+from audits.corpus.runs import Run
+from audits.partitioned import dask_client, run_partitioned_whole_audit
+from audits.whole_audit import run_whole_audit
+from tests.audits.test_partitioned import _close
+from tests.audits.test_partitioned_calibration import _corpus
+from tests.audits.test_partitioned_reliability import _read_counter
+
+N_BOOT = 30
+PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
+OPTIONS = dict(pairs=[PAIR], simulation_run=Run("quiet", "c0"), n_boot=N_BOOT, n_boot_rank=N_BOOT,
+               simulation_n_boot=N_BOOT)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return save_dataset(_corpus(), tmp_path_factory.mktemp("whole") / "d", problems_per_partition=3)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(n_workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def memory(dataset):
+    return json.loads(json.dumps(run_whole_audit(dataset.load(), **OPTIONS).to_dict()))
+
+
+def _dask(dataset, client, **options) -> dict:
+    return json.loads(json.dumps(run_partitioned_whole_audit(dataset, client=client, **{**OPTIONS, **options})
+                                 .to_dict()))
+
+
+def test_whole_audit_on_dask_equals_in_memory(dataset, client, memory):
+    dask = _dask(dataset, client)
+    assert _close(dask, memory) == []
+    # every audit ran and measured something, so the equality says something
+    assert set(memory) == {"audit", "reliability", "discriminability", "calibration", "aggregation", "simulation",
+                           "skipped", "worst"} and memory["skipped"] == {}
+    assert memory["calibration"][0]["pairing"]["n_pairs"] > 100 and memory["simulation"]["findings"]
+    assert dataset.n_partitions >= 4
+
+
+def test_shuffled_and_regrouped_dataset_gives_the_same_whole_audit(dataset, client, memory, tmp_path):
+    corpus = dataset.load()
+    shuffled = corpus.iloc[np.random.default_rng(7).permutation(len(corpus))].reset_index(drop=True)
+    other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
+    assert _close(_dask(other, client), memory) == []
+
+
+def test_without_a_pair_calibration_is_skipped_with_the_in_memory_reason(dataset, client):
+    memory = run_whole_audit(dataset.load(), n_boot=0, simulation_n_boot=0).to_dict()
+    dask = run_partitioned_whole_audit(dataset, client=client, n_boot=0, simulation_n_boot=0).to_dict()
+    assert "calibration" not in dask and dask["skipped"] == memory["skipped"] and "calibration" in dask["skipped"]
+    assert _close(json.loads(json.dumps(dask)), json.loads(json.dumps(memory))) == []
+
+
+def test_each_shared_pass_reads_each_partition_once(dataset, client, monkeypatch):
+    """Counted in the worker processes (CorpusDataset.read_partition wrapped there): the pass-1 task and the
+    pass-2 task of each partition each read it exactly once; the client reads no partition."""
+    install, collect = _read_counter()
+    client.run(install)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the client read executions")
+
+    monkeypatch.setattr(CorpusDataset, "load", refuse)
+    monkeypatch.setattr(CorpusDataset, "read_partition", refuse)
+    try:
+        run_partitioned_whole_audit(dataset, client=client, **OPTIONS)
+    finally:
+        logs = client.run(collect)
+        monkeypatch.undo()
+    reads = [entry for log in logs.values() for entry in log]
+    for name in ("_first_pass", "_second_pass"):
+        count = collections.Counter(index for task, index in reads if name in task)
+        assert count == {i: 1 for i in range(dataset.n_partitions)}, (name, count)
+    others = {task.split("-")[0].strip("('") for task, _ in reads} - {"_first_pass", "_second_pass"}
+    assert others <= {"_selection_partial"}, others  # only the contention medians' refinement re-reads
