@@ -129,9 +129,9 @@ def _read_counter():
     return install, collect
 
 
-def _assert_one_partition_per_task(client, monkeypatch, dataset, audit) -> None:
+def _reads_of(client, monkeypatch, audit) -> list:
     """Run ``audit()`` with the reads counted on the workers and none allowed on the client (this process):
-    every task read exactly one partition, and every partition was read."""
+    the ``(task key, partition)`` of every read."""
     install, collect = _read_counter()
     client.run(install)
 
@@ -145,7 +145,12 @@ def _assert_one_partition_per_task(client, monkeypatch, dataset, audit) -> None:
     finally:
         logs = client.run(collect)
         monkeypatch.undo()
-    reads = [entry for log in logs.values() for entry in log]
+    return [entry for log in logs.values() for entry in log]
+
+
+def _assert_one_partition_per_task(client, monkeypatch, dataset, audit) -> None:
+    """Every task of ``audit()`` read exactly one partition, every partition was read, the client none."""
+    reads = _reads_of(client, monkeypatch, audit)
     per_task = collections.defaultdict(list)
     for task, index in reads:
         per_task[task].append(index)

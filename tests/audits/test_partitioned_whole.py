@@ -11,13 +11,13 @@ import json
 import numpy as np
 import pytest
 
-from audits.corpus.dataset import CorpusDataset, save_dataset
+from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
 from audits.partitioned import dask_client, run_partitioned_whole_audit
 from audits.whole_audit import run_whole_audit
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_calibration import _corpus
-from tests.audits.test_partitioned_reliability import _read_counter
+from tests.audits.test_partitioned_reliability import _reads_of
 
 N_BOOT = 30
 PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
@@ -73,20 +73,7 @@ def test_without_a_pair_calibration_is_skipped_with_the_in_memory_reason(dataset
 def test_each_shared_pass_reads_each_partition_once(dataset, client, monkeypatch):
     """Counted in the worker processes (CorpusDataset.read_partition wrapped there): the pass-1 task and the
     pass-2 task of each partition each read it exactly once; the client reads no partition."""
-    install, collect = _read_counter()
-    client.run(install)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the client read executions")
-
-    monkeypatch.setattr(CorpusDataset, "load", refuse)
-    monkeypatch.setattr(CorpusDataset, "read_partition", refuse)
-    try:
-        run_partitioned_whole_audit(dataset, client=client, **OPTIONS)
-    finally:
-        logs = client.run(collect)
-        monkeypatch.undo()
-    reads = [entry for log in logs.values() for entry in log]
+    reads = _reads_of(client, monkeypatch, lambda: run_partitioned_whole_audit(dataset, client=client, **OPTIONS))
     for name in ("_first_pass", "_second_pass"):
         count = collections.Counter(index for task, index in reads if name in task)
         assert count == {i: 1 for i in range(dataset.n_partitions)}, (name, count)
