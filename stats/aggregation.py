@@ -1194,7 +1194,9 @@ def compare_aggregators(
     if floor_s is None:  # each language's own floor when the rows say which language they are
         floor_s = floors_by_language(runs) or floor_from_rows(runs) or 0.0
     if "role" in runs.columns:
-        runs = runs.loc[~_is(runs["role"], "floor")]
+        is_floor = _is(runs["role"], "floor")
+        if is_floor.any():  # no copy of rows that have none
+            runs = runs.loc[~is_floor]
     repeats = np.unique(runs["repeat"].to_numpy())
     if len(repeats) < 2:
         raise ValueError(f"compare_aggregators needs >= 2 repeats per cell; the runs have repeat values "
