@@ -684,14 +684,11 @@ class Sandbox:
             cpu = max(1, math.ceil(lim.cpu_s)) if lim is not None and lim.cpu_s is not None else -1
             env = self.environment(scratch)
             keep = self.keep_paths(argv) if view else []
-            box = workdir / "root"
-            if view:
-                box.mkdir(mode=0o700)
             cwd = str(scratch) if (view or on_host) else "/"
             fields = [str(uid if uid is not None else -1),
                       str(lim.memory_bytes if lim is not None and lim.memory_bytes is not None else -1),
                       str(lim.file_bytes if lim is not None else -1), str(lim.nproc if lim is not None else -1),
-                      str(cpu), cwd, str(1 if view else 0), str(limits.scratch_bytes), str(box),
+                      str(cpu), cwd, str(1 if view else 0), str(limits.scratch_bytes),
                       str(len(keep)), *keep, str(len(env)), *(f"{k}={v}" for k, v in env.items()), *cmd]
             payload = "\0".join(fields).encode("utf-8", "surrogateescape")  # = os.fsencode of each, at once
             out_r, out_w = os.pipe()
@@ -699,7 +696,7 @@ class Sandbox:
             pipes += [out_r, out_w, err_r, err_w]
             with open(stdout_path, "wb") as out:
                 os.chmod(stdout_path, 0o600)
-                zygote = _zygote(launcher, netns=self.netns)
+                zygote = _zygote(launcher, netns=self.netns, view=view)
                 t0 = time.monotonic()
                 zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w] if self.nest_launcher else []))
                 for fd in (out_w, err_w) + ((inner_w,) if self.nest_launcher else ()):
@@ -1006,15 +1003,27 @@ def _staged_launcher(launcher: str) -> str:
 
 
 class _Zygote:
-    """A launcher in serve mode, owned by one runner thread (it dies with that thread)."""
+    """A launcher in serve mode, owned by one runner thread (it dies with that thread).
 
-    def __init__(self, launcher: str, *, netns: bool = False):
+    With ``view`` it builds each run's private root on a directory of its own (``box``,
+    root-only 0700, used only as a mount point: every run mounts a fresh tmpfs on it in its
+    own mount namespace) and keeps one standby child with the request-independent half of
+    the view ready before the request comes (see ``standby`` in launcher.c).
+    """
+
+    def __init__(self, launcher: str, *, netns: bool = False, view: bool = False):
+        self.box = tempfile.mkdtemp(prefix="speedaudit-view-", dir=_fast_tmp()) if view else None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno()), *(["--netns"] if netns else [])],
+            self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno()), *(["--netns"] if netns else []),
+                                          *(["--view", self.box] if view else [])],
                                          pass_fds=(theirs.fileno(),),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            if self.box:
+                os.rmdir(self.box)
+            raise
         finally:
             theirs.close()
         self.sock = ours
@@ -1046,27 +1055,32 @@ class _Zygote:
         except ProcessLookupError:
             pass
         self.proc.wait()
-        self.sock.close()
+        self.sock.close()  # its standby child (killed with it: PR_SET_PDEATHSIG) held the other end
+        if self.box and self.owner == os.getpid():
+            try:
+                os.rmdir(self.box)
+            except OSError:
+                pass
 
 
 _THREAD = threading.local()
 _ALL_ZYGOTES: list[_Zygote] = []
 
 
-def _zygote(launcher: str, *, netns: bool = False) -> _Zygote:
+def _zygote(launcher: str, *, netns: bool = False, view: bool = False) -> _Zygote:
     """This thread's launcher server (started on first use, restarted if it died).
 
-    One per thread and network setting: with ``netns`` it lives in an empty network
-    namespace of its own, which every program it starts inherits.
+    One per thread and setting: with ``netns`` it lives in an empty network namespace of
+    its own, which every program it starts inherits; with ``view`` it builds private roots.
     """
     zygotes = getattr(_THREAD, "zygotes", None)
     if zygotes is None:
         zygotes = _THREAD.zygotes = {}
-    zygote = zygotes.get(netns)
+    zygote = zygotes.get((netns, view))
     if zygote is None or not zygote.alive():
         if zygote is not None and zygote.owner == os.getpid():
             zygote.destroy()
-        zygote = zygotes[netns] = _Zygote(launcher, netns=netns)
+        zygote = zygotes[(netns, view)] = _Zygote(launcher, netns=netns, view=view)
         with _LAUNCHER_LOCK:
             _ALL_ZYGOTES[:] = [z for z in _ALL_ZYGOTES if z.alive()]
             _ALL_ZYGOTES.append(zygote)
