@@ -187,6 +187,16 @@ def main(argv=None) -> int:
         print("runner's own CPU per run of python3 -c pass, by function (cProfile, top 12 by own time):")
         for row in results["profile"]:
             print(f"  {row['own_ms_per_run']:6.3f} ms own, {row['cum_ms_per_run']:6.3f} ms with callees  {row['function']}")
+    t = results["throughput"]["python3 -c pass"]
+    met = t["ratio"] >= t["target"]
+    results["verdict"] = {"throughput_target_met": met, "accuracy_target_met": abs(a["difference_ms"]) <= a["target_ms"]}
+    print(f"TARGET (issue 17, item 4): runner >= {t['target']:.0%} of the bare loop's runs/s on python3 -c pass; "
+          f"measured {t['ratio']:.1%} (median pair {t['median_pair_ratio']:.1%}; "
+          f"{1e3 / t['runner_runs_per_s'] - 1e3 / t['bare_runs_per_s']:+.2f} ms per run) -> "
+          f"{'MET' if met else 'MISSED'} at load average {results['load_before'][0]:.2f}-{results['load_after'][0]:.2f}"
+          + ("" if results["load_before"][0] < 0.5 else " (not an idle machine: the ratio moves with the load)"))
+    print(f"TARGET (accuracy): runner mean within {a['target_ms']:g} ms of hyperfine's; measured "
+          f"{a['difference_ms']:+.2f} ms -> {'MET' if results['verdict']['accuracy_target_met'] else 'MISSED'}")
     out_dir = ROOT / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench_runner-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
