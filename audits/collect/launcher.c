@@ -32,9 +32,12 @@
  * Serve mode ("zygote"), one per runner thread: a request is one SOCK_SEQPACKET message
  * carrying the program's stdin/stdout/stderr (and optionally a 4th descriptor, which the
  * program gets as fd 3) as SCM_RIGHTS; it costs one fork of a 1 MB process instead of a fork
- * of the runner plus an exec of the launcher. With --netns the server first moves itself into
+ * of the runner plus an exec of the launcher, and that fork happens before the request: a
+ * standby child (see `standby`) builds the request-independent part of the view (--view
+ * DIR) ahead, then takes the request itself. With --netns the server first moves itself into
  * a new, empty network namespace (no interface is up, not even loopback), which every program
- * it starts inherits: no socket of the host is reachable.
+ * it starts inherits: no socket of the host is reachable; after a run that left any socket
+ * in it, it moves to a fresh one (see `sockets_in_netns`).
  *
  * Build: cc -O2 -pthread -o sa-launch launcher.c (speedaudit builds it once per machine into its cache,
  * keyed by the SHA-256 of this file).
