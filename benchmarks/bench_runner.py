@@ -148,6 +148,9 @@ def main(argv=None) -> int:
             results["throughput"][name] = {
                 "bare_runs_per_s": bare_rate, "runner_runs_per_s": runner_rate, "ratio": runner_rate / bare_rate,
                 "median_pair_ratio": statistics.median(pair_ratios), "n": len(bare_s), "target": 0.95,
+                # the runner's cost per run over the bare loop, median over the alternating pairs
+                # (what the target allows: 5 % of a bare run, ~0.8 ms at 16 ms per run)
+                "median_pair_overhead_ms": 1e3 * statistics.median(r - b for b, r in zip(bare_s, runner_s)),
                 "self_cpu_ms_per_run": {k: 1e3 * v / len(bare_s) for k, v in cpu.items()}}
         # (b) accuracy against hyperfine, alternating blocks
         cmd = COMMANDS["python3 -c pass"]
@@ -192,7 +195,8 @@ def main(argv=None) -> int:
     results["verdict"] = {"throughput_target_met": met, "accuracy_target_met": abs(a["difference_ms"]) <= a["target_ms"]}
     print(f"TARGET (issue 17, item 4): runner >= {t['target']:.0%} of the bare loop's runs/s on python3 -c pass; "
           f"measured {t['ratio']:.1%} (median pair {t['median_pair_ratio']:.1%}; "
-          f"{1e3 / t['runner_runs_per_s'] - 1e3 / t['bare_runs_per_s']:+.2f} ms per run) -> "
+          f"{1e3 / t['runner_runs_per_s'] - 1e3 / t['bare_runs_per_s']:+.2f} ms per run, median pair "
+          f"{t['median_pair_overhead_ms']:+.2f} ms; allowed {(1 / t['target'] - 1) * 1e3 / t['bare_runs_per_s']:.2f} ms) -> "
           f"{'MET' if met else 'MISSED'} at load average {results['load_before'][0]:.2f}-{results['load_after'][0]:.2f}"
           + ("" if results["load_before"][0] < 0.5 else " (not an idle machine: the ratio moves with the load)"))
     print(f"TARGET (accuracy): runner mean within {a['target_ms']:g} ms of hyperfine's; measured "
