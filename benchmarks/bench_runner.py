@@ -20,7 +20,9 @@ Usage::
     .venv/bin/python benchmarks/bench_runner.py --profile  # + where the runner's own CPU goes (cProfile)
 
 The load average before and after is printed and kept in the JSON: on a shared machine
-the ratio moves with it.
+the ratio moves with it. The last lines state each target, the measured figure and
+MET/MISSED: for (a) the ratio of runs/s, the median pair's ratio and its overhead in ms
+(load-robust), and the overhead the target allows (5 % of a bare run).
 
 Writes ``benchmarks/results/bench_runner-<UTC time>.json`` (git-ignored).
 """
