@@ -1002,17 +1002,39 @@ def _staged_launcher(launcher: str) -> str:
         return staged
 
 
+def _view_mount_point() -> str:
+    """The directory on which launchers build private roots: one for the whole machine.
+
+    It is only a mount point: each run's child mounts its own tmpfs on it inside its own
+    mount namespace, so all launchers and runs share it without seeing each other, and the
+    host never sees anything in it. Fixed (``<machine dir>/speedaudit-launch/view``, root's,
+    0700) so that a runner that dies without clean-up (SIGKILL, a Dask worker's ``os._exit``)
+    leaves nothing behind: a directory per launcher did (one empty folder per killed process).
+    """
+    with _LAUNCHER_LOCK:
+        folder = _machine_dir("speedaudit-launch")
+        folder.mkdir(parents=True, exist_ok=True)
+        box = folder / "view"
+        try:
+            box.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(box)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise SandboxError(f"{box}: not a directory of ours with mode 0700 (someone else made it?)\n"
+                               f"  -> remove it; the sandbox recreates it")
+        return str(box)
+
+
 class _Zygote:
     """A launcher in serve mode, owned by one runner thread (it dies with that thread).
 
-    With ``view`` it builds each run's private root on a directory of its own (``box``,
-    root-only 0700, used only as a mount point: every run mounts a fresh tmpfs on it in its
-    own mount namespace) and keeps one standby child with the request-independent half of
+    With ``view`` it builds each run's private root on ``box`` (:func:`_view_mount_point`) and keeps one standby child with the request-independent half of
     the view ready before the request comes (see ``standby`` in launcher.c).
     """
 
     def __init__(self, launcher: str, *, netns: bool = False, view: bool = False):
-        self.box = tempfile.mkdtemp(prefix="speedaudit-view-", dir=_fast_tmp()) if view else None
+        self.box = _view_mount_point() if view else None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno()), *(["--netns"] if netns else []),
@@ -1020,10 +1042,6 @@ class _Zygote:
                                          pass_fds=(theirs.fileno(),),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
-        except BaseException:
-            if self.box:
-                os.rmdir(self.box)
-            raise
         finally:
             theirs.close()
         self.sock = ours
@@ -1056,11 +1074,6 @@ class _Zygote:
             pass
         self.proc.wait()
         self.sock.close()  # its standby child (killed with it: PR_SET_PDEATHSIG) held the other end
-        if self.box and self.owner == os.getpid():
-            try:
-                os.rmdir(self.box)
-            except OSError:
-                pass
 
 
 _THREAD = threading.local()
