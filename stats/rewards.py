@@ -689,6 +689,7 @@ def apply_environment(
     roles: Sequence[str] = ("reference", "candidate"),
     pools: pd.DataFrame | None = None,
     percentiles: np.ndarray | None = None,
+    floor_durations: np.ndarray | None = None,
 ) -> EnvironmentRun:
     """Apply an environment's filter, limit and ranking: (c, g, q) per scored unit.
 
@@ -708,6 +709,10 @@ def apply_environment(
     pools : DataFrame, optional
         ``stats.ranking.reference_pools(runs)`` when already computed (it is the
         costliest step; pass it when applying many environments to the same runs).
+    floor_durations : ndarray, optional
+        The durations of the run's ``floor`` rows when ``runs`` comes without them (many environments
+        applied to the same run, :func:`stats.simulator.simulate_grid`: the run is copied without its floor
+        rows once, not once per environment); ``runs`` must then hold no ``floor`` row.
     percentiles : ndarray, optional
         :func:`base_percentiles` of the same ``runs``, ``pools``, ``roles`` and
         ``per_repeat``: the per-test percentiles before the environment acts. An
@@ -736,12 +741,17 @@ def apply_environment(
     if missing:
         raise ValueError(f"apply_environment: the executions lack column(s) {missing}")
     floor_s = None
-    if "role" in runs.columns:
+    floor_d = None
+    if floor_durations is not None:
+        if "role" in runs.columns and label_mask(runs["role"], "floor").any():
+            raise ValueError("apply_environment: floor_durations is given, so runs must come without floor rows")
+        floor_d = np.asarray(floor_durations, dtype=float)
+    elif "role" in runs.columns:
         is_floor = (runs["role"] == "floor").to_numpy()
-        if is_floor.any() and env.post.aggregator != "mean_pct":
-            floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
-            floor_s = float(np.median(floor_d[np.isfinite(floor_d)])) if np.isfinite(floor_d).any() else None
-    runs = _without_floor(runs)
+        floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
+        runs = _without_floor(runs)
+    if floor_d is not None and len(floor_d) and env.post.aggregator != "mean_pct":
+        floor_s = float(np.median(floor_d[np.isfinite(floor_d)])) if np.isfinite(floor_d).any() else None
     if pools is None:
         pools = reference_pools(runs)
     tests = _test_table(runs, pools)

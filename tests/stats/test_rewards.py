@@ -411,3 +411,20 @@ def test_precomputed_base_percentiles_give_identical_scores_for_every_shipped_en
         assert n_limited > 0  # the limits really turned executions into timeouts somewhere
     with pytest.raises(ValueError, match="base_percentiles"):
         apply_environment(runs, environments[0], pools=pools, percentiles=base[:-1])
+
+
+def test_floor_durations_given_with_floor_free_rows_equal_the_floor_rows_themselves(runs):
+    """What simulate_grid does (the run stripped of its floor rows once, their durations passed): the same
+    scores as apply_environment reading the floor rows, for a floor-relative aggregator; the floor's level
+    matters (doubling it changes the scores), and floor rows together with floor_durations are refused."""
+    env = Environment.from_dict({"name": "f", "post": {"aggregator": "floor_pct", "tau": 40}})
+    is_floor = (runs["role"] == "floor").to_numpy()
+    assert is_floor.sum() > 0
+    floor_d = runs["duration_s"].to_numpy(dtype=float)[is_floor]
+    whole = apply_environment(runs, env).scores
+    split = apply_environment(runs.loc[~is_floor], env, floor_durations=floor_d).scores
+    pd.testing.assert_frame_equal(whole.reset_index(drop=True), split.reset_index(drop=True))
+    moved = apply_environment(runs.loc[~is_floor], env, floor_durations=floor_d * 50).scores
+    assert not np.allclose(moved["q"].to_numpy(dtype=float), whole["q"].to_numpy(dtype=float), equal_nan=True)
+    with pytest.raises(ValueError, match="without floor rows"):
+        apply_environment(runs, env, floor_durations=floor_d)
