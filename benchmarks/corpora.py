@@ -102,11 +102,14 @@ def ensure_dataset(rows: int, *, seed: int = 0, cache: Path = CACHE, chunk_probl
     from audits.corpus.dataset import is_dataset, write_dataset
 
     path = dataset_path(rows, seed=seed, cache=cache)
-    meta = path.with_suffix(".json")
+    # NAME.dataset.json: NAME.json is the Parquet corpus's (ensure_corpus), which overwrote the dataset's and made
+    # every run rebuild it; a dataset described by the old NAME.json (the 1e8 one) is still recognised
+    meta, legacy = path.with_suffix(".dataset.json"), path.with_suffix(".json")
     spec = {**spec_for(rows, seed=seed), "chunk_problems": chunk_problems,
             "problems_per_partition": problems_per_partition, "layout": "dataset"}
-    if is_dataset(path) and meta.exists() and json.loads(meta.read_text()).get("spec") == json.loads(json.dumps(spec)):
-        return path
+    for known in (meta, legacy):
+        if is_dataset(path) and known.exists() and json.loads(known.read_text()).get("spec") == json.loads(json.dumps(spec)):
+            return path
     chunks = dataset_chunks(rows, seed=seed, chunk_problems=chunk_problems,
                             problems_per_partition=problems_per_partition)
     dataset = write_dataset(chunks, path, validate=False)  # each chunk was validated as a whole

@@ -227,8 +227,8 @@ def targets(sizes: dict, dask: dict | None = None) -> list[dict]:
 
 
 def benchmark_datasets(sizes: list[int], *, budget: float | None, workdir, log=print) -> dict:
-    """The Dask path on partitioned datasets: time, client and largest-worker peak RSS, and (<= 1e6) the
-    in-memory audit of the loaded dataset, whose JSON must equal the Dask one's."""
+    """The Dask path's whole audit on partitioned datasets: time, client and largest-worker peak RSS, and
+    (<= 1e6) the in-memory whole audit of the loaded dataset, whose JSON must equal the Dask one's."""
     out = {}
     for size in sizes:
         t0 = time.perf_counter()
@@ -239,12 +239,12 @@ def benchmark_datasets(sizes: list[int], *, budget: float | None, workdir, log=p
         dask = run_child("dask", path, budget=budget, workdir=workdir)
         if dask["status"] == "ok":
             dask["workers_maxrss_mb"] = dask["checks"].pop("workers_maxrss_kb", 0) / 1024.0
-        log(f"   dask (discriminability) {_fmt_s(dask):>12s}  client {dask['maxrss_mb']:8.0f} MB"
+        log(f"   dask (whole audit)      {_fmt_s(dask):>12s}  client {dask['maxrss_mb']:8.0f} MB"
             + (f"  largest worker {dask.get('workers_maxrss_mb', 0):8.0f} MB" if dask["status"] == "ok" else
                f"  {dask.get('error', '')}"))
         entry["dask"] = {k: v for k, v in dask.items() if k != "checks"}
         if size <= 10**6:
-            memory = run_child("memory_discriminability", path, budget=budget, workdir=workdir)
+            memory = run_child("memory_audit", path, budget=budget, workdir=workdir)
             entry["memory"] = {k: v for k, v in memory.items() if k != "checks"}
             if memory["status"] == "ok" and dask["status"] == "ok":
                 entry["equal_json"] = _json_equal(json.loads(dask["checks"]["json"]),
@@ -448,7 +448,7 @@ def format_dask(result: dict) -> str:
     dask = result.get("dask") or {}
     if not dask:
         return ""
-    lines = ["| Dask path (discriminability, 2 loopback workers) | time | client peak RSS | largest worker peak RSS "
+    lines = ["| Dask path (whole audit, 2 loopback workers) | time | client peak RSS | largest worker peak RSS "
              "| in memory | JSON equal (1e-12) | load average |", "|---|---:|---:|---:|---:|---|---|"]
     for size in sorted(dask, key=int):
         e = dask[size]

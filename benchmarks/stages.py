@@ -24,11 +24,15 @@ audit              load + ``audits.whole_audit.run_whole_audit`` (= ``speedaudit
                    the simulator on c0), one process: the whole audit
 report             ``speedaudit report`` of the corpus (``render_reports``: the five pages,
                    each audit computed once and read by the pages)
-dask               (partitioned dataset) the discriminability audit on a loopback
-                   LocalCluster of 2 workers (``audits.partitioned``); peak RSS of the
-                   client and of the largest worker
-memory_discriminability  (partitioned dataset, <= 1e6) the same audit in memory on the
-                   loaded dataset, to check the Dask path's JSON
+dask               (partitioned dataset) the whole audit on a loopback LocalCluster of 2
+                   workers (``audits.partitioned.run_partitioned_whole_audit``, what
+                   ``speedaudit audit all --dask`` runs), with the ``audit`` stage's
+                   parameters (calibration quiet · c0 -> quiet · c1, the simulator on
+                   quiet · c0 over the pinned environments, N_BOOT); peak RSS of the
+                   client and of the largest worker; parts: cluster start, the two shared
+                   passes, the contention re-reads, each audit's combining step
+memory_audit       (partitioned dataset, <= 1e6) the same whole audit in memory on the
+                   loaded dataset (``whole_audit``), to check the Dask path's JSON
 =================  =====================================================================
 
 Child protocol (used by :mod:`benchmarks.run`)::
@@ -55,7 +59,7 @@ ENVIRONMENT_DIR = ROOT / "fixtures" / "environments"
 AUDIT_PARTS = ("percentiles", "reliability", "discriminability", "calibration", "aggregation", "simulation")
 STAGES = ("load", "floor") + AUDIT_PARTS + ("audit", "report")
 #: stages of a partitioned dataset (benchmarks.corpora.ensure_dataset)
-DATASET_STAGES = ("dask", "memory_discriminability")
+DATASET_STAGES = ("dask", "memory_audit")
 KEYS = ["problem", "test", "solution", "repeat"]
 N_BOOT = 1000  # the audits' default bootstrap sizes are kept (what a user gets)
 
@@ -71,13 +75,20 @@ def example_environments():
     return load_reward_environments([ENVIRONMENT_DIR / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
 
 
-def whole_audit(corpus, *, timings: dict | None = None):
+def whole_audit(corpus, *, timings: dict | None = None, dask_workers: int | None = None):
     """The benchmark's whole audit (``speedaudit audit all``): calibration quiet · c0 -> quiet · c1, the
-    simulator on quiet · c0 over the pinned environments, the audits' default bootstrap sizes."""
+    simulator on quiet · c0 over the pinned environments, the audits' default bootstrap sizes.
+    ``dask_workers``: ``corpus`` is a partitioned dataset, audited on a loopback LocalCluster of that many
+    workers (``speedaudit audit all --dask``) with the same parameters."""
     from audits.whole_audit import run_whole_audit
 
-    return run_whole_audit(corpus, pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
-                           reward_environments=example_environments(), n_boot=N_BOOT, timings=timings)
+    options = dict(pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
+                   reward_environments=example_environments(), n_boot=N_BOOT, timings=timings)
+    if dask_workers is not None:
+        from audits.partitioned import run_partitioned_whole_audit
+
+        return run_partitioned_whole_audit(corpus, n_workers=dask_workers, **options)
+    return run_whole_audit(corpus, **options)
 
 
 def _c0(corpus: pd.DataFrame) -> pd.DataFrame:
@@ -260,21 +271,18 @@ def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
             index = render_reports([str(path)], out_dir=out, parameters=params, progress=None)
             seconds = time.perf_counter() - start
         return {"seconds": seconds, "parts": parts, "checks": {"pages": len(index.reports)}}
-    if stage == "dask":  # the partitioned dataset on a loopback LocalCluster (2 workers)
-        from audits.partitioned import run_partitioned_discriminability
-
+    if stage == "dask":  # the whole audit of the partitioned dataset on a loopback LocalCluster (2 workers)
         start = time.perf_counter()
-        result = run_partitioned_discriminability(path, n_boot=N_BOOT, n_workers=2)
+        result = whole_audit(path, timings=parts, dask_workers=2)
         seconds = time.perf_counter() - start
         workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest worker (waited for)
         return {"seconds": seconds, "parts": parts,
                 "checks": {"json": _dumped(result.to_dict()), "workers_maxrss_kb": workers}}
-    if stage == "memory_discriminability":  # the same audit in memory on the loaded dataset (agreement check)
+    if stage == "memory_audit":  # the same whole audit in memory on the loaded dataset (agreement check)
         from audits.corpus.dataset import open_dataset
-        from audits.discriminability import run_discriminability_audit
 
         start = time.perf_counter()
-        result = run_discriminability_audit(open_dataset(path).load(), n_boot=N_BOOT)
+        result = whole_audit(open_dataset(path).load())
         seconds = time.perf_counter() - start
         return {"seconds": seconds, "parts": parts, "checks": {"json": _dumped(result.to_dict())}}
     corpus = _load(path)
