@@ -10,7 +10,7 @@ import pytest
 from audits.corpus.dataset import open_dataset, save_dataset
 from audits.corpus.synthetic import synthesize
 from audits.discriminability import run_discriminability_audit
-from audits.partitioned import dask_client, partition_runs, run_partitioned_discriminability
+from audits.partitioned import partition_runs, run_partitioned_discriminability
 
 N_BOOT = 60
 
@@ -40,12 +40,6 @@ def dataset(tmp_path_factory):
     # names are data: a problem name with a slash and an '=' is never put in a path
     corpus["problem"] = corpus["problem"].cat.rename_categories(lambda n: "a/b=1" if n == "p0003" else n)
     return save_dataset(corpus, tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 def test_every_worker_is_on_loopback(client):

@@ -10,7 +10,7 @@ from test_partitioned import _close  # the recursive JSON comparison (1e-12) of 
 from audits.aggregation import run_aggregation_audit
 from audits.corpus.dataset import save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.partitioned import dask_client, run_partitioned_aggregation
+from audits.partitioned import run_partitioned_aggregation
 
 N_BOOT = 60
 
@@ -35,12 +35,6 @@ def _corpus():
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return save_dataset(_corpus(), tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.errors import UserError
-from audits.partitioned import dask_client, run_partitioned_calibration
+from audits.partitioned import run_partitioned_calibration
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
 
@@ -32,12 +32,6 @@ def _corpus(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053))):
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return save_dataset(_corpus(), tmp_path_factory.mktemp("cal") / "d", problems_per_partition=3)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 def _json(audit) -> dict:

@@ -12,7 +12,7 @@ import pytest
 from audits.clocks import CONTENTION_MIN_CPU_S
 from audits.corpus.dataset import CorpusDataset, open_dataset, save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.partitioned import dask_client, run_partitioned_reliability
+from audits.partitioned import run_partitioned_reliability
 from audits.reliability import run_reliability_audit
 from tests.audits.test_partitioned import _close
 
@@ -43,12 +43,6 @@ def nested(tmp_path_factory):
     corpus = _corpus(5, clocks=False, n_repeats=6)  # and no cpu_s: contention is n/a
     corpus["run"] = corpus["repeat"].to_numpy() // 2
     return save_dataset(corpus, tmp_path_factory.mktemp("nested") / "d", problems_per_partition=3)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 def _json(audit) -> dict:

@@ -11,7 +11,7 @@ from test_partitioned import _close  # the recursive JSON comparison (1e-12) of 
 from audits.corpus.dataset import save_dataset
 from audits.corpus.synthetic import synthesize
 from audits.findings import to_jsonable
-from audits.partitioned import dask_client, run_partitioned_simulation
+from audits.partitioned import run_partitioned_simulation
 from audits.simulation import run_simulation_audit
 from audits.whole_audit import _example_reward_environments
 from stats.rewards import RewardEnvironment
@@ -45,12 +45,6 @@ def _corpus():
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return save_dataset(_corpus(), tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

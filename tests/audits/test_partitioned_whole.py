@@ -13,7 +13,7 @@ import pytest
 
 from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
-from audits.partitioned import dask_client, run_partitioned_whole_audit
+from audits.partitioned import run_partitioned_whole_audit
 from audits.whole_audit import run_whole_audit
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_calibration import _corpus
@@ -28,12 +28,6 @@ OPTIONS = dict(pairs=[PAIR], simulation_run=Run("quiet", "c0"), n_boot=N_BOOT, n
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return save_dataset(_corpus(), tmp_path_factory.mktemp("whole") / "d", problems_per_partition=3)
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(n_workers=2) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
