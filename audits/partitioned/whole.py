@@ -86,16 +86,6 @@ def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
             "simulation": None if spec["simulation"] is None else _simulation_part(part, *spec["simulation"])}
 
 
-def _take(second: list[dict], audit: str) -> list:
-    """One audit's tables of every group, removed from the pass-2 results (so they are freed after use)."""
-    return [parts.pop(audit) for parts in second]
-
-
-def _drop(second: list[dict], audit: str) -> None:
-    for parts in second:
-        parts.pop(audit, None)
-
-
 def run_partitioned_whole_audit(
     dataset: str | os.PathLike | CorpusDataset,
     *,
@@ -223,49 +213,34 @@ def run_partitioned_whole_audit(
         contention = rel._contention(cl, path, n, {key: [t[key]["contention"] for t in rel_tables if key in t]
                                                    for key in names}, t_rel, limit=1 << 20)
         clock["contention"] = time.perf_counter() - t4
-    # Each audit's per-problem tables are combined and then dropped before the next audit's combine, and
-    # calibration (the largest tables and combine: every problem's pairs of the two runs) comes last, so the
-    # client holds the sum of the tables only while they arrive, never beside a combine's own work (at 10^8
-    # the client peaked at 8.7 GB with every audit's tables kept to the end). Each combine reads only its own
-    # tables and seed, so the order changes no figure (tests/audits/test_partitioned_whole.py).
     t0 = time.perf_counter()
     reliability = rel._combine_reliability(rel_tables, runs, chosen, contention, thresholds=t_rel, n_boot=n_boot,
                                            seed=seed, target_reliability=0.9, target_precision=0.05,
                                            max_pairs=200_000)
-    del rel_tables, contention
-    _drop(second, "reliability")
     t1 = clock["combine_reliability"] = time.perf_counter() - t0
-    discriminability = dis._combine_discriminability(_take(second, "discriminability"), runs, chosen, floors,
+    discriminability = dis._combine_discriminability([s["discriminability"] for s in second], runs, chosen, floors,
                                                      floor_s=floor_s, thresholds=t_dis, method="iqr",
                                                      n_boot=n_boot, seed=seed)
     t2 = time.perf_counter() - t0
     clock["combine_discriminability"] = t2 - t1
-    aggregation = agg._combine_aggregation(_take(second, "aggregation"), agg_chosen, agg_plan, repeats,
+    calibration = tuple(
+        cal._combine_calibration([s["calibration"][j] for s in second], src, tgt, key, families=families,
+                                 robust=robust, calibration_family=None, variance_ratio=1.0, taus=(10.0, 30.0),
+                                 n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=0.95, seed=seed,
+                                 limits=t_cal)
+        for j, (src, tgt, key) in enumerate(cal_plans))
+    t3 = time.perf_counter() - t0
+    clock["combine_calibration"] = t3 - t2
+    aggregation = agg._combine_aggregation([s["aggregation"] for s in second], agg_chosen, agg_plan, repeats,
                                            thresholds=AggregationThresholds.coerce(th.get("aggregation")),
                                            n_boot=n_boot, seed=seed)
-    t3 = time.perf_counter() - t0
-    clock["combine_aggregation"] = t3 - t2
-    simulation = None
-    sim_tables = _take(second, "simulation")
-    if sim_plan is not None:
-        simulation = sim._combine_simulation(sim_tables, sim_plan, thresholds=th.get("simulation"),
-                                             n_boot=simulation_n_boot, seed=seed, include_incorrect=False)
-    del sim_tables
     t4 = time.perf_counter() - t0
-    clock["combine_simulation"] = t4 - t3
-    cal_tables = _take(second, "calibration")
-    del second
-    calibration = []
-    for j, (src, tgt, key) in enumerate(cal_plans):
-        tables = [parts[j] for parts in cal_tables]
-        for parts in cal_tables:
-            parts[j] = None  # this pair's tables live only in `tables` now
-        calibration.append(cal._combine_calibration(
-            tables, src, tgt, key, families=families, robust=robust, calibration_family=None, variance_ratio=1.0,
-            taus=(10.0, 30.0), n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=0.95, seed=seed,
-            limits=t_cal))
-        del tables
-    calibration = tuple(calibration)
-    clock["combine_calibration"] = time.perf_counter() - t0 - t4
+    clock["combine_aggregation"] = t4 - t3
+    simulation = None
+    if sim_plan is not None:
+        simulation = sim._combine_simulation([s["simulation"] for s in second], sim_plan,
+                                             thresholds=th.get("simulation"), n_boot=simulation_n_boot, seed=seed,
+                                             include_incorrect=False)
+    clock["combine_simulation"] = time.perf_counter() - t0 - t4
     return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
                       aggregation=aggregation, simulation=simulation, skipped=skipped)
