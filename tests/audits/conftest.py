@@ -12,3 +12,19 @@ def client():
 
     with dask_client(n_workers=2) as c:
         yield c
+
+
+def audit_all_dask(dataset_path, tmp_path, *options: str):
+    """Run ``speedaudit audit all DATASET --dask OPTIONS --json OUT`` as a real subprocess (its own
+    LocalCluster); assert it succeeded and return (the finished process, the JSON it wrote)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "all.json"
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset_path), "--dask", *options,
+                           "--json", str(out)], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc, json.loads(out.read_text())

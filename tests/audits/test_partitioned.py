@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from audits.corpus.dataset import open_dataset, save_dataset
 from audits.corpus.synthetic import synthesize
 from audits.discriminability import run_discriminability_audit
 from audits.partitioned import partition_runs, run_partitioned_discriminability
+from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 60
 
@@ -84,17 +86,7 @@ def test_selection_and_given_floor(dataset, client):
 def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     """`speedaudit audit all DATASET --dask`: a real LocalCluster in a subprocess; the audits not yet on the
     Dask path are listed as skipped with the reason, never as passing."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
-                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    whole = json.loads(out.read_text())
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
     memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
     audited = set(whole) - {"audit", "skipped", "engine", "worst"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import numpy as np
 import pytest
 
@@ -11,6 +12,7 @@ from audits.aggregation import run_aggregation_audit
 from audits.corpus.dataset import save_dataset
 from audits.corpus.synthetic import synthesize
 from audits.partitioned import run_partitioned_aggregation
+from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 60
 
@@ -81,17 +83,7 @@ def test_a_changed_figure_is_caught(dataset, client, memory):
 def test_audit_all_dask_cli_has_the_aggregation_audit(dataset, memory, tmp_path):
     """`speedaudit audit all DATASET --dask` (a real LocalCluster in a subprocess): its aggregation part is the
     in-memory audit's JSON, and it is no longer among the skipped audits."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
-                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    whole = json.loads(out.read_text())
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
     assert _close(whole["aggregation"], json.loads(json.dumps(memory))) == []
     assert "aggregation" not in whole["skipped"] and "Traceback" not in proc.stderr
 

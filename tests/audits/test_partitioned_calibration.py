@@ -16,6 +16,7 @@ from audits.errors import UserError
 from audits.partitioned import run_partitioned_calibration
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
+from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 40
 STORED, FRESH, BUSY = Run("quiet", "c0"), Run("quiet", "c1"), Run("busy", "c0")
@@ -78,17 +79,7 @@ def test_three_campaigns_drift_is_a_message_not_a_wrong_table(client, tmp_path):
 def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, tmp_path):
     """`speedaudit audit all DATASET --dask --pair-environment quiet --source-campaign c0 --target-campaign c1`:
     its calibration part equals the in-memory audit of the same pair (and of the in-memory whole audit)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
-                           "--pair-environment", "quiet", "--source-campaign", "c0", "--target-campaign", "c1",
-                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    whole = json.loads(out.read_text())
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--pair-environment", "quiet", "--source-campaign", "c0", "--target-campaign", "c1", "--n-boot", str(N_BOOT))
     memory = _json(run_calibration_audit(dataset.load(), source=STORED, target=FRESH, n_boot=N_BOOT))
     assert _close(whole["calibration"], [memory]) == []
     assert "calibration" not in whole["skipped"] and "Traceback" not in proc.stderr

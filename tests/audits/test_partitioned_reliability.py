@@ -15,6 +15,7 @@ from audits.corpus.synthetic import synthesize
 from audits.partitioned import run_partitioned_reliability
 from audits.reliability import run_reliability_audit
 from tests.audits.test_partitioned import _close
+from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 60
 
@@ -163,16 +164,7 @@ def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, c
 def test_audit_all_on_a_dataset_with_dask_cli_runs_reliability(dataset, tmp_path):
     """`speedaudit audit all DATASET --dask`: a real LocalCluster in a subprocess; its reliability part equals
     the in-memory audit and reliability is no longer listed as skipped."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
-                           "--n-boot", str(N_BOOT), "--json", str(out)], cwd=repo, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    whole = json.loads(out.read_text())
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
     assert _close(whole["reliability"], _json(run_reliability_audit(dataset.load(), n_boot=N_BOOT))) == []
     assert "reliability" not in whole["skipped"] and "Reliability audit" in proc.stdout
     assert "Traceback" not in proc.stderr

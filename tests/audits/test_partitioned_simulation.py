@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from audits.partitioned import run_partitioned_simulation
 from audits.simulation import run_simulation_audit
 from audits.whole_audit import _example_reward_environments
 from stats.rewards import RewardEnvironment
+from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 40
 
@@ -152,18 +154,7 @@ def test_parts_of_disjoint_problem_sets_combine_to_simulate(loaded):
 def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
     """`speedaudit audit all DATASET --dask --simulation-environment quiet` (a real LocalCluster in a subprocess):
     its simulation part is the in-memory whole audit's (the shipped example reward environments, n_boot 200)."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "all.json"
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--dask",
-                           "--n-boot", "30", "--simulation-environment", "quiet", "--json", str(out)], cwd=repo,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    whole = json.loads(out.read_text())
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", "30", "--simulation-environment", "quiet")
     memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
     assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
     # every audit is on Dask; calibration is skipped only because no pair is named, with the in-memory reason
