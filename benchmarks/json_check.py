@@ -32,7 +32,7 @@ __all__ = ["audit_json", "differences", "main"]
 def audit_json(rows: int = 10**5) -> dict:
     """The whole audit's JSON (as :func:`json.loads` reads it back) of the ``rows``-execution benchmark corpus."""
     from audits.corpus.io import load_corpus
-    from audits.findings import to_jsonable
+    from audits.protocol.findings import to_jsonable
     from benchmarks.corpora import ensure_corpus
     from benchmarks.stages import whole_audit
 

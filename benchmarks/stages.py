@@ -12,20 +12,20 @@ Stages (``fast`` implementation = the project's own code):
 load               ``audits.corpus.io.load_corpus`` (read Parquet + validate + normalise)
 floor              the floor: ``pandas.read_parquet`` + one ``np.sort`` of ``duration_s``
 percentiles        ``stats.ranking.percentile_table(per_repeat=True)`` of campaign c0
-reliability        ``audits.reliability.run_reliability_audit`` (all campaigns)
-discriminability   ``audits.discriminability.run_discriminability_audit``
-calibration        ``audits.calibration.run_calibration_audit(source="c0", target="c1")``
+reliability        ``audits.checks.reliability.run_reliability_audit`` (all campaigns)
+discriminability   ``audits.checks.discriminability.run_discriminability_audit``
+calibration        ``audits.checks.calibration.run_calibration_audit(source="c0", target="c1")``
                    (every family, leave-one-problem-out over all problems, bootstrap CIs)
-aggregation        ``audits.aggregation.run_aggregation_audit`` (17+ aggregators, both campaigns)
-simulation         ``audits.simulation.run_simulation_audit`` over the shipped example
+aggregation        ``audits.checks.aggregation.run_aggregation_audit`` (17+ aggregators, both campaigns)
+simulation         ``audits.checks.simulation.run_simulation_audit`` over the shipped example
                    environments (fixtures/environments/*.yaml but the grid) on c0
-audit              load + ``audits.whole_audit.run_whole_audit`` (= ``speedaudit audit all``):
+audit              load + ``audits.engine.whole_audit.run_whole_audit`` (= ``speedaudit audit all``):
                    every audit above once on one shared run context (calibration c0 -> c1,
                    the simulator on c0), one process: the whole audit
 report             ``speedaudit report`` of the corpus (``render_reports``: the five pages,
                    each audit computed once and read by the pages)
 dask               (partitioned dataset) the whole audit on a loopback LocalCluster of 2
-                   workers (``audits.partitioned.run_partitioned_whole_audit``, what
+                   workers (``audits.engine.partitioned.run_partitioned_whole_audit``, what
                    ``speedaudit audit all --dask`` runs), with the ``audit`` stage's
                    parameters (calibration quiet · c0 -> quiet · c1, the simulator on
                    quiet · c0 over the pinned environments, N_BOOT); peak RSS of the
@@ -65,12 +65,12 @@ N_BOOT = 1000  # the audits' default bootstrap sizes are kept (what a user gets)
 
 
 def example_environments():
-    """The 7 example reward environments of the issue-10 benchmark (:data:`audits.whole_audit.EXAMPLE_REWARD_ENVIRONMENTS`,
+    """The 7 example reward environments of the issue-10 benchmark (:data:`audits.engine.whole_audit.EXAMPLE_REWARD_ENVIRONMENTS`,
     what the overview report screens). Pinned by name: later example files (graded, noise_aware) are not in the
     benchmark, so figures stay comparable across runs; the noise-aware scheme is measured on its own
     (docs/performance.md)."""
-    from audits.reward_environments import load_reward_environments
-    from audits.whole_audit import EXAMPLE_REWARD_ENVIRONMENTS
+    from audits.checks.reward_environments import load_reward_environments
+    from audits.engine.whole_audit import EXAMPLE_REWARD_ENVIRONMENTS
 
     return load_reward_environments([ENVIRONMENT_DIR / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
 
@@ -80,12 +80,12 @@ def whole_audit(corpus, *, timings: dict | None = None, dask_workers: int | None
     simulator on quiet · c0 over the pinned environments, the audits' default bootstrap sizes.
     ``dask_workers``: ``corpus`` is a partitioned dataset, audited on a loopback LocalCluster of that many
     workers (``speedaudit audit all --dask``) with the same parameters."""
-    from audits.whole_audit import run_whole_audit
+    from audits.engine.whole_audit import run_whole_audit
 
     options = dict(pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
                    reward_environments=example_environments(), n_boot=N_BOOT, timings=timings)
     if dask_workers is not None:
-        from audits.partitioned import run_partitioned_whole_audit
+        from audits.engine.partitioned import run_partitioned_whole_audit
 
         return run_partitioned_whole_audit(corpus, n_workers=dask_workers, **options)
     return run_whole_audit(corpus, **options)
@@ -109,31 +109,31 @@ def _fast_percentiles(corpus):
 
 
 def _fast_reliability(corpus):
-    from audits.reliability import run_reliability_audit
+    from audits.checks.reliability import run_reliability_audit
 
     return run_reliability_audit(corpus, n_boot=N_BOOT)
 
 
 def _fast_discriminability(corpus):
-    from audits.discriminability import run_discriminability_audit
+    from audits.checks.discriminability import run_discriminability_audit
 
     return run_discriminability_audit(corpus, n_boot=N_BOOT)
 
 
 def _fast_calibration(corpus):
-    from audits.calibration import run_calibration_audit
+    from audits.checks.calibration import run_calibration_audit
 
     return run_calibration_audit(corpus, source="c0", target="c1", n_boot=N_BOOT)
 
 
 def _fast_aggregation(corpus):
-    from audits.aggregation import run_aggregation_audit
+    from audits.checks.aggregation import run_aggregation_audit
 
     return run_aggregation_audit(corpus, n_boot=N_BOOT)
 
 
 def _fast_simulation(corpus, environments=None):
-    from audits.simulation import run_simulation_audit
+    from audits.checks.simulation import run_simulation_audit
 
     return run_simulation_audit(corpus, reward_environments=environments or example_environments(),
                                 environment="quiet", campaign="c0")
@@ -205,12 +205,12 @@ def _load(path):
 
 def preload(impl: str = "fast", stage: str | None = None) -> None:
     """Import every module a stage uses, so stage timings exclude imports (a one-off ~1-5 s)."""
-    import audits.aggregation  # noqa: F401
-    import audits.calibration  # noqa: F401
-    import audits.discriminability  # noqa: F401
-    import audits.reward_environments  # noqa: F401
-    import audits.reliability  # noqa: F401
-    import audits.simulation  # noqa: F401
+    import audits.checks.aggregation  # noqa: F401
+    import audits.checks.calibration  # noqa: F401
+    import audits.checks.discriminability  # noqa: F401
+    import audits.checks.reward_environments  # noqa: F401
+    import audits.checks.reliability  # noqa: F401
+    import audits.checks.simulation  # noqa: F401
     import scipy.stats  # noqa: F401
 
     if impl == "baseline":
@@ -302,7 +302,7 @@ def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
 
 
 def _dumped(value) -> str:
-    from audits.findings import to_jsonable
+    from audits.protocol.findings import to_jsonable
 
     return json.dumps(to_jsonable(value), sort_keys=True)
 

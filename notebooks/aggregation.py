@@ -29,7 +29,7 @@ profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or 
 seed = 0  # seed of the bootstrap and of the simulator
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
-aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
+aggregation_thresholds = {}  # overrides of audits.checks.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%

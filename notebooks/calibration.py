@@ -33,7 +33,7 @@ source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one env
 target_run = ["busy", "busy-a"]  # ... against a run of another
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
-calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
+calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%

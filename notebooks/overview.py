@@ -27,18 +27,18 @@ seed = 0  # seed of the bootstrap and of the simulator
 
 campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
-reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
-discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
+reliability_thresholds = {}  # overrides of audits.checks.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
+discriminability_thresholds = {}  # overrides of audits.checks.discriminability.DiscriminabilityThresholds
 stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
 fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
 source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
 target_run = ["busy", "busy-a"]  # ... against a run of another
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
-calibration_thresholds = {}  # overrides of audits.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
+calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
-aggregation_thresholds = {}  # overrides of audits.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
+aggregation_thresholds = {}  # overrides of audits.checks.aggregation.AggregationThresholds, e.g. {"stability.warn": 4}
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
 simulation_campaign = None  # campaign (None: the environment's only, else earliest by timestamp, else first by name)
 reward_environment_files = [
@@ -49,10 +49,10 @@ reward_environment_files = [
     "fixtures/environments/duration_filter_0.5s.yaml",
     "fixtures/environments/duration_filter_0.1s.yaml",
     "fixtures/environments/length_filter_1k.yaml",
-]  # reward environments to screen (audits/reward_environments.py format)
+]  # reward environments to screen (audits/checks/reward_environments.py format)
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
-simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
+simulation_thresholds = {}  # overrides of audits.checks.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 clocks_measures = None  # corpus columns to compare, the first the base of the rank agreement (None: duration_s, then cpu_s and instructions where the corpus has them)
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 

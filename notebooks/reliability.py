@@ -26,8 +26,8 @@ profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or 
 seed = 0  # seed of the bootstrap and of the simulator
 campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
-reliability_thresholds = {}  # overrides of audits.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
-discriminability_thresholds = {}  # overrides of audits.discriminability.DiscriminabilityThresholds
+reliability_thresholds = {}  # overrides of audits.checks.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
+discriminability_thresholds = {}  # overrides of audits.checks.discriminability.DiscriminabilityThresholds
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%

@@ -37,10 +37,10 @@ reward_environment_files = [
     "fixtures/environments/duration_filter_0.5s.yaml",
     "fixtures/environments/duration_filter_0.1s.yaml",
     "fixtures/environments/length_filter_1k.yaml",
-]  # reward environments to screen (audits/reward_environments.py format)
+]  # reward environments to screen (audits/checks/reward_environments.py format)
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
-simulation_thresholds = {}  # overrides of audits.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
+simulation_thresholds = {}  # overrides of audits.checks.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%

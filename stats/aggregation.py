@@ -1218,7 +1218,7 @@ def compare_aggregators(
 class AggregatorProblemValues:
     """The per-problem part of :func:`compare_aggregators`: every figure of the comparison is a function of these.
 
-    Computed from whole problems (all of a run's, or one partition's: :mod:`audits.partitioned`) by
+    Computed from whole problems (all of a run's, or one partition's: :mod:`audits.engine.partitioned`) by
     :func:`aggregator_problem_values`; :func:`combine_aggregator_values` turns them into the comparison
     (means over problems, paired bootstrap, Pareto front).
 
@@ -1364,7 +1364,7 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     """The comparison from per-problem values (step 5 of :func:`compare_aggregators`, which calls it).
 
     ``values``: :func:`aggregator_problem_values` of a run, or the :meth:`AggregatorProblemValues.concat` of its
-    partitions' (the Dask path, :mod:`audits.partitioned`: the same code on the same numbers in the same order,
+    partitions' (the Dask path, :mod:`audits.engine.partitioned`: the same code on the same numbers in the same order,
     hence the same comparison); ``n_repeats`` and ``quartile_repeat`` those of the whole run.
     """
     names = list(values.names)

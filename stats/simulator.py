@@ -334,7 +334,7 @@ def problem_group_rates(problems, rewards, *, weights=None, group_sizes: Sequenc
     ``problems`` each once, in their sorted order (those with a usable sample); ``equal[i, j]`` = P(zero
     advantage) of problem j at ``group_sizes[i]``; ``negative[j]``, ``positive[j]`` its weight shares of
     negative and positive rewards. :func:`group_statistics` is their means over problems, so the rates of
-    disjoint sets of problems can be computed apart and combined (:mod:`audits.partitioned`).
+    disjoint sets of problems can be computed apart and combined (:mod:`audits.engine.partitioned`).
     """
     problems, rewards, weights = _group_inputs(problems, rewards, weights)
     for g in group_sizes:
@@ -669,7 +669,7 @@ def _group_sizes(group_sizes: Sequence[int], headline_group_size: int | None, n_
 class SimulationProblems:
     """The per-problem part of :func:`simulate` for one environment: every figure of the simulation is a
     function of these (:func:`combine_simulation`), so they can be computed for disjoint sets of whole
-    problems apart (the partitions of a dataset, :mod:`audits.partitioned`) and concatenated.
+    problems apart (the partitions of a dataset, :mod:`audits.engine.partitioned`) and concatenated.
 
     Attributes
     ----------

@@ -39,7 +39,7 @@ def test_the_examples_are_really_run():
     cwd = os.getcwd()
     try:
         os.chdir(ROOT)
-        for name in ("stats.ranking", "stats.bootstrap", "audits.reward_environments"):
+        for name in ("stats.ranking", "stats.bootstrap", "audits.checks.reward_environments"):
             attempted += doctest.testmod(importlib.import_module(name), verbose=False).attempted
     finally:
         os.chdir(cwd)

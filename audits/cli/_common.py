@@ -12,7 +12,7 @@ import sys
 
 from audits.corpus.io import UNITS, load_corpus, unit_warnings
 from audits.errors import UserError
-from audits.findings import worst_level, write_json
+from audits.protocol.findings import worst_level, write_json
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status",
            "add_run_selection", "read_runs_filter", "add_pair_selection", "read_pair", "add_threshold_option",
@@ -47,7 +47,7 @@ def read_corpus(args: argparse.Namespace):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
     measure = getattr(args, "measure", "duration_s")
     if measure != "duration_s":
-        from audits.clocks import use_measure
+        from audits.checks.clocks import use_measure
 
         corpus = use_measure(corpus, measure, source=args.corpus)
         print(f"speedaudit: note: {corpus.attrs['measure_note']}", file=sys.stderr)
@@ -114,7 +114,7 @@ def add_pair_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def read_pair(args: argparse.Namespace, corpus):
-    """``(source, target)`` for :func:`audits.calibration.run_calibration_audit` from :func:`add_pair_selection`.
+    """``(source, target)`` for :func:`audits.checks.calibration.run_calibration_audit` from :func:`add_pair_selection`.
 
     Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``--environment`` is given,
     else the ``--source``/``--target`` names. The direction is kept as given.
@@ -161,7 +161,7 @@ def read_runs_filter(args: argparse.Namespace) -> dict:
 
 def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
     """--threshold NAME=VALUE (both levels), NAME.warn=VALUE or NAME.fail=VALUE, repeatable; the limits and
-    their defaults are listed in the help (``thresholds``: the audit's :class:`audits.thresholds.Thresholds`)."""
+    their defaults are listed in the help (``thresholds``: the audit's :class:`audits.protocol.thresholds.Thresholds`)."""
     parser.add_argument("--threshold", action="append", metavar="NAME[.warn|.fail]=VALUE",
                         help="override a threshold (repeatable): NAME=VALUE sets both levels, NAME.warn=VALUE or "
                              "NAME.fail=VALUE one. Defaults: " + thresholds.describe().replace("%", "%%"))
@@ -169,8 +169,8 @@ def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
 
 
 def add_profile_option(parser: argparse.ArgumentParser) -> None:
-    """--profile reward|benchmark: which use the verdicts are for (:data:`audits.thresholds.PROFILES`)."""
-    from audits.thresholds import PROFILES
+    """--profile reward|benchmark: which use the verdicts are for (:data:`audits.protocol.thresholds.PROFILES`)."""
+    from audits.protocol.thresholds import PROFILES
 
     parser.add_argument("--profile", choices=PROFILES, default="reward",
                         help="verdict profile: reward (default; the study's reward sandbox) or benchmark (a "
@@ -180,7 +180,7 @@ def add_profile_option(parser: argparse.ArgumentParser) -> None:
 
 def read_thresholds(args: argparse.Namespace, thresholds):
     """The audit's thresholds with ``--threshold`` overrides applied (one parser for every command)."""
-    from audits.thresholds import ThresholdError, parse_overrides
+    from audits.protocol.thresholds import ThresholdError, parse_overrides
 
     try:
         return thresholds.for_profile(getattr(args, "profile", None)).override(

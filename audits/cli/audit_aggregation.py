@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from audits.aggregation import AggregationThresholds
+from audits.checks.aggregation import AggregationThresholds
 from audits.cli._common import (
     add_corpus_input,
     add_result_options,
@@ -20,7 +20,7 @@ from audits.errors import UserError
 
 
 def _run(args: argparse.Namespace) -> int:
-    from audits.aggregation import run_aggregation_audit
+    from audits.checks.aggregation import run_aggregation_audit
 
     thresholds = read_thresholds(args, AggregationThresholds)
     corpus = read_corpus(args)

@@ -11,7 +11,7 @@ def _audit(args: argparse.Namespace) -> int:
     from audits.cli._common import read_pair
     from audits.corpus.runs import Run
     from audits.errors import UserError
-    from audits.whole_audit import run_whole_audit
+    from audits.engine.whole_audit import run_whole_audit
 
     if _partitioned(args):
         return _audit_partitioned(args)
@@ -22,13 +22,13 @@ def _audit(args: argparse.Namespace) -> int:
         pairs = []
     simulation_run = None
     if args.simulation_environment is not None or args.simulation_campaign is not None:
-        from audits.simulation import choose_run
+        from audits.checks.simulation import choose_run
 
         simulation_run = choose_run(corpus, environment=args.simulation_environment,
                                     campaign=args.simulation_campaign).run
     reward_environments = None
     if args.reward_env or args.grid:
-        from audits.reward_environments import load_reward_environments
+        from audits.checks.reward_environments import load_reward_environments
 
         reward_environments = load_reward_environments(args.reward_env or [], args.grid or [])
     try:
@@ -70,12 +70,12 @@ def _partitioned(args: argparse.Namespace) -> bool:
 
 
 def _audit_partitioned(args: argparse.Namespace) -> int:
-    """The Dask path: :func:`audits.partitioned.run_partitioned_whole_audit` (every audit, per-problem partial
+    """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (every audit, per-problem partial
     results on the workers); what cannot run is listed as skipped with the reason (never as passing)."""
     from audits.cli._common import read_pair
     from audits.errors import UserError
-    from audits.findings import write_json
-    from audits.partitioned import dask_client, run_partitioned_whole_audit
+    from audits.protocol.findings import write_json
+    from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
 
     named = args.simulation_environment is not None or args.simulation_campaign is not None
     simulation_run = (args.simulation_environment, args.simulation_campaign) if named else None
@@ -98,10 +98,10 @@ def _audit_partitioned(args: argparse.Namespace) -> int:
 def _reward_environments(args: argparse.Namespace):
     """The reward environments of --reward-env/--grid, else the whole audit's shipped examples."""
     if args.reward_env or args.grid:
-        from audits.reward_environments import load_reward_environments
+        from audits.checks.reward_environments import load_reward_environments
 
         return load_reward_environments(args.reward_env or [], args.grid or [])
-    from audits.whole_audit import _example_reward_environments
+    from audits.engine.whole_audit import _example_reward_environments
 
     return _example_reward_environments()
 

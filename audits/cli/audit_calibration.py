@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from audits.calibration import CalibrationThresholds, apply_calibration, run_calibration_audit
+from audits.checks.calibration import CalibrationThresholds, apply_calibration, run_calibration_audit
 from audits.cli._common import (
     add_corpus_input,
     add_pair_selection,
@@ -19,7 +19,7 @@ from audits.cli._common import (
 )
 from audits.errors import UserError
 from audits.corpus.io import save_corpus
-from audits.findings import write_json
+from audits.protocol.findings import write_json
 from stats.calibration import FAMILIES, ROBUST_METHODS
 
 

@@ -8,7 +8,7 @@ from audits.cli._common import add_corpus_input, add_result_options, exit_status
 
 
 def _clocks(args: argparse.Namespace) -> int:
-    from audits.clocks import run_clocks_audit
+    from audits.checks.clocks import run_clocks_audit
 
     corpus = read_corpus(args)
     audit = run_clocks_audit(corpus, measures=args.measures, n_boot=args.n_boot, seed=args.seed, source=args.corpus)

@@ -15,9 +15,9 @@ from audits.cli._common import (
     read_thresholds,
     report_audit,
 )
-from audits.discriminability import DiscriminabilityThresholds
+from audits.checks.discriminability import DiscriminabilityThresholds
 from audits.errors import UserError
-from audits.reliability import ReliabilityThresholds
+from audits.checks.reliability import ReliabilityThresholds
 
 
 def _finish(audit, args) -> int:
@@ -26,7 +26,7 @@ def _finish(audit, args) -> int:
 
 
 def _reliability(args: argparse.Namespace) -> int:
-    from audits.reliability import run_reliability_audit
+    from audits.checks.reliability import run_reliability_audit
 
     thresholds = read_thresholds(args, ReliabilityThresholds)
     corpus = read_corpus(args)
@@ -40,7 +40,7 @@ def _reliability(args: argparse.Namespace) -> int:
 
 
 def _discriminability(args: argparse.Namespace) -> int:
-    from audits.discriminability import run_discriminability_audit
+    from audits.checks.discriminability import run_discriminability_audit
 
     thresholds = read_thresholds(args, DiscriminabilityThresholds)
     corpus = read_corpus(args)

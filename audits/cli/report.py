@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from audits.report.render import REPORTS, parse_parameter, render_reports
-from audits.thresholds import PROFILES
+from audits.protocol.thresholds import PROFILES
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -17,8 +17,8 @@ from audits.cli._common import (
     report_audit,
 )
 from audits.errors import UserError
-from audits.findings import write_json
-from audits.simulation import SimulationThresholds
+from audits.protocol.findings import write_json
+from audits.checks.simulation import SimulationThresholds
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -72,13 +72,13 @@ def _quality(text: str):
 
 
 def _reward_environments(args):
-    from audits.reward_environments import load_reward_environments
+    from audits.checks.reward_environments import load_reward_environments
 
     return load_reward_environments(args.reward_env or [], args.grid or [])
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from audits.simulation import run_simulation_audit
+    from audits.checks.simulation import run_simulation_audit
 
     envs = _reward_environments(args)
     thresholds = read_thresholds(args, SimulationThresholds)
@@ -105,7 +105,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from audits.simulation import score_candidates
+    from audits.checks.simulation import score_candidates
 
     envs = _reward_environments(args)
     if len(envs) != 1:

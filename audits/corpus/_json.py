@@ -2,8 +2,8 @@
 
 It lives in the corpus layer, the lowest of audits (it imports nothing of audits above it, a contract in
 pyproject.toml), so that the corpus (the synthetic generator's truth file) and the audits, findings and
-report above it share one converter; :mod:`audits.findings` re-exports it as
-:func:`audits.findings.to_jsonable`.
+report above it share one converter; :mod:`audits.protocol.findings` re-exports it as
+:func:`audits.protocol.findings.to_jsonable`.
 """
 
 from __future__ import annotations

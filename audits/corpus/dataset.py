@@ -16,7 +16,7 @@ per partition and a manifest, ``_speedaudit_dataset.json``::
 Every problem lives in exactly one file (``--partition-by problem``), so any
 figure that is computed per problem (reference pools, collapsed cells,
 per-problem scores) needs one file only, and a corpus-wide figure is a
-combination of per-problem aggregates (:mod:`audits.partitioned`).
+combination of per-problem aggregates (:mod:`audits.engine.partitioned`).
 
 Why the problem stays a column and the files are numbered (rather than a Hive
 ``problem=NAME/`` folder per problem): problem names are data and may contain

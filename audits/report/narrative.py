@@ -4,7 +4,7 @@ Everything a report *says* about its numbers comes from a function here, so a
 unit test can reach it (the notebooks only call these). Two kinds of helpers:
 
 * **verdict display**: :func:`show_findings` renders a list of
-  :class:`~audits.findings.Finding` as an HTML table and, beside it, as a
+  :class:`~audits.protocol.findings.Finding` as an HTML table and, beside it, as a
   machine-readable output (mimetype :data:`FINDINGS_MIMETYPE`) that
   :mod:`audits.report.render` reads back from the executed notebook to build the
   index page's headline verdicts;
@@ -14,7 +14,7 @@ unit test can reach it (the notebooks only call these). Two kinds of helpers:
 
 Examples
 --------
->>> from audits.findings import Finding
+>>> from audits.protocol.findings import Finding
 >>> f = [Finding("warn", "median_repeat_cv", 0.12, "<= 0.05 pass", "Timing is noisy.", "busy")]
 >>> verdict_sentence(f)
 'Verdict: WARN (0 fail, 1 warn, 0 pass). Worst: [busy] median_repeat_cv = 0.12 - Timing is noisy.'
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from audits.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
+from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = [
     "FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
@@ -111,7 +111,7 @@ def _finding_text(f: Finding) -> str:
 def verdict_sentence(findings: Iterable[Finding]) -> str:
     """One sentence: overall level, counts per level and the worst finding.
 
-    The overall level is the worst finding's (:func:`audits.findings.worst_level`).
+    The overall level is the worst finding's (:func:`audits.protocol.findings.worst_level`).
     """
     rows = rank_findings(findings)
     if not rows:
@@ -288,7 +288,7 @@ def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None,
 
     Examples
     --------
-    >>> from audits.findings import Finding
+    >>> from audits.protocol.findings import Finding
     >>> class Audit:  # any result with findings
     ...     findings = (Finding.not_available("icc", "one repeat", environment="busy", campaign="c0"),)
     >>> figure_notes(lambda audit: None, Audit(), metric="icc")[0]
@@ -644,7 +644,7 @@ def _describe_aggregation_run(audit, env, camp) -> str:
         parts.append(f"The default **{default}** has stability {_ci_text(d, 'stability', 3)}, range "
                      f"{_ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
                      + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
-        # what to do follows the audit's verdict on the default (judged once, in audits.aggregation)
+        # what to do follows the audit's verdict on the default (judged once, in audits.checks.aggregation)
         verdict = next((f for f in audit.findings if f.metric == "default_aggregator"
                         and (f.environment, f.campaign) == (env, camp)), None)
         if rec is not None and rec != default and verdict is not None and verdict.level in ("warn", "fail"):
@@ -817,13 +817,13 @@ def describe_overview(verdicts: Mapping[str, Sequence[Finding]], *, profile: str
 # --- contention (the reliability page) -----------------------------------------------------------
 
 def _contention_of(env):
-    """A run's :class:`audits.clocks.Contention`, or None (a result computed before contention existed)."""
+    """A run's :class:`audits.checks.clocks.Contention`, or None (a result computed before contention existed)."""
     return getattr(env, "contention", None)
 
 
 def contention_table(audit) -> pd.DataFrame:
     """Contention evidence per run: median wall/CPU of the executions used (single-threaded, ok, of at least
-    :data:`audits.clocks.CONTENTION_MIN_CPU_S` CPU seconds; multi-threaded ones counted aside), load, verdict.
+    :data:`audits.checks.clocks.CONTENTION_MIN_CPU_S` CPU seconds; multi-threaded ones counted aside), load, verdict.
 
     The verdict is the audit's ``contention`` finding for the run (judged once, by the audit); ``n/a``
     when the corpus has no CPU times.
@@ -831,7 +831,7 @@ def contention_table(audit) -> pd.DataFrame:
     Examples
     --------
     >>> from audits.corpus.synthetic import synthesize
-    >>> from audits.reliability import run_reliability_audit
+    >>> from audits.checks.reliability import run_reliability_audit
     >>> corpus = synthesize(n_problems=3, n_tests=2, n_solutions=4, n_repeats=2, base_seconds=(0.5, 1.0),
     ...                     seed=0).corpus
     >>> corpus["cpu_s"] = corpus["duration_s"]                 # every program waits 1.5 times its CPU time
@@ -862,7 +862,7 @@ def describe_contention(audit) -> str:
     The limits are the audit's thresholds (``wall_cpu_warn`` / ``wall_cpu_fail``); each run's sentence
     is its ``contention`` finding's message (what was measured, and what to do when contended).
     """
-    from audits.clocks import CONTENTION_MIN_CPU_S
+    from audits.checks.clocks import CONTENTION_MIN_CPU_S
 
     t = audit.thresholds
     warn, fail = t.wall_cpu_warn, t.wall_cpu_fail
@@ -896,7 +896,7 @@ def describe_contention(audit) -> str:
 #: order solutions alike (on the quietest run). 0.8: at most one discordant pair in ten.
 CLOCK_AGREEMENT = 0.8
 
-#: The figures of :func:`audits.clocks.run_clocks_audit`: column, label, which way is better.
+#: The figures of :func:`audits.checks.clocks.run_clocks_audit`: column, label, which way is better.
 CLOCK_FIGURES = (
     ("median_repeat_cv", "median repeat CV", "lower is better"),
     ("mean_rank_sd", "mean rank sd (points)", "lower is better"),
@@ -924,13 +924,13 @@ def _clock_row(audit, run, measure) -> dict:
 def clocks_not_compared(audit, corpus: pd.DataFrame | None = None) -> str | None:
     """Why the clocks cannot be compared on this corpus (None when they can).
 
-    >>> from audits.clocks import run_clocks_audit
+    >>> from audits.checks.clocks import run_clocks_audit
     >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, seed=0).corpus
     >>> clocks_not_compared(run_clocks_audit(corpus, n_boot=10), corpus)[:50]
     'the corpus has one clock, `duration_s` (wall time)'
     """
-    from audits.clocks import available_measures
+    from audits.checks.clocks import available_measures
 
     measures = tuple(audit.measures)
     if len(measures) < 2:
@@ -981,7 +981,7 @@ def clocks_table(audit) -> pd.DataFrame:
 def clock_agreement_table(audit, corpus: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per compared measure: the rank agreement with the base measure on the quietest run.
 
-    Mean Kendall tau-b over problems (the audit's :meth:`~audits.clocks.ClocksAudit.mean_agreement`),
+    Mean Kendall tau-b over problems (the audit's :meth:`~audits.checks.clocks.ClocksAudit.mean_agreement`),
     the lowest problem's tau, and the problems compared. Empty (with the columns) when the clocks
     cannot be compared (:func:`clocks_not_compared`).
     """

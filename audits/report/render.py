@@ -48,9 +48,9 @@ import yaml
 from audits import shipped_dir
 from audits.errors import UserError
 from audits.corpus.io import atomic_write
-from audits.findings import ALL_LEVELS, LEVELS, NA
+from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
-from audits.reward_environments import find_shipped
+from audits.checks.reward_environments import find_shipped
 
 __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
@@ -80,19 +80,19 @@ REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
                "All audits on this corpus, worst verdicts first, with what to do."),
     ReportSpec("reliability", "Sandbox reliability and discriminability",
                "Repeat CV per environment, rank drift, floor share, duration-filterable problems.",
-               ("audits.reliability", "audits.discriminability")),
+               ("audits.checks.reliability", "audits.checks.discriminability")),
     ReportSpec("clocks", "The choice of clock: wall time, CPU time, ...",
                "The same figures per run under each clock, their rank agreement, and which clock to trust.",
-               ("audits.clocks",)),
+               ("audits.checks.clocks",)),
     ReportSpec("calibration", "Calibration of stored reference timings",
                "Fitted families with leave-one-problem-out R², Bland-Altman, percentile agreement.",
-               ("audits.calibration",)),
+               ("audits.checks.calibration",)),
     ReportSpec("aggregation", "Aggregation of per-test timings",
                "Stability vs dynamic range of the aggregators, with the Pareto front.",
-               ("audits.aggregation",)),
+               ("audits.checks.aggregation",)),
     ReportSpec("simulation", "Reward learnability (offline simulator)",
                "Reward-vs-quality curves, diagnostics, zero-advantage rate vs GRPO group size.",
-               ("audits.simulation",)),
+               ("audits.checks.simulation",)),
 )}
 
 
@@ -164,7 +164,7 @@ def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, wha
     Notebook defaults are written relative to the repository (``fixtures/...``) so that a template runs
     as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill. A shipped
     reward-environment file (``fixtures/environments/<file>``) is also found in an installed wheel
-    (:func:`audits.reward_environments.find_shipped`).
+    (:func:`audits.checks.reward_environments.find_shipped`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -272,7 +272,7 @@ def run_label(value) -> str:
 
 
 def select_pair(corpus, source, target):
-    """The two runs a calibration section compares (:func:`audits.calibration.calibration_pair`), each
+    """The two runs a calibration section compares (:func:`audits.checks.calibration.calibration_pair`), each
     named as :func:`resolve_run` reads it. The direction is kept: ``source`` is mapped onto ``target``.
 
     Examples
@@ -285,7 +285,7 @@ def select_pair(corpus, source, target):
     >>> select_pair(runs, ["quiet", "b"], ["busy", "b"]).key
     'environment'
     """
-    from audits.calibration import calibration_pair
+    from audits.checks.calibration import calibration_pair
 
     source, target = resolve_run(corpus, source), resolve_run(corpus, target)
     if source == target:
@@ -352,20 +352,20 @@ class CalibrationSkipped:
 
     @property
     def findings(self) -> tuple:
-        from audits.findings import Finding
+        from audits.protocol.findings import Finding
 
         return (Finding.not_available("calibration_pair", self.reason, threshold="two runs to compare"),)
 
 
 def calibrate_runs(corpus, source_run, target_run, **options):
-    """:func:`audits.calibration.run_calibration_audit` of ``source_run`` onto ``target_run`` (direction kept).
+    """:func:`audits.checks.calibration.run_calibration_audit` of ``source_run`` onto ``target_run`` (direction kept).
 
     Each run is named as :func:`resolve_run` reads it. When either is None (the corpus has no such pair,
     or does not say which campaign is older, see :func:`suggest_runs`) it returns a
     :class:`CalibrationSkipped` whose one ``n/a`` finding says why and what to do; the narrative and
     figure helpers show a note for it instead of numbers. ``options`` go to ``run_calibration_audit``.
     """
-    from audits.context import audit_context
+    from audits.protocol.context import audit_context
 
     ctx = audit_context(corpus)  # a corpus or the report's shared context (audits.report.results)
     corpus = ctx.corpus
@@ -378,7 +378,7 @@ def calibrate_runs(corpus, source_run, target_run, **options):
                "the corpus has no such pair of runs; collect a second campaign (speedaudit collect --campaign "
                "NAME) or environment")
         return CalibrationSkipped(source_run, target_run, f"{why} (runs: {runs.listing()})")
-    from audits.calibration import run_calibration_audit
+    from audits.checks.calibration import run_calibration_audit
 
     source, target = resolve_run(corpus, source_run), resolve_run(corpus, target_run)
     if source == target:

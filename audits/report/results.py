@@ -3,7 +3,7 @@
 The overview page shows every audit's verdicts and each other page shows one
 audit's figures; before this module each page ran its audits again (every
 audit twice per report). Now :func:`audits.report.render.render_reports`
-computes every audit once, on one :class:`audits.context.AuditContext`
+computes every audit once, on one :class:`audits.protocol.context.AuditContext`
 (:func:`compute_results`), writes them to one pickle file in the output folder
 and passes its path to every page as the ``results_path`` parameter; a page
 reads the results it shows from it (:func:`page_results`).
@@ -72,12 +72,12 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
         return CorpusSummary(description=narrative.describe_corpus(ctx.corpus, p["corpora"]),
                              overview=narrative.corpus_overview(ctx.corpus))
     if name == "reliability":
-        from audits.reliability import ReliabilityThresholds, run_reliability_audit
+        from audits.checks.reliability import ReliabilityThresholds, run_reliability_audit
 
         return run_reliability_audit(ctx, campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
                                      thresholds=ReliabilityThresholds.coerce(p["reliability_thresholds"], profile=p["profile"]))
     if name == "discriminability":
-        from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+        from audits.checks.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 
         return run_discriminability_audit(
             ctx, floor_s=p["floor_s"], campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
@@ -89,15 +89,15 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
         return calibrate_runs(ctx, p[src], p[tgt], calibration_family=p["calibration_family"], n_boot=p["n_boot"],
                               n_boot_rank=p["n_boot_rank"], seed=p["seed"], thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
     if name == "aggregation":
-        from audits.aggregation import run_aggregation_audit
+        from audits.checks.aggregation import run_aggregation_audit
 
         return run_aggregation_audit(ctx, environment=p["aggregation_environment"],
                                      campaign=p["aggregation_campaign"], n_boot=p["n_boot"], seed=p["seed"],
                                      thresholds={"profile": p["profile"], **p["aggregation_thresholds"]})
     if name == "simulation":
         from audits.report.render import resolve_files
-        from audits.reward_environments import load_reward_environments
-        from audits.simulation import run_simulation_audit
+        from audits.checks.reward_environments import load_reward_environments
+        from audits.checks.simulation import run_simulation_audit
 
         reward_environments = load_reward_environments(resolve_files(p["reward_environment_files"]),
                                                        resolve_files(p["grid_files"]))
@@ -106,7 +106,7 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
                                     group_sizes=p["group_sizes"], seed=p["seed"],
                                     thresholds={"profile": p["profile"], **p["simulation_thresholds"]}, n_boot=p["n_boot"])
     if name == "clocks":
-        from audits.clocks import run_clocks_audit
+        from audits.checks.clocks import run_clocks_audit
         from audits.corpus.runs import select_rows
 
         corpus = ctx.corpus
@@ -120,7 +120,7 @@ class ReportResults:
     """The results a page shows: taken from the shared file when computed with the page's parameters,
     else computed (once, on one shared context) on first access.
 
-    ``corpus`` is a DataFrame, an :class:`~audits.context.AuditContext`, or the corpus files (loaded with
+    ``corpus`` is a DataFrame, an :class:`~audits.protocol.context.AuditContext`, or the corpus files (loaded with
     :func:`audits.report.render.load_corpora` only when some result has to be computed here).
     """
 
@@ -133,7 +133,7 @@ class ReportResults:
 
     @cached_property
     def _ctx(self):
-        from audits.context import AuditContext, audit_context
+        from audits.protocol.context import AuditContext, audit_context
 
         source = self._source
         if not isinstance(source, (pd.DataFrame, AuditContext)):

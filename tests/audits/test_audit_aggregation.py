@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.aggregation import AggregationThresholds, run_aggregation_audit
+from audits.checks.aggregation import AggregationThresholds, run_aggregation_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 from stats.aggregation import compare_aggregators

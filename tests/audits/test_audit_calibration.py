@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.calibration import DEFAULT_THRESHOLDS, CalibrationThresholds, apply_calibration, run_calibration_audit
+from audits.checks.calibration import DEFAULT_THRESHOLDS, CalibrationThresholds, apply_calibration, run_calibration_audit
 from audits.corpus.io import load_corpus, save_corpus
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
 from audits.corpus.synthetic import synthesize

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from audits.cli import main
 from audits.corpus.io import save_corpus
-from audits.discriminability import DiscriminabilityThresholds, run_discriminability_audit
+from audits.checks.discriminability import DiscriminabilityThresholds, run_discriminability_audit
 from audits.report.plots.reliability import (
     near_floor_shares,
     rank_drift_ranges,
@@ -21,7 +21,7 @@ from audits.report.plots.reliability import (
     robust_cv_per_problem,
     variance_shares,
 )
-from audits.reliability import ReliabilityThresholds, run_reliability_audit
+from audits.checks.reliability import ReliabilityThresholds, run_reliability_audit
 from audits.corpus.synthetic import synthesize
 
 RELIABILITY_KEYS = {"median_repeat_cv", "median_abs_sd_ms", "mean_rank_range", "mean_rank_sd", "worst_rank_range",

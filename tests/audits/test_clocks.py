@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.clocks import run_clocks_audit, use_measure, wall_cpu_ratio
+from audits.checks.clocks import run_clocks_audit, use_measure, wall_cpu_ratio
 from audits.cli import main
 from audits.corpus.io import load_corpus, save_corpus
 from audits.corpus.synthetic import synthesize

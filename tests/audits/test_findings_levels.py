@@ -7,7 +7,7 @@ import json
 import pytest
 
 from audits.cli._common import exit_status
-from audits.findings import NA, Finding, findings_table, level_counts, worst_level
+from audits.protocol.findings import NA, Finding, findings_table, level_counts, worst_level
 
 
 def _f(level, metric="m", **kw):

@@ -10,8 +10,8 @@ import pytest
 
 from audits.corpus.dataset import open_dataset, save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import run_discriminability_audit
-from audits.partitioned import partition_runs, run_partitioned_discriminability
+from audits.checks.discriminability import run_discriminability_audit
+from audits.engine.partitioned import partition_runs, run_partitioned_discriminability
 from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 60
@@ -51,7 +51,7 @@ def test_every_worker_is_on_loopback(client):
 
 def test_run_table_from_partials_equals_runs_of(dataset, client):
     from audits.corpus.runs import runs_of
-    from audits.partitioned import _summary_partial
+    from audits.engine.partitioned import _summary_partial
 
     partials = client.gather([client.submit(_summary_partial, str(dataset.path), i)
                               for i in range(dataset.n_partitions)])

@@ -8,10 +8,10 @@ import pytest
 
 from test_partitioned import _close  # the recursive JSON comparison (1e-12) of the discriminability test
 
-from audits.aggregation import run_aggregation_audit
+from audits.checks.aggregation import run_aggregation_audit
 from audits.corpus.dataset import save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.partitioned import run_partitioned_aggregation
+from audits.engine.partitioned import run_partitioned_aggregation
 from tests.audits.conftest import audit_all_dask
 
 N_BOOT = 60
@@ -91,7 +91,7 @@ def test_audit_all_dask_cli_has_the_aggregation_audit(dataset, memory, tmp_path)
 def test_values_of_disjoint_problem_sets_combine_to_the_comparison(dataset):
     """Without Dask: the per-problem values of two interleaved halves of the problems, concatenated in the wrong
     order, give compare_aggregators' comparison (nothing in a problem's values depends on another problem)."""
-    from audits.findings import to_jsonable
+    from audits.protocol.findings import to_jsonable
     from stats.aggregation import (AGGREGATORS, AggregatorProblemValues, aggregator_problem_values,
                                    combine_aggregator_values, compare_aggregators, floor_from_rows,
                                    floors_by_language)

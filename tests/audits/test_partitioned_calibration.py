@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from audits.calibration import run_calibration_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.errors import UserError
-from audits.partitioned import run_partitioned_calibration
+from audits.engine.partitioned import run_partitioned_calibration
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
 from tests.audits.conftest import audit_all_dask

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from audits.clocks import CONTENTION_MIN_CPU_S
+from audits.checks.clocks import CONTENTION_MIN_CPU_S
 from audits.corpus.dataset import CorpusDataset, open_dataset, save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.partitioned import run_partitioned_reliability
-from audits.reliability import run_reliability_audit
+from audits.engine.partitioned import run_partitioned_reliability
+from audits.checks.reliability import run_reliability_audit
 from tests.audits.test_partitioned import _close
 from tests.audits.conftest import audit_all_dask
 

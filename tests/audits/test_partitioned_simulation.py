@@ -11,10 +11,10 @@ from test_partitioned import _close  # the recursive JSON comparison (1e-12) of 
 
 from audits.corpus.dataset import save_dataset
 from audits.corpus.synthetic import synthesize
-from audits.findings import to_jsonable
-from audits.partitioned import run_partitioned_simulation
-from audits.simulation import run_simulation_audit
-from audits.whole_audit import _example_reward_environments
+from audits.protocol.findings import to_jsonable
+from audits.engine.partitioned import run_partitioned_simulation
+from audits.checks.simulation import run_simulation_audit
+from audits.engine.whole_audit import _example_reward_environments
 from stats.rewards import RewardEnvironment
 from tests.audits.conftest import audit_all_dask
 
@@ -158,7 +158,7 @@ def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
     memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
     assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
     # every audit is on Dask; calibration is skipped only because no pair is named, with the in-memory reason
-    from audits.whole_audit import run_whole_audit
+    from audits.engine.whole_audit import run_whole_audit
 
     memory_whole = run_whole_audit(loaded, n_boot=0, simulation_n_boot=0).to_dict()
     assert set(whole["skipped"]) == {"calibration"}

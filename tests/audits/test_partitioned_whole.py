@@ -1,5 +1,5 @@
 """The whole audit on Dask (a real LocalCluster on loopback) equals the in-memory whole audit
-(:func:`audits.whole_audit.run_whole_audit`) of the loaded dataset, every JSON figure to 1e-12, with a named
+(:func:`audits.engine.whole_audit.run_whole_audit`) of the loaded dataset, every JSON figure to 1e-12, with a named
 calibration pair and the simulator run; also after shuffling rows and regrouping problems into other files;
 and it reads each partition once per shared pass (every audit's pass 1 in one task, every pass 2 in one)."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
-from audits.partitioned import run_partitioned_whole_audit
-from audits.whole_audit import run_whole_audit
+from audits.engine.partitioned import run_partitioned_whole_audit
+from audits.engine.whole_audit import run_whole_audit
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_calibration import _corpus
 from tests.audits.test_partitioned_reliability import _reads_of

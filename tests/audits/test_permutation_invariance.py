@@ -19,17 +19,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.aggregation import run_aggregation_audit
-from audits.calibration import run_calibration_audit
+from audits.checks.aggregation import run_aggregation_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.corpus.importers.pyperf_json import import_pyperf
 from audits.corpus.io import load_corpus, save_corpus
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import run_discriminability_audit
-from audits.findings import to_jsonable
-from audits.reliability import run_reliability_audit
+from audits.checks.discriminability import run_discriminability_audit
+from audits.protocol.findings import to_jsonable
+from audits.checks.reliability import run_reliability_audit
 from audits.report.render import load_corpora
-from audits.reward_environments import load_environments
-from audits.simulation import run_simulation_audit
+from audits.checks.reward_environments import load_environments
+from audits.checks.simulation import run_simulation_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = [ROOT / "fixtures" / "corpora" / f"{name}.parquet" for name in ("quiet-a", "quiet-b", "busy-a")]

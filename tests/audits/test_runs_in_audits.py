@@ -15,17 +15,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.aggregation import run_aggregation_audit
-from audits.calibration import run_calibration_audit
+from audits.checks.aggregation import run_aggregation_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.cli import main
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import run_discriminability_audit
-from audits.reliability import run_reliability_audit
+from audits.checks.discriminability import run_discriminability_audit
+from audits.checks.reliability import run_reliability_audit
 from audits.report.render import calibrate_runs, suggest_runs
-from audits.reward_environments import load_reward_environments
-from audits.simulation import run_simulation_audit
+from audits.checks.reward_environments import load_reward_environments
+from audits.checks.simulation import run_simulation_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED_FRESH = (("stored", 1.0, 0.0), ("fresh", 0.63, 0.053))  # fresh = 0.63 x stored + 53 ms (planted)

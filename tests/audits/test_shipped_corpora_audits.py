@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from audits.calibration import run_calibration_audit
-from audits.discriminability import run_discriminability_audit
-from audits.reliability import run_reliability_audit
+from audits.checks.calibration import run_calibration_audit
+from audits.checks.discriminability import run_discriminability_audit
+from audits.checks.reliability import run_reliability_audit
 from audits.report.render import load_corpora
 
 ROOT = Path(__file__).resolve().parents[2]

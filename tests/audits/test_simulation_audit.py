@@ -19,9 +19,9 @@ from matplotlib.figure import Figure
 
 from audits.cli import main
 from audits.corpus.io import save_corpus
-from audits.reward_environments import EnvironmentFileError, expand_grid, load_environment, load_environments, load_grid
+from audits.checks.reward_environments import EnvironmentFileError, expand_grid, load_environment, load_environments, load_grid
 from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
-from audits.simulation import run_simulation_audit, score_candidates
+from audits.checks.simulation import run_simulation_audit, score_candidates
 from audits.corpus.synthetic import synthesize
 from stats.rewards import Environment, apply_environment, pass_at_k
 

@@ -22,15 +22,15 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from audits.aggregation import run_aggregation_audit
-from audits.calibration import run_calibration_audit
+from audits.checks.aggregation import run_aggregation_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import run_discriminability_audit
-from audits.findings import NA
-from audits.reliability import run_reliability_audit
-from audits.simulation import run_simulation_audit
-from audits.whole_audit import run_whole_audit
+from audits.checks.discriminability import run_discriminability_audit
+from audits.protocol.findings import NA
+from audits.checks.reliability import run_reliability_audit
+from audits.checks.simulation import run_simulation_audit
+from audits.engine.whole_audit import run_whole_audit
 from stats.reliability import process_level
 from stats.rewards import RewardEnvironment
 import tests.stats.test_nested_repeats as nested_module

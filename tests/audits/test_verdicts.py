@@ -17,12 +17,12 @@ import sys
 import numpy as np
 import pandas as pd
 
-from audits.calibration import run_calibration_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import run_discriminability_audit
-from audits.findings import NA
-from audits.reliability import run_reliability_audit
+from audits.checks.discriminability import run_discriminability_audit
+from audits.protocol.findings import NA
+from audits.checks.reliability import run_reliability_audit
 from stats.calibration import choose_family, lopo_r2
 
 REPEAT_METRICS = {"median_repeat_cv", "median_abs_sd_ms", "mean_rank_sd", "mean_rank_range", "worst_rank_range",

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.context import AuditContext, audit_context
+from audits.protocol.context import AuditContext, audit_context
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 
@@ -73,9 +73,9 @@ def test_calibration_is_skipped_not_guessed(corpus_path, tmp_path):
 
 def test_context_changes_when_work_happens_not_the_result(corpus):
     """Each audit given the shared context returns what it returns given the frame."""
-    from audits.aggregation import run_aggregation_audit
-    from audits.discriminability import run_discriminability_audit
-    from audits.reliability import run_reliability_audit
+    from audits.checks.aggregation import run_aggregation_audit
+    from audits.checks.discriminability import run_discriminability_audit
+    from audits.checks.reliability import run_reliability_audit
 
     ctx = AuditContext(corpus)
     for run in (run_reliability_audit, run_discriminability_audit, run_aggregation_audit):
@@ -87,7 +87,7 @@ def test_shared_pieces_are_computed_once_per_run(corpus, monkeypatch):
     the shared context the same corpus built 9 pools and 5 run tables)."""
     import stats.ranking
     from audits.corpus import runs as runs_module
-    from audits.whole_audit import run_whole_audit
+    from audits.engine.whole_audit import run_whole_audit
 
     calls = {"pools": 0, "runs_of": 0}
     real_pools, real_runs_of = stats.ranking.reference_pools, runs_module.runs_of

@@ -76,7 +76,7 @@ def test_one_simulate_command_compares_binary_gate_and_noise_aware_continuous(no
     envs = result.get("reward_environments", result.get("environments"))
     assert set(envs) == {"top30", "graded", "noise_aware"}
     # the same numbers as the simulator called directly
-    from audits.reward_environments import load_environments
+    from audits.checks.reward_environments import load_environments
     from stats.simulator import simulate_grid
 
     reward_envs = load_environments([ENVS / "top30.yaml", ENVS / "graded.yaml", ENVS / "noise_aware.yaml"], [])

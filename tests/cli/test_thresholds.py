@@ -1,4 +1,4 @@
-"""One threshold shape (audits/thresholds.py) and one --threshold syntax on every command that judges.
+"""One threshold shape (audits/protocol/thresholds.py) and one --threshold syntax on every command that judges.
 
 ``NAME=VALUE`` sets both levels of a limit, ``NAME.warn=VALUE`` / ``NAME.fail=VALUE`` one; the JSON of
 each command shows the thresholds it judged with, and an unknown name is an error naming the known ones.
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from audits.aggregation import AggregationThresholds
-from audits.calibration import CalibrationThresholds
+from audits.checks.aggregation import AggregationThresholds
+from audits.checks.calibration import CalibrationThresholds
 from audits.cli import main
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
-from audits.discriminability import DiscriminabilityThresholds
-from audits.reliability import ReliabilityThresholds
-from audits.simulation import SimulationThresholds
-from audits.thresholds import ThresholdError, Thresholds, parse_overrides
+from audits.checks.discriminability import DiscriminabilityThresholds
+from audits.checks.reliability import ReliabilityThresholds
+from audits.checks.simulation import SimulationThresholds
+from audits.protocol.thresholds import ThresholdError, Thresholds, parse_overrides
 from stats.simulator import DegeneracyThresholds
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import numpy as np
 from audits.cli import main
 from audits.collect.suite import load_suite, probe_optimization_tests
 from audits.corpus.io import load_corpus
-from audits.discriminability import run_discriminability_audit
+from audits.checks.discriminability import run_discriminability_audit
 from stats.ranking import percentile_table, select_runs
 
 CLI = [sys.executable, "-c", "import sys; from audits.cli import main; sys.exit(main())"]

@@ -24,7 +24,7 @@ REPORT_CORES = ("import os, sys\ncores = os.sched_getaffinity(0)\n"
                 "sys.exit(100 + 10 * len(cores) + min(cores))\n")
 ALLOWED = sorted(os.sched_getaffinity(0))
 # about 0.3 s of CPU before the answer: the wall/CPU ratio reads executions of >= 0.1 s CPU only
-# (audits.clocks.CONTENTION_MIN_CPU_S; shorter ones measure start-up cost)
+# (audits.checks.clocks.CONTENTION_MIN_CPU_S; shorter ones measure start-up cost)
 SPIN = "s = sum(range(20_000_000))\n" + ADD
 # Two spinners per core the tests may use: a program then gets about a third of a core whatever the
 # machine's core count (wall/CPU ~3; warn at 1.3), where one spinner per core would leave it half.
@@ -90,7 +90,7 @@ def test_pin_cpus_refuses_more_workers_than_cores_and_foreign_cores():
 
 
 def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_one_is_not(tmp_path):
-    from audits.clocks import CONTENTION_WARN, contention
+    from audits.checks.clocks import CONTENTION_WARN, contention
 
     _, busy = _campaign(tmp_path, load=BUSY)
     found = contention(busy)
@@ -115,7 +115,7 @@ def test_the_reliability_audit_flags_the_loaded_run_per_run_with_its_figures(tmp
     """The contention finding is part of the reliability audit: per run, with the ratio and the load."""
     import pandas as pd
 
-    from audits.reliability import run_reliability_audit
+    from audits.checks.reliability import run_reliability_audit
 
     _, busy = _campaign(tmp_path, load=BUSY)
     busy = busy.assign(environment="busy")

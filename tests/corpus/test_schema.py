@@ -33,7 +33,7 @@ def test_every_error_is_a_user_error():
     for cls in (io.CorpusError, suite.SuiteError, sandbox.SandboxError, campaign.CampaignError):
         assert issubclass(cls, UserError), cls
     from audits.report.render import ReportError
-    from audits.reward_environments import EnvironmentFileError
+    from audits.checks.reward_environments import EnvironmentFileError
     assert issubclass(ReportError, UserError) and issubclass(EnvironmentFileError, UserError)
 
 

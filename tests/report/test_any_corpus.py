@@ -146,9 +146,9 @@ def test_pyperf_import_every_page_renders_and_names_its_runs(pyperf_import):
 
 
 def test_simulation_audit_leaves_out_reward_environments_reading_a_missing_column():
-    from audits.reward_environments import load_environments
+    from audits.checks.reward_environments import load_environments
     from audits.report.render import resolve_files
-    from audits.simulation import run_simulation_audit
+    from audits.checks.simulation import run_simulation_audit
     from stats.rewards import RewardEnvironment
 
     corpus = synthesize(n_problems=6, n_tests=4, n_correctness_tests=0, n_solutions=6, n_incorrect=0,

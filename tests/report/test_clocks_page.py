@@ -4,7 +4,7 @@ Real kernels, real files, a real browser: the pages are executed with papermill 
 ``render_reports``, and ``render_notebook`` for a page on its own), converted by nbconvert, and opened
 from ``file://`` in headless Chromium (Debian's ``chromium``, as ``scripts/check_report_in_browser.sh``
 runs it), whose serialised DOM (``--dump-dom``) is what is read back: no error cell, the tables' values
-equal to :func:`audits.clocks.run_clocks_audit`'s and the contention figures to an independent
+equal to :func:`audits.checks.clocks.run_clocks_audit`'s and the contention figures to an independent
 computation, the figures embedded as PNGs.
 
 The corpus plants the relation of the two clocks: a quiet run whose wall time is its CPU time plus at
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.clocks import run_clocks_audit
+from audits.checks.clocks import run_clocks_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 from audits.report.narrative import CLOCK_FIGURES, format_value
@@ -247,7 +247,7 @@ def test_clocks_page_shows_the_audit_figures(rendered, audit):
 def _contention_truth(corpus, env):
     """Median wall/CPU of the run's single-threaded ok executions of >= CONTENTION_MIN_CPU_S CPU seconds
     (floor rows aside), how many, and the load average's median and max over the run's rows."""
-    from audits.clocks import CONTENTION_MIN_CPU_S
+    from audits.checks.clocks import CONTENTION_MIN_CPU_S
 
     rows = corpus.loc[((corpus["environment"] == env) & (corpus["role"] != "floor")).to_numpy()]
     cpu = rows["cpu_s"].to_numpy()

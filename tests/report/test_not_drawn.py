@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from audits.aggregation import run_aggregation_audit
-from audits.calibration import run_calibration_audit
+from audits.checks.aggregation import run_aggregation_audit
+from audits.checks.calibration import run_calibration_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 from audits.report import narrative
@@ -22,8 +22,8 @@ from audits.report.plots.aggregation import stability_range_figure
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
 from audits.report.plots.reliability import repeat_cv_distributions
 from audits.report.plots.simulation import reward_curves
-from audits.reliability import run_reliability_audit
-from audits.simulation import run_simulation_audit
+from audits.checks.reliability import run_reliability_audit
+from audits.checks.simulation import run_simulation_audit
 from stats.rewards import RewardEnvironment
 from tests.report.test_any_corpus import PAGES, _error_cells, _pages, _render
 

@@ -21,7 +21,7 @@ import pytest
 from audits.report import narrative
 from audits.errors import UserError
 from audits.corpus.io import CorpusError, save_corpus
-from audits.findings import Finding, worst_level
+from audits.protocol.findings import Finding, worst_level
 from audits.report.render import (REPORTS, RenderedReport, calibrate_runs, check_kernel, default_audits, load_corpora, notebook_dir,
                            notebook_findings, parse_parameter, read_template, repo_root, resolve_corpora, select_pair,
                            suggest_runs, template_parameters, template_path, write_index)

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from audits.aggregation import run_aggregation_audit  # noqa: E402
+from audits.checks.aggregation import run_aggregation_audit  # noqa: E402
 from audits.corpus.synthetic import synthesize  # noqa: E402
 from audits.report.plots._layout import format_duration  # noqa: E402
 from audits.report.plots.aggregation import stability_range_figure  # noqa: E402

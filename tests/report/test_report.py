@@ -157,8 +157,8 @@ def test_cli_rejects_unknown_parameter_before_running(corpus_path, tmp_path, cap
 
 
 def test_reliability_values_in_html_equal_the_audit(rendered, corpus):
-    from audits.discriminability import run_discriminability_audit
-    from audits.reliability import run_reliability_audit
+    from audits.checks.discriminability import run_discriminability_audit
+    from audits.checks.reliability import run_reliability_audit
 
     _, out, _ = rendered
     text = _text(_page(out, "reliability"))
@@ -183,7 +183,7 @@ def test_reliability_values_in_html_equal_the_audit(rendered, corpus):
 
 
 def test_calibration_values_in_html_equal_the_audit(rendered, corpus):
-    from audits.calibration import run_calibration_audit
+    from audits.checks.calibration import run_calibration_audit
     from stats.ranking import select_runs
 
     _, out, _ = rendered
@@ -202,10 +202,10 @@ def test_calibration_values_in_html_equal_the_audit(rendered, corpus):
 def test_aggregation_and_simulation_values_in_html(rendered, corpus):
     import ast
 
-    from audits.aggregation import run_aggregation_audit
-    from audits.reward_environments import load_reward_environments
+    from audits.checks.aggregation import run_aggregation_audit
+    from audits.checks.reward_environments import load_reward_environments
     from audits.report.render import repo_root, template_parameters, template_path
-    from audits.simulation import run_simulation_audit
+    from audits.checks.simulation import run_simulation_audit
 
     _, out, _ = rendered
     agg = run_aggregation_audit(corpus, environment="quiet", campaign="c0", n_boot=N_BOOT, seed=0)
@@ -236,8 +236,8 @@ def test_figures_are_embedded_png_data_uris(rendered):
 
 
 def test_index_headline_is_the_worst_of_every_finding(rendered, corpus):
-    from audits.findings import worst_level
-    from audits.reliability import run_reliability_audit
+    from audits.protocol.findings import worst_level
+    from audits.checks.reliability import run_reliability_audit
 
     index, out, _ = rendered
     by_name = {r.name: r for r in index.reports}
@@ -249,7 +249,7 @@ def test_index_headline_is_the_worst_of_every_finding(rendered, corpus):
     for level in ("fail", "warn", "pass"):
         assert overview.counts()[level] == sum(by_name[n].counts()[level] for n in by_name if n != "overview")
     levels = ("pass", "warn", "fail")
-    assert by_name["clocks"].findings == ()  # a comparison of clocks, not a verdict (audits.clocks)
+    assert by_name["clocks"].findings == ()  # a comparison of clocks, not a verdict (audits.checks.clocks)
     assert overview.worst == max((by_name[n].worst for n in by_name if n != "overview" and by_name[n].findings),
                                  key=levels.index)
     assert audit.result("busy", "c0") and worst_level(audit.findings) == by_name["reliability"].worst or \

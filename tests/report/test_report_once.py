@@ -19,9 +19,9 @@ from audits.corpus.synthetic import synthesize
 from audits.report.render import render_notebook, render_reports
 
 REPO = Path(__file__).resolve().parents[2]
-AUDITS = {"audits.reliability": "run_reliability_audit", "audits.discriminability": "run_discriminability_audit",
-          "audits.calibration": "run_calibration_audit", "audits.aggregation": "run_aggregation_audit",
-          "audits.simulation": "run_simulation_audit", "audits.clocks": "run_clocks_audit"}
+AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
+          "audits.checks.calibration": "run_calibration_audit", "audits.checks.aggregation": "run_aggregation_audit",
+          "audits.checks.simulation": "run_simulation_audit", "audits.checks.clocks": "run_clocks_audit"}
 
 SITECUSTOMIZE = textwrap.dedent('''
     import importlib, os

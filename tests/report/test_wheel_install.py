@@ -82,7 +82,7 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     _run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], cwd=tmp_path, env=env)
 
     work.mkdir()
-    where = _run([python, "-c", "import audits, audits.report.render as r, audits.reward_environments as e; "
+    where = _run([python, "-c", "import audits, audits.report.render as r, audits.checks.reward_environments as e; "
                   "print(audits.__file__); print(r.notebook_dir()); print(e.shipped_environments_dir())"],
                  cwd=work, env=env).split()
     assert [Path(p) for p in where] == [site / "audits" / "__init__.py", site / "audits" / "report" / "templates",

@@ -129,7 +129,7 @@ def test_campaign_key_within_several_environments_from_parquet(tmp_path):
     """Campaign key with two environments on each side, on a corpus read back from Parquet with
     candidates (pandas 3 hands out read-only masks there; an in-place &= in the p_tau
     sensitivity's run selection raised 'output array is read-only')."""
-    from audits.calibration import run_calibration_audit
+    from audits.checks.calibration import run_calibration_audit
     from audits.corpus.io import load_corpus, save_corpus
 
     generated = synthesize(busy=True, campaigns=DRIFT, n_problems=4, n_tests=3, n_solutions=4, n_incorrect=0,

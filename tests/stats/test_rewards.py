@@ -392,7 +392,7 @@ def test_units_keep_a_row_when_every_test_is_filtered_out():
 def test_precomputed_base_percentiles_give_identical_scores_for_every_shipped_environment():
     """One ranking pass for all environments (base_percentiles) must change nothing: every
     environment of the shipped grid, per repeat and collapsed, on a busy (timeout-rich) corpus."""
-    from audits.reward_environments import load_grid
+    from audits.checks.reward_environments import load_grid
     from stats.rewards import apply_environment, base_percentiles
 
     synth = synthesize(n_problems=6, n_tests=5, n_solutions=6, n_repeats=3, busy=True, seed=5)

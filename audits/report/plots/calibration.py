@@ -1,6 +1,6 @@
 """Calibration figures: scatter with every fitted family, Bland-Altman (log scale), drift per campaign.
 
-Each function takes a :class:`audits.calibration.CalibrationAudit` and returns
+Each function takes a :class:`audits.checks.calibration.CalibrationAudit` and returns
 a matplotlib Figure (Agg backend; never shown).
 """
 

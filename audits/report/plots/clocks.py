@@ -1,9 +1,9 @@
-"""Figures of the clocks audit (:func:`audits.clocks.run_clocks_audit`): the same figures under each clock.
+"""Figures of the clocks audit (:func:`audits.checks.clocks.run_clocks_audit`): the same figures under each clock.
 
 :func:`clock_figures` draws, per run and per measure, the five figures side by side (one panel per
 figure, one bar per measure within each run); :func:`rank_agreement_figure` the within-problem rank
 agreement (Kendall tau-b of the solutions' scores) of each measure with the first on the quietest run.
-Both take a :class:`audits.clocks.ClocksAudit` and return a matplotlib Figure (Agg backend; never
+Both take a :class:`audits.checks.clocks.ClocksAudit` and return a matplotlib Figure (Agg backend; never
 shown). Runs and problems are drawn in name order, so a figure is a function of the data as a set.
 """
 
@@ -39,7 +39,7 @@ def clock_figures(audit) -> Figure:
 
     Examples
     --------
-    >>> from audits.clocks import run_clocks_audit
+    >>> from audits.checks.clocks import run_clocks_audit
     >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(n_problems=3, n_tests=2, n_solutions=4, n_repeats=2, seed=0).corpus
     >>> corpus["cpu_s"] = corpus["duration_s"] * 0.5

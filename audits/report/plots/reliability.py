@@ -1,7 +1,7 @@
 """Reliability and discriminability figures.
 
-Each function takes an audit result (:class:`audits.reliability.ReliabilityAudit`
-or :class:`audits.discriminability.DiscriminabilityAudit`) and returns a
+Each function takes an audit result (:class:`audits.checks.reliability.ReliabilityAudit`
+or :class:`audits.checks.discriminability.DiscriminabilityAudit`) and returns a
 matplotlib Figure (Agg backend; never shown). Environments are drawn side by
 side so a quiet and a busy one can be compared at a glance.
 """

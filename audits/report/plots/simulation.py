@@ -1,6 +1,6 @@
 """Offline-simulator figures: reward-vs-quality curves and zero-advantage rate vs group size.
 
-Each function takes an :class:`audits.simulation.SimulationAudit` and returns a
+Each function takes an :class:`audits.checks.simulation.SimulationAudit` and returns a
 matplotlib Figure (Agg backend; never shown).
 """
 

@@ -1,4 +1,4 @@
-"""Shared parts of the Dask path (:mod:`audits.partitioned`): the client, pass 1 (floors and run
+"""Shared parts of the Dask path (:mod:`audits.engine.partitioned`): the client, pass 1 (floors and run
 summaries of every partition) and the concatenation of per-partition tables."""
 
 from __future__ import annotations

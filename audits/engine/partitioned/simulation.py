@@ -1,12 +1,12 @@
-"""The reward simulation audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`).
+"""The reward simulation audit of a partitioned dataset on Dask (see :mod:`audits.engine.partitioned`).
 
 The simulator (:mod:`stats.simulator`) turns each correct reference solution's repeats into (quality, reward)
-samples within its problem; every figure of :func:`audits.simulation.run_simulation_audit` is a function of
+samples within its problem; every figure of :func:`audits.checks.simulation.run_simulation_audit` is a function of
 per-problem parts (:class:`stats.simulator.SimulationProblems`: reward sums and sample counts per problem, repeat
 pair and quality bin, the (bin, reward value) counts, the GRPO group rates, test and execution counts) plus what the
 whole run decides:
 
-* the run (:func:`audits.simulation.choose_run` on the run table of pass 1);
+* the run (:func:`audits.checks.simulation.choose_run` on the run table of pass 1);
 * its repeat values (they define the repeat pairs: a problem lacking one still pairs as in the whole run);
 * its ``floor`` rows (the floor of aggregators other than ``mean_pct``): gathered in pass 1, handed to every worker;
 * which optional columns hold a value anywhere in the run (a reward environment reading a lacking one is left out);
@@ -14,12 +14,12 @@ whole run decides:
   table, so that each problem draws its stretch of the same stream (:func:`stats.simulator._multitask_draws`),
   derived from the problems' names (their sorted order), never from the partitions' order.
 
-Passes: (1) workers: run-summary partials and floor rows (:func:`audits.partitioned._common._summary_partial`) and
+Passes: (1) workers: run-summary partials and floor rows (:func:`audits.engine.partitioned._common._summary_partial`) and
 each run's facts (:func:`_simulation_facts`); the client chooses the run and combines the facts; (2) workers: each
 partition's :func:`stats.simulator.simulate_problems` per usable reward environment (the function
 :func:`stats.simulator.simulate` calls); the client concatenates the parts in problem-name order and runs the
 in-memory combining code (:func:`stats.simulator.combine_simulation`, then
-:func:`audits.simulation.combine_simulation_results`). The client holds per-problem arrays (pairs x bins numbers
+:func:`audits.checks.simulation.combine_simulation_results`). The client holds per-problem arrays (pairs x bins numbers
 and a few (bin, value) counts per problem and reward environment), never executions.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
-from audits.partitioned._common import RUN_COLUMNS, _concat, _summary_partial, dask_client, partition_runs
+from audits.engine.partitioned._common import RUN_COLUMNS, _concat, _summary_partial, dask_client, partition_runs
 
 __all__ = ["run_partitioned_simulation"]
 
@@ -151,7 +151,7 @@ def run_partitioned_simulation(
     include_incorrect: bool = False,
     n_workers: int = 2,
 ):
-    """:func:`audits.simulation.run_simulation_audit` of a partitioned dataset, on Dask.
+    """:func:`audits.checks.simulation.run_simulation_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options:
     the workers run the in-memory simulator's per-problem part on their partitions, the client its combining
@@ -167,11 +167,11 @@ def run_partitioned_simulation(
         An existing client (then ``scheduler`` and ``n_workers`` are not used).
     reward_environments, environment, campaign, group_sizes, seed, thresholds, n_bins, quality_distribution, n_boot,
     include_incorrect
-        As :func:`audits.simulation.run_simulation_audit`.
+        As :func:`audits.checks.simulation.run_simulation_audit`.
 
     Returns
     -------
-    audits.simulation.SimulationAudit
+    audits.checks.simulation.SimulationAudit
 
     Examples
     --------
@@ -179,7 +179,7 @@ def run_partitioned_simulation(
     >>> env = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
     >>> run_partitioned_simulation("corpus.dataset", reward_environments=[env]).ranking  # doctest: +SKIP
     """
-    from audits.simulation import _reward_environment_list
+    from audits.checks.simulation import _reward_environment_list
 
     reward_environments = _reward_environment_list(reward_environments, environments)
     columns = _fact_columns(reward_environments)
@@ -212,7 +212,7 @@ def _simulation_plan(runs, floor_rows, facts: list, reward_environments, *, envi
     """What the whole run decides (see the module docstring), from pass 1: ``{"run", "usable", "left_out",
     "sizes", "headline", "task"}`` (``task``: the arguments of :func:`_simulation_part` after the partition).
     Raises the in-memory audit's errors (no run to choose, no reference rows, ...)."""
-    from audits.simulation import _no_references, choose_run, usable_reward_environments
+    from audits.checks.simulation import _no_references, choose_run, usable_reward_environments
     from stats.simulator import _group_sizes, check_unique_names
 
     sizes, headline = _group_sizes(group_sizes, None, n_bins)
@@ -242,7 +242,7 @@ def _simulation_plan(runs, floor_rows, facts: list, reward_environments, *, envi
 
 def _combine_simulation(parts: list, plan: dict, *, thresholds, n_boot, seed, include_incorrect):
     """The in-memory combining code on the partitions' :func:`_simulation_part` parts."""
-    from audits.simulation import SimulationThresholds, _degeneracy, combine_simulation_results
+    from audits.checks.simulation import SimulationThresholds, _degeneracy, combine_simulation_results
     from stats.simulator import combine_simulation
 
     th = SimulationThresholds.coerce(thresholds)

@@ -137,7 +137,7 @@ def load_reward_environment(path: str | os.PathLike) -> RewardEnvironment:
     data = read_mapping(path)
     if "base" in data or "vary" in data:
         raise EnvironmentFileError(f"{path}: this is a grid file (it has 'base'/'vary'); pass it with --grid "
-                                   "(audits.reward_environments.load_grid)")
+                                   "(audits.checks.reward_environments.load_grid)")
     return _build(data, str(path), path.stem)
 
 

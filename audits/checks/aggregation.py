@@ -38,13 +38,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.findings import Finding, findings_table, judge, to_jsonable, worst_level
-from audits.thresholds import ThresholdError, Thresholds
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from audits.protocol.thresholds import ThresholdError, Thresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators, floor_from_rows, floors_by_language
 from stats.bootstrap import check_n_boot
-from audits.context import audit_context
+from audits.protocol.context import audit_context
 from audits.corpus.runs import RunSummary
-from audits.reliability import audit_rows
+from audits.checks.reliability import audit_rows
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "combine_run_comparisons"]
 
@@ -312,7 +312,7 @@ def run_aggregation_audit(
     ----------
     corpus : DataFrame or AuditContext
         A timing corpus (``audits.corpus.io.load_corpus``); a run with one repeat gets n/a findings. Or the
-        :class:`audits.context.AuditContext` every audit of it shares.
+        :class:`audits.protocol.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
         Restrict to the runs of this environment and / or campaign; default every run, each on its own.
     runs : sequence of Run or (environment, campaign) pairs, optional
@@ -331,7 +331,7 @@ def run_aggregation_audit(
     """
     th = AggregationThresholds.coerce(thresholds)
     n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN) and nothing judged against bootstrap noise
-    ctx = audit_context(corpus)  # one shared context (audits.context): rows and pool per run built once
+    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and pool per run built once
     for column in ("environment", "campaign", "repeat"):
         if column not in ctx.corpus.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
@@ -358,7 +358,7 @@ def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparis
                             n_boot: int = 1000) -> AggregationAudit:
     """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
 
-    :func:`run_aggregation_audit` and the Dask path (:mod:`audits.partitioned.aggregation`, whose comparisons
+    :func:`run_aggregation_audit` and the Dask path (:mod:`audits.engine.partitioned.aggregation`, whose comparisons
     come from per-partition values) both end here: findings, the table and the primary run.
     """
     th = AggregationThresholds.coerce(thresholds)

@@ -1,20 +1,20 @@
-"""The aggregation audit (the comparison of aggregators) of a partitioned dataset on Dask (see :mod:`audits.partitioned`).
+"""The aggregation audit (the comparison of aggregators) of a partitioned dataset on Dask (see :mod:`audits.engine.partitioned`).
 
-Every figure of :func:`audits.aggregation.run_aggregation_audit` is a function of per-problem values
+Every figure of :func:`audits.checks.aggregation.run_aggregation_audit` is a function of per-problem values
 (:class:`stats.aggregation.AggregatorProblemValues`: per aggregator and problem, the stability and the dynamic
 range, and a digest of the per-unit percentiles for ``same_as``) plus three figures of the whole run: its floor
 (for ``floor_pct``), its repeat values (the smallest defines the quartiles; fewer than two skip the run) and its
 run summary. So:
 
 1. **workers**, pass 1: each partition's floor rows and run-summary partials
-   (:func:`audits.partitioned._common._summary_partial`) and its runs' repeat values (:func:`_repeat_values`);
+   (:func:`audits.engine.partitioned._common._summary_partial`) and its runs' repeat values (:func:`_repeat_values`);
 2. **client**: the run table, each run's floor (the in-memory rule, ``floors_by_language`` or the median of the
    run's floor rows, applied to the gathered floor rows) and repeat values;
 3. **workers**, pass 2: each partition's :func:`stats.aggregation.aggregator_problem_values` per run, with the run's
    floor and quartile repeat (the very function :func:`stats.aggregation.compare_aggregators` calls);
 4. **client**: :meth:`AggregatorProblemValues.concat` (columns in problem-name order, the order of the problem
    codes of the loaded dataset), then the in-memory combining code: :func:`stats.aggregation.combine_aggregator_values`
-   (means, paired bootstrap over problems, Pareto front) and :func:`audits.aggregation.combine_run_comparisons`
+   (means, paired bootstrap over problems, Pareto front) and :func:`audits.checks.aggregation.combine_run_comparisons`
    (findings, table, primary run).
 
 The client holds a few numbers per (aggregator, problem), never executions. Custom aggregators
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
-from audits.partitioned._common import RUN_COLUMNS, _concat, _summary_partial, dask_client, partition_runs
+from audits.engine.partitioned._common import RUN_COLUMNS, _concat, _summary_partial, dask_client, partition_runs
 
 __all__ = ["run_partitioned_aggregation"]
 
@@ -108,7 +108,7 @@ def run_partitioned_aggregation(
     thresholds=None,
     n_workers: int = 2,
 ):
-    """:func:`audits.aggregation.run_aggregation_audit` of a partitioned dataset, on Dask.
+    """:func:`audits.checks.aggregation.run_aggregation_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options:
     the workers compute each partition's per-problem values with the in-memory audit's own function, the client
@@ -123,11 +123,11 @@ def run_partitioned_aggregation(
     client : distributed.Client, optional
         An existing client (then ``scheduler`` and ``n_workers`` are not used).
     environment, campaign, names, floor_s, n_boot, seed, thresholds
-        As :func:`audits.aggregation.run_aggregation_audit`.
+        As :func:`audits.checks.aggregation.run_aggregation_audit`.
 
     Returns
     -------
-    audits.aggregation.AggregationAudit
+    audits.checks.aggregation.AggregationAudit
 
     Examples
     --------
@@ -137,7 +137,7 @@ def run_partitioned_aggregation(
     >>> run_partitioned_aggregation(ds, n_boot=50).recommended                                     # doctest: +SKIP
     'mean_pct'
     """
-    from audits.aggregation import AggregationThresholds
+    from audits.checks.aggregation import AggregationThresholds
     from stats.aggregation import AGGREGATORS, get_aggregator
 
     th = AggregationThresholds.coerce(thresholds)
@@ -176,7 +176,7 @@ def _aggregation_plan(runs, floor_rows, repeat_parts: list, *, environment, camp
 
 def _combine_aggregation(tables: list, chosen, plan, repeats, *, thresholds, n_boot, seed):
     """The in-memory combining code on the partitions' :func:`_aggregation_part` values."""
-    from audits.aggregation import combine_run_comparisons
+    from audits.checks.aggregation import combine_run_comparisons
     from stats.aggregation import AggregatorProblemValues, combine_aggregator_values
 
     planned = {key for key, _, _ in plan}

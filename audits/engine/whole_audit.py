@@ -1,6 +1,6 @@
 """The whole audit: every audit of a corpus once, in one process, on one shared context.
 
-:func:`run_whole_audit` builds one :class:`audits.context.AuditContext` and runs
+:func:`run_whole_audit` builds one :class:`audits.protocol.context.AuditContext` and runs
 reliability, discriminability, the aggregator comparison, calibration (for
 each named (source, target) pair) and the reward simulation (on one run) on
 it, so the run table, each run's rows, reference pool, collapsed cells and
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from audits.context import AuditContext, audit_context
-from audits.findings import Finding, findings_table, to_jsonable, worst_level
+from audits.protocol.context import AuditContext, audit_context
+from audits.protocol.findings import Finding, findings_table, to_jsonable, worst_level
 
 __all__ = ["WholeAudit", "run_whole_audit", "AUDITS"]
 
@@ -97,7 +97,7 @@ def run_whole_audit(
     simulation_options: Mapping[str, object] | None = None,
     timings: dict | None = None,
 ) -> WholeAudit:
-    """Run every audit once on one shared :class:`~audits.context.AuditContext`.
+    """Run every audit once on one shared :class:`~audits.protocol.context.AuditContext`.
 
     Parameters
     ----------
@@ -119,12 +119,12 @@ def run_whole_audit(
         Filled with each audit's wall seconds (``time.perf_counter``), for the benchmark.
     """
     import time
-    from audits.aggregation import run_aggregation_audit
-    from audits.calibration import run_calibration_audit
-    from audits.discriminability import run_discriminability_audit
+    from audits.checks.aggregation import run_aggregation_audit
+    from audits.checks.calibration import run_calibration_audit
+    from audits.checks.discriminability import run_discriminability_audit
     from audits.errors import UserError
-    from audits.reliability import run_reliability_audit
-    from audits.simulation import run_simulation_audit
+    from audits.checks.reliability import run_reliability_audit
+    from audits.checks.simulation import run_simulation_audit
 
     ctx: AuditContext = audit_context(corpus)
     th = dict(thresholds or {})
@@ -183,7 +183,7 @@ EXAMPLE_REWARD_ENVIRONMENTS = ("top30", "uniform_timeout", "ranked_worst_p80", "
 def _example_reward_environments():
     from pathlib import Path
 
-    from audits.reward_environments import load_reward_environments
+    from audits.checks.reward_environments import load_reward_environments
 
-    folder = Path(__file__).resolve().parent.parent / "fixtures" / "environments"
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "environments"
     return load_reward_environments([folder / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])

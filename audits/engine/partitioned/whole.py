@@ -1,7 +1,7 @@
 """The whole audit of a partitioned dataset on Dask: every audit, two reads of each partition.
 
 :func:`run_partitioned_whole_audit` is what ``speedaudit audit all DATASET --dask`` and the benchmark's Dask
-stage run. Each audit's module (:mod:`audits.partitioned.discriminability`, ``.reliability``, ``.calibration``,
+stage run. Each audit's module (:mod:`audits.engine.partitioned.discriminability`, ``.reliability``, ``.calibration``,
 ``.aggregation``, ``.simulation``) splits its work into a part computed from one partition's rows, a plan the
 client derives from pass 1 and a combining step (the in-memory audit's own code). Run one by one, every audit
 reads every partition twice (its pass 1, its pass 2): about ten reads per partition for the whole audit. Here
@@ -12,10 +12,10 @@ the passes are shared:
 2. the **client** builds the run table, the floors and every audit's plan (as each audit would alone);
 3. **pass 2**, one task per group, reading each partition once: every audit's per-problem part of that partition;
 4. the **client** runs each audit's combining step; reliability's exact contention medians add their
-   refinement re-reads (typically one or two, :mod:`audits.partitioned.reliability`).
+   refinement re-reads (typically one or two, :mod:`audits.engine.partitioned.reliability`).
 
-The result is an :class:`audits.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
-audit's (:func:`audits.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
+The result is an :class:`audits.engine.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
+audit's (:func:`audits.engine.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
 LocalCluster). What cannot run is skipped with the in-memory reason, never reported as passing: calibration
 without a named pair, the simulation when it cannot choose a run (unless one is named: then the error).
 """
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from audits.corpus.dataset import CorpusDataset, open_dataset
 import pandas as pd
 
-from audits.partitioned._common import _concat, _summary_of, dask_client, partition_runs
+from audits.engine.partitioned._common import _concat, _summary_of, dask_client, partition_runs
 
 __all__ = ["run_partitioned_whole_audit"]
 
@@ -62,8 +62,8 @@ def _read(path: str, indices: tuple) -> pd.DataFrame:
 
 def _first_pass(path: str, indices: tuple, fact_columns: list, include_incorrect: bool) -> dict:
     """Pass 1 of every audit on some partitions, each read once."""
-    from audits.partitioned.aggregation import _repeat_values_of
-    from audits.partitioned.simulation import _simulation_facts_of
+    from audits.engine.partitioned.aggregation import _repeat_values_of
+    from audits.engine.partitioned.simulation import _simulation_facts_of
 
     part = _read(path, indices)
     return {"summary": _summary_of(part), "repeats": _repeat_values_of(part),
@@ -72,11 +72,11 @@ def _first_pass(path: str, indices: tuple, fact_columns: list, include_incorrect
 
 def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
     """Every audit's per-problem part of some partitions, each read once (``spec``: each audit's plan)."""
-    from audits.partitioned.aggregation import _aggregation_part
-    from audits.partitioned.calibration import _calibration_part
-    from audits.partitioned.discriminability import _discriminability_part
-    from audits.partitioned.reliability import _reliability_part
-    from audits.partitioned.simulation import _simulation_part
+    from audits.engine.partitioned.aggregation import _aggregation_part
+    from audits.engine.partitioned.calibration import _calibration_part
+    from audits.engine.partitioned.discriminability import _discriminability_part
+    from audits.engine.partitioned.reliability import _reliability_part
+    from audits.engine.partitioned.simulation import _simulation_part
 
     part = _read(path, indices)
     return {"discriminability": _discriminability_part(part, *spec["discriminability"]),
@@ -105,7 +105,7 @@ def run_partitioned_whole_audit(
     thresholds: Mapping[str, object] | None = None,
     timings: dict | None = None,
 ):
-    """:func:`audits.whole_audit.run_whole_audit` of a partitioned dataset, on Dask (see the module docstring).
+    """:func:`audits.engine.whole_audit.run_whole_audit` of a partitioned dataset, on Dask (see the module docstring).
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def run_partitioned_whole_audit(
         ``tcp://HOST:PORT`` of a running scheduler, or an existing :class:`distributed.Client`; default a
         loopback LocalCluster of ``n_workers`` single-threaded processes.
     environment, campaign, floor_s, n_boot, n_boot_rank, simulation_n_boot, seed, thresholds, reward_environments
-        As :func:`audits.whole_audit.run_whole_audit`.
+        As :func:`audits.engine.whole_audit.run_whole_audit`.
     pairs : sequence of (source, target) runs, or a callable
         Calibration pairs (each run a :class:`~audits.corpus.runs.Run` or (environment, campaign)); a callable
         receives the dataset's run table (:class:`~audits.corpus.runs.Runs`, from pass 1) and returns them (the
@@ -129,23 +129,23 @@ def run_partitioned_whole_audit(
 
     Returns
     -------
-    audits.whole_audit.WholeAudit
+    audits.engine.whole_audit.WholeAudit
 
     Examples
     --------
     >>> whole = run_partitioned_whole_audit("corpus.dataset", pairs=[(("quiet", "c0"), ("quiet", "c1"))])  # doctest: +SKIP
     >>> whole.to_dict()["calibration"][0]["best_family"]                                            # doctest: +SKIP
     """
-    from audits.aggregation import AggregationThresholds
-    from audits.calibration import CalibrationThresholds, _check_options
+    from audits.checks.aggregation import AggregationThresholds
+    from audits.checks.calibration import CalibrationThresholds, _check_options
     from audits.corpus.runs import Run
-    from audits.discriminability import DiscriminabilityThresholds
+    from audits.checks.discriminability import DiscriminabilityThresholds
     from audits.errors import UserError
-    from audits.partitioned import aggregation as agg, calibration as cal, discriminability as dis
-    from audits.partitioned import reliability as rel, simulation as sim
-    from audits.reliability import ReliabilityThresholds
-    from audits.simulation import _reward_environment_list
-    from audits.whole_audit import WholeAudit, _example_reward_environments, _run_names
+    from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
+    from audits.engine.partitioned import reliability as rel, simulation as sim
+    from audits.checks.reliability import ReliabilityThresholds
+    from audits.checks.simulation import _reward_environment_list
+    from audits.engine.whole_audit import WholeAudit, _example_reward_environments, _run_names
     from stats.aggregation import AGGREGATORS
     from stats.bootstrap import check_n_boot
     from stats.calibration import FAMILIES

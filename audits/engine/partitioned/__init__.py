@@ -29,13 +29,13 @@ The first pass (floors and run summaries) reads only the small columns; the
 second reads every column of a partition once.
 
 The other audits on this path follow the same plan, each in its own module with the
-split it needs: :mod:`audits.partitioned.aggregation` (per-problem stability and dynamic
+split it needs: :mod:`audits.engine.partitioned.aggregation` (per-problem stability and dynamic
 range of every aggregator, :func:`stats.aggregation.aggregator_problem_values`) and
-:mod:`audits.partitioned.simulation` (per-problem reward sums, counts and group rates of
+:mod:`audits.engine.partitioned.simulation` (per-problem reward sums, counts and group rates of
 every reward environment, :func:`stats.simulator.simulate_problems`); in each, the client
 runs the in-memory audit's own combining code.
 
-The whole audit (:mod:`audits.partitioned.whole`, ``speedaudit audit all --dask``) shares the passes: one
+The whole audit (:mod:`audits.engine.partitioned.whole`, ``speedaudit audit all --dask``) shares the passes: one
 task per partition computes every audit's pass 1, one every audit's pass 2 (two reads of each partition).
 
 Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
@@ -44,13 +44,13 @@ without one, a :class:`distributed.LocalCluster` on the loopback interface
 processes is started and closed afterwards.
 """
 
-from audits.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
-from audits.partitioned.aggregation import run_partitioned_aggregation
-from audits.partitioned.calibration import run_partitioned_calibration
-from audits.partitioned.discriminability import run_partitioned_discriminability
-from audits.partitioned.reliability import run_partitioned_reliability
-from audits.partitioned.simulation import run_partitioned_simulation
-from audits.partitioned.whole import run_partitioned_whole_audit
+from audits.engine.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
+from audits.engine.partitioned.aggregation import run_partitioned_aggregation
+from audits.engine.partitioned.calibration import run_partitioned_calibration
+from audits.engine.partitioned.discriminability import run_partitioned_discriminability
+from audits.engine.partitioned.reliability import run_partitioned_reliability
+from audits.engine.partitioned.simulation import run_partitioned_simulation
+from audits.engine.partitioned.whole import run_partitioned_whole_audit
 
 __all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",
            "run_partitioned_discriminability", "run_partitioned_reliability", "run_partitioned_simulation",

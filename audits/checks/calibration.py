@@ -30,9 +30,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.findings import Finding, findings_table, to_jsonable, worst_level
+from audits.protocol.findings import Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
-from audits.thresholds import Thresholds
+from audits.protocol.thresholds import Thresholds
 from stats._groups import label_mask
 from stats.bootstrap import Interval, check_n_boot
 from stats.calibration import (
@@ -60,7 +60,7 @@ __all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "r
 
 @dataclass(frozen=True)
 class CalibrationThresholds(Thresholds):
-    """Limits of the calibration findings (all overridable; :mod:`audits.thresholds`).
+    """Limits of the calibration findings (all overridable; :mod:`audits.protocol.thresholds`).
 
     lopo_r2_warn, lopo_r2_fail : 0.95, 0.90
         Best pooled LOPO R^2 over the families (lower is worse): below 0.9 the source cannot stand in.
@@ -154,7 +154,7 @@ def calibration_pair(corpus: pd.DataFrame, *, source, target, key: str = "auto")
     (``key``: ``environment`` / ``campaign`` / ``auto``), as before, which then must hold one value of the
     other column per side (or the same several values on both sides).
     """
-    from audits.context import AuditContext
+    from audits.protocol.context import AuditContext
 
     if isinstance(corpus, AuditContext):  # the shared context: its run table, and the frame it wraps
         table, corpus = corpus.runs, corpus.corpus
@@ -378,10 +378,10 @@ def run_calibration_audit(
     >>> bool(ci.loc["slope", "ci_low"] < 0.63 < ci.loc["slope", "ci_high"])
     True
     """
-    from audits.context import audit_context
+    from audits.protocol.context import audit_context
 
     limits = CalibrationThresholds.coerce(thresholds)
-    ctx = audit_context(corpus)  # the shared context's run table (audits.context)
+    ctx = audit_context(corpus)  # the shared context's run table (audits.protocol.context)
     families, robust, n_boot, n_boot_rank = _check_options(families, calibration_family, robust, n_boot,
                                                            n_boot_rank)
     pair = calibration_pair(ctx, source=source, target=target, key=key)
@@ -421,7 +421,7 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
     cells, ``ptau_sides`` the source pool and the target's candidate cells, and the drift table must not
     need the rows, i.e. ``drift_names`` names at most two campaigns); ``drift_names``: the campaigns and
     environments of the drift rows (None: no drift table); ``has_candidates``: the target run has candidate
-    rows. Both :func:`run_calibration_audit` and :mod:`audits.partitioned.calibration` run this step.
+    rows. Both :func:`run_calibration_audit` and :mod:`audits.engine.partitioned.calibration` run this step.
     """
     source, target, key = pair.source, pair.target, pair.key
     # Fewer than 2 problems pair up: no leave-one-problem-out check and no interval over problems, so those

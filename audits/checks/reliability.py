@@ -15,7 +15,7 @@ Per environment (all side by side) it measures, with :mod:`stats.reliability`:
   target reliability of the per-problem score; the repeats needed for a target
   relative CI width of one (solution, test) mean;
 * the share of "faster" reference pairs that are significantly faster;
-* contention evidence (:func:`audits.clocks.contention`): the median wall/CPU
+* contention evidence (:func:`audits.checks.clocks.contention`): the median wall/CPU
   ratio of single-threaded ok executions and the 1-minute load average recorded
   at each execution's start, so that a "quiet" run collected on a busy machine
   says so (``n/a`` without ``cpu_s``).
@@ -38,11 +38,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.clocks import CONTENTION_FAIL, CONTENTION_WARN, Contention, contention
-from audits.context import AuditContext, audit_context
+from audits.checks.clocks import CONTENTION_FAIL, CONTENTION_WARN, Contention, contention
+from audits.protocol.context import AuditContext, audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs, runs_of
-from audits.findings import Finding, findings_table, to_jsonable
-from audits.thresholds import ThresholdError, Thresholds
+from audits.protocol.findings import Finding, findings_table, to_jsonable
+from audits.protocol.thresholds import ThresholdError, Thresholds
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, check_n_boot, cluster_bootstrap_ci
 from stats.reliability import (
@@ -77,7 +77,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ReliabilityThresholds(Thresholds):
-    """Warn / fail limits of the reliability audit (all overridable; :mod:`audits.thresholds`).
+    """Warn / fail limits of the reliability audit (all overridable; :mod:`audits.protocol.thresholds`).
 
     Defaults are anchored on the published figures of an isolated code
     execution service (median repeat CV 8.2 %, median absolute sd 9.9 ms,
@@ -110,7 +110,7 @@ class ReliabilityThresholds(Thresholds):
         fail beyond.
     wall_cpu_warn, wall_cpu_fail : 1.3, 2.0
         Median wall/CPU ratio of single-threaded ok executions (contention;
-        :data:`audits.clocks.CONTENTION_WARN`): a program with a core to itself
+        :data:`audits.checks.clocks.CONTENTION_WARN`): a program with a core to itself
         stays near 1.0-1.2; 1.3 means it waited for a core about a quarter of
         its wall time, 2.0 half of it (real jury archives under load: 2.31).
     """
@@ -329,7 +329,7 @@ def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None
     """The per-problem parts of one run's reliability figures, from its (non-floor) rows of whole problems.
 
     Every figure of the audit is a function of these (:func:`combine_problem_tables`), so they can be
-    computed partition by partition (:mod:`audits.partitioned`) and concatenated in problem order.
+    computed partition by partition (:mod:`audits.engine.partitioned`) and concatenated in problem order.
 
     Returns ``{"cells", "scores", "test_icc", "variance", "process_tally"}``: the repeat CV of every
     (campaign, problem, test, solution) cell of correct references on optimization tests
@@ -366,7 +366,7 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
 
     ``tables`` holds the tables of all the run's problems, in problem order (one call's, or the partitions'
     concatenated and sorted by problem); ``process_tally`` may be a list of histograms (one per partition).
-    ``contention``: the run's :class:`audits.clocks.Contention` (from all its rows, :func:`_contention`).
+    ``contention``: the run's :class:`audits.checks.clocks.Contention` (from all its rows, :func:`_contention`).
     """
     cells, scores, test_icc = tables["cells"], tables["scores"], tables["test_icc"]
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
@@ -549,7 +549,7 @@ def run_reliability_audit(
     ----------
     corpus : DataFrame or AuditContext
         A normalised timing corpus (:func:`audits.corpus.io.normalize`), or the
-        :class:`audits.context.AuditContext` every audit of it shares.
+        :class:`audits.protocol.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
         Restrict the audit to the runs of this environment and / or campaign (default: every run).
     runs : sequence of Run or (environment, campaign) pairs, optional
@@ -574,7 +574,7 @@ def run_reliability_audit(
     _check_targets(target_reliability, target_precision)
     results: dict[Run, RunReliability] = {}
     findings: list[Finding] = []
-    ctx = audit_context(corpus)  # one shared context (audits.context): rows and scores per run built once
+    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and scores per run built once
     for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
         run_ctx = ctx.run(summary)
         result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, scores=run_ctx.repeat_scores,

@@ -1,11 +1,11 @@
-"""The calibration audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`).
+"""The calibration audit of a partitioned dataset on Dask (see :mod:`audits.engine.partitioned`).
 
 A calibration pairs two runs at (problem, test, solution) cells. Every figure after the pairing is a
 function of the two sides' cell medians (:func:`stats.ranking.solution_cells`), the source's reference
 pool and the target's candidate cells, all per problem: the workers compute them partition by partition
 with the in-memory functions (:func:`stats.calibration.side_cells`, :func:`stats.calibration.ptau_sides`),
 the client concatenates them in problem order, pairs them (:func:`stats.calibration.pair_cells`) and runs
-the in-memory audit's own combining step (:func:`audits.calibration.combine_pairing`: fits,
+the in-memory audit's own combining step (:func:`audits.checks.calibration.combine_pairing`: fits,
 leave-one-problem-out, bootstraps over problems, rank agreement, p_tau sensitivity, drift, findings).
 
 Memory: a worker holds one partition; the client one row per cell of the two runs (the pairs the
@@ -24,8 +24,8 @@ import os
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
 from audits.errors import UserError
-from audits.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
-from audits.partitioned.reliability import _in_problem_order
+from audits.engine.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
+from audits.engine.partitioned.reliability import _in_problem_order
 
 __all__ = ["run_partitioned_calibration"]
 
@@ -74,12 +74,12 @@ def run_partitioned_calibration(
     thresholds=None,
     n_workers: int = 2,
 ):
-    """:func:`audits.calibration.run_calibration_audit` of two runs of a partitioned dataset, on Dask.
+    """:func:`audits.checks.calibration.run_calibration_audit` of two runs of a partitioned dataset, on Dask.
 
     ``source``, ``target``: two runs (:class:`audits.corpus.runs.Run` or ``(environment, campaign)``).
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     """
-    from audits.calibration import CalibrationThresholds, _check_options
+    from audits.checks.calibration import CalibrationThresholds, _check_options
     from audits.corpus.runs import Run
     from stats.calibration import FAMILIES
 
@@ -116,7 +116,7 @@ def _calibration_plan(runs, source, target):
 def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, calibration_family,
                          variance_ratio, taus, n_boot, n_boot_rank, level, seed, limits):
     """The pairing of the partitions' :func:`_calibration_part` cells, then the in-memory combining step."""
-    from audits.calibration import CalibrationPair, combine_pairing
+    from audits.checks.calibration import CalibrationPair, combine_pairing
     from stats.calibration import pair_cells
 
     names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)

@@ -34,11 +34,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.context import audit_context
+from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
-from audits.findings import Finding, findings_table, judge, to_jsonable
-from audits.reliability import _one_result, audit_rows
-from audits.thresholds import ThresholdError, Thresholds
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable
+from audits.checks.reliability import _one_result, audit_rows
+from audits.protocol.thresholds import ThresholdError, Thresholds
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
     StrongWeakGap,
@@ -55,7 +55,7 @@ __all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "Discriminabilit
 
 @dataclass(frozen=True)
 class DiscriminabilityThresholds(Thresholds):
-    """Limits of the discriminability audit (all overridable; :mod:`audits.thresholds`).
+    """Limits of the discriminability audit (all overridable; :mod:`audits.protocol.thresholds`).
 
     robust_cv : 0.3
         A problem is duration-filterable when its robust CV >= this
@@ -485,7 +485,7 @@ def run_discriminability_audit(
         raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
         raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
-    ctx = audit_context(corpus)  # one shared context (audits.context): rows, pool, scores per run built once
+    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows, pool, scores per run built once
     chosen = audit_rows(ctx, environment=environment, campaign=campaign, runs=runs)
     per_run = {}
     for summary in chosen:

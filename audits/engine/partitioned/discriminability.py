@@ -1,4 +1,4 @@
-"""The discriminability audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`)."""
+"""The discriminability audit of a partitioned dataset on Dask (see :mod:`audits.engine.partitioned`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import pandas as pd
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
-from audits.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
+from audits.engine.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
 
 __all__ = ["run_partitioned_discriminability"]
 
@@ -21,9 +21,9 @@ def _discriminability_partial(path: str, index: int, runs: list, floors: pd.Data
 
 def _discriminability_part(part: pd.DataFrame, runs: list, floors: pd.DataFrame, floor_s, thresholds,
                            method: str) -> dict:
-    """:func:`audits.discriminability.per_problem_tables` of every run's non-floor rows of one partition."""
+    """:func:`audits.checks.discriminability.per_problem_tables` of every run's non-floor rows of one partition."""
     from audits.corpus.runs import Run
-    from audits.discriminability import per_problem_tables
+    from audits.checks.discriminability import per_problem_tables
 
     out = {}
     for env, camp in runs:
@@ -54,12 +54,12 @@ def run_partitioned_discriminability(
     seed: int = 0,
     n_workers: int = 2,
 ):
-    """:func:`audits.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
+    """:func:`audits.checks.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     """
-    from audits.discriminability import DiscriminabilityThresholds
+    from audits.checks.discriminability import DiscriminabilityThresholds
 
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     thresholds = thresholds or DiscriminabilityThresholds()
@@ -87,7 +87,7 @@ def _floors(ds: CorpusDataset, floor_rows: pd.DataFrame) -> pd.DataFrame:
 
 def _combine_discriminability(tables: list, runs, chosen, floors, *, floor_s, thresholds, method, n_boot, seed):
     """The in-memory audit's combining step on the partitions' :func:`_discriminability_part` tables."""
-    from audits.discriminability import combine_problem_tables
+    from audits.checks.discriminability import combine_problem_tables
 
     summaries = {s.run: s for s in runs}
     per_run = {}

@@ -1,13 +1,13 @@
-"""The reliability audit of a partitioned dataset on Dask (see :mod:`audits.partitioned`).
+"""The reliability audit of a partitioned dataset on Dask (see :mod:`audits.engine.partitioned`).
 
-Every figure of :func:`audits.reliability.run_reliability_audit` is a function of per-problem tables
-(:func:`audits.reliability.per_problem_tables`): the repeat CV of every reference cell, the per-repeat
+Every figure of :func:`audits.checks.reliability.run_reliability_audit` is a function of per-problem tables
+(:func:`audits.checks.reliability.per_problem_tables`): the repeat CV of every reference cell, the per-repeat
 scores, the ICCs of every optimization test, the per-problem sufficient statistics of the variance
 components (:func:`stats.reliability.variance_partials`; the components are sums of within-problem
 terms and of per-problem means, so they decompose exactly) and the histogram of processes per cell
 (nested repeats). The workers compute them partition by partition (whole problems), the client
 concatenates them in problem order and runs the in-memory audit's own combining step
-(:func:`audits.reliability.combine_problem_tables`): bootstrap over problems, rank drift, the
+(:func:`audits.checks.reliability.combine_problem_tables`): bootstrap over problems, rank drift, the
 significance pairs (enumerated by problem from the concatenated scores in the same order as in memory, so
 the seeded sample under ``max_pairs`` is the same), findings.
 
@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
-from audits.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
+from audits.engine.partitioned._common import _concat, _summary_partial, dask_client, partition_runs
 
 __all__ = ["run_partitioned_reliability"]
 
-#: The tables of :func:`audits.reliability.per_problem_tables` that are concatenated across partitions.
+#: The tables of :func:`audits.checks.reliability.per_problem_tables` that are concatenated across partitions.
 _TABLES = ("cells", "scores", "test_icc", "variance")
 
 
@@ -45,13 +45,13 @@ def _run_rows(part: pd.DataFrame, env: str, camp: str) -> pd.DataFrame | None:
 
 
 def _reliability_partial(path: str, index: int, runs: list) -> dict:
-    """:func:`audits.reliability.per_problem_tables` of every run's rows in partition ``index``."""
+    """:func:`audits.checks.reliability.per_problem_tables` of every run's rows in partition ``index``."""
     return _reliability_part(open_dataset(path).read_partition(index), runs)
 
 
 def _reliability_part(part: pd.DataFrame, runs: list) -> dict:
-    """:func:`audits.reliability.per_problem_tables` and the contention partials of every run in one partition."""
-    from audits.reliability import per_problem_tables
+    """:func:`audits.checks.reliability.per_problem_tables` and the contention partials of every run in one partition."""
+    from audits.checks.reliability import per_problem_tables
 
     out = {}
     for env, camp in runs:
@@ -94,12 +94,12 @@ def run_partitioned_reliability(
     n_workers: int = 2,
     selection_limit: int = 1 << 20,
 ):
-    """:func:`audits.reliability.run_reliability_audit` of a partitioned dataset, on Dask.
+    """:func:`audits.checks.reliability.run_reliability_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     """
-    from audits.reliability import ReliabilityThresholds, _check_targets
+    from audits.checks.reliability import ReliabilityThresholds, _check_targets
 
     thresholds = ReliabilityThresholds.coerce(thresholds)
     _check_targets(target_reliability, target_precision)
@@ -123,7 +123,7 @@ def run_partitioned_reliability(
 def _combine_reliability(tables: list, runs, chosen, contention: dict, *, thresholds, n_boot, seed,
                          target_reliability, target_precision, max_pairs):
     """The in-memory audit's combining step on the partitions' :func:`_reliability_part` tables."""
-    from audits.reliability import ReliabilityAudit, _findings, combine_problem_tables
+    from audits.checks.reliability import ReliabilityAudit, _findings, combine_problem_tables
 
     summaries = {s.run: s for s in runs}
     results, findings = {}, []
@@ -167,7 +167,7 @@ def _value(key: int) -> float:
 
 
 def _streams(rows: pd.DataFrame) -> tuple[dict, int]:
-    from audits.clocks import load_values, wall_cpu_values
+    from audits.checks.clocks import load_values, wall_cpu_values
 
     ratio, n_multi = wall_cpu_values(rows)
     return {"ratio": _keys(ratio), "load": _keys(load_values(rows))}, n_multi
@@ -256,8 +256,8 @@ def _exact_medians(cl, path: str, n_partitions: int, histograms: dict, *, limit:
 
 
 def _contention(cl, path: str, n_partitions: int, parts: dict, thresholds, *, limit: int) -> dict:
-    """Every chosen run's :class:`audits.clocks.Contention` from its partitions' :func:`_contention_partial`."""
-    from audits.clocks import judge_contention
+    """Every chosen run's :class:`audits.checks.clocks.Contention` from its partitions' :func:`_contention_partial`."""
+    from audits.checks.clocks import judge_contention
 
     histograms = {(run, stream): [p["histograms"][stream] for p in partials]
                   for run, partials in parts.items() for stream in _STREAMS}

@@ -23,10 +23,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.context import AuditContext, audit_context
+from audits.protocol.context import AuditContext, audit_context
 from audits.corpus.runs import RunError, Runs, RunSummary, runs_of
-from audits.findings import Finding, to_jsonable
-from audits.thresholds import Thresholds
+from audits.protocol.findings import Finding, to_jsonable
+from audits.protocol.thresholds import Thresholds
 from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, simulate_grid
@@ -34,7 +34,7 @@ from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environ
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
            "choose_run", "columns_lacking", "usable_reward_environments", "combine_simulation_results"]
 
-#: The limits of the simulation audit, on the common base (:mod:`audits.thresholds`); the fields and
+#: The limits of the simulation audit, on the common base (:mod:`audits.protocol.thresholds`); the fields and
 #: defaults are those of :class:`stats.simulator.DegeneracyThresholds`, which judges them.
 SimulationThresholds = dataclasses.make_dataclass(
     "SimulationThresholds", [(f.name, f.type, f.default) for f in dataclasses.fields(DegeneracyThresholds)],
@@ -270,7 +270,7 @@ def run_simulation_audit(
     corpus : DataFrame
         A timing corpus (several repeats of correct reference solutions).
     reward_environments : sequence of RewardEnvironment
-        E.g. from :func:`audits.reward_environments.load_reward_environments`
+        E.g. from :func:`audits.checks.reward_environments.load_reward_environments`
         (``environments=`` is the old name of this option).
     environment, campaign : str, optional
         The run of the corpus whose timings stand in for rollouts (see
@@ -298,7 +298,7 @@ def run_simulation_audit(
     reward_environments = _reward_environment_list(reward_environments, environments)
     th = SimulationThresholds.coerce(thresholds)
     n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
-    ctx = audit_context(corpus)  # one shared context (audits.context): the run's rows and pool built once
+    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): the run's rows and pool built once
     run = choose_run(ctx, environment=environment, campaign=campaign)
     run_ctx = ctx.run(run)
     runs = run_ctx.executions
@@ -328,7 +328,7 @@ def _reward_environment_list(reward_environments, environments) -> list:
         raise ValueError("no reward environment to simulate; pass at least one RewardEnvironment")
     if not all(isinstance(e, RewardEnvironment) for e in reward_environments):
         raise TypeError("reward_environments must be stats.rewards.RewardEnvironment objects "
-                        "(audits.reward_environments.load_*)")
+                        "(audits.checks.reward_environments.load_*)")
     return reward_environments
 
 
@@ -365,7 +365,7 @@ def combine_simulation_results(run: RunSummary, results: Sequence[SimulationResu
                                thresholds, include_incorrect: bool) -> SimulationAudit:
     """The audit from the simulations of the usable reward environments (in the order given): ranking, curves,
     groups and findings. :func:`run_simulation_audit` ends here, and so does the Dask path
-    (:mod:`audits.partitioned.simulation`, whose results come from per-partition parts)."""
+    (:mod:`audits.engine.partitioned.simulation`, whose results come from per-partition parts)."""
     th = SimulationThresholds.coerce(thresholds)
     env_name, camp = run.environment, run.campaign
     ranking = rank_environments(list(results))

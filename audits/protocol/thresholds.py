@@ -20,7 +20,7 @@ narrative) reads the findings' levels.
 
 Examples
 --------
->>> from audits.reliability import ReliabilityThresholds
+>>> from audits.checks.reliability import ReliabilityThresholds
 >>> t = ReliabilityThresholds.coerce({"repeat_cv": 0.2, "icc.fail": 0.5})
 >>> (t.repeat_cv_warn, t.repeat_cv_fail, t.icc_warn, t.icc_fail)
 (0.2, 0.2, 0.9, 0.5)
@@ -106,7 +106,7 @@ class Thresholds:
     def for_profile(cls, profile: str | None = None):
         """The default limits of verdict ``profile`` (``None``: ``reward``).
 
-        >>> from audits.reliability import ReliabilityThresholds
+        >>> from audits.checks.reliability import ReliabilityThresholds
         >>> ReliabilityThresholds.for_profile("benchmark").repeat_cv_warn   # pyperf: std dev > 10 % of the mean
         0.1
         """
@@ -124,8 +124,8 @@ class Thresholds:
         return [f for f in findings if f.metric not in self.reward_gates]
 
     def judge(self, name: str, value, *, nan: str = "warn") -> str:
-        """Level of ``value`` against limit ``name`` (see :func:`audits.findings.judge`)."""
-        from audits.findings import judge
+        """Level of ``value`` against limit ``name`` (see :func:`audits.protocol.findings.judge`)."""
+        from audits.protocol.findings import judge
 
         return judge(value, warn=getattr(self, f"{name}_warn"), fail=getattr(self, f"{name}_fail"),
                      higher_is_worse=name not in self.lower_is_worse, nan=nan)

@@ -1,0 +1,1 @@
+"""The audits themselves: reliability, discriminability, calibration, aggregation, simulation, clocks."""

@@ -1,0 +1,1 @@
+"""What every audit shares: findings, thresholds and the run context it reads."""
