@@ -154,6 +154,12 @@ def _run(args: argparse.Namespace) -> int:
                 if problem.probe_seconds:
                     print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
         plan = plan_campaign(suite, spec, work_dir=args.work_dir)
+        if args.strict and plan.skipped:  # the suite's skips and the submissions that do not build
+            for skip in plan.skipped:
+                print(f"  skipped {skip.name}: {skip.reason}", file=sys.stderr)
+            raise UserError(f"{args.suite}: {len(plan.skipped)} item(s) skipped (listed "
+                            f"above) and --strict makes any skip an error\n  -> fix or remove them, or run "
+                            f"without --strict")
         print(f"campaign {spec.environment}/{spec.campaign}: {len(plan.jobs):,} jobs "
               f"({len(suite.problems)} problems, "
               f"{f'{spec.repeats} to {spec.max_repeats} repeats (adaptive)' if spec.adaptive else f'{spec.repeats} repeats'}"
@@ -237,6 +243,9 @@ def register(commands, audit_commands) -> None:
                         "its pool")
     g = p.add_argument_group("suite selection")
     g.add_argument("--problems", default=None, metavar="A,B", help="only these problem ids")
+    g.add_argument("--strict", action="store_true",
+                   help="refuse to start when anything is skipped (a package, test, submission that does not "
+                        "build, or validator)")
     g.add_argument("--tests", default=",".join(TEST_KINDS), metavar="KINDS",
                    help="test kinds to run: correctness, optimization or both (default: both)")
     g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",

@@ -34,6 +34,9 @@ def _run(args: argparse.Namespace) -> int:
     print(suite.summary())
     if not suite.problems:
         raise UserError(f"{args.suite}: no usable problem package (see the skipped list above)")
+    if args.strict and suite.skipped:
+        raise UserError(f"{args.suite}: {len(suite.skipped)} item(s) skipped (listed above) and --strict makes "
+                        f"any skip an error\n  -> fix or remove them, or run without --strict")
     return 0
 
 
@@ -61,6 +64,8 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--no-probe", action="store_true",
                    help="do not run the references to choose among optimization tests of indistinguishable size "
                         "(they are then chosen by name, and the summary says so)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when anything is skipped (a package, test, submission or validator)")
     p.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",
                    help="where the probe runs the references (default: local)")
     p.set_defaults(func=_run)

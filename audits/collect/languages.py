@@ -53,11 +53,13 @@ Example
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -160,9 +162,53 @@ class Program:
 
 
 def _source_files(path: Path) -> list[Path]:
-    """Regular, non-hidden files of a multi-file submission folder, sorted."""
-    return sorted(p for p in path.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    """Regular, non-hidden files of a multi-file submission folder, sorted; no link is followed.
+
+    Raises BuildError at a symbolic link (or a hard-linked file): a folder
+    submission is copied and built as its own files only (issue 22).
+    """
+    out = []
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        for name in dirnames + filenames:
+            entry = Path(dirpath) / name
+            st = os.lstat(entry)
+            if stat.S_ISLNK(st.st_mode):
+                raise BuildError(f"{entry}: a symbolic link inside the submission (not followed); copy the file "
+                                 f"in instead")
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                raise BuildError(f"{entry}: a hard link inside the submission (its other names may be outside "
+                                 f"it); copy the file in instead")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        out.extend(Path(dirpath) / f for f in filenames
+                   if not f.startswith(".") and stat.S_ISREG(os.lstat(Path(dirpath) / f).st_mode))
+    return sorted(out)
+
+
+def _read_nofollow(path: Path) -> bytes:
+    """The bytes of a regular file, opened without following a link (OSError otherwise)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return fh.read()
+
+
+def copy_files(files: list[Path], root: Path, dest: Path) -> None:
+    """Copy ``files`` (below ``root``) into ``dest`` under the same relative names, world-readable.
+
+    Each file is opened with ``O_NOFOLLOW``; folders are made 0755 and files
+    0644. Nothing is copied through a link.
+    """
+    _ensure_dir(dest)
+    for f in files:
+        rel = f.relative_to(root)
+        target = dest / rel
+        for depth in range(1, len(rel.parts)):
+            _ensure_dir(dest.joinpath(*rel.parts[:depth]))
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(_read_nofollow(f))
+        os.chmod(target, 0o644)
 
 
 def language_of(path) -> str | None:
@@ -189,7 +235,7 @@ def _hash_tree(paths: list[Path], root: Path, extra: tuple[str, ...]) -> str:
         h.update(item.encode() + b"\0")
     for p in paths:
         h.update(str(p.relative_to(root) if p.is_relative_to(root) and p != root else p.name).encode() + b"\0")
-        h.update(hashlib.sha256(p.read_bytes()).digest())
+        h.update(hashlib.sha256(_read_nofollow(p)).digest())
     return h.hexdigest()[:20]
 
 
@@ -431,8 +477,7 @@ def _copy_python(source: Path, build_dir: Path, python: str) -> tuple[Path, Path
         target = dest / entry.relative_to(source)
         if not target.is_file():
             tmp = Path(tempfile.mkdtemp(prefix=".py-", dir=_ensure_dir(Path(build_dir))))
-            shutil.copytree(source, tmp / "src", ignore=shutil.ignore_patterns(".*", "__pycache__"))
-            _make_readable(tmp / "src")
+            copy_files([f for f in files if "__pycache__" not in f.relative_to(source).parts], source, tmp / "src")
             try:
                 os.replace(tmp / "src", dest)
             except OSError:  # another worker won the race; its copy is identical
@@ -444,18 +489,11 @@ def _copy_python(source: Path, build_dir: Path, python: str) -> tuple[Path, Path
     target = dest / source.name
     if not target.is_file():
         fd, tmp_name = tempfile.mkstemp(prefix=".src-", dir=dest)
-        os.close(fd)
-        shutil.copyfile(source, tmp_name)
+        with os.fdopen(fd, "wb") as out:
+            out.write(_read_nofollow(source))
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, target)
     return target.resolve(), dest.resolve()
-
-
-def _make_readable(root: Path) -> None:
-    for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o644)
 
 
 def _python_entry(folder: Path, files: list[Path]) -> Path:
@@ -516,6 +554,8 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     ('cpp', 'prog')
     """
     path = Path(getattr(submission_or_path, "path", submission_or_path))
+    if path.is_symlink():
+        raise BuildError(f"{path}: a symbolic link (not followed); give the file or folder itself")
     if not path.exists():
         raise BuildError(f"{path}: no such file or folder")
     path = path.resolve()

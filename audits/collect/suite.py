@@ -71,6 +71,7 @@ from __future__ import annotations
 import configparser
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ from audits.errors import UserError
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
     "CORRECT_VERDICTS", "INCORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
-    "probe_optimization_tests",
+    "probe_optimization_tests", "refuse_links", "GUARDED_PARTS",
 ]
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow; brute_force, 2023-07:
@@ -355,7 +356,9 @@ class _Skip(Exception):
 
 def _read_yaml(path: Path, what: str) -> dict:
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            text = fh.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _Skip(f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
@@ -525,27 +528,72 @@ def _group_flags(group: str, testdata: dict) -> tuple[str, ...] | None:
     return None
 
 
-def _inside_package(path: Path, root: Path) -> Path:
-    """``path`` with every link resolved; SuiteError when that leaves the package ``root``."""
-    real = Path(os.path.realpath(path))
-    top = Path(os.path.realpath(root))
-    if real != top and top not in real.parents:
-        raise SuiteError(f"{path}: a symbolic link to {real}, outside the problem package {root}\n"
-                         f"  -> a package must contain its files; copy the file into the package "
-                         f"instead of linking to it")
-    return real
+#: The parts of a package whose files are read or built: no link in them is followed (issue 22).
+GUARDED_PARTS = ("problem.yaml", "data", "submissions", "output_validators", "output_validator", "generators",
+                 ".timelimit", "domjudge-problem.ini")
+
+
+def refuse_links(root: Path) -> None:
+    """Raise ``_Skip`` at the first link in a package's guarded parts, without following it.
+
+    Every entry of :data:`GUARDED_PARTS` (folders walked with
+    ``os.walk(followlinks=False)``, each entry ``lstat``-ed) must be a plain
+    folder or a regular file: a symbolic link (to a file or a folder, dangling
+    or not), a regular file with more than one hard link (a hard link may name
+    a file outside the package: its other names cannot be found, so any is
+    refused), or a fifo/socket/device is refused. Only the link's own text is
+    read (``readlink``), never what it names. Hidden folders (``.git``) are not
+    descended into, but a hidden link is still refused.
+    """
+    def check(path: Path) -> None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _Skip(f"{path.relative_to(root)} cannot be examined ({exc.strerror}); package skipped",
+                        path=path) from None
+        rel = path.relative_to(root).as_posix()
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            raise _Skip(f"{rel} is a symbolic link (to {target}, not followed): speedaudit follows no link in a "
+                        f"package, since it reads packages as root; copy the file or folder into the package "
+                        f"instead; package skipped", path=path)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            raise _Skip(f"{rel} is a hard link ({st.st_nlink} names for one file; the others may be outside the "
+                        f"package): speedaudit reads only files that belong to the package; copy it "
+                        f"(cp --no-preserve=links) instead; package skipped", path=path)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise _Skip(f"{rel} is neither a file nor a folder (a fifo, socket or device); package skipped",
+                        path=path)
+
+    for part in GUARDED_PARTS:
+        top = root / part
+        check(top)
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+            for name in sorted(dirnames) + sorted(filenames):
+                check(Path(dirpath) / name)
+            dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
 
 
 def _readable(path: Path) -> str | None:
-    """None when ``path`` is a regular file we can open, else why not."""
+    """None when ``path`` is a regular file we can open (never through a link), else why not."""
     try:
-        with open(path, "rb"):
-            pass
-    except IsADirectoryError:
-        return "is a folder, not a file"
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         return exc.strerror or str(exc)
-    return None if path.is_file() else "not a regular file"
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list[Skipped]
@@ -565,15 +613,7 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list
         base = data / top
         if not base.is_dir() or (top == "sample" and not include_samples):
             continue
-        seen: set[str] = set()
-        data_real = os.path.realpath(data)
-        for dirpath, dirnames, filenames in os.walk(base, followlinks=True):  # archives symlink shared data
-            real = os.path.realpath(dirpath)
-            # a folder seen before (linked twice), or a link up to data/ or above (a loop): not again
-            if real in seen or real == data_real or data_real.startswith(real + os.sep):
-                dirnames[:] = []
-                continue
-            seen.add(real)
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):  # links: refused before
             dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
             names = set(filenames)
             for fname in sorted(filenames):
@@ -593,18 +633,15 @@ def _collect_tests(pid: str, root: Path, *, include_samples: bool, skipped: list
                 if fname[:-3] + ".ans" not in names:
                     skip(inp, f"no answer file {ans.name} beside the input (test {rel} skipped)")
                     continue
-                # a package is data: never read through a link that leaves it (the runner reads
-                # tests as root), and read the files themselves, not the links (issue 14)
-                real_inp, real_ans = _inside_package(inp, root), _inside_package(ans, root)
-                why = _readable(real_inp)
-                if why is not None:  # the skip names the archive's entry, not where a link points
+                # no link is followed (refuse_links ran first; O_NOFOLLOW here as well)
+                why = _readable(inp)
+                if why is not None:
                     skip(inp, f"input cannot be read ({why}; test {rel} skipped)")
                     continue
-                why = _readable(real_ans)
+                why = _readable(ans)
                 if why is not None:
                     skip(ans, f"answer file cannot be read ({why}; test {rel} skipped)")
                     continue
-                inp, ans = real_inp, real_ans
                 size = inp.stat().st_size
                 group = Path(rel).parent.as_posix()
                 found.append((rel, group, inp, ans, size))
@@ -796,7 +833,6 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                     reason = f"language not supported ({entry.suffix or 'no extension'})"
                 skip(entry, f"{reason}; supported: {', '.join(EXTENSIONS)}")
                 continue
-            real = _inside_package(entry, root)  # before reading a byte of it
             try:
                 results = expected_results(entry)
             except ValueError as exc:
@@ -823,7 +859,7 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                 continue
             else:
                 correct = verdict in CORRECT_VERDICTS
-            sub = Submission(pid, name, real, language, verdict, correct, results or ())
+            sub = Submission(pid, name, entry, language, verdict, correct, results or ())
             if language == "python":
                 python_subs.append((sub, entry))
             out.append(sub)
@@ -864,6 +900,7 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
     skipped: list[Skipped] = []
     yaml_path = root / "problem.yaml"
     try:
+        refuse_links(root)  # before reading a byte of the package
         if not yaml_path.is_file():
             raise _Skip("missing problem.yaml (every problem package needs one, even if empty)")
         config = _read_yaml(yaml_path, "problem.yaml")
@@ -987,10 +1024,10 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         candidates = [root]
         suite_root = root
     else:
-        candidates = sorted((p for p in root.iterdir() if p.is_dir() and not _hidden(p.name)),
+        candidates = sorted((p for p in root.iterdir() if (p.is_dir() or p.is_symlink()) and not _hidden(p.name)),
                             key=lambda p: p.name)
         suite_root = root
-        if not any(_looks_like_package(p) for p in candidates):
+        if not any(p.is_symlink() or _looks_like_package(p) for p in candidates):
             if _looks_like_package(root):
                 raise SuiteError(f"{root}: looks like a problem package (it has data/ or submissions/) but has no "
                                  f"problem.yaml; add one (it may be empty), or give the folder that holds packages")
@@ -1009,6 +1046,10 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
     loaded: list[Problem] = []
     skipped: list[Skipped] = []
     for candidate in candidates:
+        if candidate.is_symlink():  # a package folder that is a link: not followed (issue 22)
+            skipped.append(Skipped(candidate, f"is a symbolic link (to {os.readlink(candidate)}, not followed): "
+                                              f"speedaudit follows no link in a suite; copy the package in"))
+            continue
         if not _looks_like_package(candidate):
             skipped.append(Skipped(candidate, "not a problem package (no problem.yaml, data/ or submissions/)"))
             continue

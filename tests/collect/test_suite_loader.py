@@ -182,22 +182,22 @@ def test_broken_packages_are_listed_not_fatal(tmp_path):
         assert f"{name}: {reason}" in text
 
 
-def test_symlinked_groups_and_problems_without_tests(tmp_path):
+def test_symlinked_groups_skip_their_package_and_problems_without_tests(tmp_path):
     basic_package(tmp_path / "suite" / "sum")
-    # shared data inside the package may be linked; links out of it are refused (test_sandbox_suite_links)
+    # no link is followed, even one inside the package (issue 22): the package is skipped, naming the link
     shared = write(tmp_path / "suite" / "sum" / "shared", {"big.in": "9 9 9\n", "big.ans": "27\n"})
     os.symlink(shared, tmp_path / "suite" / "sum" / "data" / "secret" / "linked")
-    os.symlink(tmp_path / "suite" / "sum" / "data", tmp_path / "suite" / "sum" / "data" / "secret" / "loop")
     write(tmp_path / "suite" / "empty", {"problem.yaml": "name: e\n", "data/sample/1.in": "1"})
     write(tmp_path / "suite" / "onlysamples", {"problem.yaml": "", "data/sample/1.in": "1", "data/sample/1.ans": "1"})
+    basic_package(tmp_path / "suite" / "zz")
     suite = load_suite(tmp_path / "suite", include_samples=False)
-    (problem,) = suite.problems
-    assert "secret/linked/big" in {t.name for t in problem.tests}
-    assert not any("loop" in t.name for t in problem.tests)  # a symlink loop is not followed forever
+    assert [p.id for p in suite.problems] == ["zz"]
     reasons = {s.path.name: s.reason for s in suite.skipped}
+    assert reasons["linked"].startswith(f"data/secret/linked is a symbolic link (to {shared}, not followed)")
     assert reasons["empty"] == "no tests: no NAME.in with NAME.ans under data/secret"
     assert reasons["onlysamples"] == "no tests: no NAME.in with NAME.ans under data/secret"
-    assert [p.id for p in load_suite(tmp_path / "suite").problems] == ["onlysamples", "sum"]
+    (tmp_path / "suite" / "sum" / "data" / "secret" / "linked").unlink()
+    assert [p.id for p in load_suite(tmp_path / "suite").problems] == ["onlysamples", "sum", "zz"]
 
 
 def test_single_package_path_and_not_a_suite(tmp_path):
