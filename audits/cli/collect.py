@@ -153,7 +153,14 @@ def _run(args: argparse.Namespace) -> int:
             for problem in suite.problems:
                 if problem.probe_seconds:
                     print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
-        plan = plan_campaign(suite, spec, work_dir=args.work_dir)
+        candidates = None
+        if args.candidates:  # other programs for the same problems, shuffled in with the references
+            from audits.collect.candidates import load_candidates, parse_candidate_option
+
+            candidates = load_candidates([parse_candidate_option(o) for o in args.candidates],
+                                         [p.id for p in suite.problems])
+            print(candidates.summary(), file=sys.stderr)
+        plan = plan_campaign(suite, spec, work_dir=args.work_dir, candidates=candidates)
         if args.strict and plan.skipped:  # the suite's skips and the submissions that do not build
             for skip in plan.skipped:
                 print(f"  skipped {skip.name}: {skip.reason}", file=sys.stderr)
@@ -251,6 +258,10 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default: 6)")
+    g.add_argument("--candidates", action="append", metavar="NAME=DIR",
+                   help="also time the programs in DIR (one sub-folder per problem id) as role candidate, solution "
+                        "ids NAME/<program>, shuffled into the same campaign as the references (repeatable: "
+                        "two sets give a shared-execution 'speedaudit compare CORPUS --a NAME --b OTHER')")
     g.add_argument("--no-probe", action="store_true",
                    help="when sizes cannot tell the optimization tests apart, choose them by name instead of a "
                         "probe run of the references (one run of up to 3 references per tied test)")

@@ -441,12 +441,15 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
     return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns, janitor)
 
 
-def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None) -> Plan:
+def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None,
+                  candidates=None) -> Plan:
     """Prepare every submission of a suite and plan its jobs.
 
     Submissions are prepared (C++ compiled once) into ``work_dir/build``; one that
     fails to build is skipped with its reason. ``work_dir`` must be reachable by the
     sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir).
+    ``candidates`` (:class:`audits.collect.candidates.CandidateSets`, ``collect --candidates``):
+    programs timed as role ``candidate`` on their problem's tests, interleaved with the references.
     """
     owns = work_dir is None
     if work_dir is not None:
@@ -458,7 +461,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
         work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
         janitor = _Janitor([work_dir])
     try:
-        plan = _plan_suite(suite, spec, work_dir)
+        plan = _plan_suite(suite, spec, work_dir, candidates)
     except BaseException:
         if owns:
             shutil.rmtree(work_dir, ignore_errors=True)
@@ -467,24 +470,29 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
     return dataclasses.replace(plan, owns_work_dir=owns, janitor=janitor)
 
 
-def _plan_suite(suite, spec: CampaignSpec, work_dir: Path) -> Plan:
+def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> Plan:
     from audits.collect.languages import BuildError, floor_program, prepare
 
     build_dir = work_dir / "build"
     skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
+    skipped += [Skip(name, reason) for name, reason in (candidates.skipped if candidates else ())]
+    extra: dict[str, list] = {}
+    for c in (candidates.candidates if candidates else ()):
+        extra.setdefault(c.problem, []).append((c.solution, c.path, "candidate", True))
     units: list[Unit] = []
     languages: set[str] = set()
     for problem in suite.problems:
         tests = [t for t in problem.tests if t.kind in spec.test_kinds]
-        for submission in problem.submissions:
+        programs = [(s.name, s, "reference", bool(s.correct)) for s in problem.submissions]
+        for name, submission, role, correct in programs + extra.get(problem.id, []):
             try:
                 program = prepare(submission, build_dir, python=spec.python)
             except BuildError as exc:
-                skipped.append(Skip(f"{problem.id}/{submission.name}", f"build failed: {exc}"))
+                skipped.append(Skip(f"{problem.id}/{name}", f"build failed: {exc}"))
                 continue
             languages.add(program.language)
             for test in tests:
-                units.append(Unit(problem.id, test.name, submission.name, "reference", bool(submission.correct),
+                units.append(Unit(problem.id, test.name, name, role, correct,
                                   test.kind, program.language, tuple(program.argv), str(test.input_path),
                                   str(test.answer_path), int(test.input_bytes), problem.checker_for(test)))
     empty = work_dir / "empty.in"
