@@ -6,7 +6,7 @@ median of ``ok`` repeats; a family f is fitted so that y ~ f(x):
 =================  ==========================  ================================
 family             model                       fitted as
 =================  ==========================  ================================
-``multiplicative`` y = slope * x               OLS without intercept
+``multiplicative`` y = slope * x               OLS of log y - log x (mean log ratio)
 ``affine``         y = slope * x + intercept   OLS
 ``power``          y = a * x ** b              OLS of log y on log x
 ``poly2``          y = c0 + c1 x + c2 x^2      OLS
@@ -21,6 +21,12 @@ by the fit on all other problems, and all out-of-fold predictions are pooled:
 
 with the mean over *all* pairs (never the mean of per-fold R^2), plus the
 out-of-fold error on the log-ratio scale, sqrt(mean (log yhat_i - log y_i)^2).
+
+Multiplicative and power are fitted in log space, so their predictions are
+always positive; a family is unusable only for held-out predictions that are
+non-finite, <= 0, or below a floor relative to the data
+(:func:`prediction_floor`: a tenth of the smallest target duration), never an
+absolute duration: benchmarks of 40 ns are as real as tests of 4 s.
 For the least-squares families this is closed form: with basis phi(x) and
 per-problem sufficient statistics A_p = sum phi phi^T, b_p = sum phi t, the fold
 without problem p solves (A - A_p) beta = (b - b_p); all folds are one stacked
@@ -54,7 +60,11 @@ from stats.ranking import problem_scores, reference_pools, solution_cells, test_
 
 __all__ = [
     "FAMILIES",
+    "FLOOR_SHARE",
     "OLS_FAMILIES",
+    "prediction_floor",
+    "share_off",
+    "identity_log_rmse",
     "ROBUST_METHODS",
     "Pairing",
     "Fit",
@@ -326,7 +336,11 @@ def pair_cells(src: pd.DataFrame, tgt: pd.DataFrame, *, source: str, target: str
 
 @dataclass(frozen=True)
 class _Basis:
-    """Standardised basis of a least-squares family: u = (v - center) / scale, v = x or log x."""
+    """Standardised basis of a least-squares family: u = (v - center) / scale, v = x or log x.
+
+    Multiplicative is fitted in log space with the slope of log x fixed at 1: its design is a
+    column of ones and its target log y - log x, so beta = the mean log ratio (log slope).
+    """
 
     family: str
     center: float
@@ -334,26 +348,34 @@ class _Basis:
 
     @property
     def degree(self) -> int:
-        return {"multiplicative": 1, "affine": 1, "power": 1, "poly2": 2, "poly3": 3}[self.family]
+        return {"multiplicative": 0, "affine": 1, "power": 1, "poly2": 2, "poly3": 3}[self.family]
 
     @property
     def log(self) -> bool:
-        return self.family == "power"
+        return self.family in ("power", "multiplicative")
 
     def design(self, x: np.ndarray) -> np.ndarray:
-        v = np.log(x) if self.log else x
         if self.family == "multiplicative":
-            return (v / self.scale)[:, None]
+            return np.ones((len(x), 1))
+        v = np.log(x) if self.log else x
         u = (v - self.center) / self.scale
         return np.vander(u, self.degree + 1, increasing=True)
 
-    def target(self, y: np.ndarray) -> np.ndarray:
+    def target(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        if self.family == "multiplicative":
+            return np.log(y) - np.log(x)
         return np.log(y) if self.log else y
+
+    def predict(self, fitted: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Durations from the fitted values of the design (on the target's scale)."""
+        if self.family == "multiplicative":
+            return x * np.exp(fitted)
+        return np.exp(fitted) if self.log else fitted
 
     def to_natural(self) -> np.ndarray:
         """Matrix M with natural coefficients = M @ beta (coefficients of powers of v)."""
         if self.family == "multiplicative":
-            return np.array([[1.0 / self.scale]])
+            return np.array([[1.0]])
         k = self.degree + 1
         alpha, gamma = -self.center / self.scale, 1.0 / self.scale
         m = np.zeros((k, k))
@@ -364,10 +386,9 @@ class _Basis:
 
 
 def _make_basis(family: str, x: np.ndarray) -> _Basis:
-    v = np.log(x) if family == "power" else x
     if family == "multiplicative":
-        scale = float(np.sqrt(np.mean(v * v))) or 1.0
-        return _Basis(family, 0.0, scale)
+        return _Basis(family, 0.0, 1.0)
+    v = np.log(x) if family == "power" else x
     center = float(np.mean(v))
     scale = float(np.std(v)) or 1.0
     return _Basis(family, center, scale)
@@ -395,7 +416,7 @@ def _check_family(family: str) -> None:
 def _natural_params(family: str, natural: np.ndarray) -> np.ndarray:
     """Natural coefficient vector(s) -> reported parameters (same order as _PARAM_NAMES)."""
     natural = np.asarray(natural, dtype=float)
-    if family == "power":  # [log a, b] -> [a, b]
+    if family in ("power", "multiplicative"):  # [log a, b] -> [a, b]; [log slope] -> [slope]
         out = natural.copy()
         out[..., 0] = np.exp(natural[..., 0])
         return out
@@ -532,8 +553,8 @@ def fit_family(
     x, y, _ = _check_xy(x, y)
     if len(x) < 2:
         raise ValueError(f"fitting {family} needs at least 2 pairs, got {len(x)}")
-    if family == "power" and ((x <= 0).any() or (y <= 0).any()):
-        raise ValueError("the power family is fitted on logs: durations must be > 0")
+    if family in ("power", "multiplicative") and ((x <= 0).any() or (y <= 0).any()):
+        raise ValueError(f"the {family} family is fitted on logs: durations must be > 0")
     if family == "deming":
         if robust:
             raise ValueError("robust fitting is not available for deming (it already models errors in x)")
@@ -546,7 +567,7 @@ def fit_family(
                    float(variance_ratio))
     basis = _make_basis(family, x)
     if robust is None:
-        beta, *_ = np.linalg.lstsq(basis.design(x), basis.target(y), rcond=None)
+        beta, *_ = np.linalg.lstsq(basis.design(x), basis.target(y, x), rcond=None)
         natural = basis.to_natural() @ beta
         method = "ols"
     else:
@@ -565,7 +586,7 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
     if len(x) > max_points:
         pick = rng.choice(len(x), size=max_points, replace=False)
         x, y = x[pick], y[pick]
-    design, t = basis.design(x), basis.target(y)
+    design, t = basis.design(x), basis.target(y, x)
     if method == "huber":
         from sklearn.linear_model import HuberRegressor
 
@@ -579,7 +600,7 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
     from scipy.stats import theilslopes
 
     if basis.family == "multiplicative":
-        return np.array([np.median(y / x)])
+        return np.array([np.median(t)])  # the median log ratio
     if basis.degree != 1:
         raise ValueError("theilsen fits a straight line: use it with affine, power or multiplicative")
     v = np.log(x) if basis.log else x
@@ -647,14 +668,13 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
         fold = mom.sum(axis=0) - mom
         natural = _deming_params(fold, variance_ratio, cx, cy)[codes]
         return natural[:, 0] + natural[:, 1] * x
-    if family == "power" and ((x <= 0).any() or (y <= 0).any()):
-        raise ValueError("the power family is fitted on logs: durations must be > 0")
+    if family in ("power", "multiplicative") and ((x <= 0).any() or (y <= 0).any()):
+        raise ValueError(f"the {family} family is fitted on logs: durations must be > 0")
     basis = _make_basis(family, x)
-    design, t = basis.design(x), basis.target(y)
+    design, t = basis.design(x), basis.target(y, x)
     a, b = _grouped_normal(design, t, codes, n_groups)
     beta = _solve_stack(a.sum(axis=0) - a, b.sum(axis=0) - b)
-    pred = np.einsum("ik,ik->i", design, beta[codes])
-    return np.exp(pred) if basis.log else pred
+    return basis.predict(np.einsum("ik,ik->i", design, beta[codes]), x)
 
 
 def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_points, seed, n_folds=10):
@@ -671,6 +691,63 @@ def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_poin
     return pred
 
 
+#: A held-out prediction below this share of the smallest observed target duration is unusable
+#: (:func:`prediction_floor`).
+FLOOR_SHARE = 0.1
+
+
+def prediction_floor(y, *, share: float = FLOOR_SHARE) -> tuple[float, str]:
+    """The smallest usable predicted duration, relative to the data, and the reason for it.
+
+    floor = ``share`` x min(y) over the target durations (default a tenth of the fastest one).
+    A prediction below it lies more than 1/``share`` times beneath anything the target measured:
+    an extrapolation no ranking should rest on, and clipping it would tie the clipped solutions.
+    Relative, never an absolute duration: a benchmark of 40 ns is as real as a test of 4 s.
+
+    Examples
+    --------
+    >>> prediction_floor([4e-8, 2e-7, 3.0])[0]
+    4e-09
+    """
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y) & (y > 0)]
+    if not len(y):
+        return np.nan, "no positive target duration to set a floor from"
+    floor = float(share * y.min())
+    return floor, (f"{share:g} x the smallest target duration ({y.min():.3g} s): a prediction below "
+                   f"{floor:.3g} s lies more than {1 / share:g}x beneath anything the target measured")
+
+
+def share_off(predicted, y, *, factor: float = 2.0) -> float:
+    """Share of pairs whose prediction is more than ``factor`` x off the target either way.
+
+    |log(predicted / y)| > log(factor); a non-finite or non-positive prediction counts as off. NaN for no pairs.
+
+    >>> share_off([1.0, 3.0, 0.4], [1.0, 1.0, 1.0])
+    0.6666666666666666
+    """
+    predicted = np.asarray(predicted, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if not len(y):
+        return np.nan
+    good = np.isfinite(predicted) & (predicted > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(np.log(np.where(good, predicted, 1.0)) - np.log(y))
+    return float(np.mean(~good | (ratio > np.log(factor))))
+
+
+def identity_log_rmse(x, y) -> float:
+    """Log error of using the source as it is (no map): sqrt(mean (log x - log y)^2), the baseline a
+    calibration map must beat out of fold.
+
+    >>> round(identity_log_rmse([1.0, 2.0], [2.0, 4.0]), 6)
+    0.693147
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    return float(np.sqrt(np.mean((np.log(x) - np.log(y)) ** 2))) if len(x) else np.nan
+
+
 @dataclass(frozen=True)
 class LopoResult:
     """Pooled out-of-fold validity of one family.
@@ -682,12 +759,13 @@ class LopoResult:
         log_rmse = sqrt(mean l_i^2),   log_bias = mean l_i,
         log_r2   = 1 - sum l_i^2 / sum (log y_i - mean log y)^2.
 
-    ``n_nonpositive`` counts out-of-fold predictions <= 0 (no log, no
-    duration) and ``n_below_min`` those in (0, ``min_duration_s``) that a
-    clip to that floor would move. A family with any of either is not
-    ``usable`` for ranking: its log figures describe only the other pairs, and
-    clipping would tie the clipped solutions at the floor. CIs bootstrap
-    problems over the fixed out-of-fold predictions.
+    ``n_nonfinite`` counts out-of-fold predictions that are not finite,
+    ``n_nonpositive`` those <= 0 (no log, no duration) and ``n_below_min``
+    those in (0, ``min_duration_s``), the floor relative to the data
+    (:func:`prediction_floor`, ``floor_reason`` says why). A family with any of
+    them is not ``usable`` for ranking: its log figures describe only the other
+    pairs, and clipping would tie the clipped solutions at the floor. CIs
+    bootstrap problems over the fixed out-of-fold predictions.
     """
 
     family: str
@@ -701,20 +779,23 @@ class LopoResult:
     predictions: np.ndarray = field(default=None, repr=False, compare=False)
     log_r2: Interval | None = None
     n_below_min: int = 0
-    min_duration_s: float = 1e-6
+    min_duration_s: float = np.nan
+    n_nonfinite: int = 0
+    floor_reason: str = ""
 
     @property
     def usable(self) -> bool:
-        """Every out-of-fold prediction is >= ``min_duration_s`` and the log error is finite."""
-        return (self.n_nonpositive == 0 and self.n_below_min == 0 and self.n > 0
+        """Every out-of-fold prediction is finite and >= ``min_duration_s``, and the log error is finite."""
+        return (self.n_nonpositive == 0 and self.n_below_min == 0 and self.n_nonfinite == 0 and self.n > 0
                 and bool(np.isfinite(self.log_rmse.estimate)))
 
     def to_dict(self) -> dict:
         return {"family": self.family, "cv": self.cv, "r2": self.r2.to_dict(), "log_rmse": self.log_rmse.to_dict(),
                 "log_r2": None if self.log_r2 is None else self.log_r2.to_dict(),
                 "log_bias": self.log_bias, "n": self.n, "n_groups": self.n_groups,
-                "n_nonpositive": self.n_nonpositive, "n_below_min": self.n_below_min,
-                "min_duration_s": self.min_duration_s, "usable": self.usable}
+                "n_nonfinite": self.n_nonfinite, "n_nonpositive": self.n_nonpositive,
+                "n_below_min": self.n_below_min, "min_duration_s": self.min_duration_s,
+                "floor_reason": self.floor_reason, "usable": self.usable}
 
 
 def _multinomial_counts(n_groups: int, n_boot: int, seed) -> np.ndarray:
@@ -744,7 +825,7 @@ def lopo_r2(
     level: float = 0.95,
     seed: int | None = 0,
     max_points: int = 5000,
-    min_duration_s: float = 1e-6,
+    min_duration_s: float | None = None,
 ) -> LopoResult:
     """Pooled leave-one-problem-out R^2, log R^2 and log-ratio error of one family.
 
@@ -752,8 +833,9 @@ def lopo_r2(
     predictions together (never the mean of per-fold R^2); in log space
     log R^2 = 1 - sum (log yhat - log y)^2 / sum (log y - mean log y)^2 and
     log-RMSE = sqrt(mean (log yhat - log y)^2), both over the pairs with
-    yhat > 0; predictions <= 0 and below ``min_duration_s`` are counted (see
-    :class:`LopoResult`). With ``robust`` the folds are K = min(10, groups)
+    yhat > 0; predictions that are non-finite, <= 0 or below ``min_duration_s``
+    are counted (see :class:`LopoResult`; default: :func:`prediction_floor` of
+    ``y``, a tenth of the smallest target duration). With ``robust`` the folds are K = min(10, groups)
     groups of problems (``cv`` says so).
 
     Examples
@@ -804,11 +886,16 @@ def lopo_r2(
     else:
         r2_draws = rmse_draws = log_r2_draws = np.array([])
     log_bias = float(log_err[positive].mean()) if positive.any() else np.nan
+    if min_duration_s is None:
+        min_duration_s, floor_reason = prediction_floor(y)
+    else:
+        floor_reason = f"given: {min_duration_s:g} s"
     return LopoResult(family=family, r2=_interval(r2, r2_draws, level, n_groups),
                       log_rmse=_interval(rmse, rmse_draws, level, n_groups), log_bias=log_bias, n=int(ok.sum()),
                       n_groups=n_groups, n_nonpositive=int((ok & ~positive).sum()), cv=cv, predictions=pred,
                       log_r2=_interval(log_r2, log_r2_draws, level, n_groups),
-                      n_below_min=int((positive & (pred < min_duration_s)).sum()), min_duration_s=min_duration_s)
+                      n_below_min=int((positive & (pred < min_duration_s)).sum()), min_duration_s=min_duration_s,
+                      n_nonfinite=int((~ok).sum()) if n_groups >= 2 else 0, floor_reason=floor_reason)
 
 
 @dataclass(frozen=True)
@@ -929,7 +1016,7 @@ def compare_families(
     *,
     families: Sequence[str] = FAMILIES,
     variance_ratio: float = 1.0,
-    min_duration_s: float = 1e-6,
+    min_duration_s: float | None = None,
     threshold: float = 0.8,
     n_boot: int = 1000,
     level: float = 0.95,
@@ -983,7 +1070,8 @@ def compare_families(
             "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
             "lopo_log_rmse_high": lopo.log_rmse.high, "log_bias": lopo.log_bias,
             "n_pairs": lopo.n, "n_problems": lopo.n_groups,
-            "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min, "usable": lopo.usable,
+            "n_nonfinite": lopo.n_nonfinite, "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min,
+            "min_duration_s": lopo.min_duration_s, "usable": lopo.usable,
             "within_problem_spearman": agree.mean, "within_problem_worst": agree.worst,
             "within_problem_share_below": agree.share_below,
         })
@@ -1042,7 +1130,7 @@ def _weighted_draws(x, y, codes, n_groups, family, weights, variance_ratio=1.0) 
         mom = _deming_moments(x, y, codes, n_groups, cx, cy)
         return _deming_params(weights @ mom, variance_ratio, cx, cy)
     basis = _make_basis(family, x)
-    a, b = _grouped_normal(basis.design(x), basis.target(y), codes, n_groups)
+    a, b = _grouped_normal(basis.design(x), basis.target(y, x), codes, n_groups)
     beta = _solve_stack(np.tensordot(weights, a, axes=1), weights @ b)
     return _natural_params(family, beta @ basis.to_natural().T)
 

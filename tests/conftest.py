@@ -71,3 +71,64 @@ def cluster():
                       dashboard_address=None, security=security) as c:
         assert c.scheduler_address.startswith("tls://127.0.0.1:")
         yield c.scheduler_address, security
+
+
+#: The machines of :func:`pyperf_machines`: (hostname, speed factor, power-law exponent, log-sd of the
+#: machine x benchmark interaction). The first is the reference; the others differ from it by a scale,
+#: a curvature and benchmark-specific noise small (pass), middling (warn) or large (fail) on the
+#: calibration's held-out log-error thresholds (0.10 / 0.25).
+PYPERF_MACHINES = (("bench-a", 1.00, 1.00, 0.000), ("bench-b", 0.80, 1.00, 0.030), ("bench-c", 1.30, 0.98, 0.150),
+                   ("bench-d", 0.65, 1.02, 0.450), ("bench-e", 1.10, 1.00, 0.060), ("bench-f", 2.00, 0.97, 0.180))
+
+
+def write_pyperf_machines(folder, *, n_benchmarks: int = 30, processes: int = 4, values: int = 3,
+                          lo_s: float = 40e-9, hi_s: float = 10.0, seed: int = 0) -> list:
+    """Write one pyperf suite file per machine of :data:`PYPERF_MACHINES` WITH pyperf itself.
+
+    One build (one ``commit_id``) on six machines; benchmark true durations log-uniform from ``lo_s``
+    (40 ns, pyperf's unpack_sequence) to ``hi_s`` (10 s); machine m times benchmark b at
+    speed_m * t_b ** exponent_m * exp(interaction) with per-value noise of 1 %; each run (process) has
+    one warmup and ``values`` values and real run metadata (hostname, platform, CPU, compiler, date).
+    Returns the file paths.
+    """
+    import datetime as _dt
+
+    import numpy as _np
+    import pyperf
+
+    rng = _np.random.default_rng(seed)
+    truth = _np.exp(_np.linspace(_np.log(lo_s), _np.log(hi_s), n_benchmarks))
+    names = [f"bm_{i:02d}" for i in range(n_benchmarks)]
+    paths = []
+    for k, (host, speed, exponent, sd) in enumerate(PYPERF_MACHINES):
+        interaction = rng.normal(0.0, sd, n_benchmarks) if sd else _np.zeros(n_benchmarks)
+        benchmarks = []
+        for name, t, eps in zip(names, truth, interaction):
+            base = speed * t ** exponent * _np.exp(eps)
+            runs = []
+            for p in range(processes):
+                date = _dt.datetime(2024, 6, 24, 10, 0, 0) + _dt.timedelta(minutes=p)
+                meta = {"name": name, "hostname": host, "platform": "Linux-6.1.0-x86_64-with-glibc2.36",
+                        "cpu_model_name": f"Synthetic CPU {k}", "cpu_count": 8, "commit_id": "2e91dba437fe5c56c6f8",
+                        "python_compiler": "GCC 12.2.0", "python_implementation": "cpython",
+                        "date": date.isoformat(sep=" "), "loops": 1, "duration": float(base * values * 1.1)}
+                vals = base * _np.exp(rng.normal(0.0, 0.01, values))
+                runs.append(pyperf.Run([float(v) for v in vals], warmups=[(1, float(base * 1.2))],
+                                       metadata=meta, collect_metadata=False))
+            benchmarks.append(pyperf.Benchmark(runs))
+        path = folder / f"{host}.json"
+        pyperf.BenchmarkSuite(benchmarks).dump(str(path), replace=True)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def pyperf_machines(tmp_path_factory):
+    """``(folder, corpus.parquet, files)``: :func:`write_pyperf_machines`' six files (written by pyperf) imported
+    with ``speedaudit import pyperf`` (a real subprocess)."""
+    root = tmp_path_factory.mktemp("pyperf_machines")
+    files = write_pyperf_machines(root)
+    corpus = root / "corpus.parquet"
+    subprocess.run([sys.executable, "-m", "audits.cli", "import", "pyperf", *map(str, files), "--out", str(corpus)],
+                   check=True, capture_output=True, timeout=300)
+    return root, corpus, files

@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from audits.protocol.findings import Finding, findings_table, to_jsonable, worst_level
+from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
 from audits.protocol.thresholds import Thresholds
 from stats._groups import label_mask
@@ -47,6 +47,9 @@ from stats.calibration import (
     choose_family,
     within_problem_spearman,
     fit_family,
+    identity_log_rmse,
+    prediction_floor,
+    share_off,
     lopo_r2,
     pair_medians,
     percentile_agreement,
@@ -56,7 +59,7 @@ from stats.calibration import (
 )
 
 __all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit",
-           "combine_pairing", "apply_calibration"]
+           "combine_pairing", "apply_calibration", "calibration_advice"]
 
 @dataclass(frozen=True)
 class CalibrationThresholds(Thresholds):
@@ -233,6 +236,9 @@ class CalibrationAudit:
     n_boot: int = 0
     source_runs: tuple = ()
     target_runs: tuple = ()
+    #: The timings as they are (no map): ``log_rmse`` and ``share_2x_off`` over the pairs, the baseline
+    #: every map must beat out of fold.
+    identity: dict = field(default_factory=dict)
 
     @property
     def level(self) -> str:
@@ -256,7 +262,9 @@ class CalibrationAudit:
                 "lopo_log_rmse": row["lopo_log_rmse"],
                 "lopo_log_rmse_ci": [row["lopo_log_rmse_low"], row["lopo_log_rmse_high"]],
                 "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"],
-                "n_below_min": row["n_below_min"], "usable": row["usable"], "lopo_log_r2": row["lopo_log_r2"],
+                "n_nonfinite": row["n_nonfinite"], "n_below_min": row["n_below_min"],
+                "min_duration_s": row["min_duration_s"], "share_2x_off": row["share_2x_off"],
+                "usable": row["usable"], "lopo_log_r2": row["lopo_log_r2"],
                 "within_problem_spearman": row["within_problem_spearman"],
                 "within_problem_worst": row["within_problem_worst"],
                 "within_problem_share_below": row["within_problem_share_below"]}
@@ -264,7 +272,8 @@ class CalibrationAudit:
             "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
             "source_runs": [r.to_dict() for r in self.source_runs],
             "target_runs": [r.to_dict() for r in self.target_runs],
-            "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits,
+            "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits, "identity": self.identity,
+            "advice": calibration_advice(self),
             "best_family": self.best_family, "calibration_family": self.calibration_family,
             "spearman_raw": self.spearman_raw, "spearman_calibrated": self.spearman_calibrated,
             "spearman_gain": self.spearman_gain,
@@ -291,18 +300,19 @@ class CalibrationAudit:
             lines.append(f"Bland-Altman (raw): {self.bland_altman.summary()}")
         if self.bland_altman_calibrated is not None:
             lines.append(f"Bland-Altman (calibrated, out-of-fold): {self.bland_altman_calibrated.summary()}")
-        lines += ["", findings_table(self.findings)]
+        lines += ["", findings_table(self.findings), "", f"what to do: {calibration_advice(self)}"]
         return "\n".join(lines)
 
 
 #: The columns of :attr:`CalibrationAudit.fits` (an empty table has them too: fewer than 2 pairs fit no map).
 _FIT_COLUMNS = ("name", "family", "method", "cv", "formula", "params", "param_ci", "lopo_r2", "lopo_r2_low",
                 "lopo_r2_high", "lopo_log_rmse", "lopo_log_rmse_low", "lopo_log_rmse_high", "n_pairs", "n_problems",
-                "n_nonpositive", "n_below_min", "usable", "lopo_log_r2", "within_problem_spearman",
-                "within_problem_worst", "within_problem_share_below")
+                "n_nonpositive", "n_nonfinite", "n_below_min", "min_duration_s", "floor_reason", "share_2x_off",
+                "usable", "lopo_log_r2", "within_problem_spearman", "within_problem_worst",
+                "within_problem_share_below")
 
 
-def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems) -> dict:
+def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems, y) -> dict:
     return {
         "name": name, "family": family, "method": method, "cv": lopo.cv, "formula": fit.formula(),
         "params": dict(fit.params),
@@ -310,8 +320,10 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems)
         "lopo_r2": lopo.r2.estimate, "lopo_r2_low": lopo.r2.low, "lopo_r2_high": lopo.r2.high,
         "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
         "lopo_log_rmse_high": lopo.log_rmse.high, "n_pairs": lopo.n, "n_problems": n_problems,
-        "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min, "usable": lopo.usable,
-        "lopo_log_r2": None if lopo.log_r2 is None else lopo.log_r2.estimate,
+        "n_nonpositive": lopo.n_nonpositive, "n_nonfinite": lopo.n_nonfinite, "n_below_min": lopo.n_below_min,
+        "min_duration_s": lopo.min_duration_s, "floor_reason": lopo.floor_reason,
+        "share_2x_off": share_off(lopo.predictions, y) if n_problems >= MIN_PROBLEMS else np.nan,
+        "usable": lopo.usable, "lopo_log_r2": None if lopo.log_r2 is None else lopo.log_r2.estimate,
     }
 
 
@@ -444,7 +456,7 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
         ci = bootstrap_params(x, y, groups, family, robust=method, variance_ratio=variance_ratio, n_boot=n_boot,
                               level=level, seed=seed)
         fit_objects[name], lopos[name] = fit, lopo
-        rows.append(_fit_row(name, family, fit.method, fit, lopo, ci, pairing.n_problems))
+        rows.append(_fit_row(name, family, fit.method, fit, lopo, ci, pairing.n_problems, y))
         agree = within_problem_spearman(lopo.predictions, y, problem=groups, test=frame["test"].astype(str).to_numpy(),
                                         threshold=limits.within_problem_fail)
         rows[-1].update(within_problem_spearman=agree.mean, within_problem_worst=agree.worst,
@@ -498,8 +510,10 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
                                        slope=float(aff.loc["slope", "estimate"]), intercepts=intercept_ci,
                                        taus=taus, sides=ptau_sides)
 
+    identity = {"log_rmse": identity_log_rmse(x, y), "share_2x_off": share_off(x, y),
+                "min_duration_s": prediction_floor(y)[0], "floor_reason": prediction_floor(y)[1]}
     findings = limits.judged(_findings(source=source, target=target, source_runs=pair.source_runs, target_runs=pair.target_runs,
-                         key=key, pairing=pairing, fits=fits, aff=aff,
+                         key=key, pairing=pairing, fits=fits, aff=aff, identity=identity,
                          best_family=best_family, calibration_family=calibration_family, chosen_by=chosen_by,
                          sp_raw=sp_raw,
                          sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot))
@@ -509,7 +523,7 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
         spearman_raw=sp_raw, spearman_calibrated=sp_cal, spearman_gain=sp_gain, agreement=agree_frame,
         bland_altman=ba_raw, bland_altman_calibrated=ba_cal, drift=drift, sensitivity=sensitivity,
         findings=tuple(findings), thresholds=limits, n_boot=n_boot, source_runs=pair.source_runs,
-        target_runs=pair.target_runs)
+        target_runs=pair.target_runs, identity=identity)
 
 
 def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_problems) -> pd.DataFrame:
@@ -564,13 +578,16 @@ def _few_problems(pairing, limits, pair) -> list[Finding]:
               "resample problems. Time the same problems on both runs (at least 2, better 10 or more)")
     if pairing.n_pairs < 2:
         reason += "; fewer than 2 paired cells fit no map at all"
-    return [Finding.not_available(metric, reason, subject=pair,
-                                  threshold=limits.text(name) if name else "any held-out prediction <= 0 or below 1 µs")
+    return [Finding.not_available(metric, reason, subject=pair, threshold=limits.text(name) if name else _UNUSABLE)
             for metric, name in _NEEDS_PROBLEMS]
 
 
-def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, best_family, calibration_family,
-              chosen_by, sp_raw, sp_cal, drift,
+#: The threshold of ``unusable_families``: what makes a family unusable (:class:`stats.calibration.LopoResult`).
+_UNUSABLE = "any held-out prediction non-finite, <= 0 or below a tenth of the smallest target duration"
+
+
+def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, identity, best_family,
+              calibration_family, chosen_by, sp_raw, sp_cal, drift,
               sensitivity, limits, n_boot: int = 1000) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
@@ -590,15 +607,23 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
 
     table = fits.set_index("name")
     bad = table.loc[~table["usable"].astype(bool)]
-    counts = ", ".join(f"{name}: {int(r['n_nonpositive']):,} <= 0, {int(r['n_below_min']):,} below 1 µs"
-                       for name, r in bad.iterrows())
-    level = "pass" if len(bad) == 0 else "fail" if best_family is None else "warn"
-    out.append(Finding(level, "unusable_families", len(bad), "any held-out prediction <= 0 or below 1 µs",
-                       (f"{len(bad)} of {len(table)} families predict durations <= 0 or below 1 µs out of fold "
-                        f"({counts}): unusable for ranking, never clipped silently"
-                        + (f"; {calibration_family} is used instead" if calibration_family else "")
-                        if len(bad) else "every family's held-out predictions are positive durations"),
-                       subject=pair))
+    floor = float(identity["min_duration_s"])
+    counts = ", ".join(f"{name}: " + ", ".join(f"{int(r[c]):,} {what}" for c, what in (
+        ("n_nonfinite", "non-finite"), ("n_nonpositive", "<= 0"), ("n_below_min", f"below {floor:.3g} s"))
+        if int(r[c]) or c == "n_nonpositive") for name, r in bad.iterrows())
+    # Families that cannot be used are never chosen: a verdict on the map only when none is usable (fail) or
+    # when the family the user named for calibration is one of them (warn); otherwise the counts are information.
+    level = ("fail" if best_family is None else
+             "warn" if calibration_family in bad.index else "pass")
+    out.append(Finding(level, "unusable_families", len(bad), _UNUSABLE,
+                       (f"{len(bad)} of {len(table)} families predict non-finite durations, durations <= 0 or below "
+                        f"the floor out of fold ({counts}; floor = {identity['floor_reason']}): unusable for "
+                        "ranking, never clipped silently"
+                        + (f"; {calibration_family} was named and is one of them: leave it out to use {best_family}"
+                           if calibration_family in bad.index else
+                           f"; {calibration_family} (usable) is used instead" if calibration_family else "")
+                        if len(bad) else "every family's held-out predictions are positive durations above the floor "
+                        f"({identity['floor_reason']})"), subject=pair))
     if calibration_family is None:
         out.append(Finding("fail", "calibration_family", None, "a usable family",
                            "no family's held-out predictions are all usable durations: do not calibrate these "
@@ -611,7 +636,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     out.append(Finding(level, "best_lopo_log_rmse", rmse, limits.text("log_rmse"),
                        f"{calibration_family} ({how}) predicts held-out problems off by a typical factor "
                        f"x{np.exp(rmse):.3f} (log-RMSE {rmse:.3f} [{best['lopo_log_rmse_low']:.3f}, "
-                       f"{best['lopo_log_rmse_high']:.3f}])"
+                       f"{best['lopo_log_rmse_high']:.3f}]; {float(best['share_2x_off']):.0%} of pairs more than 2x "
+                       f"off; the timings as they are: x{np.exp(identity['log_rmse']):.3f}, "
+                       f"{identity['share_2x_off']:.0%} more than 2x off)"
                        + (f": {source} can be calibrated onto {target}" if level == "pass" else
                           "; percentiles of programs closer than that are noise" if level == "warn" else
                           f": {source} cannot stand in for {target}; time on {target} itself"), subject=pair))
@@ -709,6 +736,61 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     return out
 
 
+#: Findings a calibration map corrects (the raw timings differ, the map fixes it); any other warn/fail finding
+#: besides the headline is something a map does not fix.
+_FIXED_BY_A_MAP = frozenset({"affine_intercept_ms", "affine_slope_change", "multiplicative_gap", "spearman_raw",
+                             "drift_changes"})
+
+
+def calibration_advice(audit) -> str:
+    """The "what to do" of a calibration audit, derived from its findings only (never judged again).
+
+    The headline is ``best_lopo_log_rmse`` (the chosen family's held-out log error): ``fail`` says the source
+    cannot stand in and never "calibrate"; ``warn``/``pass`` say to calibrate when the timings as they are
+    (``identity``) are judged worse, or when a finding a map corrects (:data:`_FIXED_BY_A_MAP`) warns or fails;
+    any other warn/fail finding is named as what a map does not fix. The report's page, the JSON (``advice``)
+    and the terminal read this one text, so a page cannot say FAIL and "the map validates" together.
+    """
+    by = {f.metric: f for f in audit.findings}
+    source, target, family = audit.source, audit.target, audit.calibration_family
+    if audit.pairing.n_problems < MIN_PROBLEMS:
+        return (f"time both runs on the same problems (at least {MIN_PROBLEMS}, better 10 or more): no map can be "
+                "validated on held-out problems otherwise")
+    no_family = by.get("calibration_family")
+    if no_family is not None and no_family.level == "fail":
+        return (f"do not calibrate these timings: no family predicts usable durations for every held-out problem; "
+                f"time on {target} itself")
+    head = by.get("best_lopo_log_rmse")
+    if head is None or head.level == NA:
+        return f"the map cannot be judged: {head.reason if head is not None else 'no held-out error'}"
+    factor = float(np.exp(head.value))
+    if head.level == "fail":
+        return (f"{source} cannot stand in for {target}: the best map ({family}) is off by a typical x{factor:.3f} "
+                f"on held-out problems (FAIL); time on {target} itself, do not calibrate")
+    # the families not used and the secondary linear R^2 say nothing about what to do with the chosen map
+    others = [f for f in audit.findings if f.level in ("warn", "fail")
+              and f.metric not in (head.metric, "unusable_families", "best_lopo_r2")]
+    differ = [f for f in others if f.metric in _FIXED_BY_A_MAP]
+    not_fixed = [f for f in others if f.metric not in _FIXED_BY_A_MAP]
+    raw = audit.identity.get("log_rmse", np.nan)
+    raw_level = audit.thresholds.judge("log_rmse", raw, nan="n/a")
+    needs_map = bool(differ) or raw_level in ("warn", "fail")
+    what = (f"the {family} map predicts held-out problems within a typical x{factor:.3f} ({head.level.upper()}; "
+            f"as they are, the timings are off by x{np.exp(raw):.3f})")
+    if needs_map:
+        why = ", ".join(f"{f.metric} {f.level.upper()}" for f in differ) or f"raw error {raw_level.upper()}"
+        text = (f"{what}; the raw timings differ ({why}): calibrate the {source} timings with it "
+                f"(`speedaudit calibrate`) before ranking against them")
+    else:
+        text = f"{what}: {source} timings can be used for {target} as they are"
+    if head.level == "warn":
+        text += "; percentiles of programs closer than that factor are noise"
+    if not_fixed:
+        text += ("; a map does not fix " + ", ".join(f"{f.metric} ({f.level.upper()})" for f in not_fixed)
+                 + ": see those findings")
+    return text
+
+
 def apply_calibration(
     corpus: pd.DataFrame,
     *,
@@ -718,8 +800,9 @@ def apply_calibration(
     key: str = "auto",
     robust: str | None = None,
     variance_ratio: float = 1.0,
-    min_duration_s: float = 1e-6,
+    min_duration_s: float | None = None,
     clip: bool = False,
+    force: bool = False,
     seed: int | None = 0,
 ) -> tuple[pd.DataFrame, dict]:
     """Map the source's durations onto the target scale.
@@ -731,22 +814,27 @@ def apply_calibration(
     not mapped) and ``calibrated`` marks mapped rows. ``family=None`` (the
     default) chooses the family by held-out log error
     (:func:`stats.calibration.choose_family` over every family's
-    leave-one-problem-out predictions; ``chosen_by`` in the mapping). A map
-    that sends any source row to <= 0 or below ``min_duration_s`` is refused
-    (``ValueError`` naming the count) unless ``clip=True``, which clips those
-    rows to ``min_duration_s`` and counts them: clipped rows tie at the floor. Labels
-    (environment, campaign) are unchanged, so the calibrated source can serve
-    as the reference pool for the target's candidates. ``source`` and
-    ``target`` are two runs or two names of one column, as in
-    :func:`run_calibration_audit`; with runs, only the source run's rows are
-    mapped.
+    leave-one-problem-out predictions; ``chosen_by`` in the mapping); any family may be named.
+
+    Refusals (``ValueError``, nothing written) unless ``force=True``: the map's held-out
+    (leave-one-problem-out) log error is worse than that of the timings as they are
+    (:func:`stats.calibration.identity_log_rmse`), or it leaves more pairs more than 2x off (out of fold
+    or in sample) than the timings as they are (:func:`stats.calibration.share_off`), or there are fewer than 2
+    problems to hold one out. A map that sends any source row to <= 0 or below the floor
+    (``min_duration_s``; default :func:`stats.calibration.prediction_floor`, a tenth of the smallest
+    paired target duration) is refused unless ``clip=True``, which clips those rows to the floor and
+    counts them: clipped rows tie at the floor. Labels (environment, campaign) are unchanged, so the
+    calibrated source can serve as the reference pool for the target's candidates. ``source`` and
+    ``target`` are two runs or two names of one column, as in :func:`run_calibration_audit`; with runs,
+    only the source run's rows are mapped.
 
     Returns
     -------
     (DataFrame, dict)
         The calibrated corpus (the mapping also in ``DataFrame.attrs["calibration"]``)
         and the mapping: source, target, key, family, method, params, formula,
-        LOPO R^2, pairs, rows mapped and clipped.
+        held-out log-RMSE and LOPO R^2, the identity's log-RMSE, the share of pairs more than 2x off
+        before (as they are), after out of fold and after in sample, pairs, rows mapped and clipped.
     """
     pair = calibration_pair(corpus, source=source, target=target, key=key)
     source, target, key = pair.source, pair.target, pair.key
@@ -755,34 +843,59 @@ def apply_calibration(
         raise ValueError(f"no pairs to calibrate on: {pairing.summary()}")
     f = pairing.frame
     x, y = f["x"].to_numpy(dtype=float), f["y"].to_numpy(dtype=float)
+    groups = f["problem"].astype(str).to_numpy()
+    if min_duration_s is None:
+        min_duration_s, floor_reason = prediction_floor(y)
+    else:
+        floor_reason = f"given: {min_duration_s:g} s"
     chosen_by = "user"
     if family is None:
         if pairing.n_problems < 2:
-            raise ValueError("choosing a family by held-out error needs pairs in >= 2 problems; name --family")
-        groups = f["problem"].astype(str).to_numpy()
+            raise ValueError("choosing a family by held-out error needs pairs in >= 2 problems; name --family "
+                             "(and --force: its held-out error cannot be measured)")
         results = {fam: lopo_r2(x, y, groups, fam, variance_ratio=variance_ratio, n_boot=0, seed=seed,
                                 min_duration_s=min_duration_s) for fam in FAMILIES}
         family = choose_family(results)
         if family is None:
-            raise ValueError("no calibration family predicts usable (positive) durations for every held-out "
-                             "problem; name --family with --clip to force one, or time on the target itself")
+            raise ValueError("no calibration family predicts usable durations (finite, positive, above the floor: "
+                             f"{floor_reason}) for every held-out problem; name --family with --clip to force one, "
+                             "or time on the target itself")
         chosen_by = "held-out log error (lowest leave-one-problem-out log-RMSE among usable families)"
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, seed=seed)
-    lopo = (lopo_r2(x, y, f["problem"].astype(str).to_numpy(), family, robust=robust,
-                    variance_ratio=variance_ratio, n_boot=0, seed=seed) if pairing.n_problems >= 2 else None)
+    lopo = (lopo_r2(x, y, groups, family, robust=robust, variance_ratio=variance_ratio, n_boot=0, seed=seed,
+                    min_duration_s=min_duration_s) if pairing.n_problems >= 2 else None)
+    raw_rmse, before = identity_log_rmse(x, y), share_off(x, y)
+    held_out = None if lopo is None else lopo.log_rmse.estimate
+    after = None if lopo is None else share_off(lopo.predictions, y)
+    in_sample = share_off(fit.predict(x), y)
+    if not force:
+        if lopo is None:
+            raise ValueError(f"pairs in {pairing.n_problems} problem: the {family} map's held-out error cannot be "
+                             "measured (leave-one-problem-out needs >= 2); time both runs on more problems, or "
+                             "pass --force to write it unvalidated")
+        if not held_out <= raw_rmse:  # NaN (no usable held-out prediction) is refused too
+            raise ValueError(f"the {family} map's held-out log error {held_out:.4f} (x{np.exp(held_out):.3f}) is "
+                             f"worse than the timings as they are ({raw_rmse:.4f}, x{np.exp(raw_rmse):.3f}): "
+                             "calibrating would move them further from the target. Leave --family out, or pass "
+                             "--force to write it anyway")
+        if max(after, in_sample) > before:
+            raise ValueError(f"the {family} map leaves {after:.1%} of pairs more than 2x off out of fold "
+                             f"({in_sample:.1%} in sample), against {before:.1%} as they are: calibrating would make "
+                             "more tests 2x wrong. Leave --family out, or pass --force to write it anyway")
     out = corpus.copy()
     durations = out["duration_s"].to_numpy(dtype=float)
     side = np.zeros(len(out), dtype=bool)
     for summary in pair.source_runs:
         side |= summary.run.mask(out)
     rows = side & (out["status"] == "ok").to_numpy() & np.isfinite(durations)
-    mapped = fit.predict(durations[rows])
+    with np.errstate(over="ignore", invalid="ignore"):
+        mapped = fit.predict(durations[rows])
     clipped = ~(mapped >= min_duration_s)
     if clipped.any() and not clip:
         raise ValueError(f"the {family} map {fit.formula()} sends {int(clipped.sum()):,} of {int(rows.sum()):,} "
-                         f"source rows to <= 0 or below {min_duration_s:g} s; clipped rows would tie at the floor. "
-                         "Leave --family out (chosen by held-out log error), choose another family, or pass --clip "
-                         "to clip them")
+                         f"source rows to <= 0 or below the floor {min_duration_s:.3g} s ({floor_reason}); clipped "
+                         "rows would tie at the floor. Leave --family out (chosen by held-out log error), choose "
+                         "another family, or pass --clip to clip them")
     mapped = np.where(clipped, min_duration_s, mapped)
     new = durations.copy()
     new[rows] = mapped
@@ -792,12 +905,13 @@ def apply_calibration(
     mapping = {
         "source": source, "target": target, "key": key,
         "source_runs": [r.to_dict() for r in pair.source_runs], "target_runs": [r.to_dict() for r in pair.target_runs],
-        "family": family, "chosen_by": chosen_by, "clip": bool(clip), "method": fit.method,
+        "family": family, "chosen_by": chosen_by, "clip": bool(clip), "force": bool(force), "method": fit.method,
         "params": dict(fit.params), "formula": fit.formula(), "variance_ratio": fit.variance_ratio,
         "lopo_r2": None if lopo is None else lopo.r2.estimate,
-        "lopo_log_rmse": None if lopo is None else lopo.log_rmse.estimate,
+        "lopo_log_rmse": held_out, "identity_log_rmse": raw_rmse,
+        "share_2x_off_before": before, "share_2x_off_after": after, "share_2x_off_after_in_sample": in_sample,
         "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems, "rows_mapped": int(rows.sum()),
-        "rows_clipped": int(clipped.sum()), "min_duration_s": min_duration_s,
+        "rows_clipped": int(clipped.sum()), "min_duration_s": min_duration_s, "floor_reason": floor_reason,
         "note": f"duration_s of ok rows of {describe_runs(pair.source_runs)} mapped onto the scale of "
                 f"{describe_runs(pair.target_runs)}; originals in duration_raw_s",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from audits.checks.calibration import CalibrationThresholds, apply_calibration, run_calibration_audit
@@ -71,18 +72,28 @@ def _calibrate(args: argparse.Namespace) -> int:
     try:
         calibrated, mapping = apply_calibration(
             corpus, source=source, target=target, key=args.key, family=args.family,
-            robust=args.robust, variance_ratio=args.variance_ratio, clip=args.clip, seed=args.seed)
+            robust=args.robust, variance_ratio=args.variance_ratio, clip=args.clip, force=args.force,
+            seed=args.seed)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     out = Path(args.out)
     sidecar = out.with_name(out.name.removesuffix(".parquet") + ".calibration.json")
     save_corpus(calibrated, out)
     write_json(mapping, sidecar)
-    r2 = mapping["lopo_r2"]
+    def share(value):
+        return "n/a" if value is None else f"{value:.1%}"
+
+    err = mapping["lopo_log_rmse"]
     print(f"mapped {mapping['rows_mapped']:,} ok rows of {mapping['key']} {mapping['source']!r} onto the "
           f"{mapping['target']!r} scale with {mapping['formula']} ({mapping['family']}, chosen by "
-          f"{mapping['chosen_by']}; {mapping['method']}, LOPO R^2 "
-          f"{'n/a' if r2 is None else f'{r2:.4f}'}, {mapping['n_pairs']:,} pairs; {mapping['rows_clipped']} clipped)")
+          f"{mapping['chosen_by']}; {mapping['method']}; {mapping['n_pairs']:,} pairs over {mapping['n_problems']} "
+          f"problems; {mapping['rows_clipped']} clipped)")
+    print(f"held-out log error: {mapping['family']} "
+          f"{'n/a (fewer than 2 problems)' if err is None else f'{err:.4f} (x{math.exp(err):.3f})'}; "
+          f"as they are: {mapping['identity_log_rmse']:.4f} (x{math.exp(mapping['identity_log_rmse']):.3f})")
+    print(f"pairs more than 2x off: before {share(mapping['share_2x_off_before'])}, after "
+          f"{share(mapping['share_2x_off_after'])} held out ({share(mapping['share_2x_off_after_in_sample'])} "
+          "in sample)" + ("; written with --force" if mapping["force"] else ""))
     print(f"wrote {out} (originals in duration_raw_s) and the mapping {sidecar}")
     return 0
 
@@ -121,11 +132,17 @@ def register(commands, audit_commands) -> None:
     add_corpus_input(calibrate)
     _add_pair_options(calibrate)
     calibrate.add_argument("--family", choices=FAMILIES, default=None,
-                           help="calibration family (default: chosen by held-out log error among the families whose "
-                                "held-out predictions are all positive durations)")
+                           help="calibration family, any of them (default: chosen by held-out log error among the "
+                                "families whose held-out predictions are all finite, positive and above a tenth of "
+                                "the smallest target duration)")
     calibrate.add_argument("--clip", action="store_true",
-                           help="allow a map that sends source rows to <= 0 or below 1 µs, clipping them to 1 µs "
-                                "(refused without it: clipped rows tie)")
+                           help="allow a map that sends source rows to <= 0 or below the floor (a tenth of the "
+                                "smallest paired target duration), clipping them to it (refused without it: "
+                                "clipped rows tie)")
+    calibrate.add_argument("--force", action="store_true",
+                           help="write the map even when its held-out log error is worse than the timings' as they "
+                                "are, when it leaves more pairs more than 2x off out of fold, or when fewer than 2 "
+                                "problems leave its held-out error unmeasured (refused without it)")
     calibrate.add_argument("--robust", choices=ROBUST_METHODS, help="fit the family robustly")
     calibrate.add_argument("--out", required=True, help="output .parquet path")
     calibrate.set_defaults(func=_calibrate)

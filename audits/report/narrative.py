@@ -392,7 +392,8 @@ def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> 
 # --- calibration ---------------------------------------------------------------------------------
 
 def calibration_fit_table(audit) -> pd.DataFrame:
-    """The fitted families of a calibration audit, best LOPO R² first, with CIs as text columns."""
+    """The fitted families of a calibration audit, lowest held-out log error first (the rule that chooses the
+    family), with CIs as text columns, the share of pairs more than 2x off out of fold and whether it is usable."""
     if _skipped(audit):
         return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
                                      "problems"]).set_index("family")
@@ -404,10 +405,12 @@ def calibration_fit_table(audit) -> pd.DataFrame:
         "R² 95% CI": [f"[{_fixed(lo, '.3f')}, {_fixed(hi, '.3f')}]"
                       for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
         "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
+        "> 2x off": fits["share_2x_off"].astype(float) if "share_2x_off" in fits else np.nan,
+        "usable": fits["usable"].astype(bool),
         "pairs": fits["n_pairs"],
         "problems": fits["n_problems"],
     })
-    return out.sort_values("LOPO R²", ascending=False, na_position="last").set_index("family")
+    return out.sort_values("log-ratio RMSE", ascending=True, na_position="last").set_index("family")
 
 
 def _fixed(value, spec: str) -> str:
@@ -448,9 +451,10 @@ def describe_calibration(audit) -> str:
                      f"do not calibrate these timings; time on {audit.target} itself.")
     else:
         best = audit.fits.set_index("name").loc[audit.best_family]
-        parts.append(f"The best family, **{audit.best_family}** (`{best['formula']}`), predicts held-out problems "
-                     f"with LOPO R² = {_fixed_ci(best, 'lopo_r2', '.3f')} and a typical error of "
-                     f"×{np.exp(float(best['lopo_log_rmse'])):.3f}.")
+        parts.append(f"The family with the lowest held-out log error, **{audit.best_family}** (`{best['formula']}`), "
+                     f"predicts held-out problems with a typical error of ×{np.exp(float(best['lopo_log_rmse'])):.3f} "
+                     f"(log-RMSE {_fixed_ci(best, 'lopo_log_rmse', '.3f')}; linear LOPO R² = "
+                     f"{_fixed_ci(best, 'lopo_r2', '.3f')}).")
     aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
     if {"slope", "intercept_s"} <= set(aff.index):
         a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
@@ -467,18 +471,10 @@ def describe_calibration(audit) -> str:
         if audit.spearman_calibrated is not None:
             text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
         parts.append(text + ".")
-    levels = {f.metric: f.level for f in audit.findings}  # judged once, by the audit
-    if audit.best_family is None:
-        pass  # what to do was said above
-    elif levels.get("best_lopo_r2") == "fail":
-        parts.append(f"**What to do**: {audit.source} cannot stand in for {audit.target}; time on {audit.target} "
-                     "itself (no calibration validates).")
-    elif any(f.level == "fail" for f in audit.findings):
-        parts.append(f"**What to do**: the map validates but the runs differ: calibrate the {audit.source} timings "
-                     f"with the {audit.calibration_family} map (`speedaudit calibrate`) before ranking against them.")
-    else:
-        parts.append(f"**What to do**: nothing; {audit.source} timings can be used for {audit.target} as they are "
-                     "or with the fitted map.")
+    if audit.best_family is not None:  # (else what to do was said above)
+        from audits.checks.calibration import calibration_advice
+
+        parts.append(f"**What to do**: {calibration_advice(audit)}.")  # from the findings, as in the JSON
     return " ".join(parts)
 
 

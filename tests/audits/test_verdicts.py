@@ -138,17 +138,25 @@ def test_calibrate_refuses_a_negative_map_without_clip(tmp_path):
     save_corpus(_curved(), path)
     out = tmp_path / "calibrated.parquet"
     proc = _cli("calibrate", path, "--source", "c0", "--target", "c1", "--family", "affine", "--out", out)
-    assert proc.returncode != 0 and "--clip" in proc.stderr and "Traceback" not in proc.stderr
+    # a straight line through a power law is worse out of fold than no map at all: refused, --force named
+    assert proc.returncode != 0 and "--force" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists()
-    proc = _cli("calibrate", path, "--source", "c0", "--target", "c1", "--family", "affine", "--clip", "--out", out)
+    proc = _cli("calibrate", path, "--source", "c0", "--target", "c1", "--family", "affine", "--force", "--out", out)
+    assert proc.returncode != 0 and "--clip" in proc.stderr and "Traceback" not in proc.stderr  # and it goes < floor
+    assert not out.exists()
+    proc = _cli("calibrate", path, "--source", "c0", "--target", "c1", "--family", "affine", "--force", "--clip",
+                "--out", out)
     assert proc.returncode == 0, proc.stderr
     mapping = json.loads(out.with_name("calibrated.calibration.json").read_text())
-    assert mapping["rows_clipped"] > 0 and mapping["family"] == "affine"
+    assert mapping["rows_clipped"] > 0 and mapping["family"] == "affine" and mapping["force"]
     out2 = tmp_path / "chosen.parquet"
     proc = _cli("calibrate", path, "--source", "c0", "--target", "c1", "--out", out2)
     assert proc.returncode == 0, proc.stderr
     mapping = json.loads(out2.with_name("chosen.calibration.json").read_text())
     assert mapping["family"] == "power" and mapping["rows_clipped"] == 0 and mapping["chosen_by"]
+    assert mapping["lopo_log_rmse"] <= mapping["identity_log_rmse"]
+    assert mapping["share_2x_off_after"] <= mapping["share_2x_off_before"]
+    assert "held-out log error: power" in proc.stdout and "pairs more than 2x off: before" in proc.stdout
 
 
 # --- item 5: verdicts that do not depend on the repeat count -------------------------------------------------

@@ -196,7 +196,11 @@ def test_calibration_values_in_html_equal_the_audit(rendered, corpus):
     # The planted drift (slope 0.63, +53 ms) is what the report prints, to its CI.
     assert slope["ci_low"] - 0.02 < 0.63 < slope["ci_high"] + 0.02
     best = audit.fits.set_index("name").loc[audit.best_family]
-    assert f"The best family, {audit.best_family}" in text and f"LOPO R² = {best['lopo_r2']:.3f}" in text
+    assert f"The family with the lowest held-out log error, {audit.best_family}" in text
+    assert f"log-RMSE {best['lopo_log_rmse']:.3f}" in text and f"LOPO R² = {best['lopo_r2']:.3f}" in text
+    # what to do is the audit's own advice, derived from its findings (the JSON's "advice")
+    from audits.checks.calibration import calibration_advice
+    assert calibration_advice(audit).split(";")[0].replace("`", "") in text
 
 
 def test_aggregation_and_simulation_values_in_html(rendered, corpus):

@@ -152,7 +152,9 @@ def test_fits_match_scipy_numpy_and_closed_forms():
     lin = sps.linregress(x, y)
     p = fit_family(x, y, "affine").params
     assert p["slope"] == pytest.approx(lin.slope, rel=1e-10) and p["intercept_s"] == pytest.approx(lin.intercept, rel=1e-9)
-    assert fit_family(x, y, "multiplicative").params["slope"] == pytest.approx((x * y).sum() / (x * x).sum(), rel=1e-12)
+    # multiplicative is fitted in log space: the slope is the geometric mean of y / x
+    assert fit_family(x, y, "multiplicative").params["slope"] == pytest.approx(np.exp(np.mean(np.log(y / x))),
+                                                                               rel=1e-12)
     loglin = sps.linregress(np.log(x), np.log(y))
     p = fit_family(x, y, "power").params
     assert p["b"] == pytest.approx(loglin.slope, rel=1e-10) and p["a"] == pytest.approx(np.exp(loglin.intercept), rel=1e-9)
@@ -204,7 +206,7 @@ def _sklearn_lopo(family, x, y, groups):
     logo = LeaveOneGroupOut()
     poly = lambda d: make_pipeline(PolynomialFeatures(d, include_bias=False), LinearRegression())  # noqa: E731
     model, features, target = {
-        "multiplicative": (LinearRegression(fit_intercept=False), x, y),
+        "multiplicative": (LinearRegression(), np.zeros_like(x), np.log(y) - np.log(x)),  # log ratio, slope 1
         "affine": (LinearRegression(), x, y),
         "power": (LinearRegression(), np.log(x), np.log(y)),
         "poly2": (poly(2), x, y),
@@ -221,9 +223,11 @@ def test_lopo_predictions_equal_sklearn_leave_one_group_out(family, seed):
     mine = lopo_predictions(x, y, groups, family)
     if family == "power":  # fitted on logs: compare on the log scale
         mine = np.log(mine)
+    if family == "multiplicative":  # fitted on the log ratio
+        mine = np.log(mine) - np.log(x)
     np.testing.assert_allclose(mine, expected, rtol=1e-9, atol=1e-9)
     # pooled R^2 is sklearn's r2_score of the pooled out-of-fold predictions (SST about the global mean)
-    pred = np.exp(expected) if family == "power" else expected
+    pred = {"power": np.exp(expected), "multiplicative": x * np.exp(expected)}.get(family, expected)
     result = lopo_r2(x, y, groups, family, n_boot=0)
     assert result.r2.estimate == pytest.approx(r2_score(y, pred), abs=1e-9)
     assert result.log_rmse.estimate == pytest.approx(np.sqrt(np.mean((np.log(pred) - np.log(y)) ** 2)), abs=1e-9)
