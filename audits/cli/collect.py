@@ -144,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, problems=problems,
-                           python=args.python)
+                           python=args.python, sandbox=args.sandbox)
         if not args.no_probe:
             # the choice is kept beside --out, so that a resumed campaign times the same tests
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, python=args.python,

@@ -23,7 +23,8 @@ def _run(args: argparse.Namespace) -> int:
     problems = [p for chunk in (args.problem or []) for p in chunk.split(",") if p] or None
     try:
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, include_samples=not args.no_samples,
-                           problems=problems, build_dir=args.build_dir, python=args.python)
+                           problems=problems, build_dir=args.build_dir, python=args.python,
+                           sandbox=args.sandbox)
         if not args.no_probe:
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, build_dir=args.build_dir,
                                              python=args.python)
@@ -67,5 +68,5 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when anything is skipped (a package, test, submission or validator)")
     p.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",
-                   help="where the probe runs the references (default: local)")
+                   help="where validators are compiled and the probe runs the references (default: local)")
     p.set_defaults(func=_run)

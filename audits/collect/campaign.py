@@ -486,7 +486,7 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> P
         programs = [(s.name, s, "reference", bool(s.correct)) for s in problem.submissions]
         for name, submission, role, correct in programs + extra.get(problem.id, []):
             try:
-                program = prepare(submission, build_dir, python=spec.python)
+                program = prepare(submission, build_dir, python=spec.python, sandbox=spec.sandbox)
             except BuildError as exc:
                 skipped.append(Skip(f"{problem.id}/{name}", f"build failed: {exc}"))
                 continue
@@ -500,7 +500,7 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> P
     floor_units = []
     for language in sorted(languages):
         try:
-            program = floor_program(language, build_dir, python=spec.python)
+            program = floor_program(language, build_dir, python=spec.python, sandbox=spec.sandbox)
         except BuildError as exc:
             raise CampaignError(f"cannot build the {language} floor program: {exc}") from exc
         floor_units.append(Unit(FLOOR_PROBLEM, FLOOR_TEST, language, "floor", True, "optimization", language,

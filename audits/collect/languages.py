@@ -22,7 +22,10 @@ whose ``argv`` reads the test input on stdin and writes its answer to stdout:
   Compile time is recorded in :attr:`Program.build_s` and is never part of a
   runtime. A compile or link error raises :class:`BuildError` naming the
   file, with the compiler's first error line (:attr:`BuildError.first_line`)
-  and its whole output (:attr:`BuildError.output`).
+  and its whole output (:attr:`BuildError.output`). The compiler runs **in the
+  sandbox** (:func:`build_sandbox`, limits :data:`BUILD_LIMITS`) on a fresh copy
+  of the submission's own files; messages about files outside the submission
+  are withheld (:func:`shown_messages`); see docs/collecting.md.
 * C: the same with ``gcc -O2 -std=gnu17`` (:data:`DEFAULT_CFLAGS`), linked
   with ``-lm`` as on judges.
 
@@ -69,7 +72,7 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CXXFLAGS", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES",
     "EXTENSIONS", "Program", "BuildError", "language_of", "prepare", "floor_program", "build_cpp",
-    "check_python", "first_error_line",
+    "check_python", "first_error_line", "build_sandbox", "shown_messages", "copy_files", "BUILD_LIMITS",
 ]
 
 #: Debian's system Python: readable by the unprivileged uid the runner executes programs as.
@@ -259,7 +262,7 @@ def _resolve_tool(name: str, what: str) -> str:
 def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
               cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, include: Path | None = None,
               headers: list[Path] | None = None, label: str | None = None,
-              libs: tuple[str, ...] = ()) -> tuple[Path, float]:
+              libs: tuple[str, ...] = (), sandbox: str = "auto") -> tuple[Path, float]:
     """Compile C++ (or C, with ``cxx="gcc"``) sources into one executable, cached by content hash.
 
     Returns ``(executable, seconds spent compiling)``; the seconds are 0 when the
@@ -283,7 +286,6 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
     if not sources:
         raise BuildError(f"{label or build_dir}: no C/C++ source file to compile")
     compiler = _resolve_tool(cxx, "C compiler" if "-lm" in libs else "C++ compiler")
-    flags = tuple(cxxflags) + (("-I", str(include)) if include is not None else ())
     try:
         sources = sorted(Path(s).resolve() for s in sources)
         root = Path(include).resolve() if include is not None else sources[0].parent
@@ -302,31 +304,158 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
         raise BuildError(f"{label or sources[0]}: cannot build: {exc.strerror or exc} "
                          f"({exc.filename or ''})".replace(" ()", "")) from exc
     name = Path(compiler).name
-    cmd = [compiler, *flags, "-o", tmp_name, *(str(s) for s in sources), *libs]
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMPILE_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        _remove(tmp_name)
-        raise BuildError(f"{label or sources[0]}: compilation took longer than {COMPILE_TIMEOUT_S:g} s") from exc
+    where = label or str(sources[0])
+    from audits.collect.sandbox import scratch_root
+
+    try:  # the build sees the submission's own files only: a fresh copy (that the box's uid can reach)
+        stage = scratch_root("speedaudit-build-")
+        copy_files([*sources, *(h for h in headers if h not in sources)], root, stage / "src")
     except OSError as exc:
         _remove(tmp_name)
-        raise BuildError(f"{label or sources[0]}: cannot run {name}: {exc.strerror or exc}") from exc
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        # a failed link leaves no output file (ld removes it): removing it must not fail
-        _remove(tmp_name)
-        output = proc.stderr.decode(errors="replace").strip() or proc.stdout.decode(errors="replace").strip()
-        first = first_error_line(output)
-        raise BuildError(f"{label or sources[0]}: {name} failed (exit {proc.returncode}): {first or 'no message'}",
-                         first_line=first, output=output)
+        if "stage" in locals():
+            shutil.rmtree(locals()["stage"], ignore_errors=True)
+        raise BuildError(f"{where}: cannot copy the sources to build them ({exc.strerror or exc})") from exc
+    src = stage / "src"
+    staged = [src / s.relative_to(root) for s in sources]
+    flags = tuple(cxxflags) + (("-I", str(src)) if include is not None else ())
     try:
+        elapsed, built = _build_in_box([compiler, *flags, "-fno-diagnostics-show-caret", "-fmax-errors=20", "-o", "prog",
+                                            *(str(s) for s in staged), *libs],
+                                           stage=stage, src=src, root=root, where=where, name=name, sandbox=sandbox)
+        shutil.copyfile(built, tmp_name)
         os.chmod(tmp_name, 0o755)
         os.replace(tmp_name, exe)
     except OSError as exc:
+        raise BuildError(f"{where}: {name} wrote no program ({exc.strerror or exc})") from exc
+    finally:
         _remove(tmp_name)
-        raise BuildError(f"{label or sources[0]}: {name} wrote no program ({exc.strerror or exc})") from exc
+        shutil.rmtree(stage, ignore_errors=True)
     return exe.resolve(), elapsed
+
+
+#: Limits of one compilation in the box (*decision*, documented in docs/collecting.md): 2 GiB of address space
+#: and 60 CPU seconds per process of the build (cc1plus, as, ld), 120 s of wall time, 256 MiB per file the
+#: build writes (objects, the executable), 512 MiB of scratch tmpfs (its temporary files), 64 processes.
+BUILD_LIMITS = {"wall_s": COMPILE_TIMEOUT_S, "memory_bytes": 2 << 30, "cpu_s": 60.0, "file_bytes": 256 << 20,
+                "output_bytes": 256 << 20, "scratch_bytes": 512 << 20, "nproc": 64, "stderr_bytes": 1 << 16,
+                "stderr_limit": 1 << 20}
+#: What of the compiler's messages is shown: the first 64 KiB of them, each line at most this long.
+_MESSAGE_LINE = 300
+#: The build script: the compiler's messages go to a file of the scratch (the first 64 KiB are then shown,
+#: not the tail), and the executable leaves the box as standard output (the only thing that outlives it).
+_BUILD_SCRIPT = ('"$@" 2>diag; rc=$?; head -c 65536 diag >&2; [ "$rc" -eq 0 ] || exit "$rc"; '
+                 '[ -f prog ] || exit 97; exec cat prog')
+
+_BOXES: dict[str, object] = {}
+
+
+def build_sandbox(spec: str = "auto"):
+    """The sandbox builds run in: ``spec`` when it is ``local``/``bwrap``/``auto``, else the strongest here.
+
+    A ``cmd:`` sandbox runs programs in a command we cannot vouch for, so its
+    builds run in the strongest built-in sandbox (*decision*). Checked once per
+    process; :class:`BuildError` when no sandbox can isolate a build here.
+    """
+    from audits.collect.sandbox import SandboxError, make_sandbox, strongest_sandbox
+
+    name = spec if spec in ("local", "bwrap") else strongest_sandbox()
+    box = _BOXES.get(name)
+    if box is None:
+        try:
+            box = make_sandbox(name)
+            box.check()
+        except SandboxError as exc:
+            raise BuildError(f"cannot compile in a sandbox here: {exc}", first_line=str(exc)) from None
+        _BOXES[name] = box
+    return box
+
+
+def _build_in_box(cmd: list[str], *, stage: Path, src: Path, root: Path, where: str, name: str,
+                  sandbox: str) -> tuple[float, Path]:
+    """Run one compiler command in the sandbox; return (seconds, the executable it wrote to standard output)."""
+    from audits.collect.sandbox import Limits, SandboxError
+
+    box = build_sandbox(sandbox)
+    work = stage / "run"
+    empty = stage / "stdin"
+    empty.write_bytes(b"")
+    start = time.perf_counter()
+    try:
+        ex = box.run(["/bin/sh", "-c", _BUILD_SCRIPT, "build", *cmd], stdin_path=empty, workdir=work,
+                     limits=Limits(**BUILD_LIMITS))
+    except SandboxError as exc:
+        raise BuildError(f"{where}: cannot run {name} in the {box.name} sandbox: {exc}") from None
+    elapsed = time.perf_counter() - start
+    output = shown_messages(ex.stderr_tail, src=src, root=root, scratch=work / "scratch")
+    if ex.status != "ok":
+        first = first_error_line(output)
+        limits = Limits(**BUILD_LIMITS)
+        if ex.status == "timeout":
+            why = f"the build exceeded its time limit ({limits.cpu_s:g} s CPU, {limits.wall_s:g} s wall; {ex.reason})"
+        elif ex.status == "memory_limit":
+            why = f"the build exceeded its memory limit ({limits.memory_bytes >> 20} MiB; {ex.reason})"
+        elif ex.stdout_truncated:
+            why = f"the executable is larger than {limits.output_bytes >> 20} MiB ({ex.reason})"
+        elif ex.exit_code == 97:
+            why = "the compiler wrote no program"
+        else:
+            why = f"{name} failed ({ex.reason})"
+        if first:
+            why = f"{why}: {first}"
+        raise BuildError(f"{where}: {why}", first_line=first or why, output=output)
+    if not ex.stdout_bytes:
+        raise BuildError(f"{where}: {name} wrote no program", output=output)
+    return elapsed, Path(ex.stdout_path)
+
+
+#: Where a diagnostic comes from: "file:line[:col]: " at the start of a line.
+_LOCATED = re.compile(r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+)(?::\d+)?:\s")
+_SEVERITY = re.compile(r"^\s*((?:fatal )?error|warning|note|Error|Warning):")
+#: Messages of the tools themselves (no location).
+_TOOL_LINE = re.compile(r"^(?:collect2|g\+\+|c\+\+|gcc|cc|cc1plus|cc1|as|ld|/usr/bin/ld|/usr/bin/[\w.+-]+)(?=:)"
+                        r"|^compilation terminated"
+                        r"|^In file included from |^\s+from |^.*: In (?:function|member function|instantiation)"
+                        r"|^.*: Assembler messages:$|^.*: (?:undefined reference|multiple definition)")
+
+
+def shown_messages(text: str, *, src: Path, root: Path, scratch: Path) -> str:
+    """The compiler's messages as shown to the user: paths of the copy mapped back, other files withheld.
+
+    A build runs on a copy (``src``) of the submission (``root``); its paths are
+    shown as the submission's. A message located in a file that is neither the
+    submission's, nor the toolchain's (``/usr/``), nor the build's own
+    temporary assembly (``scratch``) is replaced by its location and
+    "message withheld": a message about an ``#include``-d host file could quote
+    its content (e.g. ``error: 'root' does not name a type`` for
+    ``/etc/passwd``). Lines that are neither located nor a tool's own are
+    dropped (source lines echoed by the compiler), every line is cut at
+    :data:`_MESSAGE_LINE` characters.
+    """
+    src_text, root_text, scratch_text = f"{src}/", f"{root}/", f"{scratch}/"
+    out = []
+    for raw in (text or "").splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        located = _LOCATED.match(line)
+        if located:  # where the message is about, as the box saw it, with every ".." resolved
+            f = located.group("file").strip()
+            f = f[len("In file included from "):] if f.startswith("In file included from ") else f
+            norm = os.path.normpath(f)
+            if norm.startswith(scratch_text) or not os.path.isabs(norm):
+                ours = not norm.startswith("..")  # the build's own temporary files (the assembly)
+            else:
+                ours = norm.startswith((src_text, "/usr/"))
+            if not ours:
+                severity = _SEVERITY.search(line[located.end():])
+                shown = norm.replace(src_text, root_text)
+                line = (f"{shown}:{located.group('line')}: {severity.group(1) if severity else 'error'}: (message "
+                        f"withheld: it is about {shown}, a file outside the submission)")
+        line = line.replace(src_text, root_text).replace(scratch_text, "")
+        if not located and not _TOOL_LINE.search(line):
+            continue
+        out.append(line if len(line) <= _MESSAGE_LINE else line[:_MESSAGE_LINE] + " ...")
+    return "\n".join(out)
 
 
 def _remove(path) -> None:
@@ -514,7 +643,7 @@ def _python_entry(folder: Path, files: list[Path]) -> Path:
 
 def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
             cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
-            cflags: tuple[str, ...] = DEFAULT_CFLAGS) -> Program:
+            cflags: tuple[str, ...] = DEFAULT_CFLAGS, sandbox: str = "auto", siblings: bool = False) -> Program:
     """Prepare a submission (or a source file/folder) for timing.
 
     Parameters
@@ -531,6 +660,15 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
         C++ compiler and its flags (default ``g++ -O2 -std=gnu++17``).
     cc, cflags
         C compiler and its flags (default ``gcc -O2 -std=gnu17``, linked with ``-lm``).
+    sandbox : str, default "auto"
+        Where C and C++ are compiled (:func:`build_sandbox`): the compiler runs
+        as an unprivileged uid in a private root holding only a fresh copy of the
+        submission's files and the system's toolchain, under
+        :data:`BUILD_LIMITS`; only the executable leaves it.
+    siblings : bool, default False
+        A single source file is built with the headers beside it (a validator's
+        ``testlib.h``); a submission is built alone (its folder holds the other
+        submissions).
 
     Returns
     -------
@@ -584,13 +722,13 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
         headers = [p for p in files if p.suffix.lower() in _HEADER_SUFFIXES]
         include = path
     else:
-        sources, include, headers = [path], path.parent, None
+        sources, include, headers = [path], path.parent, (None if siblings else [])
     if language == "c":
         exe, seconds = build_cpp(sources, build_dir, cxx=cc, cxxflags=cflags, include=include, headers=headers,
-                                 label=str(path), libs=("-lm",))
+                                 label=str(path), libs=("-lm",), sandbox=sandbox)
     else:
         exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, headers=headers,
-                                 label=str(path))
+                                 label=str(path), sandbox=sandbox)
     return Program(language, (str(exe),), path, build_s=seconds)
 
 
@@ -615,7 +753,7 @@ def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: 
 
 def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
                   cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
-                  cflags: tuple[str, ...] = DEFAULT_CFLAGS) -> Program:
+                  cflags: tuple[str, ...] = DEFAULT_CFLAGS, sandbox: str = "auto") -> Program:
     """The empty program of ``language``: what the sandbox costs before any work.
 
     Python: an empty script run by ``python``; C++ and C: ``int main() { return 0; }``
@@ -638,5 +776,6 @@ def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHO
             fh.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, src)
-    program = prepare(src, build_dir, python=python, cxx=cxx, cxxflags=cxxflags, cc=cc, cflags=cflags)
+    program = prepare(src, build_dir, python=python, cxx=cxx, cxxflags=cxxflags, cc=cc, cflags=cflags,
+                      sandbox=sandbox)
     return Program(program.language, program.argv, None, program.build_s)

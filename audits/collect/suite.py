@@ -483,7 +483,7 @@ def _find_validator(root: Path) -> Path | None:
     return None
 
 
-def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
+def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str, sandbox: str):
     language = language_of(path)
     if language is None:
         found = sorted({p.suffix or p.name for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()})
@@ -491,7 +491,7 @@ def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str):
                     f"{', '.join(found) or 'no files'}); supported: {', '.join(EXTENSIONS)}", what="validator",
                     path=path)
     try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
-        return prepare(path, build_dir, python=python, cxx=cxx)
+        return prepare(path, build_dir, python=python, cxx=cxx, sandbox=sandbox, siblings=True)
     except (BuildError, OSError) as exc:  # a compile or link error, a Python 2 validator, an unreadable file
         text = str(exc)
         for prefix in (f"{path.resolve()}: ", f"{path}: "):  # the skip already names the validator
@@ -887,8 +887,8 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
 
 
 def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
-                 build_dir: Path | None = None, python: str | None = None, cxx: str = "g++"
-                 ) -> tuple[Problem | None, tuple[Skipped, ...]]:
+                 build_dir: Path | None = None, python: str | None = None, cxx: str = "g++",
+                 sandbox: str = "auto") -> tuple[Problem | None, tuple[Skipped, ...]]:
     """Load one problem package.
 
     Returns ``(problem, skipped)``: ``problem`` is None when the whole package
@@ -931,7 +931,7 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
                 raise _Skip("validation is custom but there is no output_validators/<name>/ "
                             "(or output_validator/) folder")
             program = _prepare_validator(validator, Path(build_dir) if build_dir else default_build_dir(),
-                                         python or DEFAULT_PYTHON, cxx)
+                                         python or DEFAULT_PYTHON, cxx, sandbox)
             checker = OutputChecker.custom(program, flags=root_flags, source=validator)
         else:
             try:
@@ -973,7 +973,7 @@ def _looks_like_package(path: Path) -> bool:
 
 def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
                problems: Sequence[str] | None = None, build_dir: Path | None = None,
-               python: str | None = None, cxx: str = "g++") -> Suite:
+               python: str | None = None, cxx: str = "g++", sandbox: str = "auto") -> Suite:
     """Load a suite: a folder of problem packages, or one package (a folder with problem.yaml).
 
     Parameters
@@ -990,6 +990,8 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         Where custom output validators are compiled (default :func:`default_build_dir`).
     python, cxx : str, optional
         Interpreter for Python validators (default ``/usr/bin/python3``) and the C++ compiler.
+    sandbox : str, default "auto"
+        Where C/C++ validators are compiled (see :func:`audits.collect.languages.build_sandbox`).
 
     Returns
     -------
@@ -1054,7 +1056,8 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
             skipped.append(Skipped(candidate, "not a problem package (no problem.yaml, data/ or submissions/)"))
             continue
         problem, skips = load_problem(candidate, n_largest_optimization=n_largest_optimization,
-                                      include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx)
+                                      include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx,
+                                      sandbox=sandbox)
         skipped.extend(skips)
         if problem is not None:
             loaded.append(problem)
@@ -1135,7 +1138,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                 if len(programs) == max_references:
                     break
                 try:
-                    programs.append(prepare(sub, build, python=python or DEFAULT_PYTHON))
+                    programs.append(prepare(sub, build, python=python or DEFAULT_PYTHON, sandbox=sandbox))
                 except BuildError as exc:
                     failures.append(f"{sub.name}: {exc}")
             if not programs:
