@@ -1,12 +1,19 @@
 """Benchmark the sandbox runner against a bare subprocess loop and against hyperfine.
 
-(a) Throughput: the runner (``LocalSandbox.run`` after the hardening of issue 14: a
+(a) Throughput, per sandbox (``--sandboxes local,bwrap``): the runner (``local``: a
     sealed in-memory copy of stdin, a leased unprivileged uid, rlimits, no new
     privileges, an empty network namespace, a private IPC and mount namespace with a
-    new root on a quota'd tmpfs and its own /proc, the launcher, the wall-clock watch,
-    output and stderr caps) against a bare ``subprocess.run`` loop over the same
-    commands (same stdin file, stdout captured), which isolates nothing. Target: the
-    runner reaches >= 95 % of the bare loop's runs/s (issue 17, item 4).
+    new root on a quota'd tmpfs and its own /proc, a seccomp filter, a cgroup per run,
+    the launcher, the wall-clock watch, output and stderr caps; ``bwrap``: the same
+    around bubblewrap with the inner launcher) against a bare ``subprocess.run`` loop
+    over the same commands (same stdin file, stdout captured): for ``local`` the plain
+    program, which isolates nothing; for ``bwrap`` the same bwrap command line the
+    sandbox uses (without the launchers, cgroup or uid), so the ratio is the runner's
+    own cost, not bubblewrap's. Target: the runner reaches >= 95 % of the bare loop's
+    runs/s under each (issue 17 item 4, issue 26 item 5).
+(c) The floor per language and sandbox: the median measured ``wall_s`` of the empty
+    C++ and Python programs (:func:`audits.collect.languages.floor_program`, what a
+    campaign records as its ``floor`` rows) under each sandbox, runs interleaved.
 (b) Accuracy: the runner's mean measured duration of ``python3 -c pass`` against
     ``hyperfine -N`` on the same machine in the same run. Target: means within 2 ms.
 
@@ -46,10 +53,33 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from audits.collect.sandbox import Limits, LocalSandbox, launcher_path, scratch_root  # noqa: E402
+from audits.collect.languages import floor_program  # noqa: E402
+from audits.collect.sandbox import Limits, accounting, launcher_path, make_sandbox, scratch_root  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 COMMANDS = {"true": ["/bin/true"], "python3 -c pass": [PYTHON, "-c", "pass"]}
+
+
+def bare_command(spec: str, argv: list[str], work: Path) -> list[str]:
+    """What the bare loop runs for ``argv`` under ``spec``: the program itself (``local``), or the
+    same bubblewrap command line as the bwrap sandbox's, without its launchers (``bwrap``)."""
+    if spec == "local":
+        return list(argv)
+    box = make_sandbox(spec)
+    return box.command(list(argv), scratch=work / "scratch", stdin_path=work / "stdin", limits=Limits(), uid=None)
+
+
+def floors(boxes: dict, work: Path, stdin_path: Path, runs: int, limits: Limits) -> dict:
+    """Median wall_s (ms) of the empty program of each language under each sandbox, interleaved."""
+    programs = {lang: floor_program(lang, work / "floors").argv for lang in ("cpp", "python")}
+    walls: dict = {spec: {lang: [] for lang in programs} for spec in boxes}
+    for _ in range(runs):
+        for spec, box in boxes.items():
+            for lang, argv in programs.items():
+                walls[spec][lang] += runner_loop(box, argv, stdin_path, work, 1, limits)[1]
+    return {spec: {lang: {"median_ms": 1e3 * statistics.median(w), "p10_ms": 1e3 * sorted(w)[len(w) // 10],
+                          "p90_ms": 1e3 * sorted(w)[(9 * len(w)) // 10], "n": len(w)} for lang, w in langs.items()}
+            for spec, langs in walls.items()}
 
 
 def bare_loop(argv, stdin_path: Path, n: int) -> float:
@@ -114,6 +144,8 @@ def main(argv=None) -> int:
     parser.add_argument("--per-block", type=int, default=None, help="runs per block")
     parser.add_argument("--profile", action="store_true",
                         help="also profile 200 runner runs of python3 -c pass (own CPU by function)")
+    parser.add_argument("--sandboxes", default="local,bwrap",
+                        help="sandboxes for the throughput and the floors (default local,bwrap)")
     args = parser.parse_args(argv)
     blocks = args.blocks or (4 if args.quick else 10)
     per_block = args.per_block or (15 if args.quick else 25)
@@ -123,31 +155,38 @@ def main(argv=None) -> int:
     work = scratch_root("speedaudit-bench-")
     stdin_path = work / "stdin"
     stdin_path.write_bytes(b"")
-    box = LocalSandbox()
+    specs = [s.strip() for s in args.sandboxes.split(",") if s.strip()]
+    boxes = {spec: make_sandbox(spec) for spec in specs}
+    for b in boxes.values():
+        b.check()
+    box = boxes.get("local") or make_sandbox("local")
     limits = Limits(wall_s=10)
     results: dict = {"when": datetime.now(timezone.utc).isoformat(), "host": os.uname().nodename,
-                     "load_before": os.getloadavg(), "isolated": box.isolated,
+                     "load_before": os.getloadavg(), "isolated": getattr(box, "isolated", None),
                      "cpus": os.cpu_count(), "launcher": launcher_path() is not None, "uid_switch": box.uid is not None,
-                     "blocks": blocks, "per_block": per_block, "throughput": {}, "accuracy": {}}
+                     "accounting": accounting(), "blocks": blocks, "per_block": per_block, "throughput": {},
+                     "accuracy": {}}
     try:
-        for cmd in COMMANDS.values():  # warm caches
-            bare_loop(cmd, stdin_path, 3)
-            runner_loop(box, cmd, stdin_path, work, 3, limits)
+        for spec, b in boxes.items():  # warm caches
+            for cmd in COMMANDS.values():
+                bare_loop(bare_command(spec, cmd, work), stdin_path, 3)
+                runner_loop(b, cmd, stdin_path, work, 3, limits)
         # (a) throughput: bare and runner alternate run by run, so load changes hit both alike
-        for name, cmd in COMMANDS.items():
+        for (spec, runner_box), (name, cmd) in ((x, c) for x in boxes.items() for c in COMMANDS.items()):
+            bare = bare_command(spec, cmd, work)
             bare_s, runner_s = [], []
             cpu = {"bare": 0.0, "runner": 0.0}  # CPU of this process per run: independent of the load
             for _ in range(blocks * per_block):
                 c0 = _self_cpu()
-                bare_s.append(bare_loop(cmd, stdin_path, 1))
+                bare_s.append(bare_loop(bare, stdin_path, 1))
                 c1 = _self_cpu()
-                runner_s.append(runner_loop(box, cmd, stdin_path, work, 1, limits)[0])
+                runner_s.append(runner_loop(runner_box, cmd, stdin_path, work, 1, limits)[0])
                 cpu["bare"] += c1 - c0
                 cpu["runner"] += _self_cpu() - c1
             bare_rate = len(bare_s) / sum(bare_s)
             runner_rate = len(runner_s) / sum(runner_s)
             pair_ratios = sorted(b / r for b, r in zip(bare_s, runner_s))
-            results["throughput"][name] = {
+            results["throughput"][f"{spec}: {name}"] = {
                 "bare_runs_per_s": bare_rate, "runner_runs_per_s": runner_rate, "ratio": runner_rate / bare_rate,
                 "median_pair_ratio": statistics.median(pair_ratios), "n": len(bare_s), "target": 0.95,
                 # the runner's cost per run over the bare loop, median over the alternating pairs
@@ -167,6 +206,8 @@ def main(argv=None) -> int:
             "runner_mean_ms": 1e3 * r_mean, "runner_sd_ms": 1e3 * statistics.stdev(runner_walls),
             "runner_median_ms": 1e3 * statistics.median(runner_walls),
             "difference_ms": 1e3 * (r_mean - h_mean), "target_ms": 2.0, "n": len(runner_walls)}
+        # (c) the floor of each language under each sandbox
+        results["floors"] = floors(boxes, work, stdin_path, max(blocks * per_block // 5, 10), limits)
         if args.profile:
             results["profile"] = profile_runner(box, COMMANDS["python3 -c pass"], stdin_path, work, limits)
     finally:
@@ -182,6 +223,10 @@ def main(argv=None) -> int:
         own = r["self_cpu_ms_per_run"]
         print(f"{name:<18}{r['bare_runs_per_s']:>12.1f}{r['runner_runs_per_s']:>15.1f}{r['ratio']:>8.1%}"
               f"{r['median_pair_ratio']:>13.1%}{'>= 95%':>9}{own['bare']:>22.2f}, {own['runner']:.2f}")
+    print(f"{'floor wall_s (ms)':<18}" + "".join(f"{lang + ' median [p10, p90]':>30}" for lang in ("cpp", "python")))
+    for spec, langs in results["floors"].items():
+        print(f"{spec:<18}" + "".join(f"{f['median_ms']:>14.2f} [{f['p10_ms']:.2f}, {f['p90_ms']:.2f}]".rjust(30)
+                                      for f in langs.values()))
     a = results["accuracy"]["python3 -c pass"]
     print(f"{'duration (ms)':<18}{'hyperfine':>12}{'runner':>15}{'diff':>8}{'target':>9}")
     print(f"{'python3 -c pass':<18}{a['hyperfine_mean_ms']:>9.2f} ±{a['hyperfine_sd_ms']:.1f}"
@@ -192,15 +237,18 @@ def main(argv=None) -> int:
         print("runner's own CPU per run of python3 -c pass, by function (cProfile, top 12 by own time):")
         for row in results["profile"]:
             print(f"  {row['own_ms_per_run']:6.3f} ms own, {row['cum_ms_per_run']:6.3f} ms with callees  {row['function']}")
-    t = results["throughput"]["python3 -c pass"]
-    met = t["ratio"] >= t["target"]
-    results["verdict"] = {"throughput_target_met": met, "accuracy_target_met": abs(a["difference_ms"]) <= a["target_ms"]}
-    print(f"TARGET (issue 17, item 4): runner >= {t['target']:.0%} of the bare loop's runs/s on python3 -c pass; "
-          f"measured {t['ratio']:.1%} (median pair {t['median_pair_ratio']:.1%}; "
-          f"{1e3 / t['runner_runs_per_s'] - 1e3 / t['bare_runs_per_s']:+.2f} ms per run, median pair "
-          f"{t['median_pair_overhead_ms']:+.2f} ms; allowed {(1 / t['target'] - 1) * 1e3 / t['bare_runs_per_s']:.2f} ms) -> "
-          f"{'MET' if met else 'MISSED'} at load average {results['load_before'][0]:.2f}-{results['load_after'][0]:.2f}"
-          + ("" if results["load_before"][0] < 0.5 else " (not an idle machine: the ratio moves with the load)"))
+    results["verdict"] = {"accuracy_target_met": abs(a["difference_ms"]) <= a["target_ms"]}
+    for spec in boxes:
+        t = results["throughput"][f"{spec}: python3 -c pass"]
+        met = t["ratio"] >= t["target"]
+        results["verdict"][f"throughput_target_met_{spec}"] = met
+        print(f"TARGET (issue 26, item 5): runner under {spec} >= {t['target']:.0%} of the bare loop's runs/s on "
+              f"python3 -c pass; measured {t['ratio']:.1%} (median pair {t['median_pair_ratio']:.1%}; "
+              f"{1e3 / t['runner_runs_per_s'] - 1e3 / t['bare_runs_per_s']:+.2f} ms per run, median pair "
+              f"{t['median_pair_overhead_ms']:+.2f} ms; allowed {(1 / t['target'] - 1) * 1e3 / t['bare_runs_per_s']:.2f} "
+              f"ms) -> {'MET' if met else 'MISSED'} at load average "
+              f"{results['load_before'][0]:.2f}-{results['load_after'][0]:.2f}"
+              + ("" if results["load_before"][0] < 0.5 else " (not an idle machine: the ratio moves with the load)"))
     print(f"TARGET (accuracy): runner mean within {a['target_ms']:g} ms of hyperfine's; measured "
           f"{a['difference_ms']:+.2f} ms -> {'MET' if results['verdict']['accuracy_target_met'] else 'MISSED'}")
     out_dir = ROOT / "benchmarks" / "results"

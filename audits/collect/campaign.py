@@ -91,7 +91,8 @@ from audits.collect.background_load import BackgroundLoad, LoadSpec
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
-from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root, strongest_sandbox
+from audits.collect.sandbox import (Limits, SandboxError, accounting, make_sandbox, scratch_root,
+                                   strongest_sandbox)
 
 __all__ = [
     "CampaignError",
@@ -1220,7 +1221,7 @@ def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame) -> Path
             "pin_cpus": None if spec.pin_cpus is None else list(spec.pin_cpus), "pinning": spec.describe_pinning(),
             "load_1m": None if not len(load) else {"min": float(load.min()), "median": float(np.median(load)),
                                                    "max": float(load.max())},
-            "machine": machine_info(), "rows": int(len(corpus))}
+            "machine": machine_info(), "rows": int(len(corpus)), "accounting": accounting(spec.sandbox)}
     path = manifest_path_for(out)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(info, indent=2) + "\n")

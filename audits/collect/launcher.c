@@ -15,8 +15,12 @@
  *     the suite, the answers or the journals is in that view, and the whole tree is gone when
  *     the program's last process exits;
  *   - rlimits (address space, file size, process count, CPU, no core dumps), no new
- *     privileges (setuid binaries do not elevate), an unprivileged uid, and (with VIEW) a
- *     seccomp filter that refuses user namespaces of its own;
+ *     privileges (setuid binaries do not elevate), an unprivileged uid, a fresh session
+ *     keyring, and a seccomp filter (see install_filter: user namespaces, keyrings, io_uring,
+ *     memfd_secret, bpf, perf events, priority / scheduling class / affinity);
+ *   - (serve mode with --cgroup) a cgroup per run, joined ahead by the standby child, whose
+ *     counters give the whole tree's CPU and peak memory and whose limit covers memfd and
+ *     tmpfs pages (see cg_prepare);
  *   - its own process group, killed as a whole when the program ends or when the runner sends
  *     SIGUSR1 (wall limit, output cap) or dies (PR_SET_PDEATHSIG).
  * The launcher reaps the program only after the group was killed (so the group id cannot be
@@ -48,6 +52,7 @@
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -68,7 +73,9 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -324,18 +331,214 @@ static void finish_view(const char *box, const char *scratch, long long scratch_
    namespace (an open /proc/PID/ns/mnt) and a thread of its own drops it after the report. */
 static int closer_w = -1;
 
+/* Per-run cgroups (serve mode with --cgroup DIR, one DIR per cgroup v1 hierarchy: memory and
+   cpuacct, each a folder speedaudit made under the runner's own cgroup). For every run the
+   launcher makes DIR/<launcher pid>-<n>/prog (the program's whole process tree) and .../box
+   (bwrap's own processes, --nested) before it forks the standby child; the standby joins its
+   folder *before* the request (a first migration into a cgroup waits for an RCU grace period,
+   13 ms measured, which must not be on the measured path) and, when the request comes, resets
+   the counters (cpuacct.usage, memory.max_usage_in_bytes) and sets the memory limit of prog to
+   the address-space limit plus the scratch quota. Under bwrap the inner launcher's child joins
+   prog through descriptors of prog's cgroup.procs that the standby hands down as fds 4-7 (opened
+   by root: the kernel checks the opener's credentials), before the inner clock starts. After the
+   run, once prog holds no process: CPU (cpuacct.usage: every task's CPU, also of children that
+   were never waited for or were reaped by the kernel, SIGCHLD ignored), peak memory
+   (memory.max_usage_in_bytes: the tree's sum at once, with tmpfs, memfd, pipe and kernel memory)
+   and the kernel's OOM kills (memory.oom_control). The folders are removed by the closer thread. */
+#define MAX_CG 4
+static const char *cg_base[MAX_CG];
+static int n_cg = 0, cg_mem = -1, cg_cpu = -1, nested = 0;
+static long long cg_seq = 0;
+/* the next run's folders and the descriptors the standby needs after it left the host's view
+   (opened by the launcher: prog's and box's cgroup.procs, prog's limit and counters) */
+struct cgrun { long long seq; int ok; int prog[MAX_CG], box[MAX_CG]; int limit, max_usage, usage; };
+static struct cgrun cg = { 0, 0, {-1, -1, -1, -1}, {-1, -1, -1, -1}, -1, -1, -1 };
+
+static int cg_file(char *buf, size_t size, int i, long long seq, const char *leaf, const char *file) {
+    int n = snprintf(buf, size, "%s/%d-%lld%s%s%s%s", cg_base[i], (int)getpid(), seq, leaf ? "/" : "",
+                     leaf ? leaf : "", file ? "/" : "", file ? file : "");
+    return n > 0 && (size_t)n < size;
+}
+
+static long long read_number(const char *path, const char *key) {
+    char buf[4096];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    if (!key) return atoll(buf);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        size_t k = strlen(key);
+        if (strncmp(line, key, k) == 0 && line[k] == ' ') return atoll(line + k + 1);
+    }
+    return -1;
+}
+
+static void cg_remove(long long seq, int patient) {
+    static const char *order[] = {"prog", "box", NULL};
+    char path[4096];
+    for (int i = 0; i < n_cg; i++) {
+        for (int j = 0; j <= 2; j++) {
+            if (!cg_file(path, sizeof path, i, seq, order[j], NULL)) continue;
+            for (int tries = 0; rmdir(path) != 0 && errno == EBUSY && patient && tries < 400; tries++) usleep(5000);
+        }
+    }
+}
+
+/* The next run's folders (called before the standby child is forked). */
+static void cg_prepare(void) {
+    char path[4096];
+    cg.seq = ++cg_seq;
+    cg.ok = n_cg > 0;
+    for (int i = 0; i < n_cg; i++) {
+        cg.prog[i] = cg.box[i] = -1;
+        static const char *leaves[] = {NULL, "prog", "box"};
+        for (int j = 0; j < 3 && cg.ok; j++)
+            if (!cg_file(path, sizeof path, i, cg.seq, leaves[j], NULL) || mkdir(path, 0755) != 0) cg.ok = 0;
+        if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "prog", "cgroup.procs"))
+            cg.prog[i] = open(path, O_WRONLY | O_CLOEXEC);
+        if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "box", "cgroup.procs"))
+            cg.box[i] = open(path, O_WRONLY | O_CLOEXEC);
+        if (cg.prog[i] < 0 || cg.box[i] < 0) cg.ok = 0;
+    }
+    cg.limit = cg.max_usage = cg.usage = -1;
+    if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.limit_in_bytes"))
+        cg.limit = open(path, O_WRONLY | O_CLOEXEC);
+    if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.max_usage_in_bytes"))
+        cg.max_usage = open(path, O_WRONLY | O_CLOEXEC);
+    if (cg.ok && cg_cpu >= 0 && cg_file(path, sizeof path, cg_cpu, cg.seq, "prog", "cpuacct.usage"))
+        cg.usage = open(path, O_WRONLY | O_CLOEXEC);
+    if ((cg_mem >= 0 && (cg.limit < 0 || cg.max_usage < 0)) || (cg_cpu >= 0 && cg.usage < 0)) cg.ok = 0;
+}
+
+static void cg_close_fds(void) {
+    for (int i = 0; i < n_cg; i++) {
+        if (cg.prog[i] >= 0) close(cg.prog[i]);
+        if (cg.box[i] >= 0) close(cg.box[i]);
+        cg.prog[i] = cg.box[i] = -1;
+    }
+    int *more[] = {&cg.limit, &cg.max_usage, &cg.usage};
+    for (int k = 0; k < 3; k++) if (*more[k] >= 0) { close(*more[k]); *more[k] = -1; }
+}
+
+/* In the standby child, before the request: join prog (or box, --nested). 0 on success. */
+static int cg_join_ahead(void) {
+    if (!cg.ok) return -1;
+    for (int i = 0; i < n_cg; i++)
+        if (write(nested ? cg.box[i] : cg.prog[i], "0", 1) != 1) return -1;
+    return 0;
+}
+
+/* In the standby child, with the request: reset the counters, set prog's memory limit. */
+static int cg_request(long long as, long long scratch_bytes) {
+    char text[64];
+    int ok = 1;
+    if (!cg.ok) return -1;
+    if (cg.max_usage >= 0 && !nested) ok = ok && write(cg.max_usage, "0", 1) == 1;
+    if (cg.limit >= 0 && as >= 0) {
+        snprintf(text, sizeof text, "%lld", as + (scratch_bytes > 0 ? scratch_bytes : 0));
+        ok = ok && write(cg.limit, text, strlen(text)) == (ssize_t)strlen(text);
+    }
+    if (cg.usage >= 0 && !nested) ok = ok && write(cg.usage, "0", 1) == 1;
+    return ok ? 0 : -1;
+}
+
+/* In the standby child just before exec (--nested): prog's cgroup.procs as fds 4.. for the inner launcher. */
+static void cg_hand_down(void) {
+    int high[MAX_CG];
+    for (int i = 0; i < n_cg; i++) high[i] = fcntl(cg.prog[i], F_DUPFD_CLOEXEC, 100);
+    for (int i = 0; i < n_cg; i++) if (high[i] >= 0 && dup2(high[i], 4 + i) == 4 + i) fcntl(4 + i, F_SETFD, 0);
+}
+
+#ifndef CGROUP_SUPER_MAGIC
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#endif
+/* The inner launcher's child: join every cgroup whose cgroup.procs was handed down as fds 4-7. */
+static void cg_join_inherited(int close_only) {
+    for (int fd = 4; fd < 4 + MAX_CG; fd++) {
+        struct statfs fs;
+        if (fstatfs(fd, &fs) != 0 || fs.f_type != CGROUP_SUPER_MAGIC) continue;
+        if (!close_only && write(fd, "0", 1) != 1) { fprintf(stderr, "sa-launch: cannot join the run's cgroup: %s\n", strerror(errno)); _exit(126); }
+        close(fd);
+    }
+}
+
+/* After the run (the program and every orphan reaped): wait until prog and box are empty, then read. */
+static void cg_measure(long long seq, long long *cpu_us, long long *peak_kb, long long *oom) {
+    char path[4096];
+    *cpu_us = *peak_kb = *oom = -1;
+    struct timespec ts, now;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    for (int i = 0; i < n_cg; i++) {
+        static const char *leaves[] = {"prog", "box"};
+        for (int j = 0; j < 2; j++) {
+            if (!cg_file(path, sizeof path, i, seq, leaves[j], "cgroup.procs")) continue;
+            for (;;) {
+                char buf[16];
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : 0;
+                if (fd >= 0) close(fd);
+                if (n <= 0) break;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_sec - ts.tv_sec >= 2) break;
+                usleep(500);
+            }
+        }
+    }
+    if (cg_cpu >= 0 && cg_file(path, sizeof path, cg_cpu, seq, "prog", "cpuacct.usage")) {
+        long long ns = read_number(path, NULL);
+        if (ns >= 0) *cpu_us = ns / 1000;
+    }
+    if (cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, seq, "prog", "memory.max_usage_in_bytes")) {
+        long long bytes = read_number(path, NULL);
+        if (bytes >= 0) *peak_kb = bytes / 1024;
+        if (cg_file(path, sizeof path, cg_mem, seq, "prog", "memory.oom_control")) *oom = read_number(path, "oom_kill");
+        if (*oom < 0) *oom = 0;
+    }
+}
+
+/* Folders of launchers that died without removing them (SIGKILL): removed at start. */
+static void cg_remove_stale(void) {
+    for (int i = 0; i < n_cg; i++) {
+        DIR *d = opendir(cg_base[i]);
+        if (!d) continue;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            int pid;
+            long long seq;
+            char path[4096];
+            if (sscanf(e->d_name, "%d-%lld", &pid, &seq) != 2 || (kill(pid, 0) == 0 || errno != ESRCH)) continue;
+            static const char *leaves[] = {"prog", "box", ""};
+            for (int j = 0; j < 3; j++) {
+                snprintf(path, sizeof path, "%s/%s/%s", cg_base[i], e->d_name, leaves[j]);
+                rmdir(path);
+            }
+        }
+        closedir(d);
+    }
+}
+
+/* What the closer thread is given: a descriptor to close, then a run's cgroup folders to remove. */
+struct closing { int fd; long long seq; };
+
 static void *closer(void *arg) {
-    int fd, r = *(int *)arg;
+    int r = *(int *)arg;
+    struct closing item;
     for (;;) {
-        ssize_t n = read(r, &fd, sizeof fd);
-        if (n == (ssize_t)sizeof fd) close(fd);
+        ssize_t n = read(r, &item, sizeof item);
+        if (n == (ssize_t)sizeof item) {
+            if (item.fd >= 0) close(item.fd);
+            if (item.seq > 0) cg_remove(item.seq, 1);
+        }
         else if (n < 0 && errno == EINTR) continue;
         else return NULL;
     }
 }
 
-static void release_later(int fd) {
-    if (fd < 0) return;
+static void release_run_later(int fd, long long seq) {
+    if (fd < 0 && seq <= 0) return;
     if (closer_w < 0) {
         static int fds[2];
         pthread_t t;
@@ -344,15 +547,40 @@ static void release_later(int fd) {
             closer_w = fds[1];
         }
     }
-    if (closer_w < 0 || write(closer_w, &fd, sizeof fd) != (ssize_t)sizeof fd) close(fd);
+    struct closing item = { fd, seq };
+    if (closer_w < 0 || write(closer_w, &item, sizeof item) != (ssize_t)sizeof item) {
+        if (fd >= 0) close(fd);
+        if (seq > 0) cg_remove(seq, 0);
+    }
 }
 
-/* No user namespace of its own (local): under a user namespace a program gets capabilities
-   over namespaces it makes, e.g. to mount a tmpfs of any size. bwrap has --disable-userns;
-   here a seccomp filter refuses unshare/clone with CLONE_NEWUSER (clone3, whose flags a
-   filter cannot read, gets ENOSYS, and the C library falls back to clone), and every system
-   call of another ABI (i386, x32), whose numbers the filter would not recognise. */
-static int no_user_namespaces(void) {
+static void release_later(int fd) { release_run_later(fd, 0); }
+
+/* The program's seccomp filter (both sandboxes: the forked child under local, the inner
+   launcher's child under bwrap), refusing with EPERM:
+   - a user namespace of its own: under a user namespace a program gets capabilities over
+     namespaces it makes, e.g. to mount a tmpfs of any size (bwrap also has --disable-userns):
+     unshare/clone with CLONE_NEWUSER (clone3, whose flags a filter cannot read, gets ENOSYS,
+     and the C library falls back to clone);
+   - the kernel's state shared beyond the run: keyrings (keyctl, add_key, request_key: the
+     uid's user keyring and a keyring made world-searchable outlive the run and are found by
+     the next run of the uid, or by any uid), io_uring (its own kernel threads and registered
+     buffers, outside the process tree's accounting), memfd_secret (memory no limit reads),
+     bpf and perf_event_open (kernel-wide objects and counters), userfaultfd;
+   - priority, scheduling class and affinity (setpriority, sched_setscheduler, sched_setparam,
+     sched_setattr, sched_setaffinity, ioprio_set): a program could renice itself or its
+     measurer (the inner launcher is its uid's under bwrap), switch to SCHED_IDLE or re-pin;
+   - every system call of another ABI (i386, x32), whose numbers the filter would not recognise. */
+#ifndef __NR_memfd_secret
+#define __NR_memfd_secret 447
+#endif
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#define __NR_io_uring_enter 426
+#define __NR_io_uring_register 427
+#endif
+#define REFUSE(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+static int install_filter(void) {
 #if defined(__x86_64__)
 #define SA_AUDIT_ARCH AUDIT_ARCH_X86_64
 #elif defined(__aarch64__)
@@ -366,6 +594,11 @@ static int no_user_namespaces(void) {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),           /* x32 system calls */
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        REFUSE(__NR_keyctl), REFUSE(__NR_add_key), REFUSE(__NR_request_key),
+        REFUSE(__NR_io_uring_setup), REFUSE(__NR_io_uring_enter), REFUSE(__NR_io_uring_register),
+        REFUSE(__NR_memfd_secret), REFUSE(__NR_bpf), REFUSE(__NR_perf_event_open), REFUSE(__NR_userfaultfd),
+        REFUSE(__NR_setpriority), REFUSE(__NR_sched_setscheduler), REFUSE(__NR_sched_setparam),
+        REFUSE(__NR_sched_setattr), REFUSE(__NR_sched_setaffinity), REFUSE(__NR_ioprio_set),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 1, 0),
@@ -416,28 +649,42 @@ static void confine_and_exec(const struct request *rq) {
         fprintf(stderr, "sa-launch: cannot switch to uid %lld: %s\n", rq->uid, strerror(errno));
         _exit(126);
     }
+    /* a fresh, empty session keyring of its own (the runner's, which it would otherwise
+       inherit, can outlive the run); the filter then refuses every keyring call anyway */
+    syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    if ((rq->flags & FLAG_VIEW) && no_user_namespaces() != 0) fail("seccomp", "");
+    /* --nested: the "program" is bwrap, which needs its namespaces; the inner launcher filters the real one */
+    if (!nested && install_filter() != 0) fail("seccomp", "");
     if (rq->envp) execvpe(rq->argv[0], rq->argv, rq->envp); else execvp(rq->argv[0], rq->argv);
     fprintf(stderr, "sa-launch: cannot execute %s: %s\n", rq->argv[0], strerror(errno));
     _exit(127);
 }
 
+static ssize_t read_full(int fd, void *buf, size_t size);
+
 /* The program runs as `pid` (its own group) since t0: report the pid; wait; kill its group;
    reap it and every orphan; report. */
-static int watch(pid_t pid, long long uid, struct timespec t0, int ns_fd, report_fn say, void *ctx) {
+static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns_fd, int cg_ok, long long seq,
+                 report_fn say, void *ctx) {
     char buf[256];
     struct timespec t1;
     reaped = 0;
     child = pid;
     if (stop) kill(-pid, SIGKILL);   /* the kill arrived while starting */
-    snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
-    say(ctx, buf);
+    if (t0_fd < 0) {                 /* (one shot: nobody needs the pid, and we should be asleep in waitid) */
+        snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
+        say(ctx, buf);
+    }
     siginfo_t info;
     while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0) {
         if (errno != EINTR) { snprintf(buf, sizeof buf, "error waitid: %s\n", strerror(errno)); say(ctx, buf); return 125; }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (t0_fd >= 0) {                /* the child's own reading of the start (see run) */
+        struct timespec own;
+        if (read_full(t0_fd, &own, sizeof own) == (ssize_t)sizeof own) t0 = own;
+        close(t0_fd);
+    }
     kill(-pid, SIGKILL);             /* stray descendants in its group; the zombie keeps the id reserved */
     int status = 0;
     struct rusage ru;
@@ -451,10 +698,23 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int ns_fd, report
        left the process group) are swept by uid. */
     int swept = 0;
     struct timespec ts, now;
+    /* The tree's CPU without a cgroup: the program's rusage (with the children it waited for)
+       plus every orphan's, reaped here as subreaper (or pid 1 under bwrap); its peak: the
+       largest single process's. A child the kernel reaped itself (its parent ignored SIGCHLD)
+       is in no rusage: only a cgroup counts it (see cg_measure). */
+    long long tree_us = (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec
+                        + (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
+    long tree_rss = ru.ru_maxrss;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     for (;;) {
-        pid_t r = waitpid(-1, NULL, WNOHANG);
-        if (r > 0) continue;
+        struct rusage orphan;
+        pid_t r = wait4(-1, NULL, WNOHANG, &orphan);
+        if (r > 0) {
+            tree_us += (long long)orphan.ru_utime.tv_sec * 1000000LL + orphan.ru_utime.tv_usec
+                       + (long long)orphan.ru_stime.tv_sec * 1000000LL + orphan.ru_stime.tv_usec;
+            if (orphan.ru_maxrss > tree_rss) tree_rss = orphan.ru_maxrss;
+            continue;
+        }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
         if (!swept) { sweep(uid); swept = 1; }
@@ -463,11 +723,17 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int ns_fd, report
         usleep(1000);
     }
     long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld\n", status, wall,
+    long long cg_us = -1, cg_kb = -1, oom = -1;
+    if (cg_ok) cg_measure(seq, &cg_us, &cg_kb, &oom);
+    /* done STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB CG_CPU_US CG_PEAK_KB OOM_KILLS:
+       the program's own rusage; the tree's by rusage (every reaped process: CPU summed, the
+       largest peak); the tree's cgroup (CPU, peak of the sum, the kernel's OOM kills), -1 without */
+    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld %lld %ld %lld %lld %lld\n", status, wall,
              (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
-             (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss);
+             (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
+             tree_us, tree_rss, cg_us, cg_kb, oom);
     say(ctx, buf);
-    release_later(ns_fd);
+    release_run_later(ns_fd, cg_ok || n_cg > 0 ? seq : 0);
     stop = 0;
     return 0;
 }
@@ -476,7 +742,11 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int ns_fd, report
 static int run(const struct request *rq, int close_fd, report_fn say, void *ctx) {
     char buf[256];
     struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int ready[2];
+    /* the clock starts once the child is in the run's cgroup (a migration can wait for an RCU
+       grace period): from there on, exec, the program and its exit are what is measured. The
+       child reads the clock itself (it may well finish before the launcher runs again). */
+    if (pipe2(ready, O_CLOEXEC) != 0) { snprintf(buf, sizeof buf, "error pipe: %s\n", strerror(errno)); say(ctx, buf); return 125; }
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(buf, sizeof buf, "error fork: %s\n", strerror(errno));
@@ -484,11 +754,21 @@ static int run(const struct request *rq, int close_fd, report_fn say, void *ctx)
         return 125;
     }
     if (pid == 0) {
+        close(ready[0]);
         child_setup(NULL, close_fd);
+        cg_join_inherited(0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (write(ready[1], &t0, sizeof t0) != (ssize_t)sizeof t0) _exit(126);
+        close(ready[1]);
         confine_and_exec(rq);
     }
+    clock_gettime(CLOCK_MONOTONIC, &t0);   /* only if the child died before its own reading */
     setpgid(pid, pid);
-    return watch(pid, rq->uid, t0, -1, say, ctx);
+    close(ready[1]);
+    cg_join_inherited(1);
+    /* straight to waitid: a launcher that is still runnable when the program exits waits for a
+       time slice before it reads the clock (milliseconds on a loaded machine) */
+    return watch(pid, rq->uid, t0, ready[0], -1, 0, 0, say, ctx);
 }
 
 /* A request: one SOCK_SEQPACKET message, fields separated by NUL:
@@ -518,7 +798,7 @@ static int parse_request(char *data, ssize_t n, struct request *rq) {
 }
 
 /* What a standby child tells the launcher when it has taken a request. */
-struct note { int ok; long long uid, scratch_bytes; struct timespec t0; };
+struct note { int ok, cg_ok; long long uid, scratch_bytes; struct timespec t0; };
 
 /* Serve mode, the standby child: forked *before* the request arrives, it builds the
    request-independent half of the view (prepare_view: 0.5-0.9 ms per run measured on this
@@ -543,6 +823,7 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
         /* tell the launcher the namespace exists and wait until it holds a reference */
         if (write(sync_w, &byte, 1) != 1 || read(ack_r, &byte, 1) != 1) _exit(1);
     }
+    int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
     struct iovec iov = { data, sizeof data - 1 };
     union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } control;
     struct msghdr msg;
@@ -568,6 +849,7 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     nt.ok = fds[0] >= 0 && parse_request(data, n, &rq) && ((rq.flags & FLAG_VIEW) != 0) == (box != NULL);
     nt.uid = nt.ok ? rq.uid : -1;
     nt.scratch_bytes = nt.ok ? rq.scratch_bytes : prepared_bytes;
+    nt.cg_ok = nt.ok && joined && cg_request(rq.as, rq.scratch_bytes) == 0;
     if (write(note_w, &nt, sizeof nt) != (ssize_t)sizeof nt || !nt.ok) _exit(0);
     child_setup(fds, sock);
     if (failed[0]) { report_fd(&(int){2}, failed); _exit(126); }
@@ -590,6 +872,7 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     close(note_w);
     if (tree_pair[1] >= 0) close(tree_pair[1]);
     if (tree_pair[0] >= 0) close(tree_pair[0]);
+    if (nested && nt.cg_ok) cg_hand_down();
     confine_and_exec(&rq);
 }
 
@@ -666,6 +949,7 @@ static int serve(int sock, const char *box, int netns) {
         if (pipe2(note_p, O_CLOEXEC) != 0) return 1;
         if (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0) return 1;
         stop = 0;
+        if (n_cg > 0) cg_prepare();
         pid_t pid = fork();
         if (pid < 0) return 1;
         if (pid == 0) {
@@ -674,6 +958,7 @@ static int serve(int sock, const char *box, int netns) {
             _exit(126);
         }
         setpgid(pid, pid);
+        cg_close_fds();                  /* the standby has its copies */
         close(note_p[1]); close(sync_p[1]); close(ack_p[0]);
         if (box) {
             char byte = 0, path[64];
@@ -691,18 +976,19 @@ static int serve(int sock, const char *box, int netns) {
             int st = 0;
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
             if (ns_fd >= 0) close(ns_fd);
+            if (n_cg > 0) cg_remove(cg.seq, 1);
             if (got != (ssize_t)sizeof nt)   /* no request came: the runner is gone (or the socket failed) */
                 return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
             report_sock(&sock, "error bad request\n");
             continue;
         }
         prepared = nt.scratch_bytes;
-        watch(pid, nt.uid, nt.t0, ns_fd, report_sock, &sock);
+        watch(pid, nt.uid, nt.t0, -1, ns_fd, nt.cg_ok, cg.seq, report_sock, &sock);
         for (int fd; (fd = take_tree(tree_pair[0])) >= 0;) release_later(fd);
     }
 }
 
-/* sa-launch --serve SOCKFD [--netns] [--view DIR]
+/* sa-launch --serve SOCKFD [--netns] [--view DIR] [--nested] [--cgroup DIR]...
    sa-launch FD UID AS FSIZE NPROC CPU -- PROGRAM [ARGS...]   (one shot; -1 = unchanged) */
 int main(int argc, char **argv) {
     struct sigaction sa;
@@ -714,10 +1000,21 @@ int main(int argc, char **argv) {
         int netns = 0;
         for (int i = 3; i < argc; i++) {
             if (strcmp(argv[i], "--netns") == 0) netns = 1;
+            else if (strcmp(argv[i], "--nested") == 0) nested = 1;
+            else if (strcmp(argv[i], "--cgroup") == 0 && i + 1 < argc && n_cg < MAX_CG) {
+                const char *dir = argv[++i];
+                char probe[4096];
+                snprintf(probe, sizeof probe, "%s/memory.max_usage_in_bytes", dir);
+                if (access(probe, F_OK) == 0) cg_mem = n_cg;
+                snprintf(probe, sizeof probe, "%s/cpuacct.usage", dir);
+                if (access(probe, F_OK) == 0) cg_cpu = n_cg;
+                cg_base[n_cg++] = dir;
+            }
             else if (strcmp(argv[i], "--view") == 0 && i + 1 < argc) box = argv[++i];
             else return 125;
         }
         if (box && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, tree_pair) != 0) return 125;
+        if (n_cg > 0) cg_remove_stale();
         if (netns && unshare(CLONE_NEWNET) != 0) {
             fprintf(stderr, "sa-launch: cannot create a network namespace: %s\n", strerror(errno));
             return 124;

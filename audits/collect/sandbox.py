@@ -25,11 +25,12 @@ Backends (``make_sandbox(spec)``):
     The command runs as the calling user with the wall-clock kill and output
     cap of this module; the external sandbox is responsible for the rest.
 
-Timing: wall seconds are the monotonic clock read just before the spawn and
-just after the reap (``os.wait4``); CPU seconds (user + system) and peak RSS
-come from the rusage that ``wait4`` returns, which includes every descendant
-that was waited for. The sandbox's own start-up cost is part of the wall time
-by design: campaigns time it separately as the *floor* (DESIGN.md).
+Timing: wall seconds are the launcher's monotonic clock from the moment its child takes
+the request (bwrap: from the inner launcher's child's own reading, inside the sandbox) to
+the reap of the program. CPU seconds and peak memory are the program's whole process tree's:
+from a cgroup per run when the cgroup v1 memory and cpuacct hierarchies can be used (as root),
+else the rusage of every process the launcher reaps (:func:`accounting`, ``Execution.accounting``).
+What the sandbox still costs is timed separately as the *floor* (DESIGN.md).
 
 Status rules (``wrong_answer`` is set by the caller after the output check):
 
@@ -100,6 +101,7 @@ __all__ = [
     "scratch_root",
     "stage_program",
     "RUN_STATUSES",
+    "accounting",
 ]
 
 RUN_STATUSES = PROCESS_STATUSES
@@ -227,6 +229,10 @@ class Execution:
     stderr_tail: str
     reason: str
     sandbox: str = "local"
+    #: how cpu_s and max_rss_kb were taken: ``cgroup`` (the run's own cgroup: every process of
+    #: its tree, also children never waited for) or ``rusage`` (every process the launcher
+    #: reaped; a child the kernel reaped itself, SIGCHLD ignored, is missed): see accounting()
+    accounting: str = "rusage"
 
     def with_status(self, status: str, reason: str) -> "Execution":
         return dataclasses.replace(self, status=status, reason=reason)
@@ -499,6 +505,124 @@ def launcher_path() -> str | None:
         return path
 
 
+_CGROUP: dict[str, tuple[str, ...]] = {}
+#: The controllers a run's cgroup needs (cgroup v1): CPU of every task, and memory (peak, limit).
+_CGROUP_CONTROLLERS = ("memory", "cpuacct")
+
+
+def _cgroup_bases() -> tuple[str, ...]:
+    """Folders for per-run cgroups: ``<hierarchy><this process's cgroup>/speedaudit``, one per
+    cgroup v1 hierarchy of memory and cpuacct, or () when they cannot be used here.
+
+    Detected once per process from /proc/self/mountinfo and /proc/self/cgroup, as root only
+    (a cgroup's files are root's). Nested under the runner's own cgroup, so every limit the
+    runner lives under still holds for its programs. cgroup v2 is not used: a cgroup that holds
+    processes cannot enable controllers for children (the "no internal processes" rule), so it
+    needs a delegated cgroup (``systemd-run --scope -p Delegate=yes``); without v1 hierarchies
+    the runs are accounted by rusage (see :func:`accounting`).
+    """
+    with _LAUNCHER_LOCK:
+        if "bases" in _CGROUP:
+            return _CGROUP["bases"]
+        bases: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                bases = _find_cgroup_bases()
+            except OSError:
+                bases = []
+        _CGROUP["bases"] = tuple(bases)
+        return _CGROUP["bases"]
+
+
+def _find_cgroup_bases() -> list[str]:
+    mounts: dict[str, tuple[str, str]] = {}  # controller -> (mount point, root of the mount)
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3 or tail[0] != "cgroup":
+            continue
+        for option in tail[2].split(","):
+            if option in _CGROUP_CONTROLLERS and option not in mounts:
+                mounts[option] = (fields[4], fields[3])
+    own: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(","):
+                own[controller] = parts[2]
+    bases: list[str] = []
+    for controller in _CGROUP_CONTROLLERS:
+        if controller not in mounts or controller not in own:
+            return []
+        point, root = mounts[controller]
+        path = own[controller]
+        if root != "/" and (path == root or path.startswith(root + "/")):
+            path = path[len(root):]
+        base = os.path.join(point, path.lstrip("/"), "speedaudit")
+        if not os.path.isdir(base):
+            os.mkdir(base, 0o755)
+        if not os.access(base, os.W_OK) or base in bases:
+            continue
+        bases.append(base)
+    return bases
+
+
+def _remove_run_cgroups(*, launcher: int | None = None) -> None:
+    """Remove the run folders (``<pid>-<n>``, see launcher.c) of ``launcher``, or of every launcher
+    that is no longer alive: a launcher that was killed leaves the folder of its next run."""
+    for base in _CGROUP.get("bases", ()):
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            pid, _, seq = name.partition("-")
+            if not (pid.isdigit() and seq.isdigit()):
+                continue
+            if launcher is not None and int(pid) != launcher:
+                continue
+            if launcher is None and os.path.exists(f"/proc/{pid}"):
+                continue
+            for leaf in ("prog", "box", ""):
+                for _ in range(50):  # a killed standby leaves its folder a few ms later (EBUSY until then)
+                    try:
+                        os.rmdir(os.path.join(base, name, leaf))
+                    except OSError as exc:
+                        if exc.errno == errno.EBUSY:
+                            time.sleep(0.01)
+                            continue
+                    break
+
+
+@atexit.register
+def _remove_cgroup_bases() -> None:
+    _remove_run_cgroups()
+    for base in _CGROUP.get("bases", ()):  # only when empty: other processes may still use it
+        try:
+            os.rmdir(base)
+        except OSError:
+            pass
+
+
+def accounting(spec: str = "local") -> str:
+    """How a sandbox here measures CPU and peak memory, in words (recorded in each campaign's manifest).
+
+    ``cgroup v1 (memory, cpuacct) ...`` when per-run cgroups can be made (as root, with the v1
+    memory and cpuacct hierarchies): every process of the program's tree is counted, also a
+    child that was never waited for, and the memory limit covers tmpfs and memfd pages.
+    Otherwise ``rusage ...``: the launcher sums the rusage of every process it reaps.
+    """
+    if spec.startswith("cmd:"):
+        return "rusage of the sandbox command (its own accounting is the external sandbox's)"
+    if _cgroup_bases():
+        return ("cgroup v1 (memory, cpuacct): one cgroup per run holding the program's whole process tree; "
+                "cpu_s = its CPU, max_rss_kb = max(its peak, the largest process's peak RSS); memory limit = "
+                "address space + scratch (tmpfs, memfd and pipes included)")
+    return ("rusage: CPU summed over every process the launcher reaps (subreaper / pid 1), max_rss_kb = the "
+            "largest process's peak; a child reaped by the kernel itself (its parent ignored SIGCHLD) is not "
+            "counted, and memfd pages are bounded only per file (no cgroup here)")
+
+
 @functools.lru_cache(maxsize=4096)
 def _keep_paths(argv: tuple[str, ...]) -> tuple[str, ...]:
     """:meth:`Sandbox.keep_paths`, cached."""
@@ -696,7 +820,7 @@ class Sandbox:
             pipes += [out_r, out_w, err_r, err_w]
             with open(stdout_path, "wb") as out:
                 os.chmod(stdout_path, 0o600)
-                zygote = _zygote(launcher, netns=self.netns, view=view)
+                zygote = _zygote(launcher, netns=self.netns, view=view, nested=self.nest_launcher)
                 t0 = time.monotonic()
                 zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w] if self.nest_launcher else []))
                 for fd in (out_w, err_w) + ((inner_w,) if self.nest_launcher else ()):
@@ -819,7 +943,7 @@ class Sandbox:
                             if parts and parts[0] == "pid":
                                 child = int(parts[1])
                                 deadline = time.monotonic() + limits.wall_s
-                            elif parts and parts[0] == "done" and len(parts) == 6:
+                            elif parts and parts[0] == "done" and len(parts) == 11:
                                 final = tuple(int(p) for p in parts[1:])
                             elif parts and parts[0] == "error":
                                 failed = " ".join(parts[1:])
@@ -845,25 +969,33 @@ class Sandbox:
             sel.close()
         if final is None and not escalated and killed is None:
             raise SandboxError(f"the launcher failed ({failed}); the run was not measured")
+        cg_cpu_us = cg_peak_kb = oom = -1
         if final is not None:
-            wstatus, wall_ns, user_us, sys_us, rss = final
-            wall, cpu = wall_ns / 1e9, (user_us + sys_us) / 1e6
+            wstatus, wall_ns, _, _, _, tree_us, tree_kb, cg_cpu_us, cg_peak_kb, oom = final
+            wall, cpu, rss = wall_ns / 1e9, tree_us / 1e6, tree_kb
         else:  # escalated: we killed it ourselves
             wstatus, wall, cpu, rss = _signal.SIGKILL, t1 - t0, 0.0, 0
         inner = _parse_report(inner_text)[0]
-        if inner is not None:  # the program's own status, CPU and peak RSS, measured inside the sandbox
-            wstatus_in, _, user_us, sys_us, rss = inner
-            cpu = (user_us + sys_us) / 1e6
+        if inner is not None:
+            # the program's own status, tree CPU and peak, and its wall time from inside the sandbox
+            # (from the moment the inner launcher's child is in the run's cgroup to the reap: bwrap's
+            # own set-up and tear-down are not the program's time)
+            wstatus_in, wall_in_ns, _, _, _, tree_us, tree_kb, *_ = inner
+            wall, cpu, rss = wall_in_ns / 1e9, tree_us / 1e6, tree_kb
             code, sig = _split_wait(wstatus_in)
         else:
             code, sig = self._translate_exit(*_split_wait(wstatus))
+        accounting = "rusage"
+        if cg_cpu_us >= 0:  # the run's cgroup: every process of the program's tree (bwrap's own not in it)
+            cpu, accounting = cg_cpu_us / 1e6, "cgroup"
+            rss = max(cg_peak_kb, rss if (inner is not None or not self.nest_launcher) else 0)
         tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
-        status, reason = _classify(code, sig, killed, cpu, rss, tail, limits)
+        status, reason = _classify(code, sig, killed, cpu, rss, tail, limits, oom=oom)
         failure = self._sandbox_failure(code, sig, tail)
         if failure and killed is None:
             status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
         return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
-                         self.name)
+                         self.name, accounting)
 
     def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits) -> Execution:
         """The fallback watch (no launcher): our own child, its group killed by us."""
@@ -965,12 +1097,13 @@ class Sandbox:
             _kill_uid(uid)
 
 
-def _parse_report(text: bytes) -> tuple[tuple[int, int, int, int, int] | None, str | None]:
-    """The launcher's ``done STATUS WALL_NS USER_US SYS_US MAXRSS_KB`` line, or its error."""
+def _parse_report(text: bytes) -> tuple[tuple[int, ...] | None, str | None]:
+    """The launcher's ``done`` line (``STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB
+    CG_CPU_US CG_PEAK_KB OOM_KILLS``, see launcher.c's ``watch``) as integers, or its error."""
     final = failed = None
     for line in bytes(text).decode(errors="replace").splitlines():
         parts = line.split()
-        if parts and parts[0] == "done" and len(parts) == 6:
+        if parts and parts[0] == "done" and len(parts) == 11:
             final = tuple(int(p) for p in parts[1:])
         elif parts and parts[0] == "error":
             failed = " ".join(parts[1:])
@@ -1033,12 +1166,15 @@ class _Zygote:
     the view ready before the request comes (see ``standby`` in launcher.c).
     """
 
-    def __init__(self, launcher: str, *, netns: bool = False, view: bool = False):
+    def __init__(self, launcher: str, *, netns: bool = False, view: bool = False, nested: bool = False):
         self.box = _view_mount_point() if view else None
+        self.cgroups = bool(_cgroup_bases())
+        cgroups = [arg for base in _cgroup_bases() for arg in ("--cgroup", base)]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen([launcher, "--serve", str(theirs.fileno()), *(["--netns"] if netns else []),
-                                          *(["--view", self.box] if view else [])],
+                                          *(["--view", self.box] if view else []),
+                                          *(["--nested"] if nested else []), *cgroups],
                                          pass_fds=(theirs.fileno(),),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
@@ -1074,13 +1210,15 @@ class _Zygote:
             pass
         self.proc.wait()
         self.sock.close()  # its standby child (killed with it: PR_SET_PDEATHSIG) held the other end
+        if self.cgroups:
+            _remove_run_cgroups(launcher=self.proc.pid)
 
 
 _THREAD = threading.local()
 _ALL_ZYGOTES: list[_Zygote] = []
 
 
-def _zygote(launcher: str, *, netns: bool = False, view: bool = False) -> _Zygote:
+def _zygote(launcher: str, *, netns: bool = False, view: bool = False, nested: bool = False) -> _Zygote:
     """This thread's launcher server (started on first use, restarted if it died).
 
     One per thread and setting: with ``netns`` it lives in an empty network namespace of
@@ -1089,11 +1227,11 @@ def _zygote(launcher: str, *, netns: bool = False, view: bool = False) -> _Zygot
     zygotes = getattr(_THREAD, "zygotes", None)
     if zygotes is None:
         zygotes = _THREAD.zygotes = {}
-    zygote = zygotes.get((netns, view))
+    zygote = zygotes.get((netns, view, nested))
     if zygote is None or not zygote.alive():
         if zygote is not None and zygote.owner == os.getpid():
             zygote.destroy()
-        zygote = zygotes[(netns, view)] = _Zygote(launcher, netns=netns, view=view)
+        zygote = zygotes[(netns, view, nested)] = _Zygote(launcher, netns=netns, view=view, nested=nested)
         with _LAUNCHER_LOCK:
             _ALL_ZYGOTES[:] = [z for z in _ALL_ZYGOTES if z.alive()]
             _ALL_ZYGOTES.append(zygote)
@@ -1122,7 +1260,7 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits) -> tuple[str, str]:
+def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits, *, oom: int = -1) -> tuple[str, str]:
     how = _decode_status(code, sig)
     if killed == "wall":
         return "timeout", f"wall limit {limits.wall_s:g} s"
@@ -1135,6 +1273,10 @@ def _classify(code, sig, killed, cpu, rss_kb, stderr_tail, limits: Limits) -> tu
     if limits.cpu_s is not None and (sig == _signal.SIGXCPU or
                                      (sig == _signal.SIGKILL and cpu >= math.ceil(limits.cpu_s))):
         return "timeout", f"CPU limit {limits.cpu_s:g} s ({how})"
+    if oom > 0 and limits.memory_bytes is not None:
+        return "memory_limit", (f"killed by the kernel at the run's memory limit ({limits.memory_bytes} bytes of "
+                                f"address space + {limits.scratch_bytes} of scratch: memory, tmpfs and memfd "
+                                f"together; {how})")
     lowered = stderr_tail.lower()
     marker = next((m for m in _MEMORY_MARKERS if m in lowered), None)
     if marker:
@@ -1155,10 +1297,12 @@ class LocalSandbox(Sandbox):
     namespace and a private root: a fresh tmpfs of ``Limits.scratch_bytes`` holding its
     scratch, /tmp, /var/tmp and /dev/shm, the system directories and the program's own
     files read-only, a few device nodes and a /proc that shows only its own processes
-    (hidepid=2), and a seccomp filter that refuses user namespaces of its own. Nothing else
-    of the host's file system is in its view, and nothing of the run outlives it. *Not*
-    contained: kernel-wide figures in /proc, and memory that is not address space (memfd
-    or pipe buffers, at most RLIMIT_FSIZE per file); see docs/collecting.md.
+    (hidepid=2), a fresh session keyring, a seccomp filter that refuses user namespaces of
+    its own, keyrings, io_uring, memfd_secret, bpf, perf events and any change of priority,
+    scheduling class or affinity, and (cgroup v1) a cgroup per run whose memory limit covers
+    memfd and tmpfs pages too. Nothing else of the host's file system is in its view, and
+    nothing of the run outlives it. *Not* contained: kernel-wide figures in /proc; see
+    docs/collecting.md.
 
     Not root: only rlimits and a scrubbed environment; ``isolated`` is False and
     :meth:`check` says so (use ``bwrap``).
@@ -1189,7 +1333,7 @@ class BwrapSandbox(Sandbox):
 
     The view is built from nothing: the system directories and the program's own files
     read-only, a fresh tmpfs of ``Limits.scratch_bytes`` for each of its scratch, /tmp,
-    /var/tmp and /dev/shm, bwrap's own /dev and /proc, the root read-only; its own user
+    /var/tmp and /dev/shm, bwrap's own /dev (read-only) and /proc, the root read-only; its own user
     (no further user namespaces), pid, network, IPC, UTS and cgroup namespaces, a new
     session, and it dies with the runner. bwrap itself runs as the unprivileged uid
     (unprivileged user namespaces), so the rlimits including RLIMIT_NPROC apply inside.
@@ -1198,8 +1342,10 @@ class BwrapSandbox(Sandbox):
     name = "bwrap"
     # bwrap's outer process does not wait for the sandboxed program, so its rusage
     # lacks the program's CPU and memory: a launcher inside the sandbox (pid 1 of its pid
-    # namespace) measures the program and reports through an inherited pipe (wall time stays
-    # the outer one, which includes the sandbox's own set-up, as a service using bwrap would see).
+    # namespace) measures the program and reports through an inherited pipe: its status, its
+    # wall time from inside (bwrap's own set-up and tear-down are not in duration_s), and,
+    # with the run's cgroup, which the inner launcher's child joins, its tree's CPU and peak
+    # for every status (also when the runner killed bwrap at the wall limit).
     nest_launcher = True
 
     def __init__(self, *, uid: int | str | None = "auto", bwrap: str | None = None):
@@ -1229,7 +1375,9 @@ class BwrapSandbox(Sandbox):
                 cmd += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 cmd += ["--ro-bind", top, top]
-        cmd += ["--dev", "/dev", "--proc", "/proc"]
+        # bwrap's /dev is a tmpfs of its own with no size option: read-only, so that only the
+        # quota'd /dev/shm below is writable there (a 12 GiB fill of /dev was measured)
+        cmd += ["--dev", "/dev", "--remount-ro", "/dev", "--proc", "/proc"]
         for place in ("/tmp", "/var/tmp", "/dev/shm"):
             cmd += ["--perms", "1777", "--size", size, "--tmpfs", place]
         for path in self.keep_paths(argv):
