@@ -18,7 +18,8 @@ import pandas as pd
 def column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     """Integer codes (0..k-1, -1 for missing) of one column and k."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(dtype=np.int64), len(column.cat.categories)
+        codes, k = _narrow_codes(column)
+        return codes.astype(np.int64, copy=False), k
     values = column.to_numpy() if column.dtype.kind in "iu" else None
     if values is not None and len(values):
         # Integers (``repeat``, ``run``) in a small range: their rank among the present values from a presence
@@ -34,10 +35,38 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64, copy=False), len(uniques)
 
 
+def _content_rank(categories: pd.Index) -> np.ndarray | None:
+    """Rank of every category among the sorted categories (None when they are sorted already).
+
+    Group numbers follow the categories' *content*, not their order in the dtype: two corpora holding the same
+    ids with the categories listed in another order (re-coded) number their groups alike, so every per-group
+    array, bootstrap cluster and tie-break is the same (set semantics; issue 24). Mixed types sort as text.
+    """
+    if categories.is_monotonic_increasing:
+        return None
+    try:
+        order = np.argsort(categories.to_numpy(), kind="stable")
+    except TypeError:  # e.g. ints and strings in one categorical
+        order = np.argsort(categories.astype(str).to_numpy(), kind="stable")
+    rank = np.empty(len(categories), dtype=np.int64)
+    rank[order] = np.arange(len(categories))
+    return rank
+
+
 def _narrow_codes(column: pd.Series) -> tuple[np.ndarray, int]:
-    """:func:`column_codes` without widening a categorical's codes to int64 (the caller adds them in place)."""
+    """:func:`column_codes` without widening a categorical's codes to int64 (the caller adds them in place).
+
+    Categorical codes are renumbered by the sorted categories (:func:`_content_rank`) when the categories are
+    not in sorted order; missing values keep -1.
+    """
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), len(column.cat.categories)
+        codes, categories = column.cat.codes.to_numpy(), column.cat.categories
+        rank = _content_rank(categories)
+        if rank is not None:
+            lookup = np.append(rank, -1).astype(codes.dtype if len(categories) < np.iinfo(codes.dtype).max
+                                                else np.int64)
+            codes = lookup[codes]  # code -1 (missing) reads the appended -1
+        return codes, len(categories)
     return column_codes(column)
 
 
@@ -105,7 +134,8 @@ def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray
     -------
     codes : ndarray of int64
         ``codes[i]`` identifies the group of row ``i``; groups are numbered
-        0..n_groups-1 in order of first appearance.
+        0..n_groups-1 in the sorted order of their keys (categoricals by their
+        sorted categories' content, :func:`_content_rank`), never by first appearance.
     n_groups : int
     """
     if len(columns) == 0:

@@ -652,12 +652,27 @@ class VarianceComponents:
 
     ``table`` has one row per component: ``component``, ``variance`` (NaN when
     not estimable from this corpus, e.g. campaign with one campaign),
-    ``share`` (of the sum of the estimable components) and ``df``.
+    ``share`` (of the sum of the estimable components) and ``df`` -- the
+    estimators pooled over problems -- and, for the within-problem components,
+    the robust summary: ``median_share`` (the median over problems of the
+    component's share of that problem's own within-problem variance),
+    ``median_share_low`` / ``median_share_high`` (its cluster-bootstrap CI over
+    problems), ``n_share`` (problems with a finite share) and
+    ``positive_share`` (the share of those problems where it is > 0).
     ``mean_tests`` / ``mean_solutions`` are the average numbers of
     optimization tests and solutions per problem used. With nested repeats (a
     ``run`` column: values inside processes) the table has a ``run`` row
     (between-process variance) and ``repeat`` is the within-process variance;
-    ``values_per_run`` is the mean number of values per process (else None).
+    ``values_per_run`` is the mean number of values per process (else None) and
+    ``between_process`` the median over problems of s2_run / (s2_run + s2_repeat)
+    with its CI. ``per_problem`` holds every problem's own components and shares.
+
+    *Why both*: the pooled estimators sum squares over problems, so one very
+    noisy problem dominates them (its within-process variance, pooled, exceeds
+    every other problem's process-mean variance and the pooled between-process
+    component truncates to 0); a median over problems of per-problem shares
+    cannot be moved by one problem. Variances (and so ``repeats_needed``) stay
+    pooled; shares are read from the robust columns (:meth:`median_share`).
     """
 
     table: pd.DataFrame
@@ -665,6 +680,8 @@ class VarianceComponents:
     mean_tests: float
     mean_solutions: float
     values_per_run: float | None = None
+    per_problem: pd.DataFrame | None = field(default=None, repr=False)
+    between_process: Interval | None = None
 
     @property
     def nested(self) -> bool:
@@ -677,18 +694,40 @@ class VarianceComponents:
     def share(self, component: str) -> float:
         return float(self.table.set_index("component").loc[component, "share"])
 
+    def median_share(self, component: str) -> float:
+        """Median over problems of the component's within-problem share (NaN for ``problem``, or absent)."""
+        table = self.table.set_index("component")
+        if "median_share" not in table.columns or component not in table.index:
+            return math.nan
+        return float(table.loc[component, "median_share"])
+
     def to_frame(self) -> pd.DataFrame:
         return self.table
 
     def to_dict(self) -> dict:
-        return {"n_problems": self.n_problems, "mean_tests": self.mean_tests,
-                "mean_solutions": self.mean_solutions,
-                "components": {row.component: {"variance": row.variance, "share": row.share}
-                               for row in self.table.itertuples()}}
+        robust = "median_share" in self.table.columns
+        out = {"n_problems": self.n_problems, "mean_tests": self.mean_tests,
+               "mean_solutions": self.mean_solutions,
+               "components": {row.component: {"variance": row.variance, "share": row.share,
+                                              **({"median_share": row.median_share,
+                                                  "median_share_ci": [row.median_share_low, row.median_share_high],
+                                                  "n_share": row.n_share, "positive_share": row.positive_share}
+                                                 if robust and row.component != "problem" else {})}
+                              for row in self.table.itertuples()},
+               "share_rule": "share: of the pooled components (sums over problems); median_share: median over "
+                             "problems of the component's share of the problem's own within-problem variance, "
+                             "cluster-bootstrap CI over problems"}
+        if self.between_process is not None:
+            out["between_process_share"] = self.between_process.to_dict()
+        return out
 
     def summary(self) -> str:
         parts = [f"{row.component} {row.share:.1%}" for row in self.table.itertuples() if np.isfinite(row.share)]
-        return "variance shares of log duration: " + ", ".join(parts)
+        text = "variance shares of log duration: " + ", ".join(parts)
+        if self.between_process is not None and np.isfinite(self.between_process.estimate):
+            text += (f"; between-process share per problem: median {self.between_process.estimate:.1%} "
+                     f"over {self.between_process.n} problems")
+        return text
 
 
 def _pos(x: float) -> float:
@@ -844,56 +883,92 @@ def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def variance_from_partials(partials: pd.DataFrame) -> VarianceComponents:
+def _pos_array(x) -> np.ndarray:
+    """:func:`_pos` element-wise (negative estimates truncated at 0, NaN kept)."""
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isfinite(x), np.maximum(x, 0.0), np.nan)
+
+
+def _ratio(num, den) -> np.ndarray:
+    """num / den where den > 0, else NaN (element-wise)."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _within_problem_estimates(c: dict, nested: bool) -> dict:
+    """Steps 0-4 of :func:`variance_components` from sums ``c`` (arrays: one entry per unit).
+
+    A unit is either the whole corpus (every entry the sum over problems: the pooled estimators) or one
+    problem (the raw per-problem partials: that problem's own estimators). One code path for both, so the
+    pooled and the per-problem components are the same formulas.
+    """
+    out = {}
+    zero = np.zeros_like(np.asarray(c["df_e"], dtype=float))
+    s2_w = _ratio(c["ss_w"], c["df_w"]) if nested else zero + np.nan
+    s2_e = _ratio(c["ss_e"], c["df_e"])
+    if nested:
+        # E[s2 of process means] = s2_run + s2_w * h, h = the df-weighted mean over cells of mean_k(1 / n_k)
+        h = _ratio(c["h_num"], c["df_e"])
+        s2_run = np.where(c["df_e"] > 0, _pos_array(s2_e - np.nan_to_num(s2_w) * h), np.nan)
+    else:
+        s2_run = zero + np.nan
+    e_used = np.nan_to_num(s2_e)
+    s2_c = np.where(c["df_c"] > 0, _pos_array(_ratio(c["ss_c"] - e_used * c["corr_c"], c["df_c"])), np.nan)
+    c_used = np.nan_to_num(s2_c)
+    v_bar = np.where(c["n_kept"] > 0, _ratio(c_used * c["inv_c"] + e_used * c["inv_n"], c["n_kept"]), 0.0)
+    has_res = c["df_res"] > 0
+    ms_ts = np.where(has_res, _ratio(c["ss_res"], c["df_res"]), v_bar)  # one test or solution: v_bar
+    s2_ts = np.where(has_res, _pos_array(ms_ts - v_bar), np.nan)
+    s2_t = np.where(c["df_t"] > 0, _pos_array(_ratio(c["ss_t"] - c["df_t"] * ms_ts, c["t_s"])), np.nan)
+    s2_s = np.where(c["df_s"] > 0, _pos_array(_ratio(c["ss_s"] - c["df_s"] * ms_ts, c["s_t"])), np.nan)
+    out.update(s2_w=s2_w, s2_e=s2_e, s2_run=s2_run, s2_c=s2_c, ms_ts=ms_ts, s2_ts=s2_ts, s2_t=s2_t, s2_s=s2_s)
+    return out
+
+
+def _partial_sums(partials: pd.DataFrame, nested: bool) -> dict:
+    """The per-problem columns the estimators need (the design's degrees of freedom derived per problem)."""
+    names = ["df_e", "ss_e", "df_c", "ss_c", "corr_c", "n_kept", "inv_c", "inv_n", "ss_res", "ss_t", "ss_s"]
+    names += ["df_w", "ss_w", "h_num"] if nested else []
+    c = {name: partials[name].to_numpy(dtype=float) for name in names}
+    T, S = (partials[col].to_numpy(dtype=float) for col in ("T", "S"))
+    present = partials["present"].to_numpy(dtype=bool)
+    c["df_res"] = np.where(present, (T - 1) * (S - 1), 0.0)
+    c["df_t"] = np.where(present, T - 1, 0.0)
+    c["df_s"] = np.where(present, S - 1, 0.0)
+    c["t_s"], c["s_t"] = (T - 1) * S, (S - 1) * T
+    return c
+
+
+def variance_from_partials(partials: pd.DataFrame, *, n_boot: int = 0, level: float = 0.95,
+                           seed: int | None = 0) -> VarianceComponents:
     """:func:`variance_components` from per-problem sufficient statistics (:func:`variance_partials`).
 
     ``partials`` may be the concatenation of the tables of disjoint sets of problems (partitions); its row
     order is the order of the per-problem terms in the sums (use problem order for results that do not depend
     on how problems were grouped).
+
+    Besides the pooled estimators, every problem's own components are computed from its own row (the same
+    formulas on that problem's sums; ``VarianceComponents.per_problem``) and each within-problem share is
+    summarised by its median over problems with a cluster-bootstrap CI over problems (``n_boot`` resamples;
+    0: no interval) -- the robust summary that one very noisy problem cannot drive to 0 (see
+    :class:`VarianceComponents`).
     """
     nested = "df_w" in partials.columns
-
-    def summed(name: str) -> float:
-        return float(np.sum(partials[name].to_numpy(dtype=float)))
-
-    s2_w = df_w = values_per_run = math.nan
+    per = _partial_sums(partials, nested)
+    pooled = _within_problem_estimates({k: np.array([float(np.sum(v))]) for k, v in per.items()}, nested)
+    s2_w, s2_e, s2_run, s2_c, ms_ts, s2_ts, s2_t, s2_s = (
+        float(pooled[k][0]) for k in ("s2_w", "s2_e", "s2_run", "s2_c", "ms_ts", "s2_ts", "s2_t", "s2_s"))
+    values_per_run = math.nan
     if nested:
-        df_w = summed("df_w")
-        s2_w = summed("ss_w") / df_w if df_w > 0 else math.nan
-        n_proc = summed("n_proc")
-        values_per_run = summed("sum_values") / n_proc if n_proc > 0 else math.nan
-    # 1. repeat (with nested repeats: between process means)
-    df_e = summed("df_e")
-    s2_e = summed("ss_e") / df_e if df_e > 0 else math.nan
-    s2_run = math.nan
-    if nested:
-        # E[s2 of process means] = s2_run + s2_w * h, h = the df-weighted mean over cells of mean_k(1 / n_k)
-        h = summed("h_num") / df_e if df_e > 0 else math.nan
-        s2_run = _pos(s2_e - (0.0 if math.isnan(s2_w) else s2_w) * h) if df_e > 0 else math.nan
-    e_used = 0.0 if math.isnan(s2_e) else s2_e
-    # 2. campaign (cells seen in >= 2 campaigns)
-    df_c = summed("df_c")
-    s2_c = _pos((summed("ss_c") - e_used * summed("corr_c")) / df_c) if df_c > 0 else math.nan
-    c_used = 0.0 if math.isnan(s2_c) else s2_c
-    # 3. mean noise of the kept cell means: v = s2_C / C + s2_e sum_c(1 / n_cc) / C^2
-    n_kept = summed("n_kept")
-    v_bar = (c_used * summed("inv_c") + e_used * summed("inv_n")) / n_kept if n_kept > 0 else 0.0
-    # 4. two-way on cell means within problems
+        n_proc = float(np.sum(partials["n_proc"].to_numpy(dtype=float)))
+        values_per_run = float(np.sum(partials["sum_values"].to_numpy(dtype=float))) / n_proc if n_proc > 0 \
+            else math.nan
+    df_w, df_e = (float(np.sum(per[k])) if k in per else math.nan for k in ("df_w", "df_e"))
+    df_c, df_res, df_t, df_s = (float(np.sum(per[k])) for k in ("df_c", "df_res", "df_t", "df_s"))
+    # 5. problem
     T, S, M = (partials[c].to_numpy(dtype=float) for c in ("T", "S", "M"))
     present = partials["present"].to_numpy(dtype=bool)
-    ss_res, ss_t, ss_s = summed("ss_res"), summed("ss_t"), summed("ss_s")
-    df_res = float(np.sum(((T - 1) * (S - 1))[present]))
-    df_t = float(np.sum((T - 1)[present]))
-    df_s = float(np.sum((S - 1)[present]))
-    if df_res > 0:
-        ms_ts = ss_res / df_res
-        s2_ts = _pos(ms_ts - v_bar)
-    else:  # one test or one solution per problem: the interaction is not separable
-        ms_ts = v_bar
-        s2_ts = math.nan
-    s2_t = _pos((ss_t - df_t * ms_ts) / np.sum((T - 1) * S)) if df_t > 0 else math.nan
-    s2_s = _pos((ss_s - df_s * ms_ts) / np.sum((S - 1) * T)) if df_s > 0 else math.nan
-    # 5. problem
     n_prob = int(present.sum())
     if n_prob >= 2:
         Tp, Sp = T[present], S[present]
@@ -914,9 +989,54 @@ def variance_from_partials(partials: pd.DataFrame) -> VarianceComponents:
         shares = (np.where(np.isfinite(variances), variances / total, np.nan) if total > 0
                   else np.full(len(variances), np.nan))
     table = pd.DataFrame({"component": names, "variance": variances, "share": shares, "df": dfs})
+    per_problem, robust, split = _robust_shares(partials, _within_problem_estimates(per, nested), nested,
+                                                n_boot=n_boot, level=level, seed=seed)
+    table = table.merge(robust, on="component", how="left")
     return VarianceComponents(table, n_prob, float(np.mean(T[present])) if n_prob else math.nan,
                               float(np.mean(S[present])) if n_prob else math.nan,
-                              values_per_run if nested else None)
+                              values_per_run if nested else None, per_problem=per_problem,
+                              between_process=split)
+
+
+def _robust_shares(partials: pd.DataFrame, est: dict, nested: bool, *, n_boot: int, level: float,
+                   seed) -> tuple[pd.DataFrame, pd.DataFrame, Interval | None]:
+    """Per-problem within-problem components and shares; their medians over problems with CIs.
+
+    A problem's within-problem share of a component is its variance over the sum of that problem's
+    estimable within-problem components (test, solution, test:solution, campaign[, run], repeat; the
+    problem level is a between-problem quantity). Clusters of the bootstrap are the problems, numbered
+    by their sorted ids (``partials`` is in problem order, :func:`variance_partials`).
+    """
+    within = [("test", "s2_t"), ("solution", "s2_s"), ("test:solution", "s2_ts"), ("campaign", "s2_c")]
+    within += [("run", "s2_run"), ("repeat", "s2_w")] if nested else [("repeat", "s2_e")]
+    present = partials["present"].to_numpy(dtype=bool)
+    variances = np.column_stack([est[key] for _, key in within]) if len(partials) else np.zeros((0, len(within)))
+    variances[~present] = np.nan
+    total = np.nansum(variances, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where(np.isfinite(variances) & (total[:, None] > 0), variances / total[:, None], np.nan)
+    per_problem = pd.DataFrame({"problem": partials["problem"].to_numpy()})
+    for j, (name, _) in enumerate(within):
+        per_problem[f"{name}_variance"] = variances[:, j]
+        per_problem[f"{name}_share"] = shares[:, j]
+    clusters = np.arange(len(partials))
+    rows = []
+    for j, (name, _) in enumerate(within):
+        finite = np.isfinite(shares[:, j])
+        ci = cluster_bootstrap_ci(shares[:, j], clusters, statistic="median", n_boot=n_boot, level=level,
+                                  seed=seed)
+        rows.append({"component": name, "median_share": ci.estimate, "median_share_low": ci.low,
+                     "median_share_high": ci.high, "n_share": int(finite.sum()),
+                     "positive_share": float(np.mean(shares[finite, j] > 0)) if finite.any() else math.nan})
+    split = None
+    if nested:
+        run, rep = est["s2_run"], est["s2_w"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            between = np.where(present & np.isfinite(run) & np.isfinite(rep) & (run + rep > 0),
+                               run / (run + rep), np.nan)
+        per_problem["between_process_share"] = between
+        split = cluster_bootstrap_ci(between, clusters, statistic="median", n_boot=n_boot, level=level, seed=seed)
+    return per_problem, pd.DataFrame(rows), split
 
 
 def repeats_for_reliability(components: VarianceComponents, *, target: float = 0.9,

@@ -132,3 +132,39 @@ def pyperf_machines(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "audits.cli", "import", "pyperf", *map(str, files), "--out", str(corpus)],
                    check=True, capture_output=True, timeout=300)
     return root, corpus, files
+
+
+def _dump_pyperf(path, benchmarks, *, metadata, start="2024-06-23 10:00:00", calibration=True):
+    """Write one pyperf result file with pyperf's own API (``pyperf.Benchmark`` / ``BenchmarkSuite.dump``).
+
+    ``benchmarks`` maps a benchmark name to its process runs, each a list of values (seconds); every
+    process run gets one warmup and a ``date`` 30 s after the previous one; with ``calibration`` each
+    benchmark starts with a calibration run (no values), as pyperf writes when it calibrates the loops.
+    ``metadata`` (hostname, platform, python_compiler, commit_id, ...) goes into every run.
+    """
+    import pandas as pd
+    import pyperf
+
+    clock = pd.Timestamp(start)
+    out = []
+    for name, processes in benchmarks.items():
+        runs = []
+        if calibration:
+            runs.append(pyperf.Run([], warmups=[(1, processes[0][0] * 1.3)], collect_metadata=False,
+                                   metadata={"name": name, "date": clock.isoformat(sep=" "), "calibrate_loops": 1,
+                                             "loops": 1, **metadata}))
+        for values in processes:
+            clock += pd.Timedelta(seconds=30)
+            runs.append(pyperf.Run([float(v) for v in values], warmups=[(1, float(values[0]) * 1.2)],
+                                   collect_metadata=False,
+                                   metadata={"name": name, "date": clock.isoformat(sep=" "), "loops": 1, **metadata}))
+        out.append(pyperf.Benchmark(runs))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pyperf.BenchmarkSuite(out).dump(str(path), replace=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_pyperf():
+    """:func:`_dump_pyperf`: a pyperf result file written by pyperf itself, from planted process runs."""
+    return _dump_pyperf

@@ -264,6 +264,8 @@ class RunReliability:
             "icc": self.icc_agreement.estimate,
             "significant_share": self.significance.share.estimate,
             "repeat_share": vc.share("repeat"),
+            "repeat_share_median": vc.median_share("repeat"),
+            "between_process_share": (math.nan if vc.between_process is None else vc.between_process.estimate),
             "repeats_needed": self.repeats_needed,
             "repeats_for_precision": self.repeats_for_precision,
             "median_wall_cpu": math.nan if self.contention is None else self.contention.median_wall_cpu,
@@ -376,7 +378,7 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
     icc_problem = group_codes(test_icc, ["problem"])[0] if len(test_icc) else np.zeros(0, dtype=np.int64)
     icc_agreement = cluster_bootstrap_ci(test_icc["ICC2"].to_numpy(dtype=float) if len(test_icc) else np.zeros(0),
                                          icc_problem, statistic="median", n_boot=n_boot, seed=seed)
-    variance = variance_from_partials(tables["variance"])
+    variance = variance_from_partials(tables["variance"], n_boot=n_boot, seed=seed)
     needed = repeats_for_reliability(variance, target=target_reliability)
     precision_cv = cv_summary["median_repeat_cv"].estimate
     if variance.nested and tables.get("process_cells") is not None:  # nested repeats: the repeated unit is the
