@@ -27,13 +27,20 @@ Two rules keep every rank-based figure a function of the data as a set
    decide, every member of a tied block that straddles the cut belongs to the
    tail with weight (slots of the block inside the tail) / (block size), so a
    tail always has total weight k (:func:`tail_weights`).
+
+3. **Cuts that keep or drop whole units** ("the references in the fastest
+   80 %", "the slowest half of the tests") cannot give a unit a fractional
+   weight. A tied block that straddles the cut is *in* when at least half of it
+   fits inside (its tie-averaged rank <= k + 1/2), else out, and the group's
+   first block is always in (a cut keeps at least one unit): ties are broken
+   by value, never by id, category or row order (:func:`smallest_by_half_inclusion`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SIGNIFICANT", "snap", "tail_weights", "grouped_midranks"]
+__all__ = ["SIGNIFICANT", "snap", "tail_weights", "grouped_midranks", "smallest_by_half_inclusion"]
 
 SIGNIFICANT = 12
 
@@ -133,3 +140,33 @@ def _less_equal(groups: np.ndarray, values: np.ndarray, n_groups: int | None = N
     less = np.searchsorted(sorted_keys, keys, side="left") - starts[groups]
     equal = np.searchsorted(sorted_keys, keys, side="right") - starts[groups] - less
     return less, equal, sizes
+
+
+def smallest_by_half_inclusion(groups: np.ndarray, values: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Whether each value is among the ``k[group]`` smallest of its group, tied blocks by half-inclusion.
+
+    A value is in when its tie-averaged rank (1-based, :func:`grouped_midranks`) is <= k + 1/2 -- without
+    ties exactly the k smallest; a tied block straddling the cut is in when at least half of its members fit
+    inside the k slots, else out -- or when it belongs to the smallest block of a group with k >= 1. NaN
+    values are never in. The result depends on the values only, never on row order or ids.
+
+    Examples
+    --------
+    >>> g = np.zeros(5, dtype=np.int64)
+    >>> smallest_by_half_inclusion(g, np.array([1.0, 2.0, 2.0, 3.0, 4.0]), np.array([2])).tolist()  # 1 of 2 fits
+    [True, True, True, False, False]
+    >>> smallest_by_half_inclusion(g, np.array([1.0, 2.0, 2.0, 2.0, 4.0]), np.array([2])).tolist()  # 1 of 3
+    [True, False, False, False, False]
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    values = np.asarray(values, dtype=float)
+    k = np.asarray(k, dtype=float)
+    out = np.zeros(len(values), dtype=bool)
+    ok = np.isfinite(values)
+    if not ok.any():
+        return out
+    g = groups[ok]
+    less, equal, _ = _less_equal(g, values[ok], int(groups.max()) + 1)
+    rank = less + (equal + 1) / 2.0
+    out[ok] = (rank <= k[g] + 0.5) | ((less == 0) & (k[g] >= 1))
+    return out

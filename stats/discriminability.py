@@ -351,7 +351,8 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     floor(quantile * n)); fastest = the k lowest ranking scores, slowest = the
     k highest; references whose ranking scores tie across the cut share it
     (tie-averaged weights, :func:`stats._ties.tail_weights`; ranking scores
-    snapped to 12 significant digits first)::
+    = means of the unrounded per-repeat q (``q_unrounded`` when present),
+    snapped to 12 significant digits once, after averaging)::
 
         gap_p = mean(score | slowest k) - mean(score | fastest k)
 
@@ -375,7 +376,10 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     """
     if not 0 < quantile <= 0.5:
         raise ValueError(f"quantile must lie in (0, 0.5], got {quantile}")
-    q = scores["q"].to_numpy(dtype=float)
+    # Rounded once: the ranking score is the mean of the unrounded per-repeat q, snapped after averaging
+    # (averaging already-rounded q and rounding again splits equal rationals, e.g. 250/3 from (75, 91.67) and
+    # (83.33, 83.33) into 83.3333333333 and 83.3333333334); ``q`` when the scores carry no unrounded column.
+    q = scores["q_unrounded" if "q_unrounded" in scores.columns else "q"].to_numpy(dtype=float)
     sc = scores.loc[np.isfinite(q)]
     q = 100.0 * q[np.isfinite(q)]
     repeats = np.sort(pd.unique(sc["repeat"].to_numpy())) if len(sc) else np.zeros(0)

@@ -437,7 +437,10 @@ def problem_scores(
     -------
     DataFrame
         One row per unit with ``q``, ``c``, ``g`` (when tau is given),
-        ``n_opt_tests``, ``n_tests`` and the solution's ``role``/``correct``.
+        ``n_opt_tests``, ``n_tests`` and the solution's ``role``/``correct``;
+        ``q_unrounded`` is q before the rounding, for figures that average q
+        over repeats first (they round their average once, :func:`stats._ties.snap`,
+        instead of averaging rounded values and rounding again).
 
     Examples
     --------
@@ -466,6 +469,7 @@ def problem_scores(
     # One documented rounding (stats._ties.snap, 12 significant digits): q is a
     # rational (a mean of multiples of 50/n_t), and equal rationals reached
     # through different test sets must compare equal in every later ranking.
+    q_unrounded = mean_pct / 100.0  # kept for averages over repeats, which are rounded once after averaging
     mean_pct = snap(mean_pct)
     q = mean_pct / 100.0
     c = np.bincount(codes, weights=fails_c.astype(float), minlength=n_groups) == 0
@@ -477,6 +481,7 @@ def problem_scores(
     keep = [col for col in by + ["role", "correct"] if col in percentiles.columns]
     out = percentiles.iloc[first][keep].reset_index(drop=True)
     out["q"] = q
+    out["q_unrounded"] = q_unrounded
     out["c"] = c
     if tau is not None:
         if not 0 <= tau <= 100:

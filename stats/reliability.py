@@ -359,7 +359,8 @@ def per_repeat_scores(
     Returns
     -------
     DataFrame with ``problem, solution, repeat, q`` (q in 0..1; NaN when no
-    optimization test has a pool) and ``role`` when the run has one. With
+    optimization test has a pool), ``q_unrounded`` (q before its rounding, for
+    averages over repeats) and ``role`` when the run has one. With
     nested repeats (a ``run`` column) each process is one repeat
     (:func:`process_level`), so drift and significance count processes.
     """
@@ -377,7 +378,7 @@ def per_repeat_scores(
         scored = scored.assign(repeat=0)
     table = percentile_table(scored, per_repeat=True, pools=pools)
     scores = problem_scores(table, by=["problem", "solution", "repeat"])
-    return scores[[c for c in ("problem", "solution", "repeat", "q", "role") if c in scores.columns]]
+    return scores[[c for c in ("problem", "solution", "repeat", "q", "q_unrounded", "role") if c in scores.columns]]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ three numbers (c, g, q):
   (drop tests whose reference median exceeds ``max_reference_s``, tests whose
   input is larger than ``max_input_chars`` (column ``input_bytes``), then keep
   the slowest ``keep_slowest_fraction`` of the remaining ones by reference
-  median); correctness tests are never filtered;
+  median, ceil(f * n) per problem, tests with equal medians at the cut kept together
+  when at least half of them fit); correctness tests are never filtered;
 * an *in-execution limit* turns every ``ok`` execution longer than the test's
   limit L_t into a ``timeout`` at L_t (on optimization tests; ``apply_to: all``
   limits correctness tests too, which otherwise run under the sandbox's own limit):
@@ -16,7 +17,9 @@ three numbers (c, g, q):
   - ``reference_percentile``: L_t = factor * P_p(pool_t)  (linear interpolation, as ``np.percentile``)
   - ``ranked_worst``:         L_t = factor * max{pool_t(s) : s among the references ranked in the
                               fastest ``fastest_percent`` % of their problem by q}
-                              (the ceil(p/100 * n) references with the smallest q, at least one);
+                              (the ceil(p/100 * n) references with the smallest q, at least one;
+                              references tied in q at the cut are in together when at least half of
+                              them fit, else out together: :func:`stats._ties.smallest_by_half_inclusion`);
 
 * a *post-execution ranking* scores the surviving tests: q = mean per-test
   percentile / 100 for ``mean_pct`` (:func:`stats.ranking.problem_scores`), or
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from stats._groups import first_rows, group_codes, grouped_median, label_mask
+from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
 from stats.ranking import (STATUSES, problem_scores, reference_pools, solution_cells, status_codes,
                            test_percentiles)
@@ -541,13 +545,16 @@ def _filter_tests(tests: pd.DataFrame, pre: PreFilter) -> np.ndarray:
         problem_code, n_problems = group_codes(tests, ["problem"])
         n_cand = np.bincount(problem_code[candidates], minlength=n_problems)
         n_keep = np.ceil(pre.keep_slowest_fraction * n_cand - 1e-9).astype(np.int64)
-        # Rank candidates within their problem from the slowest (NaN medians last).
+        # The n_keep slowest candidates of each problem; tests with equal medians at the cut are kept together
+        # when at least half of them fit (stats._ties.smallest_by_half_inclusion), never by test id or order.
+        # A candidate without a median ranks after every measured one (all such candidates tie).
         idx = np.flatnonzero(candidates)
-        order = idx[np.lexsort((np.nan_to_num(-median[idx], nan=np.inf), problem_code[idx]))]
-        starts = np.concatenate(([0], np.cumsum(n_cand)[:-1]))
-        position = np.arange(len(order)) - starts[problem_code[order]]
+        slowness = -median[idx]
+        finite = np.isfinite(slowness)
+        sentinel = (np.max(slowness[finite]) + 1.0) if finite.any() else 0.0
+        slowness = np.where(finite, slowness, sentinel)
         slow_enough = np.zeros(len(tests), dtype=bool)
-        slow_enough[order] = position < n_keep[problem_code[order]]
+        slow_enough[idx] = smallest_by_half_inclusion(problem_code[idx], slowness, n_keep)
         keep &= ~is_opt | slow_enough
     return keep
 
@@ -577,14 +584,12 @@ def _ranked_worst_limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.Data
     ref_q = problem_scores(cells, by=["problem", "solution"])
     ref_q = ref_q[np.isfinite(ref_q["q"].to_numpy(dtype=float))].reset_index(drop=True)
     prob, n_prob = group_codes(ref_q, ["problem"])
-    q = ref_q["q"].to_numpy(dtype=float)
-    order = np.lexsort((q, prob))
+    q = ref_q["q"].to_numpy(dtype=float)  # snapped once (problem_scores): equal rationals tie
     sizes = np.bincount(prob, minlength=n_prob)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     n_keep = np.maximum(1, np.ceil(limit.fastest_percent / 100.0 * sizes - 1e-9)).astype(np.int64)
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order)) - starts[prob[order]]
-    fastest = ref_q.loc[position < n_keep[prob], ["problem", "solution"]]
+    # References whose q ties at the cut are in together when at least half of them fit, else out together
+    # (stats._ties.smallest_by_half_inclusion): by value, never by solution id or category order.
+    fastest = ref_q.loc[smallest_by_half_inclusion(prob, q, n_keep), ["problem", "solution"]]
     in_fastest = _row_lookup(pools, fastest.reset_index(drop=True), ["problem", "solution"]) >= 0
     pool_test = _row_lookup(pools, tests, ["problem", "test"])
     use = in_fastest & (pool_test >= 0)

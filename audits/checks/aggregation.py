@@ -129,11 +129,15 @@ class AggregationAudit:
         """The comparison of one run (default: the primary one)."""
         if self.primary is None:
             raise KeyError("no run was compared (none has >= 2 repeats); see the findings for why")
+        if environment is None and campaign is None:  # the primary run itself: one key picks run and tables
+            key = tuple(self.primary)
+            return next(comp for k, comp in self.comparisons if tuple(k) == key)
         key = (self.primary[0] if environment is None else environment,
                self.primary[1] if campaign is None else campaign)
-        for k, comp in self.comparisons:
-            if k == key or (campaign is None and k[0] == key[0]):
-                return comp
+        matches = [(k, comp) for k, comp in self.comparisons
+                   if tuple(k) == key or (campaign is None and k[0] == key[0])]
+        if matches:  # an environment alone: its run with the primary key's rule (most problems, then name)
+            return min(matches, key=lambda kc: (tuple(kc[0]) != key, -kc[1].n_problems, str(kc[0])))[1]
         raise KeyError(f"no aggregation comparison for environment={key[0]!r}, campaign={key[1]!r}")
 
     @property
@@ -380,7 +384,8 @@ def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparis
     # The primary run (the report's headline): the one with most problems; ties by name, so that it
     # does not depend on row order (audits.corpus.runs: the corpus order never decides a figure). No run with
     # >= 2 repeats: no comparison and no primary run; every finding says n/a and why (above).
-    primary = min(comparisons, key=lambda kc: (-kc[1].n_problems, kc[0]))[0] if comparisons else None
+    primary = (min(comparisons, key=lambda kc: (-kc[1].n_problems, tuple(map(str, kc[0]))))[0]
+               if comparisons else None)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["environment", "campaign",
                                                                                        "repeats", "aggregator"])
     first = ["environment", "campaign", "repeats"]

@@ -108,3 +108,30 @@ def test_scheduler_that_does_not_answer_is_a_message(dataset):
                            "tcp://127.0.0.1:9"], cwd=repo, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_per_language_floors_on_dask_equal_in_memory(client, tmp_path):
+    """Two languages, each with its own empty program: the Dask path reports every language's floor and the
+    main language's floor as the in-memory audit does (issue 24: it reported the first language's)."""
+    import pandas as pd
+
+    corpus = synthesize(n_problems=6, n_tests=3, n_solutions=6, n_repeats=3, seed=5).corpus
+    solutions = corpus["solution"].astype(str)
+    # cpp first in name order but a minority of the references; python the main language
+    cpp = solutions.isin(["s000", "s001"]).to_numpy()
+    corpus["language"] = pd.Categorical(np.where(cpp, "cpp", "python"))
+    floor = corpus.loc[corpus["role"] == "floor"]
+    cpp_floor = floor.assign(solution="cpp", language=pd.Categorical(["cpp"] * len(floor)),
+                             duration_s=floor["duration_s"].to_numpy() / 4)
+    corpus = pd.concat([corpus, cpp_floor], ignore_index=True)
+    corpus["language"] = corpus["language"].astype("category")
+    corpus["solution"] = corpus["solution"].astype("category")
+    ds = save_dataset(corpus, tmp_path / "langs", problems_per_partition=2)
+    memory = json.loads(json.dumps(run_discriminability_audit(ds.load(), n_boot=N_BOOT).to_dict()))
+    dask = json.loads(json.dumps(run_partitioned_discriminability(ds, client=client, n_boot=N_BOOT).to_dict()))
+    assert _close(dask, memory) == []
+    (run,) = memory["runs"]
+    by_hand = corpus.loc[corpus["role"] == "floor"].groupby("language", observed=True)["duration_s"].median()
+    assert run["floors_s"] == pytest.approx(by_hand.to_dict())
+    assert run["floor_s"] == pytest.approx(by_hand["python"])  # the main language's, not the first one's
+    assert dask["runs"][0]["floors_s"] == pytest.approx(by_hand.to_dict())

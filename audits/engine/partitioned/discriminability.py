@@ -96,5 +96,7 @@ def _combine_discriminability(tables: list, runs, chosen, floors, *, floor_s, th
         parts = [t[key] for t in tables if key in t]
         per_run[run] = {name: _concat([p[name] for p in parts]) if isinstance(parts[0][name], pd.DataFrame)
                         else [p[name] for p in parts] for name in parts[0]}
+    # per-language floors exactly when the corpus has a language column (the in-memory audit's rule); the floor
+    # table is built from the partitions' own columns, so it has one then
     return combine_problem_tables(per_run, summaries, floors, floor_s=floor_s, t=thresholds, method=method,
-                                  n_boot=n_boot, seed=seed)
+                                  n_boot=n_boot, seed=seed, has_language="language" in floors.columns)
