@@ -379,8 +379,12 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     # Rounded once: the ranking score is the mean of the unrounded per-repeat q, snapped after averaging
     # (averaging already-rounded q and rounding again splits equal rationals, e.g. 250/3 from (75, 91.67) and
     # (83.33, 83.33) into 83.3333333333 and 83.3333333334); ``q`` when the scores carry no unrounded column.
-    q = scores["q_unrounded" if "q_unrounded" in scores.columns else "q"].to_numpy(dtype=float)
+    # The scores that are averaged but not ranked (the tails' means) use the rounded q: the unrounded one differs
+    # in its last bit with the order its tests were summed in.
+    q = scores["q"].to_numpy(dtype=float)
+    q_rank = scores["q_unrounded" if "q_unrounded" in scores.columns else "q"].to_numpy(dtype=float)
     sc = scores.loc[np.isfinite(q)]
+    q_rank = 100.0 * q_rank[np.isfinite(q)]
     q = 100.0 * q[np.isfinite(q)]
     repeats = np.sort(pd.unique(sc["repeat"].to_numpy())) if len(sc) else np.zeros(0)
     if len(repeats) < 2:
@@ -391,7 +395,7 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
     s, n_s = group_codes(sc, ["problem", "solution"])
     r_cnt = np.bincount(s[ranking], minlength=n_s)
     c_cnt = np.bincount(s[~ranking], minlength=n_s)
-    r_mean = np.bincount(s[ranking], weights=q[ranking], minlength=n_s) / np.maximum(r_cnt, 1)
+    r_mean = np.bincount(s[ranking], weights=q_rank[ranking], minlength=n_s) / np.maximum(r_cnt, 1)
     c_mean = np.bincount(s[~ranking], weights=q[~ranking], minlength=n_s) / np.maximum(c_cnt, 1)
     both = (r_cnt > 0) & (c_cnt > 0)
     sols = sc.iloc[first_rows(s, n_s)][["problem"]].reset_index(drop=True).loc[both].reset_index(drop=True)

@@ -57,6 +57,7 @@ __all__ = [
     "d2_constant",
     "chi2_median_factor",
     "repeat_cv",
+    "benchmark_checks",
     "summarize_repeat_cv",
     "process_level",
     "per_repeat_scores",
@@ -197,7 +198,11 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
     DataFrame
         One row per cell with ``n_runs``, ``n_ok``, ``mean_s``, ``sd_s``,
         ``sd_ms``, ``cv``, ``log_var`` and ``cv_corrected`` (NaN when fewer
-        than two ``ok`` repeats).
+        than two ``ok`` repeats), ``min_s`` / ``max_s`` of the ok repeats,
+        ``n_processes`` (distinct ``run`` values with an ok repeat; without a
+        ``run`` column every ok repeat is its own process) and ``process_cv``
+        (sd / mean of the processes' mean durations, ddof = 1; NaN below two
+        processes) -- what :func:`benchmark_checks` judges.
 
     Examples
     --------
@@ -233,11 +238,80 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
     out["n_runs"] = np.bincount(codes, minlength=n)
     out["n_ok"] = n_ok
     out["mean_s"] = np.where(n_ok > 0, mean, np.nan)
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(low, c_ok, d_ok)
+    np.maximum.at(high, c_ok, d_ok)
+    out["min_s"] = np.where(n_ok > 0, low, np.nan)
+    out["max_s"] = np.where(n_ok > 0, high, np.nan)
+    out["n_processes"], out["process_cv"] = _process_spread(executions.loc[ok], by, c_ok, d_ok, n)
     out["sd_s"] = sd
     out["sd_ms"] = sd * 1000.0
     out["cv"] = cv
     out["log_var"] = log_var
     out["cv_corrected"] = cv_corrected
+    return out
+
+
+def _process_spread(ok_rows: pd.DataFrame, by: Sequence[str], c_ok: np.ndarray, d_ok: np.ndarray,
+                    n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell: the number of processes and the CV of the process means (see :func:`repeat_cv`)."""
+    if "run" in ok_rows.columns and len(ok_rows):
+        proc, n_proc = group_codes(ok_rows, list(by) + ["run"])
+        size = np.bincount(proc, minlength=n_proc).astype(float)
+        p_mean = np.bincount(proc, weights=d_ok, minlength=n_proc) / size
+        cell = c_ok[first_rows(proc, n_proc)]
+    else:  # every ok repeat is a process
+        p_mean, cell = d_ok, c_ok
+    k = np.bincount(cell, minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.bincount(cell, weights=p_mean, minlength=n) / k
+        ss = np.bincount(cell, weights=(p_mean - m[cell]) ** 2, minlength=n)
+        sd = np.sqrt(ss / np.maximum(k - 1, 1))
+        sd[sd <= 1e-12 * np.abs(m)] = 0.0
+        cv = np.where((k >= 2) & (m > 0), sd / m, np.nan)
+    return k.astype(np.int64), cv
+
+
+def benchmark_checks(cells: pd.DataFrame, *, cv_limit: float = 0.10, spread_limit: float = 0.5,
+                     width: float = 0.01, level: float = 0.95) -> pd.DataFrame:
+    """pyperf's per-benchmark stability checks on every cell of :func:`repeat_cv`.
+
+    The rules of ``pyperf check`` (pyperf 2.x, ``pyperf._cli.format_checks`` and
+    ``Benchmark.required_nprocesses``), applied to a cell's ``ok`` values:
+
+    * *unstable*: the standard deviation is >= ``cv_limit`` of the mean (pyperf: 10 %);
+    * *outlier*: the minimum or the maximum lies >= ``spread_limit`` of the mean
+      away from it (pyperf: 50 %);
+    * *too few processes*: only checked when the cell is not unstable (as pyperf
+      does): the processes needed for a ``level`` CI of the mean of width
+      ``width`` (pyperf: 95 %, 1 %), n = ceil(4 z^2 s^2 / w^2) with s = sd / mean
+      of the process means (:func:`repeats_for_precision`, the same formula),
+      exceed the processes measured.
+
+    pyperf's fourth check (the shortest raw value, value x loops, is under
+    1 ms) is an absolute cut-off about timer resolution and is not applied.
+
+    Returns
+    -------
+    DataFrame
+        ``cells`` with ``min_dev`` / ``max_dev`` ((min - mean) / mean, (max - mean) / mean),
+        ``processes_needed`` and the flags ``unstable``, ``outlier``, ``too_few_processes``.
+    """
+    out = cells.copy()
+    mean = out["mean_s"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["min_dev"] = (out["min_s"].to_numpy(dtype=float) - mean) / mean
+        out["max_dev"] = (out["max_s"].to_numpy(dtype=float) - mean) / mean
+    z = sps.norm.ppf((1 + level) / 2)
+    pcv = out["process_cv"].to_numpy(dtype=float)
+    needed = np.where(np.isfinite(pcv), np.maximum(1, np.ceil(4 * z**2 * pcv**2 / width**2 - 1e-9)), np.nan)
+    out["processes_needed"] = needed
+    cv = out["cv"].to_numpy(dtype=float)
+    out["unstable"] = np.isfinite(cv) & (cv >= cv_limit)
+    out["outlier"] = (np.abs(out["min_dev"].to_numpy(dtype=float)) >= spread_limit) | (
+        out["max_dev"].to_numpy(dtype=float) >= spread_limit)
+    out["too_few_processes"] = (np.isfinite(cv) & ~out["unstable"].to_numpy() & np.isfinite(needed)
+                                & (needed > out["n_processes"].to_numpy(dtype=float)))
     return out
 
 

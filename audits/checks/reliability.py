@@ -60,6 +60,7 @@ from stats.reliability import (
     repeats_for_reliability,
     d2_constant,
     summarize_repeat_cv,
+    benchmark_checks,
     variance_from_partials,
     variance_partials,
 )
@@ -108,6 +109,23 @@ class ReliabilityThresholds(Thresholds):
         The repeats needed for the target reliability: pass when the corpus
         has at least that many, warn up to ``repeats_fail_factor`` times more,
         fail beyond.
+    unstable_share_warn, unstable_share_fail : 0.01, 0.1
+        Share of benchmarks (cells: problem, test, solution) whose CV of all ok
+        values is >= ``benchmark_cv`` (``pyperf check``: "the standard deviation
+        is >= 10 % of the mean"): pyperf warns about each such benchmark, so one
+        in a hundred (a pyperformance suite has ~100) warns and a tenth fails.
+        Judged under the ``benchmark`` profile only, like the two below.
+    outlier_share_warn, outlier_share_fail : 0.01, 0.1
+        Share of benchmarks whose minimum or maximum lies >= ``benchmark_spread``
+        (pyperf: 50 %) of the mean away from it.
+    too_few_processes_share_warn, too_few_processes_share_fail : 0.25, 1.0
+        Share of the stable benchmarks for which pyperf's ``required_nprocesses``
+        (processes for a 95 % CI of width ``benchmark_width`` = 1 % of the mean,
+        from the sd of the process means) exceeds the processes measured.
+        pyperf only warns about it (the mean is less precise than 1 %, not
+        wrong), so it fails only when no stable benchmark reaches that precision.
+    benchmark_cv, benchmark_spread, benchmark_width : 0.10, 0.5, 0.01
+        pyperf's per-benchmark rules (``pyperf._cli.format_checks``, pyperf 2.x).
     wall_cpu_warn, wall_cpu_fail : 1.3, 2.0
         Median wall/CPU ratio of single-threaded ok executions (contention;
         :data:`audits.checks.clocks.CONTENTION_WARN`): a program with a core to itself
@@ -132,6 +150,15 @@ class ReliabilityThresholds(Thresholds):
     repeats_fail_factor: float = 4.0
     wall_cpu_warn: float = CONTENTION_WARN
     wall_cpu_fail: float = CONTENTION_FAIL
+    unstable_share_warn: float = 0.01
+    unstable_share_fail: float = 0.1
+    outlier_share_warn: float = 0.01
+    outlier_share_fail: float = 0.1
+    too_few_processes_share_warn: float = 0.25
+    too_few_processes_share_fail: float = 1.0
+    benchmark_cv: float = 0.10
+    benchmark_spread: float = 0.5
+    benchmark_width: float = 0.01
 
     audit: ClassVar[str] = "reliability"
     lower_is_worse: ClassVar[frozenset[str]] = frozenset({"icc", "significant_share"})
@@ -142,6 +169,10 @@ class ReliabilityThresholds(Thresholds):
     reward_gates: ClassVar[frozenset[str]] = frozenset({
         "median_abs_sd_ms", "mean_rank_sd", "mean_rank_range", "worst_rank_range", "icc", "significant_share",
         "repeats_needed"})
+    #: pyperf's per-benchmark checks (``pyperf check``): judged under the ``benchmark`` profile only (a reward
+    #: sandbox's 3 repeats per cell would fail "too few processes" everywhere); their figures are in the JSON
+    #: under both (``runs[].benchmark_checks``).
+    benchmark_metrics: ClassVar[tuple[str, ...]] = ("unstable_share", "outlier_share", "too_few_processes_share")
 
     def __post_init__(self):
         super().__post_init__()
@@ -295,7 +326,8 @@ class ReliabilityAudit:
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "reliability",
-            "runs": [res.to_dict() for res in self.runs.values()],
+            "runs": [{**res.to_dict(), "benchmark_checks": benchmark_profile(res, self.thresholds)}
+                     for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
         })
@@ -515,10 +547,113 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
                                          threshold=t.text("wall_cpu"), **where))
     elif c is not None:  # judged at t's wall/CPU limits when the run was audited (_contention)
         out.append(Finding(c.level, "contention", c.median_wall_cpu, t.text("wall_cpu"), c.message, **where))
+    if t.profile == "benchmark":
+        out.extend(_benchmark_findings(env, t, where))
     na = _not_measurable(env)
     out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
            for f in out]
     return t.judged(out)
+
+
+def _benchmark_table(env: RunReliability, t: ReliabilityThresholds) -> pd.DataFrame:
+    """pyperf's checks on every cell of the run with at least two ok values, labelled by benchmark."""
+    checked = benchmark_checks(env.cells, cv_limit=t.benchmark_cv, spread_limit=t.benchmark_spread,
+                               width=t.benchmark_width)
+    checked = checked.loc[np.isfinite(checked["cv"].to_numpy(dtype=float))].reset_index(drop=True)
+    label = checked["problem"].astype(str)
+    for column in ("test", "solution", "campaign"):  # named only where the run has several
+        if column in checked.columns and checked[column].nunique() > 1:
+            label = label + " · " + checked[column].astype(str)
+    return checked.assign(benchmark=label.to_numpy())
+
+
+def _worst(table: pd.DataFrame, flag: str, key: str, fmt: str, k: int = 3) -> str:
+    rows = table.loc[table[flag].to_numpy(dtype=bool)]
+    rows = rows.iloc[np.lexsort((rows["benchmark"].to_numpy(), -np.abs(rows[key].to_numpy(dtype=float))))]
+    return ", ".join(f"{b} {format(v, fmt)}" for b, v in zip(rows["benchmark"][:k], rows[key][:k]))
+
+
+def benchmark_profile(env: RunReliability, t: ReliabilityThresholds) -> dict:
+    """pyperf's per-benchmark checks of one run, summarised (the JSON's ``runs[].benchmark_checks``).
+
+    Per benchmark (cell) the rules of :func:`stats.reliability.benchmark_checks` at ``t``'s
+    ``benchmark_cv`` / ``benchmark_spread`` / ``benchmark_width``; here the shares of benchmarks flagged,
+    the worst ones named (largest first, ties by name), the widest min / max spread and the processes
+    pyperf would ask for.
+    """
+    table = _benchmark_table(env, t)
+    n = len(table)
+    stable = ~table["unstable"].to_numpy(dtype=bool)
+
+    def share(flag: str, among=None) -> float:
+        values = table[flag].to_numpy(dtype=bool)
+        if among is not None:
+            values = values[among]
+        return float(values.mean()) if len(values) else math.nan
+
+    def top(flag: str, key: str) -> list:
+        rows = table.loc[table[flag].to_numpy(dtype=bool)]
+        rows = rows.iloc[np.lexsort((rows["benchmark"].to_numpy(), -np.abs(rows[key].to_numpy(dtype=float))))]
+        return [{"benchmark": b, key: float(v)} for b, v in zip(rows["benchmark"][:5], rows[key][:5])]
+
+    min_dev, max_dev = (table[c].to_numpy(dtype=float) for c in ("min_dev", "max_dev"))
+    return {
+        "n_benchmarks": n,
+        "rules": {"unstable": f"cv >= {t.benchmark_cv:g}", "outlier": f"|min or max - mean| >= {t.benchmark_spread:g}"
+                  " x mean", "too_few_processes": f"ceil(4 z^2 s^2 / {t.benchmark_width:g}^2) > processes (s: CV of "
+                  "process means; stable benchmarks only)", "source": "pyperf check (pyperf._cli.format_checks)"},
+        "median_cv": float(np.median(table["cv"])) if n else math.nan,
+        "unstable_share": share("unstable"), "unstable": top("unstable", "cv"),
+        "outlier_share": share("outlier"), "outliers": top("outlier", "max_dev"),
+        "min_spread": float(np.min(min_dev)) if n else math.nan,
+        "max_spread": float(np.max(max_dev)) if n else math.nan,
+        "too_few_processes_share": share("too_few_processes", stable),
+        "too_few_processes": top("too_few_processes", "processes_needed"),
+        "median_processes": float(np.median(table["n_processes"])) if n else math.nan,
+    }
+
+
+def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: dict) -> list[Finding]:
+    """pyperf's per-benchmark checks as findings (``benchmark`` profile), beside the median CV."""
+    table = _benchmark_table(env, t)
+    if not len(table):
+        reason = "no benchmark has two ok values: pyperf's checks need a standard deviation"
+        return [Finding.not_available(m, reason, threshold=t.text(m), **where) for m in t.benchmark_metrics]
+    p = benchmark_profile(env, t)
+    n = p["n_benchmarks"]
+    out = []
+    n_bad = int(table["unstable"].sum())
+    level = t.judge("unstable_share", p["unstable_share"])
+    msg = (f"{n_bad} of {n} benchmarks have a CV >= {t.benchmark_cv:.0%} of the mean (pyperf check: unstable)"
+           + (f", worst {_worst(table, 'unstable', 'cv', '.1%')}" if n_bad else "")
+           + f"; median CV {p['median_cv']:.1%}")
+    msg += "" if level == "pass" else ("; rerun those with more processes, values or loops (pyperf system tune "
+                                       "reduces the system jitter)")
+    out.append(Finding(level, "unstable_share", p["unstable_share"], t.text("unstable_share"), msg, **where))
+    n_out = int(table["outlier"].sum())
+    level = t.judge("outlier_share", p["outlier_share"])
+    worst_low = table.iloc[int(np.argmin(table["min_dev"]))]["benchmark"]
+    worst_high = table.iloc[int(np.argmax(table["max_dev"]))]["benchmark"]
+    msg = (f"{n_out} of {n} benchmarks have a minimum or maximum >= {t.benchmark_spread:.0%} away from the mean "
+           f"(pyperf check); widest spread: minimum {p['min_spread']:+.1%} ({worst_low}), maximum "
+           f"{p['max_spread']:+.1%} ({worst_high})")
+    msg += "" if level == "pass" else "; look for outliers with pyperf dump / hist and rerun those benchmarks"
+    out.append(Finding(level, "outlier_share", p["outlier_share"], t.text("outlier_share"), msg, **where))
+    stable = table.loc[~table["unstable"].to_numpy(dtype=bool)]
+    n_few = int(stable["too_few_processes"].sum())
+    if not len(stable):
+        out.append(Finding.not_available("too_few_processes_share", "every benchmark is unstable (CV >= "
+                                         f"{t.benchmark_cv:.0%}); pyperf checks processes only for stable ones",
+                                         threshold=t.text("too_few_processes_share"), **where))
+        return out
+    level = t.judge("too_few_processes_share", p["too_few_processes_share"])
+    msg = (f"{n_few} of {len(stable)} stable benchmarks need more processes than the {p['median_processes']:g} "
+           f"(median) measured for a 95 % CI of {t.benchmark_width:.0%} of the mean (pyperf's required_nprocesses)"
+           + (f", most: {_worst(stable, 'too_few_processes', 'processes_needed', '.0f')}" if n_few else ""))
+    msg += "" if level == "pass" else "; run those benchmarks with more processes (pyperf --processes)"
+    out.append(Finding(level, "too_few_processes_share", p["too_few_processes_share"],
+                       t.text("too_few_processes_share"), msg, **where))
+    return out
 
 
 def _check_targets(target_reliability: float, target_precision: float) -> None:

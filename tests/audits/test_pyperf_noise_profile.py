@@ -98,3 +98,91 @@ def test_one_noisy_benchmark_does_not_move_the_median(imported):
     assert rb.variance.variance("run") > 0  # without it the pooled estimator is positive too
     # the median of 12 values vs of 11: at most one rank apart (planted shares are 0.06 apart)
     assert abs(ra.variance.between_process.estimate - rb.variance.between_process.estimate) < 0.07
+
+
+# --- pyperf's own per-benchmark checks (issue 24, item 5) ---------------------------------------------------------
+
+def _profile_benchmarks(rng):
+    """24 stable benchmarks, 3 unstable ones (CV ~31, 25, 19 %), 3 with too few processes, one outlier."""
+    def runs(base, sd_process, sd_value):
+        return [list(base * np.exp(rng.normal(0, sd_process) + rng.normal(0, sd_value, N_VALUES)))
+                for _ in range(N_PROCESSES)]
+    out = {f"stable_{i:02d}": runs(40e-9 * 3 ** i, 0.002, 0.003) for i in range(24)}
+    for name, sd in (("unstable_a", 0.30), ("unstable_b", 0.245), ("unstable_c", 0.185)):
+        out[name] = runs(5e-3, 0.0, sd)
+    for i in range(3):
+        out[f"few_{i}"] = runs(2e-2, 0.02, 0.003)
+    out["outlier"] = runs(1e-2, 0.002, 0.003)
+    out["outlier"][3][1] *= 1.6   # one value 60 % above the rest
+    return out
+
+
+def _pyperf_check(path) -> dict[str, set[str]]:
+    """What ``python -m pyperf check`` says about each benchmark of ``path`` (its own output, parsed)."""
+    proc = subprocess.run([sys.executable, "-m", "pyperf", "check", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    flags: dict[str, set[str]] = {}
+    name = None
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and lines[i + 1] and set(lines[i + 1]) == {"-"} and len(lines[i + 1]) == len(line):
+            name = line
+            flags[name] = set()
+        elif name and line.startswith("* the standard deviation"):
+            flags[name].add("unstable")
+        elif name and (line.startswith("* the minimum") or line.startswith("* the maximum")):
+            flags[name].add("outlier")
+        elif name and line.startswith("* Not enough samples"):
+            flags[name].add("too_few_processes")
+    return flags
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory, write_pyperf):
+    root = tmp_path_factory.mktemp("pyperf_profile")
+    path = write_pyperf(root / "suite.json", _profile_benchmarks(np.random.default_rng(5)), metadata=METADATA)
+    out = root / "corpus.parquet"
+    proc = subprocess.run([sys.executable, "-m", "audits.cli", "import", "pyperf", str(path), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return path, load_corpus(out)
+
+
+def test_benchmark_checks_flag_what_pyperf_check_flags(profiled):
+    from audits.checks.reliability import ReliabilityThresholds
+
+    path, corpus = profiled
+    expected = _pyperf_check(path)
+    assert len(expected) == 31 and {n for n, f in expected.items() if "unstable" in f} == {
+        "unstable_a", "unstable_b", "unstable_c"}
+    audit = run_reliability_audit(corpus, thresholds=ReliabilityThresholds.for_profile("benchmark"), n_boot=50)
+    (run,) = audit.to_dict()["runs"]
+    checks = run["benchmark_checks"]
+    assert checks["n_benchmarks"] == 31
+    got = {"unstable": {r["benchmark"] for r in checks["unstable"]},
+           "outlier": {r["benchmark"] for r in checks["outliers"]},
+           "too_few_processes": {r["benchmark"] for r in checks["too_few_processes"]}}
+    for flag, names in got.items():
+        assert names == {n for n, f in expected.items() if flag in f}, flag
+    assert checks["unstable_share"] == pytest.approx(3 / 31)
+    assert [r["benchmark"] for r in checks["unstable"]] == ["unstable_a", "unstable_b", "unstable_c"]  # worst first
+    # the CV pyperf prints (stdev / mean of all values) is the one judged
+    values = corpus.loc[corpus["problem"] == "unstable_a", "duration_s"].to_numpy()
+    assert checks["unstable"][0]["cv"] == pytest.approx(np.std(values, ddof=1) / np.mean(values), rel=1e-9)
+    assert checks["max_spread"] >= 0.5 and checks["median_cv"] < 0.02
+    # findings beside the median CV: the median passes, the per-benchmark checks warn and name the worst
+    findings = {f["metric"]: f for f in audit.to_dict()["findings"]}
+    assert findings["median_repeat_cv"]["level"] == "pass"
+    assert findings["unstable_share"]["level"] == "warn"          # 3 of 31 >= 1 %, < 10 %
+    assert "unstable_a 3" in findings["unstable_share"]["message"] and "3 of 31" in findings["unstable_share"]["message"]
+    assert findings["outlier_share"]["level"] == "warn" and "outlier" in findings["outlier_share"]["message"]
+    assert findings["too_few_processes_share"]["level"] == "pass"  # 4 of 28 stable < 25 %
+    assert "4 of 28 stable benchmarks" in findings["too_few_processes_share"]["message"]
+
+
+def test_benchmark_checks_are_not_judged_under_the_reward_profile(profiled):
+    _, corpus = profiled
+    audit = run_reliability_audit(corpus, n_boot=0)
+    metrics = {f["metric"] for f in audit.to_dict()["findings"]}
+    assert metrics.isdisjoint({"unstable_share", "outlier_share", "too_few_processes_share"})
+    assert audit.to_dict()["runs"][0]["benchmark_checks"]["n_benchmarks"] == 31  # the figures are still there
