@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from audits.corpus.importers.hyperfine import import_hyperfine
-from audits.corpus.importers.pyperf_json import import_pyperf
+from audits.corpus.importers.pyperf_json import CAMPAIGN_FROM, SOLUTION_FROM, import_pyperf
 from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
 from audits.corpus.io import save_corpus
 
@@ -18,7 +18,8 @@ def _write(result, args: argparse.Namespace) -> int:
 
 
 def _pyperf(args: argparse.Namespace) -> int:
-    return _write(import_pyperf(args.files, environment=args.environment, campaign=args.campaign), args)
+    return _write(import_pyperf(args.files, environment=args.environment, campaign=args.campaign,
+                                campaign_from=args.campaign_from, solution_from=args.solution_from), args)
 
 
 def _hyperfine(args: argparse.Namespace) -> int:
@@ -49,19 +50,28 @@ def register(commands, audit_commands) -> None:
                     "atomically, nothing on error).")
     formats = importer.add_subparsers(dest="format", metavar="FORMAT")
     formats.required = True
-    _add_format(
+    pyperf = _add_format(
         formats, "pyperf", _pyperf, help="pyperf / pyperformance JSON result files or whole archives",
         description="Each file is one build on one machine in one session. Solution: the build (commit_id, a "
                     "short hash merged with the full hash of the same commit; else the file name) with its "
-                    "variant flags (JIT, NOGIL, ... from bench_runner folder/file names or python_config_args); "
-                    "environment: hostname / OS / architecture / CPU and the machine name of bench_runner file "
-                    "names; campaign: the day of the file's first run (one per file); each benchmark a problem "
+                    "variant flags (JIT, NOGIL, DEBUG from bench_runner folder/file names or python_config_args); "
+                    "environment: hostname / OS / architecture / CPU / pointer size (64-bit, 32-bit) and the "
+                    "machine name of bench_runner file names; campaign: the day of the earliest run of the "
+                    "file's commit on that machine (its variants join it); each benchmark a problem "
                     "with one test; each value a repeat, each process run a 'run' (warmups dropped, "
                     "calibration runs skipped). Folders are searched for *.json and *.json.gz; files in them "
                     "that are not pyperf results are skipped with the reason.",
         files="pyperf JSON files (.json or .json.gz) or folders of them",
         environment="one environment name for every file (default: from the metadata)",
-        campaign="one campaign name for every file (default: the day of each file's first run)")
+        campaign="one campaign name for every file (default: see --campaign-from)")
+    pyperf.add_argument("--campaign-from", choices=CAMPAIGN_FROM, default=CAMPAIGN_FROM[0],
+                        help="what a campaign is: 'date' (default) the day of the commit's earliest run on the "
+                             "machine, 'file' each file, 'build' each build (commit + variants: compare two builds "
+                             "as two campaigns)")
+    pyperf.add_argument("--solution-from", choices=SOLUTION_FROM, default=None,
+                        help="what a solution is: 'build' (default) or 'benchmark-suite' (one solution for every "
+                             "file: the default with --campaign-from build, so that builds pair benchmark by "
+                             "benchmark)")
 
     hyperfine = _add_format(
         formats, "hyperfine", _hyperfine, help="hyperfine --export-json files",

@@ -39,7 +39,9 @@ def test_values_warmups_and_calibration_runs(pyperf_files):
     import platform as platform_module
     assert environment.startswith(f"{meta['hostname']} / {platform_module.system()} / {platform_module.machine()}")
     if "cpu_model_name" in meta:
-        assert environment.endswith(f" / {meta['cpu_model_name']}")
+        assert f" / {meta['cpu_model_name']}" in environment
+    bits = platform_module.architecture()[0].replace("bit", "-bit")  # what pyperf writes into python_version
+    assert environment.endswith(f" / {bits}")
     assert set(corpus["platform"]) == {meta["platform"]}  # the whole string is kept
     # one campaign per file: the day of its earliest run
     for path, stem in ((fixed, "main"), (calibrated, "patched")):

@@ -3,19 +3,34 @@
 Mapping (one input file = one build of the code under test on one machine, in one session):
 
 * one benchmark             -> one ``problem`` with one ``test`` ("benchmark")
-* the file's build          -> ``solution``: metadata ``commit_id`` when present (else the file
-                               name without ``.json(.gz)``), plus its variant flags in brackets,
-                               e.g. ``2e91dba437fe5c56c6f8 [JIT]``
+* the file's build          -> ``solution`` (``--solution-from build``, the default): metadata
+                               ``commit_id`` when present (else the file name without
+                               ``.json(.gz)``), plus its configure variants in brackets, e.g.
+                               ``2e91dba437fe5c56c6f8 [JIT]``; ``--solution-from benchmark-suite``:
+                               one solution, ``benchmark-suite``, for every file (the benchmarks
+                               are the same programs whatever the build), so that builds become
+                               campaigns of one solution and pair benchmark by benchmark
 * the machine               -> ``environment``: hostname, OS (the system name that starts
                                ``platform``), architecture (``cpu_machine``, ``arch`` or the
-                               architecture named in ``platform``) and ``cpu_model_name`` when
-                               present, and the machine name in the file name, joined by `` / ``,
-                               e.g. ``WIN-5FKPU9U7KDT / Windows / pythonperf1_win32-x86``
+                               architecture named in ``platform``), ``cpu_model_name`` when
+                               present, the interpreter's pointer size (``64-bit`` / ``32-bit``,
+                               from ``python_version`` "3.13.0 (64-bit) ..." or ``python_compiler``
+                               "MSC v.1937 32 bit (Intel)") and the machine name in the file name,
+                               joined by `` / ``, e.g. ``WIN-5FKPU9U7KDT / Windows / AMD64 / 32-bit``
                                (``--environment`` overrides; the whole ``platform`` string is kept
-                               in the ``platform`` column)
-* the file                  -> ``campaign``: the date (YYYY-MM-DD) of the file's earliest run, the
-                               same for every benchmark of the file even when it runs past midnight;
-                               the file name when the file has no dates (``--campaign`` overrides)
+                               in the ``platform`` column). A 32-bit and a 64-bit interpreter on one
+                               host are two environments whatever their files are called.
+* the session               -> ``campaign``, by ``--campaign-from``:
+                               ``date`` (default): the day (YYYY-MM-DD) of the earliest run of the
+                               file's *commit* on that machine -- every file of one commit (its
+                               base, JIT, NOGIL... variants) on one machine is one campaign even
+                               when the variants ran on another day than the base, and a file that
+                               runs past midnight stays in one; the file name when undated;
+                               ``file``: the file name without ``.json(.gz)``;
+                               ``build``: the build (commit and variants, as the solution above),
+                               so that two builds compare as two campaigns -- the solution then
+                               defaults to ``benchmark-suite`` (one build per campaign would leave
+                               nothing to pair); ``--campaign NAME`` gives every file one name
 * each process run          -> ``run`` 0, 1, 2, ... (pyperf's worker processes, in file order)
 * each value of a run       -> ``repeat`` 0, 1, 2, ... over the benchmark's values in file order;
                                warmups are dropped and calibration runs (no values, or
@@ -34,8 +49,8 @@ with ``--enable-experimental-jit`` or ``--disable-gil`` (pyperf's ``python_confi
 variants ``JIT`` / ``NOGIL`` whatever their names (``JIT=interpreter`` for
 ``--enable-experimental-jit=interpreter``). Names of other layouts are not parsed.
 
-Two files that give the same build on the same machine on the same day are two sessions: their
-campaigns are the date followed by the file name, e.g. ``2024-01-24 (rerun.json)``.
+Two files that give the same solution on the same machine in the same campaign are two sessions:
+their campaigns are the campaign followed by the file name, e.g. ``2024-01-24 (rerun.json)``.
 
 Values are seconds per loop; benchmarks whose ``unit`` is not ``second`` are skipped with a
 reason. Directories are searched for ``*.json`` / ``*.json.gz``; JSON files in them that are not
@@ -67,7 +82,12 @@ _ARCHITECTURES = ("x86_64", "amd64", "AMD64", "i386", "i686", "x86", "aarch64", 
                   "ppc64le", "ppc64", "s390x", "riscv64", "loongarch64")
 _HEX = re.compile(r"[0-9a-f]{7,40}")
 _BENCH_RUNNER = re.compile(r"^bm-\d{8}-")
-_CONFIG_FLAGS = (("--enable-experimental-jit", "JIT"), ("--disable-gil", "NOGIL"))
+_CONFIG_FLAGS = (("--enable-experimental-jit", "JIT"), ("--disable-gil", "NOGIL"), ("--with-pydebug", "DEBUG"))
+_BITS = re.compile(r"\b(\d{2})[ -]bit\b")
+#: ``--campaign-from`` / ``--solution-from`` choices (the first is the default; see the module docstring).
+CAMPAIGN_FROM = ("date", "file", "build")
+SOLUTION_FROM = ("build", "benchmark-suite")
+SUITE_SOLUTION = "benchmark-suite"
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,9 @@ class PyperfImport:
     builds: int = 0
     merged_build_ids: dict = field(default_factory=dict)
     split_campaigns: tuple[str, ...] = ()
+    variants: int = 0
+    campaign_from: str = "date"
+    solution_from: str = "build"
 
     @property
     def machines(self) -> int:
@@ -95,15 +118,16 @@ class PyperfImport:
         c = self.corpus
         lines = [
             f"{len(c):,} values from {self.files} file(s): {self.builds} build(s) "
-            f"({c['solution'].nunique()} with their variants), {self.machines} machine(s), "
+            f"({self.variants or c['solution'].nunique()} with their variants), {self.machines} machine(s), "
             f"{self.benchmarks} benchmark(s), {c['campaign'].nunique()} campaign(s); "
             f"{self.warmups_dropped:,} warmup values dropped, {self.calibration_runs_skipped:,} calibration runs skipped",
             "machines: " + "; ".join(sorted(map(str, c["environment"].unique()))),
+            f"campaigns from the {self.campaign_from}, solutions from the {self.solution_from}",
         ]
         if self.merged_build_ids:
             lines.append("build ids merged (a short id and the full id of one commit): "
                          + ", ".join(f"{short} -> {full}" for short, full in sorted(self.merged_build_ids.items())))
-        lines += [f"same build, machine and day in several files; campaigns named by file: {name}"
+        lines += [f"same solution, machine and campaign in several files; campaigns named by file: {name}"
                   for name in self.split_campaigns]
         by_reason: dict[str, list[str]] = {}
         for what, why in self.skipped:
@@ -224,13 +248,26 @@ def _machine(meta: dict, file_machine: str | None) -> str:
     ``Linux``, ``Windows``, ``macOS``...); the kernel and C-library versions that follow are
     left out of the name because they differ between two interpreters on one machine
     (``...-with-glibc2.2.5`` vs ``...-with-fedora-31``) and change with each kernel update.
-    The whole string is kept in the ``platform`` column.
+    The whole string is kept in the ``platform`` column. The interpreter's pointer size
+    (:func:`_pointer_bits`) is part of the machine: a 32-bit and a 64-bit build on one host differ.
     """
     platform = str(meta.get("platform") or "")
     fields = platform.split("-")
     arch = meta.get("cpu_machine") or meta.get("arch") or next((a for a in _ARCHITECTURES if a in fields), None)
-    parts = [meta.get("hostname"), fields[0] if platform else None, arch, meta.get("cpu_model_name"), file_machine]
+    parts = [meta.get("hostname"), fields[0] if platform else None, arch, meta.get("cpu_model_name"),
+             _pointer_bits(meta), file_machine]
     return " / ".join(dict.fromkeys(str(p) for p in parts if p)) or "default"
+
+
+def _pointer_bits(meta: dict) -> str | None:
+    """``64-bit`` / ``32-bit`` from pyperf's ``python_version`` ("3.13.0 (64-bit) revision ...") or, failing
+    that, ``python_compiler`` ("MSC v.1937 64 bit (AMD64)", "[MSC v.1937 32 bit (Intel)]"); None when neither
+    says."""
+    for key in ("python_version", "python_compiler"):
+        match = _BITS.search(str(meta.get(key) or ""))
+        if match:
+            return f"{match.group(1)}-bit"
+    return None
 
 
 def _first_date(data: dict) -> pd.Timestamp | None:
@@ -250,6 +287,8 @@ def import_pyperf(
     *,
     environment: str | None = None,
     campaign: str | None = None,
+    campaign_from: str = "date",
+    solution_from: str | None = None,
 ) -> PyperfImport:
     """Turn pyperf result files (or folders of them) into a validated corpus.
 
@@ -260,6 +299,12 @@ def import_pyperf(
     environment, campaign : str, optional
         One machine name / campaign for every file instead of the ones derived
         from the metadata (module docstring).
+    campaign_from : {"date", "file", "build"}, default "date"
+        What names a campaign (module docstring): the day of the commit's earliest run on the machine,
+        the file, or the build.
+    solution_from : {"build", "benchmark-suite"}, optional
+        What names a solution: the build (default), or one ``benchmark-suite`` solution for every file
+        (the default when ``campaign_from="build"``, so that builds pair as campaigns).
 
     Returns
     -------
@@ -271,9 +316,21 @@ def import_pyperf(
     --------
     >>> result = import_pyperf(["results/"])  # doctest: +SKIP
     >>> result.corpus.groupby(["environment", "solution"])["duration_s"].median()  # doctest: +SKIP
+    >>> builds = import_pyperf(["base.json", "jit.json"], campaign_from="build")  # doctest: +SKIP
     """
     if not paths:
         raise CorpusError("import pyperf: no files given\n  -> pass one or more pyperf JSON files or folders")
+    if campaign_from not in CAMPAIGN_FROM:
+        raise CorpusError(f"import pyperf: --campaign-from {campaign_from!r} is not one of {', '.join(CAMPAIGN_FROM)}"
+                          f"\n  -> use date (default), file or build")
+    if solution_from is None:
+        solution_from = SOLUTION_FROM[1] if campaign_from == "build" else SOLUTION_FROM[0]
+    if solution_from not in SOLUTION_FROM:
+        raise CorpusError(f"import pyperf: --solution-from {solution_from!r} is not one of {', '.join(SOLUTION_FROM)}"
+                          f"\n  -> use build (default) or benchmark-suite")
+    if campaign is not None and campaign_from != "date":
+        raise CorpusError(f"import pyperf: --campaign {campaign!r} and --campaign-from {campaign_from} both name the "
+                          f"campaigns\n  -> pass one of them")
     skipped: list[tuple[str, str]] = []
     plans = []  # one per file: its rows (a small frame) and what names its build, machine and session
     warmups = calibrations = 0
@@ -304,13 +361,15 @@ def import_pyperf(
     for plan in plans:
         build = canonical[plan["commit"]] if plan["commit"] else _stem(plan["path"])
         plan["build"] = build
-        plan["solution"] = f"{build} [{','.join(plan['flags'])}]" if plan["flags"] else build
+        plan["label"] = f"{build} [{','.join(plan['flags'])}]" if plan["flags"] else build
+        plan["solution"] = plan["label"] if solution_from == "build" else SUITE_SOLUTION
+    _name_campaigns(plans, campaign_from)
 
-    # one campaign per file: its first day, or (same build, machine and day in several files) day + file name
-    sessions = Counter((env, plan["solution"], plan["day"]) for plan in plans for env in plan["environments"])
+    # Two files with one solution on one machine in one campaign are two sessions: campaign + file name
+    sessions = Counter((env, plan["solution"], plan["session"]) for plan in plans for env in plan["environments"])
     split = []
     for plan in plans:
-        clash = any(sessions[(env, plan["solution"], plan["day"])] > 1 for env in plan["environments"])
+        clash = any(sessions[(env, plan["solution"], plan["session"])] > 1 for env in plan["environments"])
         if campaign is not None:
             if clash:
                 raise CorpusError(
@@ -319,7 +378,7 @@ def import_pyperf(
                     f"  -> import them without --campaign (each file is then its own campaign) or separately")
             plan["campaign"] = campaign
         else:
-            plan["campaign"] = f"{plan['day']} ({plan['path'].name})" if clash else plan["day"]
+            plan["campaign"] = f"{plan['session']} ({plan['path'].name})" if clash else plan["session"]
             if clash:
                 split.append(plan["campaign"])
 
@@ -333,7 +392,35 @@ def import_pyperf(
     corpus = normalize(frame, source=source)
     return PyperfImport(corpus, tuple(skipped), warmups, calibrations, files=len(plans),
                         builds=len({p["build"] for p in plans}), merged_build_ids=merged,
-                        split_campaigns=tuple(sorted(split)))
+                        split_campaigns=tuple(sorted(split)), variants=len({p["label"] for p in plans}),
+                        campaign_from=campaign_from, solution_from=solution_from)
+
+
+def _name_campaigns(plans: list[dict], campaign_from: str) -> None:
+    """Each plan's ``session`` (its campaign before the same-session split), by ``campaign_from``.
+
+    ``date``: the earliest day over the files of the plan's commit (``build``, variants included) on each of
+    its machines -- the JIT and NOGIL files of a commit measured the day before its base build join the base
+    build's campaign; undated files keep their file name. ``file``: the file name without its suffix.
+    ``build``: the build label (commit and variants).
+    """
+    if campaign_from == "file":
+        for plan in plans:
+            plan["session"] = _stem(plan["path"])
+        return
+    if campaign_from == "build":
+        for plan in plans:
+            plan["session"] = plan["label"]
+        return
+    first: dict[tuple[str, str], str] = {}
+    for plan in plans:
+        if plan["dated"]:
+            for env in plan["environments"]:
+                key = (plan["build"], env)
+                first[key] = min(first.get(key, plan["day"]), plan["day"])
+    for plan in plans:
+        days = [first[(plan["build"], env)] for env in plan["environments"] if (plan["build"], env) in first]
+        plan["session"] = min(days) if plan["dated"] and days else plan["day"]
 
 
 def _read_file(path: Path, data: dict, environment: str | None, skipped: list) -> tuple[dict | None, int, int]:
@@ -391,7 +478,7 @@ def _read_file(path: Path, data: dict, environment: str | None, skipped: list) -
         "timestamp": pd.Series(cols["timestamp"], dtype=object), "platform": pd.Categorical(cols["platform"]),
     })
     day = date.strftime("%Y-%m-%d") if date is not None else path.name  # undated: the file is the session
-    return ({"path": path, "rows": rows, "commit": commit, "flags": flags, "day": day,
+    return ({"path": path, "rows": rows, "commit": commit, "flags": flags, "day": day, "dated": date is not None,
              "environments": environments}, warmups, calibrations)
 
 
