@@ -54,12 +54,17 @@ grid_files = []  # grid files of reward environments, e.g. ["fixtures/environmen
 group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
 simulation_thresholds = {}  # overrides of audits.checks.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 clocks_measures = None  # corpus columns to compare, the first the base of the rank agreement (None: duration_s, then cpu_s and instructions where the corpus has them)
+compare_a = "accepted"  # set A: a value of compare_by, or @FILE of solution ids
+compare_b = "time_limit_exceeded"  # set B, as compare_a
+compare_by = "prefix"  # the column naming the sets (prefix: the solution id up to its first '/')
+compare_confidence = 0.95  # confidence c: a comparison is decided when P(A faster) is at least c or at most 1 - c
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
 from IPython.display import display
 
 from audits.report import narrative
+from audits.report.compare_page import compare_findings, compare_for_page, show_compare_findings
 from audits.report.page import open_page
 from audits.report.render import run_label
 
@@ -83,6 +88,10 @@ simulation = results.simulation
 # %%
 clocks = results.clocks
 
+# %%
+comparison = compare_for_page(results.corpus, a=compare_a, b=compare_b, by=compare_by,
+                              confidence=compare_confidence, n_boot=n_boot, seed=seed)
+
 # %% [markdown]
 # ## Verdicts
 
@@ -94,6 +103,7 @@ verdicts = {
     f"calibration, environment → environment ({run_label(source_run)} → {run_label(target_run)})": across.findings,
     "aggregation": aggregation.findings,
     "reward simulation": simulation.findings,
+    "paired comparison": compare_findings(comparison),
 }
 narrative.show_verdicts(verdicts)
 
@@ -128,6 +138,9 @@ narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggreg
 
 # %%
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
+
+# %%
+show_compare_findings(comparison)
 
 # %% [markdown]
 # ## The corpus

@@ -93,6 +93,9 @@ REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
     ReportSpec("simulation", "Reward learnability (offline simulator)",
                "Reward-vs-quality curves, diagnostics, zero-advantage rate vs GRPO group size.",
                ("audits.checks.simulation",)),
+    ReportSpec("compare", "Paired comparison of two candidate sets",
+               "Paired speed win rate of set A over set B in one campaign, ties by the noise model, pass rates.",
+               ("audits.checks.compare",)),
 )}
 
 

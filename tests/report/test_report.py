@@ -228,7 +228,8 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
 def test_figures_are_embedded_png_data_uris(rendered):
     index, out, _ = rendered
     expected = {"reliability": 4, "calibration": 4, "aggregation": 1, "simulation": 2, "overview": 0,
-                "clocks": 0}  # no cpu_s in this corpus: the clocks figures are not drawn (tests/report/test_clocks_page.py)
+                "clocks": 0,  # no cpu_s in this corpus: the clocks figures are not drawn (tests/report/test_clocks_page.py)
+                "compare": 0}  # no candidate sets named accepted/time_limit_exceeded: n/a (tests/report/test_compare_page.py)
     for report in index.reports:
         page = report.html.read_text(encoding="utf-8")
         imgs = _parse(page).imgs

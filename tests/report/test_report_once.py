@@ -88,13 +88,14 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     log, here = counting
     index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=None)
     assert not index.failed
-    assert len(index.reports) == 6
+    assert len(index.reports) == 7
     # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
                                    "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
                                    "run_clocks_audit"])
-    # no page ran an audit; only the clock recommendation (overview and clocks page) reads the rows
-    assert _kernel_calls(log) == ["load_corpora", "load_corpora"]
+    # no page ran a shared audit; only the clock recommendation (overview and clocks page) and the paired
+    # comparison page (it computes its comparison from the rows) read them
+    assert _kernel_calls(log) == ["load_corpora", "load_corpora", "load_corpora"]
     assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
 
 
