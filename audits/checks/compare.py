@@ -322,8 +322,11 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
         if not {"a", "b"} <= sides:
             skipped.append(str(summary.run))
             continue
-        result = paired_comparison(rows, side="_side", confidence=confidence, prior_df=prior_df, n_boot=n_boot,
-                                   level=level, seed=seed)
+        try:
+            result = paired_comparison(rows, side="_side", confidence=confidence, prior_df=prior_df, n_boot=n_boot,
+                                       level=level, seed=seed)
+        except ValueError as exc:  # the estimator's input checks (e.g. a non-positive duration), named
+            raise UserError(f"{source}: run {summary.run}: {exc}") from exc
         auc, overlap, column = interleaving(rows, rows["_side"].to_numpy())
         results.append(CompareRun(summary.run, result, auc, overlap, column))
     if not results:
