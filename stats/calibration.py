@@ -1497,10 +1497,12 @@ def campaign_drift(
     same bootstrap resamples of problems, so differences are paired:
 
     * ``drifted``: the no-drift value (slope 1, intercept 0; power a 1, b 1)
-      lies outside the parameter's CI;
+      lies outside the parameter's CI; None (JSON null) without a CI
+      (``n_boot=0``): not measured, never True;
     * ``change`` = estimate minus the previous campaign's estimate, with the
       CI of that difference (``change_low``, ``change_high``); ``changed``:
-      the CI of the change excludes 0.
+      the CI of the change excludes 0 (False for the first campaign, which has
+      no previous one; None when the change has no CI).
 
     Returns
     -------
@@ -1554,9 +1556,12 @@ def campaign_drift(
                 rows.append({
                     "environment": env, "campaign": camp, "param": name, "estimate": ci.estimate,
                     "ci_low": ci.low, "ci_high": ci.high, "identity": identity[name],
-                    "drifted": bool(not ci.low <= identity[name] <= ci.high),
+                    # no interval (n_boot = 0, too few problems): not measured, None (null), never True
+                    "drifted": (bool(not ci.low <= identity[name] <= ci.high)
+                                if np.isfinite([ci.low, ci.high]).all() else None),
                     "change": change, "change_low": change_low, "change_high": change_high,
-                    "changed": bool(np.isfinite(change_low) and not change_low <= 0.0 <= change_high),
+                    "changed": (bool(not change_low <= 0.0 <= change_high) if np.isfinite([change_low, change_high]).all()
+                                else None if previous is not None else False),
                     "n_pairs": pairing.n_pairs, "n_problems": pairing.n_problems})
             previous = (estimate, draws)
     columns = ["environment", "campaign", "param", "estimate", "ci_low", "ci_high", "identity", "drifted", "change",

@@ -260,7 +260,8 @@ def _ideal_spearman(table: np.ndarray) -> float:
 def table_monotonicity(table: np.ndarray) -> float:
     """rho_s(bin, R) / rho_s(bin, R*) from a (bins x reward values) count table (see the module docstring).
 
-    0 when the rewards are constant (nothing to order).
+    0 when the rewards are constant (nothing to order); NaN for an empty table (no sample: nothing measured,
+    never a verdict).
 
     Examples
     --------
@@ -268,7 +269,11 @@ def table_monotonicity(table: np.ndarray) -> float:
     1.0
     >>> table_monotonicity(np.array([[3, 3], [3, 3]]))
     0.0
+    >>> table_monotonicity(np.zeros((2, 2)))
+    nan
     """
+    if not np.asarray(table).sum() > 0:
+        return float("nan")
     ideal = _ideal_spearman(table)
     if not np.isfinite(ideal) or ideal >= 0:
         return 0.0
@@ -466,8 +471,8 @@ _CHECKS = (
 def classify(diagnostics: dict, thresholds: DegeneracyThresholds | dict | None = None) -> list[tuple]:
     """Check one environment's diagnostics: list of (label, metric, value, level, threshold text).
 
-    Level is ``pass``/``warn``/``fail``; a NaN value passes for ``curve_noise``
-    (one repeat pair: noise unknown) and warns otherwise.
+    Level is ``pass``/``warn``/``fail``, or ``n/a`` for a NaN value (nothing measured: no sample, or
+    ``curve_noise`` with one repeat pair), never a verdict.
     """
     th = DegeneracyThresholds.from_any(thresholds)
     out = []
@@ -475,7 +480,7 @@ def classify(diagnostics: dict, thresholds: DegeneracyThresholds | dict | None =
         value = diagnostics.get(metric, np.nan)
         warn, fail = getattr(th, warn_attr), getattr(th, fail_attr)
         if value is None or not np.isfinite(value):
-            level = "pass" if metric == "curve_noise" else "warn"
+            level = "n/a"
         elif higher:
             level = "fail" if value >= fail else "warn" if value >= warn else "pass"
         else:
@@ -487,6 +492,8 @@ def classify(diagnostics: dict, thresholds: DegeneracyThresholds | dict | None =
 
 def _verdict(checks: list[tuple]) -> tuple[str, str]:
     levels = [c[3] for c in checks]
+    if levels and all(level == "n/a" for level in levels):
+        return "n/a", "n/a: nothing measurable"
     level = "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
     labels = [c[0] for c in checks if c[3] == level] if level != "pass" else []
     return level, (level if not labels else f"{level}: {', '.join(labels)}")
@@ -906,7 +913,7 @@ def combine_simulation(
 
     groups = _group_frame(part.equal, part.negative, part.positive, group_sizes=group_sizes)
     head = groups.loc[groups["group_size"] == headline_group_size].iloc[0]
-    diag["zero_advantage_rate"] = float(head["zero_advantage_rate"])
+    diag["zero_advantage_rate"] = float(head["zero_advantage_rate"]) if part.counts.sum() else float("nan")
     diag["all_negative_rate"] = float(head["all_negative"])
     diag["all_positive_rate"] = float(head["all_positive"])
     diag["headline_group_size"] = headline_group_size
@@ -944,7 +951,7 @@ def rank_environments(results: Sequence[SimulationResult]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    order = {"pass": 0, "warn": 1, "fail": 2}
+    order = {"pass": 0, "warn": 1, "fail": 2, "n/a": 3}  # nothing measured ranks last
     frame["_level"] = frame["level"].map(order)
     frame["_dev"] = frame["diagonal_deviation"].fillna(np.inf)
     frame["_mono"] = -frame["monotonicity"].fillna(-np.inf)

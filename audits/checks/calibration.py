@@ -534,7 +534,10 @@ def _drift_from_fit(params: pd.DataFrame, *, environment, campaign, n_pairs, n_p
         "environment": environment, "campaign": campaign, "param": aff["param"].to_numpy(),
         "estimate": aff["estimate"].to_numpy(), "ci_low": aff["ci_low"].to_numpy(),
         "ci_high": aff["ci_high"].to_numpy(), "identity": identity,
-        "drifted": ~((aff["ci_low"].to_numpy() <= identity) & (identity <= aff["ci_high"].to_numpy())),
+        # None (null) without an interval (n_boot = 0): not measured, never True
+        "drifted": [None if not (np.isfinite(lo) and np.isfinite(hi)) else bool(not lo <= i <= hi)
+                    for lo, hi, i in zip(aff["ci_low"].to_numpy(dtype=float), aff["ci_high"].to_numpy(dtype=float),
+                                         identity)],
         "change": np.nan, "change_low": np.nan, "change_high": np.nan, "changed": False,
         "n_pairs": n_pairs, "n_problems": n_problems})
 
@@ -724,7 +727,7 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                                          "excludes 0, and n_boot = 0 draws no resamples: run with --n-boot 1000",
                                          threshold=limits.text("drift_changes"), subject=pair))
     elif len(drift) and drift["campaign"].nunique() >= 2:
-        changed = drift.loc[drift["changed"]]
+        changed = drift.loc[drift["changed"].eq(True).to_numpy()]
         n_changed = int(changed[["environment", "campaign"]].drop_duplicates().shape[0])
         level = limits.judge("drift_changes", n_changed)
         which = ", ".join(sorted(set(changed["campaign"].astype(str)))) or "none"

@@ -128,6 +128,8 @@ class SimulationAudit:
         envs = {}
         for row in self.diagnostics.to_dict(orient="records"):
             envs[row["reward_environment"]] = {k: v for k, v in row.items() if k != "reward_environment"}
+            if self.thresholds.profile != "reward":  # as the terminal says: measured, not judged
+                envs[row["reward_environment"]].update(level="not judged", verdict="not judged")
         return to_jsonable({
             "audit": "simulation",
             "environment": self.environment,
@@ -161,33 +163,49 @@ class SimulationAudit:
             "reward_environment": d["reward_environment"],
             "auc": [_ci(r, "auc") for r in d.to_dict(orient="records")],
             "monotonicity": [_ci(r, "monotonicity") for r in d.to_dict(orient="records")],
-            "steepness": d["steepness"].map("{:.2f}".format),
+            "steepness": d["steepness"].map(_num),
             "diag_dev": [_ci(r, "diagonal_deviation") for r in d.to_dict(orient="records")],
             "noise": d["curve_noise"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
-            "zero_adv": d["zero_advantage_rate"].map("{:.2f}".format),
-            "verdict": d["verdict"],
+            "zero_adv": d["zero_advantage_rate"].map(_num),
+            "verdict": d["verdict"] if self.thresholds.profile == "reward" else "not judged",
         })
         lines.append(table.to_string(index=False))
         for row in self.left_out.to_dict(orient="records"):
             lines += ["", f"left out: reward environment {row['reward_environment']!r} ({row['key']} needs the "
                           f"corpus column {row['column']!r}, which this run lacks)"]
-        flagged = [r for r in self.results if r.diagnostics["level"] != "pass"]
-        order = {name: i for i, name in enumerate(d["reward_environment"])}
+        # what is flagged is read from the findings (as the JSON is): a profile that leaves them out, or a
+        # metric that is n/a, never shows as a verdict here
+        judged = {f.subject: [] for f in self.findings}
+        for f in self.findings:
+            if f.level != "pass" and f.metric != "verdict":
+                judged[f.subject].append(f)
+        flagged = [n for n in d["reward_environment"] if judged.get(n)]
         if flagged:
-            lines += ["", "flagged reward environments (thresholds in docs/rewards.md; full findings with --json):"]
-        for res in sorted(flagged, key=lambda r: order[r.environment.name]):
-            parts, first = [], None
-            for label, metric, value, level, _ in res.checks:
-                if level != "pass":
-                    parts.append(f"{level.upper()} {label} ({metric} {value:.2f})")
-                    first = first or label
-            lines.append(f"  [{res.environment.name}] " + ", ".join(parts) + f" -> {_ADVICE[first]}")
+            lines += ["", "reward environments flagged or not measured (thresholds in docs/rewards.md; full findings "
+                          "with --json):"]
+        for name in flagged:
+            parts = [f"{f.level.upper()} {f.metric}" + ("" if f.level == "n/a" else f" ({f.value:.2f})")
+                     for f in judged[name]]
+            first = next((f for f in judged[name] if f.level != "n/a"), None)
+            advice = first.message.split("; ")[-1].rstrip(".") if first is not None else judged[name][0].reason
+            lines.append(f"  [{name}] " + ", ".join(parts) + f" -> {advice}")
+        if self.thresholds.profile != "reward":
+            lines += ["", f"verdicts: not judged under --profile {self.thresholds.profile} (a reward environment's "
+                          "learnability is a reward's question, not a benchmark's); the diagnostics above are "
+                          "measurements"]
         return "\n".join(lines)
+
+
+def _num(value) -> str:
+    """``0.12``, or ``n/a`` for NaN (not measured)."""
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.2f}"
 
 
 def _ci(row: dict, name: str) -> str:
     lo, hi = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
     value = row[name]
+    if value is None or not np.isfinite(value):
+        return "n/a"
     if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
         return f"{value:.2f}"
     return f"{value:.2f} [{lo:.2f},{hi:.2f}]"
@@ -219,21 +237,35 @@ def _left_out_finding(name: str, key: str, column: str, run: RunSummary) -> Find
         environment=run.environment, campaign=run.campaign, subject=name)
 
 
+def _not_measured(d: dict, metric: str) -> str:
+    """Why ``metric`` is NaN on this run (the simulator measured nothing to judge)."""
+    if not d.get("n_samples"):
+        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): a problem "
+                "needs >= 2 correct references, since each is scored against the others (leave-self-out) and one "
+                "reference has an empty pool; collect more accepted solutions per problem")
+    return f"{metric} is undefined (NaN) on this run's {d['n_samples']} samples"
+
+
 def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     d = result.diagnostics
     name = result.environment.name
     where = {"environment": run.environment, "campaign": run.campaign, "subject": name}
-    out = []
+    out, not_measured = [], set()
     for label, metric, value, level, threshold in result.checks:
         if level == "pass":
+            continue
+        if level == "n/a":  # NaN: not measured, never a verdict (one n/a finding per metric)
+            if metric in not_measured or (metric == "curve_noise" and d["n_pairs"] == 1):
+                continue
+            not_measured.add(metric)
+            out.append(Finding.not_available(metric, _not_measured(d, metric), threshold=threshold, **where))
             continue
         lo, hi = d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high")
         ci = f" (95% CI {lo:.2f}-{hi:.2f}, n = {d['n_problems']} problems)" if lo is not None and hi is not None \
             and np.isfinite(lo) and np.isfinite(hi) else f" (n = {d['n_problems']} problems)"
         extra = f" at G = {d['headline_group_size']}" if metric == "zero_advantage_rate" else ""
         out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
-                           message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.",
-                           **where))
+                           message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.", **where))
     if d["n_pairs"] == 1:  # not measured (n/a), never a warning about the reward environment
         out.append(Finding.not_available(
             "curve_noise", "one repeat: quality and reward come from the same measurement, so whether timing noise "
@@ -244,7 +276,12 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
                            message=f"learnable: AUC {d['auc']:.2f}, monotonicity {d['monotonicity']:.2f}, "
                                    f"diagonal deviation {d['diagonal_deviation']:.2f} "
                                    f"(n = {d['n_problems']} problems)"
-                                   + ("; timing noise not in play (one repeat)." if d["n_pairs"] == 1 else "."), **where))
+                                   + ("; measured without timing noise: with one repeat, quality and reward share it "
+                                      "(curve_noise is n/a), so this is what the reward environment gives a "
+                                      "noise-free sandbox." if d["n_pairs"] == 1 else "."), **where))
+    elif d["level"] == "n/a":
+        out.append(Finding.not_available("verdict", _not_measured(d, "every diagnostic"),
+                                         threshold="all checks pass", **where))
     return out
 
 

@@ -34,7 +34,9 @@ class Finding:
     Attributes
     ----------
     level : {"pass", "warn", "fail", "n/a"}
-        ``n/a``: the corpus cannot measure it (``reason`` says why); never a pass.
+        ``n/a``: the corpus cannot measure it (``reason`` says why); never a pass. A finding constructed
+        with a NaN ``value`` is ``n/a`` whatever level it was given (its value None, the reason given or
+        "undefined (NaN) on this corpus"): the one place NaN is turned into n/a for every audit.
     metric : str
         Name of the measured quantity (e.g. ``median_repeat_cv``).
     value : float
@@ -65,6 +67,15 @@ class Finding:
     def __post_init__(self):
         if self.level not in ALL_LEVELS:
             raise ValueError(f"Finding level must be one of {ALL_LEVELS}, got {self.level!r}")
+        if self.level != NA and _is_nan(self.value):
+            # The one place NaN becomes n/a: a value that could not be computed (an empty sample, one value,
+            # no interval) is never a verdict, whichever audit judged it; JSON, terminal and report read this.
+            reason = self.reason or (f"{self.metric} is undefined (NaN) on this corpus: its sample is empty or too "
+                                     "small to compute it")
+            object.__setattr__(self, "level", NA)
+            object.__setattr__(self, "value", None)
+            object.__setattr__(self, "reason", reason)
+            object.__setattr__(self, "message", f"not measured: {reason}")
         if self.level == NA and not self.reason:
             raise ValueError("an n/a finding needs the reason it cannot be measured")
 
@@ -86,6 +97,16 @@ class Finding:
 
     def to_dict(self) -> dict:
         return to_jsonable(asdict(self))
+
+
+def _is_nan(value) -> bool:
+    """True for a float NaN (numpy's too); False for None, numbers, text."""
+    if value is None or isinstance(value, (str, bool)):
+        return False
+    try:
+        return bool(math.isnan(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def judge(value: float, *, warn: float, fail: float, higher_is_worse: bool = True, nan: str = "warn") -> str:

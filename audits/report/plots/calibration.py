@@ -117,7 +117,7 @@ def drift_plot(audit) -> Figure:
             pos = np.arange(len(rows)) + 0.1 * j
             est = rows["estimate"].to_numpy(dtype=float)
             err = np.vstack([est - rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float) - est])
-            colors = np.where(rows["changed"].to_numpy(dtype=bool), "C3", f"C{j}")
+            colors = np.where(rows["changed"].eq(True).to_numpy(), "C3", f"C{j}")
             ax.errorbar(pos, est, yerr=err, fmt="none", ecolor="0.5", capsize=3)
             ax.scatter(pos, est, c=list(colors), zorder=3, label=str(env))
             ax.set_xticks(pos, rows["campaign"].astype(str).tolist())
