@@ -339,7 +339,7 @@ static int closer_w = -1;
    13 ms measured, which must not be on the measured path) and, when the request comes, resets
    the counters (cpuacct.usage, memory.max_usage_in_bytes) and sets the memory limit of prog to
    the address-space limit plus the scratch quota. Under bwrap the inner launcher's child joins
-   prog through descriptors of prog's cgroup.procs that the standby hands down as fds 4-7 (opened
+   prog through descriptors of prog's cgroup.procs that the standby hands down as fds 5-8 (opened
    by root: the kernel checks the opener's credentials), before the inner clock starts. After the
    run, once prog holds no process: CPU (cpuacct.usage: every task's CPU, also of children that
    were never waited for or were reaped by the kernel, SIGCHLD ignored), peak memory
@@ -353,6 +353,15 @@ static long long cg_seq = 0;
    (opened by the launcher: prog's and box's cgroup.procs, prog's limit and counters) */
 struct cgrun { long long seq; int ok; int prog[MAX_CG], box[MAX_CG]; int limit, max_usage, usage; };
 static struct cgrun cg = { 0, 0, {-1, -1, -1, -1}, {-1, -1, -1, -1}, -1, -1, -1 };
+
+/* A descriptor moved to 10 or above (close-on-exec): the standby child dup2s the request's
+   descriptors onto 0-4 (nested: also the cgroup ones onto 5-8), which must not land on its own. */
+static int high_fd(int fd) {
+    if (fd < 0 || fd >= 10) return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    close(fd);
+    return moved;
+}
 
 static int cg_file(char *buf, size_t size, int i, long long seq, const char *leaf, const char *file) {
     int n = snprintf(buf, size, "%s/%d-%lld%s%s%s%s", cg_base[i], (int)getpid(), seq, leaf ? "/" : "",
@@ -398,18 +407,18 @@ static void cg_prepare(void) {
         for (int j = 0; j < 3 && cg.ok; j++)
             if (!cg_file(path, sizeof path, i, cg.seq, leaves[j], NULL) || mkdir(path, 0755) != 0) cg.ok = 0;
         if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "prog", "cgroup.procs"))
-            cg.prog[i] = open(path, O_WRONLY | O_CLOEXEC);
+            cg.prog[i] = high_fd(open(path, O_WRONLY | O_CLOEXEC));
         if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "box", "cgroup.procs"))
-            cg.box[i] = open(path, O_WRONLY | O_CLOEXEC);
+            cg.box[i] = high_fd(open(path, O_WRONLY | O_CLOEXEC));
         if (cg.prog[i] < 0 || cg.box[i] < 0) cg.ok = 0;
     }
     cg.limit = cg.max_usage = cg.usage = -1;
     if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.limit_in_bytes"))
-        cg.limit = open(path, O_WRONLY | O_CLOEXEC);
+        cg.limit = high_fd(open(path, O_WRONLY | O_CLOEXEC));
     if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.max_usage_in_bytes"))
-        cg.max_usage = open(path, O_WRONLY | O_CLOEXEC);
+        cg.max_usage = high_fd(open(path, O_WRONLY | O_CLOEXEC));
     if (cg.ok && cg_cpu >= 0 && cg_file(path, sizeof path, cg_cpu, cg.seq, "prog", "cpuacct.usage"))
-        cg.usage = open(path, O_WRONLY | O_CLOEXEC);
+        cg.usage = high_fd(open(path, O_WRONLY | O_CLOEXEC));
     if ((cg_mem >= 0 && (cg.limit < 0 || cg.max_usage < 0)) || (cg_cpu >= 0 && cg.usage < 0)) cg.ok = 0;
 }
 
@@ -445,19 +454,19 @@ static int cg_request(long long as, long long scratch_bytes) {
     return ok ? 0 : -1;
 }
 
-/* In the standby child just before exec (--nested): prog's cgroup.procs as fds 4.. for the inner launcher. */
+/* In the standby child just before exec (--nested): prog's cgroup.procs as fds 5.. for the inner launcher. */
 static void cg_hand_down(void) {
     int high[MAX_CG];
     for (int i = 0; i < n_cg; i++) high[i] = fcntl(cg.prog[i], F_DUPFD_CLOEXEC, 100);
-    for (int i = 0; i < n_cg; i++) if (high[i] >= 0 && dup2(high[i], 4 + i) == 4 + i) fcntl(4 + i, F_SETFD, 0);
+    for (int i = 0; i < n_cg; i++) if (high[i] >= 0 && dup2(high[i], 5 + i) == 5 + i) fcntl(5 + i, F_SETFD, 0);
 }
 
 #ifndef CGROUP_SUPER_MAGIC
 #define CGROUP_SUPER_MAGIC 0x27e0eb
 #endif
-/* The inner launcher's child: join every cgroup whose cgroup.procs was handed down as fds 4-7. */
+/* The inner launcher's child: join every cgroup whose cgroup.procs was handed down as fds 5-8. */
 static void cg_join_inherited(int close_only) {
-    for (int fd = 4; fd < 4 + MAX_CG; fd++) {
+    for (int fd = 5; fd < 5 + MAX_CG; fd++) {
         struct statfs fs;
         if (fstatfs(fd, &fs) != 0 || fs.f_type != CGROUP_SUPER_MAGIC) continue;
         if (!close_only && write(fd, "0", 1) != 1) { fprintf(stderr, "sa-launch: cannot join the run's cgroup: %s\n", strerror(errno)); _exit(126); }
@@ -633,9 +642,13 @@ static void child_setup(const int *fds, int close_fd) {
     setpgid(0, 0);
     if (close_fd >= 0) close(close_fd);
     if (fds) {   /* received close-on-exec: only the dup2 copies survive the exec */
-        for (int i = 0; i < 3; i++) if (dup2(fds[i], i) < 0) _exit(126);
-        if (fds[3] == 3) fcntl(3, F_SETFD, 0);
-        else if (fds[3] >= 0 && dup2(fds[3], 3) < 0) _exit(126);
+        int high[5];  /* first out of the way of 0-4, then into place (one may sit on another's number) */
+        for (int i = 0; i < 5; i++) high[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 100) : -1;
+        for (int i = 0; i < 5; i++) {
+            if (i < 3 && high[i] < 0) _exit(126);
+            if (high[i] >= 0 && dup2(high[i], i) < 0) _exit(126);
+            if (high[i] >= 0) close(high[i]);
+        }
     }
 }
 
@@ -662,6 +675,30 @@ static void confine_and_exec(const struct request *rq) {
 
 static ssize_t read_full(int fd, void *buf, size_t size);
 
+/* One shot inside bwrap: fd 4, when it is a pipe, is the runner's kill line. The runner closes
+   its end at the wall limit or the output cap; this thread then kills the program's group, and
+   the launcher reaps and reports as for any end, so a run the runner killed is measured like
+   any other (without it bwrap would be killed, and with it the only measuring process). */
+#define KILL_FD 4
+static void *kill_line(void *arg) {
+    char byte;
+    (void)arg;
+    while (read(KILL_FD, &byte, 1) < 0 && errno == EINTR) {}
+    stop = 1;
+    if (child > 0 && !reaped) kill(-child, SIGKILL);
+    return NULL;
+}
+
+static int watch_kill_line(void) {
+    struct stat st;
+    pthread_t t;
+    if (fstat(KILL_FD, &st) != 0 || !S_ISFIFO(st.st_mode)) return 0;
+    fcntl(KILL_FD, F_SETFD, FD_CLOEXEC);
+    if (pthread_create(&t, NULL, kill_line, NULL) != 0) return 0;
+    pthread_detach(t);
+    return 1;
+}
+
 /* The program runs as `pid` (its own group) since t0: report the pid; wait; kill its group;
    reap it and every orphan; report. */
 static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns_fd, int cg_ok, long long seq,
@@ -671,7 +708,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
     reaped = 0;
     child = pid;
     if (stop) kill(-pid, SIGKILL);   /* the kill arrived while starting */
-    if (t0_fd < 0) {                 /* (one shot: nobody needs the pid, and we should be asleep in waitid) */
+    if (t0_fd < 0) {                 /* (one shot: the child says it itself, once its clock runs) */
         snprintf(buf, sizeof buf, "pid %d\n", (int)pid);
         say(ctx, buf);
     }
@@ -739,7 +776,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
 }
 
 /* One shot (no view): fork, confine and exec; watch. */
-static int run(const struct request *rq, int close_fd, report_fn say, void *ctx) {
+static int run(const struct request *rq, int close_fd, int kill_fd, report_fn say, void *ctx) {
     char buf[256];
     struct timespec t0;
     int ready[2];
@@ -755,10 +792,14 @@ static int run(const struct request *rq, int close_fd, report_fn say, void *ctx)
     }
     if (pid == 0) {
         close(ready[0]);
-        child_setup(NULL, close_fd);
+        if (kill_fd >= 0) close(kill_fd);
         cg_join_inherited(0);
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (write(ready[1], &t0, sizeof t0) != (ssize_t)sizeof t0) _exit(126);
+        /* the runner's wall clock starts with this line (inside bwrap: the program's start) */
+        snprintf(buf, sizeof buf, "pid %d\n", (int)getpid());
+        say(ctx, buf);
+        child_setup(NULL, close_fd);
         close(ready[1]);
         confine_and_exec(rq);
     }
@@ -825,7 +866,7 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     }
     int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
     struct iovec iov = { data, sizeof data - 1 };
-    union { char buf[CMSG_SPACE(4 * sizeof(int))]; struct cmsghdr align; } control;
+    union { char buf[CMSG_SPACE(5 * sizeof(int))]; struct cmsghdr align; } control;
     struct msghdr msg;
     ssize_t n;
     do {
@@ -839,11 +880,11 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     memset(&nt, 0, sizeof nt);
     clock_gettime(CLOCK_MONOTONIC, &nt.t0);
     data[n] = 0;
-    int fds[4] = { -1, -1, -1, -1 };
+    int fds[5] = { -1, -1, -1, -1, -1 };
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        if (c->cmsg_len == CMSG_LEN(3 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
-        else if (c->cmsg_len == CMSG_LEN(4 * sizeof(int))) memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+        for (int k = 3; k <= 5; k++)
+            if (c->cmsg_len == CMSG_LEN(k * sizeof(int))) memcpy(fds, CMSG_DATA(c), k * sizeof(int));
     }
     struct request rq;
     nt.ok = fds[0] >= 0 && parse_request(data, n, &rq) && ((rq.flags & FLAG_VIEW) != 0) == (box != NULL);
@@ -948,6 +989,8 @@ static int serve(int sock, const char *box, int netns) {
         }
         if (pipe2(note_p, O_CLOEXEC) != 0) return 1;
         if (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0) return 1;
+        int *ours[] = {&note_p[0], &note_p[1], &sync_p[0], &sync_p[1], &ack_p[0], &ack_p[1]};
+        for (int k = 0; k < 6; k++) *ours[k] = high_fd(*ours[k]);   /* clear of 0-8 (see high_fd) */
         stop = 0;
         if (n_cg > 0) cg_prepare();
         pid_t pid = fork();
@@ -1014,6 +1057,8 @@ int main(int argc, char **argv) {
             else return 125;
         }
         if (box && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, tree_pair) != 0) return 125;
+        tree_pair[0] = high_fd(tree_pair[0]);
+        tree_pair[1] = high_fd(tree_pair[1]);
         if (n_cg > 0) cg_remove_stale();
         if (netns && unshare(CLONE_NEWNET) != 0) {
             fprintf(stderr, "sa-launch: cannot create a network namespace: %s\n", strerror(errno));
@@ -1039,5 +1084,6 @@ int main(int argc, char **argv) {
     memset(&rq, 0, sizeof rq);
     rq.uid = atoll(argv[2]); rq.as = atoll(argv[3]); rq.fsize = atoll(argv[4]);
     rq.nproc = atoll(argv[5]); rq.cpu = atoll(argv[6]); rq.cwd = NULL; rq.argv = argv + 8; rq.envp = NULL;
-    return run(&rq, fd, report_fd, &fd);
+    int kill_fd = watch_kill_line() ? KILL_FD : -1;
+    return run(&rq, fd, kill_fd, report_fd, &fd);
 }

@@ -800,7 +800,8 @@ class Sandbox:
             if self.nest_launcher:
                 # A second launcher inside the sandbox measures the program itself (see BwrapSandbox).
                 inner_r, inner_w = os.pipe()
-                pipes += [inner_r, inner_w]
+                kill_r, kill_w = os.pipe()  # its kill line (fd 4): closing kill_w kills the program
+                pipes += [inner_r, inner_w, kill_r, kill_w]
                 # the zygote hands the pipe to the sandbox as fd 3
                 argv = [_staged_launcher(launcher), "3", "-1", "-1", "-1", "-1", "-1", "--", *argv]
             cmd = self.command(argv, scratch=scratch, stdin_path=stdin_path, limits=limits, uid=uid)
@@ -822,11 +823,20 @@ class Sandbox:
                 os.chmod(stdout_path, 0o600)
                 zygote = _zygote(launcher, netns=self.netns, view=view, nested=self.nest_launcher)
                 t0 = time.monotonic()
-                zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w] if self.nest_launcher else []))
-                for fd in (out_w, err_w) + ((inner_w,) if self.nest_launcher else ()):
+                zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w, kill_r] if self.nest_launcher else []))
+                for fd in (out_w, err_w) + ((inner_w, kill_r) if self.nest_launcher else ()):
                     os.close(fd)
                     pipes.remove(fd)
-                return self._watch_zygote(zygote, t0, out, stdout_path, limits, out_r, err_r, inner_r)
+                kill_line = [None]
+                if self.nest_launcher:
+                    kill_line[0] = kill_w
+                    pipes.remove(kill_w)  # _watch_zygote closes it (to kill) or we do, below
+                try:
+                    return self._watch_zygote(zygote, t0, out, stdout_path, limits, out_r, err_r, inner_r,
+                                              kill_line)
+                finally:
+                    if kill_line[0] is not None:
+                        os.close(kill_line[0])
         finally:
             for fd in pipes:
                 os.close(fd)
@@ -859,7 +869,7 @@ class Sandbox:
             os.close(stdin)
 
     def _watch_zygote(self, zygote: "_Zygote", t0: float, out, stdout_path: Path, limits: Limits, out_r: int,
-                      err_r: int, inner_r: int | None) -> Execution:
+                      err_r: int, inner_r: int | None, kill_line: list | None = None) -> Execution:
         # The clock starts when the launcher reports the fork (so the program gets its full
         # wall_s); until then allow one extra second.
         deadline = t0 + limits.wall_s + 1.0
@@ -880,6 +890,19 @@ class Sandbox:
         child = None
         final = failed = None
         escalated = False
+        inner_started = False
+        interrupted = False
+
+        def stop() -> None:
+            # nested (bwrap): close the inner launcher's kill line, so it kills, reaps and
+            # measures the program itself; the outer launcher's kill is the fall-back (below)
+            nonlocal interrupted
+            if kill_line is not None and kill_line[0] is not None:
+                os.close(kill_line[0])
+                kill_line[0] = None
+            else:
+                interrupted = True
+                zygote.interrupt()
 
         def consume(key) -> None:
             nonlocal written, truncated, err_written, err_over
@@ -914,8 +937,11 @@ class Sandbox:
                 if killed is None and now >= deadline:
                     killed = "wall"
                     kill_sent = now
+                    stop()
+                elif killed is not None and not interrupted and now - kill_sent > 0.5:
+                    interrupted = True  # the inner launcher did not end it: kill bwrap
                     zygote.interrupt()
-                elif killed is not None and now - kill_sent > 2.0:
+                elif killed is not None and now - kill_sent > 2.5:
                     # the launcher did not finish: kill it and the program's group ourselves
                     escalated = True
                     zygote.destroy()
@@ -942,7 +968,10 @@ class Sandbox:
                             parts = line.split()
                             if parts and parts[0] == "pid":
                                 child = int(parts[1])
-                                deadline = time.monotonic() + limits.wall_s
+                                # nested: the program's clock starts at the inner launcher's pid
+                                # (below); until then the sandbox may take max(wall_s, 1 s) to start
+                                start = max(limits.wall_s, 1.0) if inner_r is not None else 0.0
+                                deadline = time.monotonic() + limits.wall_s + start
                             elif parts and parts[0] == "done" and len(parts) == 11:
                                 final = tuple(int(p) for p in parts[1:])
                             elif parts and parts[0] == "error":
@@ -951,10 +980,16 @@ class Sandbox:
                         sel.unregister(key.fd)  # over the cap: stop reading, the program is being killed
                     else:
                         consume(key)
+                        if key.data == "inner" and not inner_started and b"pid " in inner_text:
+                            # the program started inside the sandbox: its wall limit counts from
+                            # here, as wall_s does (bwrap's set-up is not the program's time)
+                            inner_started = True
+                            if killed is None:
+                                deadline = time.monotonic() + limits.wall_s
                         if (truncated or err_over) and killed is None:
                             killed = "output" if truncated else "stderr"
                             kill_sent = time.monotonic()
-                            zygote.interrupt()
+                            stop()
             t1 = time.monotonic()
             if "outer" in {k.data for k in sel.get_map().values()}:
                 sel.unregister(zygote.sock)

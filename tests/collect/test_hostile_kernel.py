@@ -492,3 +492,39 @@ def test_a_campaign_counts_the_unwaited_child_and_names_its_accounting(spec, tmp
         assert manifest["accounting"].startswith("cgroup")
         # the kernel reaped the worker (SIGCHLD ignored): only the cgroup counts its ~0.1 s
         assert (rows["cpu_s"] >= 0.05).all(), rows["cpu_s"].tolist()
+
+
+def test_without_a_cgroup_a_bwrap_timeout_row_is_still_the_program_s(base):
+    """The rusage fall-back (no cgroup: e.g. a cgroup-v2-only machine): the runner ends a bwrap
+    run through the inner launcher's kill line, which measures the program as for any end."""
+    script = textwrap.dedent(f"""
+        import json, tempfile
+        from pathlib import Path
+        import audits.collect.sandbox as sb
+        sb._CGROUP["bases"] = ()          # as on a machine without the v1 hierarchies
+        box = sb.make_sandbox("bwrap")
+        ex = box.run([{PY!r}, "-c", {SPIN!r}], stdin_path={str(base / "empty.in")!r},
+                     workdir=Path(tempfile.mkdtemp(dir={str(base)!r})), limits=sb.Limits(wall_s=1.0))
+        print(json.dumps([ex.status, ex.cpu_s, ex.accounting, ex.stdout_path.read_text().split()[-1]]))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    status, cpu, how, own = json.loads(done.stdout)
+    assert (status, how) == ("timeout", "rusage")
+    assert abs(cpu - float(own)) <= 0.1 * float(own) + 0.03, (cpu, own)
+
+
+def test_timeout_rows_under_bwrap_equal_local_s(base):
+    """The same timeout rows under both sandboxes: a spin loop stopped by the CPU limit (so both
+    get the same CPU whatever the machine's load) and a 200 MB program stopped at the wall limit."""
+    rows = {}
+    for spec in ("local", "bwrap"):
+        box = make_sandbox(spec)
+        rows[spec] = (run(box, "while True: pass", base, limits=Limits(wall_s=10.0, cpu_s=1.0)),
+                      run(box, BIG, base, limits=Limits(wall_s=1.5, memory_bytes=512 << 20)))
+    (spin_l, big_l), (spin_b, big_b) = rows["local"], rows["bwrap"]
+    assert {spin_l.status, spin_b.status, big_l.status, big_b.status} == {"timeout"}
+    assert abs(spin_b.cpu_s - spin_l.cpu_s) <= 0.1 * spin_l.cpu_s, (spin_b.cpu_s, spin_l.cpu_s)
+    assert abs(big_b.max_rss_kb - big_l.max_rss_kb) <= 0.1 * big_l.max_rss_kb, (big_b.max_rss_kb, big_l.max_rss_kb)
+    assert big_l.max_rss_kb >= 200 << 10
