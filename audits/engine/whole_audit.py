@@ -181,9 +181,10 @@ EXAMPLE_REWARD_ENVIRONMENTS = ("top30", "uniform_timeout", "ranked_worst_p80", "
 
 
 def _example_reward_environments():
-    from pathlib import Path
+    """The shipped example environments, from ``fixtures/environments`` of a checkout or the installed wheel's
+    package data (:func:`audits.checks.reward_environments.shipped_environments_dir`), never a path beside
+    the source tree (which a ``pip install .`` does not have)."""
+    from audits.checks.reward_environments import load_reward_environments, shipped_environments_dir
 
-    from audits.checks.reward_environments import load_reward_environments
-
-    folder = Path(__file__).resolve().parents[2] / "fixtures" / "environments"
+    folder = shipped_environments_dir()
     return load_reward_environments([folder / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
