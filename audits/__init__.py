@@ -1,7 +1,8 @@
 """speedaudit: audit the measurement chain behind runtime-based rewards for code.
 
-Besides the subpackages, this module holds one helper every layer may use: :func:`shipped_dir`, the
-folder of files that ship with speedaudit (report templates, reward-environment files).
+Besides the subpackages, this module holds two helpers every layer may use: :func:`shipped_dir`, the
+folder of files that ship with speedaudit (report templates, reward-environment files), and
+:func:`version`. The public API is the top-level package :mod:`speedaudit`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from pathlib import Path
 
-__all__ = ["shipped_dir"]
+__all__ = ["shipped_dir", "version"]
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -37,3 +38,26 @@ def shipped_dir(package: str, folder: str) -> Path:
         raise FileNotFoundError(f"speedaudit's shipped files {folder}/ are missing: neither {here} (a checkout) nor "
                                 f"the package data {package} (an installed wheel) exists; reinstall speedaudit")
     return Path(locations[0])
+
+
+def version() -> str:
+    """speedaudit's version, from the installed distribution's metadata; in a checkout that is not installed
+    (``PYTHONPATH`` only), from its ``pyproject.toml`` (the one place the version is written).
+
+    Examples
+    --------
+    >>> version().count(".") >= 1
+    True
+    """
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as metadata_version
+
+    pyproject = _CHECKOUT / "pyproject.toml"
+    if pyproject.is_file():  # a checkout: its own file, even when another speedaudit is installed
+        import tomllib
+
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+    try:
+        return metadata_version("speedaudit")
+    except PackageNotFoundError:
+        return "unknown"

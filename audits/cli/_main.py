@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'speedaudit COMMAND --help' for the options of one command.",
     )
+    from audits import version
+
+    parser.add_argument("--version", action="version", version=f"speedaudit {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     audit = commands.add_parser("audit", help="run one audit on a corpus and print its findings",

@@ -19,7 +19,10 @@ fresh machine (``pip install -e``) and what README's install check runs by hand.
 
 from __future__ import annotations
 
+import argparse
 import ast
+import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -30,7 +33,9 @@ from pathlib import Path
 import pytest
 from setuptools import find_packages
 
+from audits.cli._main import build_parser
 from audits.report.render import REPORTS, repo_root, template_parameters, template_path
+from tests.cli.test_examples import README_BLOCKS, _write_archive, _write_runs_csv
 
 PYPROJECT = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
@@ -42,8 +47,8 @@ NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "reports", "__pyca
 def test_package_list_is_every_package_and_mapped_folder():
     listed = set(SETUPTOOLS["packages"])
     mapped = SETUPTOOLS["package-dir"]
-    on_disk = set(find_packages(where=str(repo_root()), include=["stats*", "audits*"]))
-    assert listed == on_disk | set(mapped), "list every package of stats/ and audits/ in pyproject.toml"
+    on_disk = set(find_packages(where=str(repo_root()), include=["speedaudit*", "stats*", "audits*"]))
+    assert listed == on_disk | set(mapped), "list every package of speedaudit/, stats/ and audits/ in pyproject.toml"
     assert mapped == {"audits.report.templates": "notebooks",
                       "audits.shipped_reward_environments": "fixtures/environments"}
     for package, folder in mapped.items():
@@ -59,11 +64,13 @@ def _run(cmd, *, cwd, env, timeout=1500):
     return result.stdout
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(2400)
-def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """``(venv, site-packages, env)``: the wheel built from a copy of the checkout, installed (not editable) into
+    one fresh venv, shared by the tests of this module (one wheel, one venv)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    src, dist, venv, work = (tmp_path / d for d in ("src", "dist", "venv", "work"))
+    src, dist, venv = (tmp_path / d for d in ("src", "dist", "venv"))
     shutil.copytree(repo_root(), src, ignore=shutil.ignore_patterns(*NOT_SOURCE))
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--progress-bar", "off", "-w", dist, src],
          cwd=tmp_path, env=env)
@@ -81,6 +88,15 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     _run([python, "-m", "pip", "check"], cwd=tmp_path, env=env)  # every declared requirement is there
     _run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], cwd=tmp_path, env=env)
 
+    return venv, site, env
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(installed, tmp_path):
+    venv, site, env = installed
+    python = venv / "bin" / "python"
+    work = tmp_path / "work"
     work.mkdir()
     where = _run([python, "-c", "import audits, audits.report.render as r, audits.checks.reward_environments as e; "
                   "print(audits.__file__); print(r.notebook_dir()); print(e.shipped_environments_dir())"],
@@ -110,3 +126,71 @@ def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(tmp_path)
     for name in defaults:
         assert (installed / Path(name).name).is_file() and Path(name).stem in simulation, name
     assert sorted(p.name for p in work.iterdir()) == ["corpus.parquet", "corpus.truth.json", "reports"]
+
+
+def _audit_names() -> list[str]:
+    """Every ``speedaudit audit NAME`` of the command line (from its parser, so a new audit is covered)."""
+    audit = next(a for a in build_parser()._subparsers._group_actions[0].choices["audit"]._actions
+                 if isinstance(a, argparse._SubParsersAction))
+    return sorted(audit.choices)
+
+
+#: What each audit needs beyond the corpus on the synthetic corpus of README's quick start (``synth
+#: --campaigns stored,fresh``), and short bootstraps to keep the test's cost modest.
+AUDIT_OPTIONS = {"calibration": ["--environment", "quiet", "--source-campaign", "stored", "--target-campaign", "fresh",
+                                 "--n-boot", "30"],
+                 "simulation": ["--reward-env", "fixtures/environments/top30.yaml", "--n-boot", "30"]}
+SHORT = ["--n-boot", "30"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_wheel_runs_every_readme_command_from_an_empty_folder(installed, tmp_path, pyperf_files):
+    """README's commands, each audit, ``audit all`` without ``--reward-env`` and ``--version``, run by the
+    installed ``speedaudit`` in a folder that holds only the inputs the examples name: the synthetic and
+    pyperf files, a trimmed archive and copies of the shipped corpora and suite (never the shipped reward
+    environments: those must come from the wheel)."""
+    venv, site, env = installed
+    env = dict(env, PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    _write_runs_csv(inputs / "runs.csv")
+    _, fixed, calibrated, _ = pyperf_files
+    shutil.copy(fixed, inputs / "main.json")
+    with open(calibrated, "rb") as src, gzip.open(inputs / "patched.json.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    _write_archive(inputs / "archive")
+    shutil.copytree(repo_root() / "fixtures" / "corpora", inputs / "fixtures" / "corpora")
+    shutil.copytree(repo_root() / "fixtures" / "suites" / "speedbench", inputs / "fixtures" / "suites" / "speedbench")
+    (inputs / ".venv" / "bin").mkdir(parents=True)
+    (inputs / ".venv" / "bin" / "speedaudit").symlink_to(venv / "bin" / "speedaudit")
+
+    def run_block(commands, where):
+        work = tmp_path / f"work-{where}"
+        shutil.copytree(inputs, work, symlinks=True)
+        for command in commands:
+            result = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
+                                    timeout=1500, stdin=subprocess.DEVNULL)
+            assert result.returncode == 0 and "Traceback" not in result.stderr, (
+                f"{where}: {command} (exit {result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        return work
+
+    ran = []
+    for line, commands in README_BLOCKS:
+        run_block(commands, f"README-{line}")
+        ran += commands
+    assert any(" collect " in c for c in ran) and any(" import " in c for c in ran) and any(" synth " in c for c in ran)
+    assert any(" report " in c for c in ran)
+
+    # Each audit on the quick start's synthetic corpus, and the whole audit with the shipped reward environments.
+    commands = ["speedaudit synth --out synth.parquet --busy --campaigns stored,fresh"]
+    commands += [" ".join(["speedaudit", "audit", name, "synth.parquet", *AUDIT_OPTIONS.get(name, SHORT),
+                           "--json", f"{name}.json"]) for name in _audit_names()]
+    work = run_block(commands, "audits")
+    whole = json.loads((work / "all.json").read_text(encoding="utf-8"))
+    assert "simulation" in whole and "simulation" not in whole["skipped"], whole["skipped"]
+    assert {"top30", "uniform_timeout"} <= set(whole["simulation"]["ranking"])
+
+    version = subprocess.run([venv / "bin" / "speedaudit", "--version"], env=env, capture_output=True, text=True,
+                             cwd=tmp_path)
+    assert version.returncode == 0 and version.stdout.strip() == f"speedaudit {PYPROJECT['project']['version']}"
