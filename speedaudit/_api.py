@@ -1,0 +1,83 @@
+"""The functions of the public API (:mod:`speedaudit`): thin entries into :mod:`audits`, one per task."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+
+__all__ = ["AUDITS", "run_audit", "run_all", "render_report", "collect"]
+
+#: The audits :func:`run_audit` runs by name; each is ``audits.checks.<name>.run_<name>_audit``.
+AUDITS = ("reliability", "discriminability", "calibration", "aggregation", "simulation", "clocks")
+
+
+def run_audit(name: str, corpus, /, **options):
+    """Run one audit on a corpus and return its result (``.findings``, ``.to_dict()``, ``.summary()``).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`AUDITS`.
+    corpus : DataFrame
+        A loaded corpus (:func:`speedaudit.load_corpus`).
+    **options
+        The audit's keyword-only options (e.g. ``n_boot``, ``seed``, ``thresholds``; calibration needs
+        ``source`` and ``target``, the simulation ``reward_environments``): see
+        ``audits.checks.<name>.run_<name>_audit``.
+
+    Examples
+    --------
+    >>> from audits.corpus.synthetic import synthesize
+    >>> corpus = synthesize(n_problems=4, n_repeats=3, seed=1).corpus
+    >>> run_audit("reliability", corpus, n_boot=20).level in ("pass", "warn", "fail", "n/a")
+    True
+    """
+    if name not in AUDITS:
+        from audits.errors import UserError
+
+        raise UserError(f"no audit {name!r}; audits: {', '.join(AUDITS)}")
+    module = importlib.import_module(f"audits.checks.{name}")
+    return getattr(module, f"run_{name}_audit")(corpus, **options)
+
+
+def run_all(corpus, /, **options):
+    """Every audit once on one shared run context (``speedaudit audit all``):
+    :func:`audits.engine.whole_audit.run_whole_audit`, which takes the options."""
+    from audits.engine.whole_audit import run_whole_audit
+
+    return run_whole_audit(corpus, **options)
+
+
+def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | None = None, /, *,
+                  out_dir: str | os.PathLike = "reports", results: str | os.PathLike | None = None, **options):
+    """Render the report pages and their index into ``out_dir`` (``speedaudit report``) and return the
+    :class:`audits.report.render.ReportIndex`.
+
+    ``corpora`` is one corpus file or several; ``results`` a file written by :func:`speedaudit.dump_results`
+    (or ``speedaudit audit all --json``), from which the pages render without recomputing any audit.
+    Other options: :func:`audits.report.render.render_reports` (``audits``, ``parameters``, ``show_code``,
+    ``progress``).
+    """
+    from audits.report.render import render_reports
+
+    if isinstance(corpora, (str, os.PathLike)):
+        corpora = [corpora]
+    return render_reports(corpora, out_dir=out_dir, results=results, **options)
+
+
+def collect(suite: str | os.PathLike, /, *, out: str | os.PathLike, environment: str = "default",
+            campaign: str = "c0", problems: Sequence[str] | None = None, progress: bool = False, **spec):
+    """Time a suite's submissions in a sandbox and write the corpus to ``out`` (``speedaudit collect``).
+
+    ``suite`` is a folder of Kattis problem packages (:func:`audits.collect.suite.load_suite`; ``problems``
+    keeps some of them); ``spec`` holds the other fields of :class:`audits.collect.campaign.CampaignSpec`
+    (``sandbox``, ``repeats``, ``workers``, ``limits``, ``seed``, ...). Returns the
+    :class:`audits.collect.campaign.CampaignResult` (``.summary()``; the corpus is in ``out``).
+    """
+    from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
+    from audits.collect.suite import load_suite
+
+    plan = plan_campaign(load_suite(suite, problems=problems),
+                         CampaignSpec(environment=environment, campaign=campaign, **spec))
+    return run_campaign(plan, out=out, progress=progress)
