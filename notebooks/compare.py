@@ -33,14 +33,14 @@ seed = 0  # seed of the bootstrap
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%
-from audits.report.compare_page import (compare_for_page, compare_problems_table, compare_runs_table,
-                                        describe_compare, show_compare_figure, show_compare_findings)
+from audits.report.compare_page import (compare_problems_table, compare_runs_table, describe_compare,
+                                        page_comparison, show_compare_figure, show_compare_findings)
 from audits.report.page import open_page
 
 # %%
 results = open_page(results_path, corpora, globals())
-comparison = compare_for_page(results.corpus, a=compare_a, b=compare_b, by=compare_by,
-                              confidence=compare_confidence, n_boot=n_boot, seed=seed)
+comparison = page_comparison(results, a=compare_a, b=compare_b, by=compare_by,
+                             confidence=compare_confidence, n_boot=n_boot, seed=seed)
 
 # %% [markdown]
 # ## Verdicts

@@ -64,7 +64,7 @@ results_path = None  # audit results computed once by `speedaudit report` (None:
 from IPython.display import display
 
 from audits.report import narrative
-from audits.report.compare_page import compare_findings, compare_for_page, show_compare_findings
+from audits.report.compare_page import compare_findings, page_comparison, show_compare_findings
 from audits.report.page import open_page
 from audits.report.render import run_label
 
@@ -89,8 +89,8 @@ simulation = results.simulation
 clocks = results.clocks
 
 # %%
-comparison = compare_for_page(results.corpus, a=compare_a, b=compare_b, by=compare_by,
-                              confidence=compare_confidence, n_boot=n_boot, seed=seed)
+comparison = page_comparison(results, a=compare_a, b=compare_b, by=compare_by,
+                             confidence=compare_confidence, n_boot=n_boot, seed=seed)
 
 # %% [markdown]
 # ## Verdicts
@@ -111,7 +111,7 @@ narrative.show_verdicts(verdicts)
 narrative.Markdown(narrative.describe_overview(verdicts, profile=profile))
 
 # %%
-narrative.Markdown(narrative.clocks_headline(clocks, results.corpus))  # the clock recommendation reads the rows
+narrative.Markdown(narrative.clocks_headline(clocks, results))  # the clock recommendation reads the rows
 
 # %%
 narrative.Markdown(narrative.describe_not_measured(verdicts))

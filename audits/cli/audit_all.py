@@ -38,8 +38,27 @@ def _audit(args: argparse.Namespace) -> int:
                                 seed=args.seed)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
-    report_audit(whole, args)
+    report_audit(whole, argparse.Namespace(**{**vars(args), "json": None}))
+    if args.json:
+        _save(whole, corpus, args)
     return exit_status(whole, args)
+
+
+def _save(whole, corpus, args: argparse.Namespace) -> None:
+    """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
+    versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_whole_audit`)."""
+    from audits.report.results import save_whole_audit
+
+    if args.reward_env or args.grid:
+        files = [*(args.reward_env or []), *(args.grid or [])]
+    else:
+        from audits.engine.whole_audit import EXAMPLE_REWARD_ENVIRONMENTS
+
+        files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
+    path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=args.n_boot, seed=args.seed,
+                            campaign=args.campaign, environment=args.environment, floor_s=args.floor_s,
+                            reward_environment_files=files, extra=whole.to_dict())
+    print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
 
 def _pair_named(args: argparse.Namespace) -> bool:

@@ -12,8 +12,14 @@ def _run(args: argparse.Namespace) -> int:
     parameters = dict(parse_parameter(text) for text in args.parameters or ())
     if args.profile is not None:
         parameters["profile"] = args.profile
+    if args.results and args.corpora:
+        from audits.errors import UserError
+
+        raise UserError("give the corpora or --results FILE, not both: saved results name the corpus they were "
+                        "computed from")
     index = render_reports(args.corpora or None, out_dir=args.out, audits=args.audits or None,
-                           parameters=parameters, show_code=args.show_code, kernel_name=args.kernel)
+                           parameters=parameters, show_code=args.show_code, kernel_name=args.kernel,
+                           results=args.results)
     print(f"open {index.path.resolve()}")
     return 0
 
@@ -30,6 +36,9 @@ def register(commands, audit_commands) -> None:
     p.add_argument("corpora", nargs="*", metavar="CORPUS",
                    help="timing corpora (.parquet/.csv/.jsonl), stacked into one; default: the templates' "
                         "defaults (the shipped corpora in fixtures/corpora)")
+    p.add_argument("--results", metavar="FILE",
+                   help="render from saved results (speedaudit audit all CORPUS --json FILE) without recomputing "
+                        "any audit; pages of audits the file does not hold are left out")
     p.add_argument("--audit", dest="audits", action="append", choices=sorted(REPORTS), metavar="NAME",
                    help=f"render only this report (repeatable); one of {names}; default: all available")
     p.add_argument("-p", "--parameter", dest="parameters", action="append", metavar="KEY=VALUE",

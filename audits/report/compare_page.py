@@ -40,6 +40,16 @@ def compare_for_page(corpus, *, a, b, by: str = "prefix", confidence: float = 0.
         return str(exc).replace("\n  -> ", "; ")
 
 
+def page_comparison(results, *, a, b, by: str = "prefix", confidence: float = 0.95, n_boot: int = 1000,
+                    seed: int = 0):
+    """The comparison a page shows: :func:`compare_for_page` on the page's corpus, or, when the page renders
+    from saved results (``speedaudit report --results FILE``, which computes nothing), what the file holds
+    (an ``n/a`` :class:`audits.report.results.NotSaved` when it holds none: ``audit all`` does not compare)."""
+    if results.saved:
+        return results.get("compare")
+    return compare_for_page(results.corpus, a=a, b=b, by=by, confidence=confidence, n_boot=n_boot, seed=seed)
+
+
 def compare_findings(result) -> list[Finding]:
     """The audit's findings; one ``n/a`` finding with the reason when the comparison is n/a."""
     return [Finding.not_available("win_rate", result)] if isinstance(result, str) else list(result.findings)

@@ -1150,7 +1150,14 @@ def show_clocks_plot(plot, audit, corpus: pd.DataFrame | None = None, **options)
 
 def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "clocks.html") -> str:
     """One sentence for the overview: which clock to trust (or why the comparison is n/a), with a link to
-    the clocks page."""
+    the clocks page.
+
+    ``corpus`` is the corpus or the page's results (:class:`audits.report.results.ReportResults`), whose
+    rows are then read only when the rule needs them (never for a result a saved file does not hold)."""
+    if _skipped(audit):
+        return f"**[The choice of clock]({link})**: n/a: {audit.findings[0].reason}."
+    if corpus is not None and not isinstance(corpus, pd.DataFrame):
+        corpus = corpus.corpus
     rec = recommend_clock(audit, corpus)
     if rec["measure"] is None:
         text = f"n/a: {rec['reason']}"

@@ -57,7 +57,7 @@ __all__ = [
     "repo_root", "notebook_dir", "TEMPLATE_SUFFIX", "template_path", "read_template", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
     "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
     "default_audits", "resolve_run", "run_label", "select_pair", "RUN_PARAMETERS", "suggest_runs",
-    "CalibrationSkipped", "calibrate_runs",
+    "CalibrationSkipped", "calibrate_runs", "render_workers",
 ]
 
 
@@ -589,7 +589,7 @@ def render_notebook(
     spec = REPORTS.get(name, ReportSpec(name, name, ""))
     declared = template_parameters(template)
     used = {k: v for k, v in (parameters or {}).items() if k in declared}
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).absolute()
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, nb_path = out_dir / f"{name}.html", out_dir / f"{name}.ipynb"
     check_kernel(kernel_name)
@@ -598,7 +598,10 @@ def render_notebook(
     try:
         papermill.execute_notebook(
             read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
-            log_output=False, cwd=str(template.parent), execution_timeout=timeout,
+            # the kernel's working directory is the template's folder (as JupyterLab runs it), set on the
+            # kernel itself (nbclient's resources path), not by papermill's cwd= (a chdir of this whole
+            # process, which pages rendered at once in threads would race on)
+            log_output=False, resources={"metadata": {"path": str(template.parent)}}, execution_timeout=timeout,
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # kernel chatter (TCP warning, shutdown)
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
@@ -726,6 +729,8 @@ def render_reports(
     kernel_name: str = "python3",
     templates: str | os.PathLike | None = None,
     progress: Callable[[str], None] | None = print,
+    results: str | os.PathLike | None = None,
+    workers: int | None = None,
 ) -> ReportIndex:
     """Render several reports and write the index page.
 
@@ -744,6 +749,14 @@ def render_reports(
         See :func:`render_notebook`.
     progress : callable, optional
         Called with one line per report (default ``print``).
+    results : path, optional
+        Saved results (``speedaudit audit all CORPUS --json FILE``, :func:`audits.report.results.save_whole_audit`):
+        the pages render from them without recomputing any audit, with the parameters they were computed from;
+        ``corpora`` must then be None (the file names its corpus). By default only the pages whose results the
+        file holds are rendered (and the overview).
+    workers : int, optional
+        Pages rendered at once, each in its own kernel (default: one per core this process may use, at most
+        one per page): the pages only read the shared results, so they are independent.
 
     Returns
     -------
@@ -752,6 +765,16 @@ def render_reports(
         raised together as one :class:`ReportError`.
     """
     say = progress or (lambda line: None)
+    saved = None
+    if results is not None:
+        saved = _saved_results(results, corpora)
+        if not audits:
+            # a page without shared results (the paired comparison computes its own) has none saved either
+            audits = [n for n in default_audits() if n == "overview"
+                      or (n in PAGE_RESULTS and all(r in saved.names() for r in PAGE_RESULTS[n]))]
+            left = [n for n in default_audits() if n not in audits]
+            if left:
+                say(f"not rendered (not in {results}): {', '.join(left)}")
     names = list(audits) if audits else list(default_audits())
     unknown = [n for n in names if n not in REPORTS and not template_path(n, templates).exists()]
     if unknown:
@@ -759,6 +782,8 @@ def render_reports(
     if not names:
         raise ReportError("no report templates found in " + str(templates or notebook_dir()))
     params = dict(parameters or {})
+    if saved is not None:
+        params = {**saved.meta.get("parameters", {}), "corpora": list(saved.meta.get("corpora", [])), **params}
     if corpora is not None:
         paths = resolve_corpora(corpora)
         corpus = load_corpora(paths)  # fail fast, before starting any kernel, with the file and column named
@@ -777,11 +802,15 @@ def render_reports(
     check_kernel(kernel_name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    shared = _shared_results(names, declared, params, corpus if corpora is not None else None, out_dir, say)
+    if saved is not None:  # nothing is computed: every page reads the saved file
+        shared = None
+        params["results_path"] = str(saved.path.resolve())
+    else:
+        shared = _shared_results(names, declared, params, corpus if corpora is not None else None, out_dir, say)
     if shared is not None:
         params["results_path"] = str(Path(shared).resolve())  # the kernels run in another working directory
     try:
-        rendered = _render_all(names, out_dir, params, show_code, kernel_name, templates, say)
+        rendered = _render_all(names, out_dir, params, show_code, kernel_name, templates, say, workers)
     finally:
         if shared is not None:
             shared.unlink(missing_ok=True)
@@ -835,9 +864,37 @@ def _shared_results(names, declared, params, corpus, out_dir, say):
     return write_results(results, out_dir)
 
 
-def _render_all(names, out_dir, params, show_code, kernel_name, templates, say):
-    rendered = []
-    for i, name in enumerate(names, 1):
+def _saved_results(path, corpora):
+    from audits.protocol.saved import read_results
+
+    if corpora is not None:
+        raise ReportError("give the corpora or saved results, not both: saved results name the corpus they were "
+                          "computed from")
+    saved = read_results(path)
+    if not saved.meta.get("saved"):
+        raise ReportError(f"{path}: these results were not saved by 'speedaudit audit all' (the report's own working "
+                          f"file); write them with 'speedaudit audit all CORPUS --json FILE'")
+    return saved
+
+
+def render_workers(n_pages: int, workers: int | None = None) -> int:
+    """How many pages render at once: ``workers``, else one per core this process may use; at most one per page.
+
+    Each page is its own kernel process, and the pages only read the shared results, so they are independent;
+    more at once than cores would only share the cores.
+
+    >>> render_workers(6, 2), render_workers(1, 4), render_workers(3, 0)
+    (2, 1, 1)
+    """
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(n_pages, workers))
+
+
+def _render_all(names, out_dir, params, show_code, kernel_name, templates, say, workers=None):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i, name):
         template = template_path(name, templates)
         shown = template.relative_to(repo_root()) if template.is_relative_to(repo_root()) else template
         say(f"[{i}/{len(names)}] {name}: executing {shown} ...")
@@ -853,5 +910,10 @@ def _render_all(names, out_dir, params, show_code, kernel_name, templates, say):
             c = report.counts()
             say(f"[{i}/{len(names)}] {name}: {report.worst.upper()} ({c['fail']} fail, {c['warn']} warn, "
                 f"{c['pass']} pass, {c[NA]} n/a) in {report.seconds:.1f} s -> {report.html}")
-        rendered.append(report)
-    return rendered
+        return report
+
+    # Threads suffice: each page runs in its own kernel process (papermill waits on it); the order of the
+    # index is the order of ``names`` whatever finishes first.
+    with ThreadPoolExecutor(max_workers=render_workers(len(names), workers)) as pool:
+        futures = [pool.submit(one, i, name) for i, name in enumerate(names, 1)]
+        return [f.result() for f in futures]

@@ -4,15 +4,22 @@ The overview page shows every audit's verdicts and each other page shows one
 audit's figures; before this module each page ran its audits again (every
 audit twice per report). Now :func:`audits.report.render.render_reports`
 computes every audit once, on one :class:`audits.protocol.context.AuditContext`
-(:func:`compute_results`), writes them to one pickle file in the output folder
-and passes its path to every page as the ``results_path`` parameter; a page
-reads the results it shows from it (:func:`page_results`).
+(:func:`compute_results`), writes them to one versioned JSON file in the output
+folder (:mod:`audits.protocol.saved`) and passes its path to every page as the
+``results_path`` parameter; a page reads the results it shows from it
+(:func:`page_results`).
 
 Each result is stored with the parameters it was computed from
 (:data:`PARAMETERS`). A page uses a stored result only when its own values of
 those parameters are equal; otherwise (a page rendered on its own, in
 JupyterLab, or with different parameters) it computes that result itself, so
 a page never shows figures of other parameters than its own.
+
+A file of *saved* results (``speedaudit audit all --json FILE``, rendered with
+``speedaudit report --results FILE``) is taken as it is: its results were
+computed with the parameters it records, the report hands those to the pages,
+and a page never computes anything; a result the file does not hold is a
+:class:`NotSaved` (an ``n/a`` finding saying so).
 
 Examples
 --------
@@ -24,7 +31,6 @@ Examples
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,10 +38,10 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "ReportResults", "compute_results", "write_results",
-           "page_results"]
+__all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "NotSaved", "ReportResults", "compute_results",
+           "write_results", "page_results"]
 
-RESULTS_FILE = "audit-results.pkl"
+RESULTS_FILE = "audit-results.json"
 
 #: The template parameters each result is computed from (besides the corpus).
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -62,6 +68,27 @@ class CorpusSummary:
 
     description: str
     overview: pd.DataFrame = field(repr=False)
+
+
+@dataclass(frozen=True)
+class NotSaved:
+    """Stands in for a result a saved results file does not hold (``speedaudit report --results FILE``):
+    ``n/a``, with why; nothing is computed in its place."""
+
+    name: str
+    path: str
+    skipped: bool = True
+
+    @property
+    def reason(self) -> str:
+        return (f"{self.name} is not in the saved results {self.path} (speedaudit audit all does not compute it); "
+                f"render from the corpus (speedaudit report CORPUS) to include it")
+
+    @property
+    def findings(self) -> tuple:
+        from audits.protocol.findings import Finding
+
+        return (Finding.not_available(self.name, self.reason, threshold="a saved result"),)
 
 
 def _compute(name: str, ctx, p: Mapping[str, object]):
@@ -127,7 +154,9 @@ class ReportResults:
     def __init__(self, corpus, parameters: Mapping[str, object], stored: Mapping[str, tuple] | None = None):
         self._source = corpus
         self._parameters = dict(parameters)
-        self._stored = stored if isinstance(stored, _StoredResults) else _StoredResults(dict(stored or {}))
+        from audits.protocol.saved import SavedResults
+
+        self._stored = stored if isinstance(stored, SavedResults) else SavedResults(dict(stored or {}))
         self._values: dict[str, object] = {}
         self.computed: list[str] = []  # names computed here rather than read from the shared file
 
@@ -143,6 +172,11 @@ class ReportResults:
         return audit_context(source)
 
     @property
+    def saved(self) -> bool:
+        """Whether these are saved results (``speedaudit report --results FILE``): nothing is computed here."""
+        return bool(self._stored.meta.get("saved"))
+
+    @property
     def corpus(self) -> pd.DataFrame:
         """The corpus (loaded on first use when the results were given the corpus files)."""
         return self._ctx.corpus
@@ -152,7 +186,10 @@ class ReportResults:
 
     def get(self, name: str):
         if name not in self._values:
-            if self._stored.parameters(name) == self._used(name):
+            if self.saved:  # a saved audit: taken as it is, never recomputed
+                self._values[name] = (self._stored.value(name) if name in self._stored.names()
+                                      else NotSaved(name, str(self._stored.path)))
+            elif self._stored.parameters(name) == self._used(name):
                 self._values[name] = self._stored.value(name)
             else:
                 self._values[name] = _compute(name, self._ctx, self._used(name))
@@ -185,56 +222,13 @@ def compute_results(corpus, parameters: Mapping[str, object], names=tuple(PARAME
     return out
 
 
-class _StoredResults:
-    """The shared results of one report run: ``{name: (parameters used, result)}``, each result unpickled
-    only when a page asks for it (the overview page does not need the reliability page's cell tables)."""
-
-    def __init__(self, entries: Mapping[str, tuple], path: Path | None = None, base: int = 0):
-        self._entries = dict(entries)  # name -> (parameters, result) in memory, or (parameters, (start, size))
-        self._path, self._base = path, base
-
-    def parameters(self, name: str):
-        entry = self._entries.get(name)
-        return None if entry is None else entry[0]
-
-    def value(self, name: str):
-        used, payload = self._entries[name]
-        if self._path is None:
-            return payload
-        start, size = payload
-        with open(self._path, "rb") as fh:
-            fh.seek(self._base + start)
-            return pickle.loads(fh.read(size))  # written by this report run (render_reports), never user input
-
-    @classmethod
-    def read(cls, path) -> "_StoredResults":
-        """The index of a file :func:`write_results` wrote (the results stay on disk until asked for)."""
-        with open(path, "rb") as fh:
-            index = pickle.load(fh)  # written by this report run (render_reports), never user input
-            return cls(index, Path(path), fh.tell())
-
-
 def write_results(results: Mapping[str, tuple], out_dir: str | os.PathLike) -> Path:
-    """Pickle ``results`` into ``out_dir`` (atomically) and return the path.
+    """Write ``results`` (``{name: (parameters, result)}``) into ``out_dir`` as one versioned JSON file
+    (:func:`audits.protocol.saved.dump_results`, atomically) and return its path."""
+    from audits.protocol.saved import dump_results
 
-    The file is an index (``{name: (parameters, (offset, size))}``, one pickle) followed by every result
-    pickled on its own, so that a page reads only the results it shows (:func:`page_results`).
-    """
-    from audits.corpus.io import atomic_write
-
-    payloads = {name: pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL) for name, (_, result) in results.items()}
-    index, offset = {}, 0
-    for name, (used, _) in results.items():
-        index[name] = (used, (offset, len(payloads[name])))
-        offset += len(payloads[name])
-
-    def writer(tmp):
-        with open(tmp, "wb") as fh:
-            pickle.dump(index, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            for name in index:
-                fh.write(payloads[name])
-
-    return atomic_write(Path(out_dir) / RESULTS_FILE, writer)
+    return dump_results({name: result for name, (_, result) in results.items()}, Path(out_dir) / RESULTS_FILE,
+                        parameters={name: used for name, (used, _) in results.items()})
 
 
 def page_results(results_path, corpus, namespace: Mapping[str, object] | None = None, **parameters) -> ReportResults:
@@ -253,4 +247,62 @@ def page_results(results_path, corpus, namespace: Mapping[str, object] | None = 
         results = ReportResults(corpus, parameters)
         results.corpus  # noqa: B018 -- nothing is stored: load the corpus now, so a bad file fails in this cell
         return results
-    return ReportResults(corpus, parameters, _StoredResults.read(results_path))
+    from audits.protocol.saved import read_results
+
+    return ReportResults(corpus, parameters, read_results(results_path))
+
+
+def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot: int, seed: int, campaign=None,
+                     environment=None, floor_s=None, reward_environment_files=(), extra=None) -> Path:
+    """Write a whole audit (:class:`audits.engine.whole_audit.WholeAudit`) as saved results a report renders
+    from without recomputing (``speedaudit report --results FILE``): each audit under the name a page reads
+    it by (:data:`PARAMETERS`), with the parameters it was computed from; a calibration pair of two campaigns
+    is the page's ``stored`` one, of two environments its ``across`` one; the corpus summary (computed here,
+    from the rows the audit read) so that no page reads the corpus again. ``extra`` adds top-level keys
+    (``speedaudit audit all --json`` keeps every audit's plain JSON there).
+    """
+    from audits.report import narrative
+    from audits.report.render import CalibrationSkipped
+    from audits.protocol.saved import dump_results
+
+    corpora = [str(Path(c).resolve()) for c in corpora]
+    common = {"n_boot": n_boot, "seed": seed, "profile": "reward"}
+    results = {"reliability": whole.reliability, "discriminability": whole.discriminability,
+               "corpus_summary": CorpusSummary(description=narrative.describe_corpus(corpus, corpora),
+                                               overview=narrative.corpus_overview(corpus))}
+    parameters = {"reliability": {**common, "campaign": campaign, "reliability_thresholds": {}},
+                  "discriminability": {**common, "campaign": campaign, "floor_s": floor_s,
+                                       "discriminability_thresholds": {}},
+                  "corpus_summary": {"corpora": corpora}}
+    page = {"campaign": campaign, "floor_s": floor_s, "n_boot": n_boot, "seed": seed,
+            "stored_run": None, "fresh_run": None, "source_run": None, "target_run": None}
+    for audit in whole.calibration:
+        name, (src, tgt) = (("stored", ("stored_run", "fresh_run")) if audit.key == "campaign"
+                            else ("across", ("source_run", "target_run")))
+        if name in results or len(audit.source_runs) != 1 or len(audit.target_runs) != 1:
+            continue
+        page[src] = [audit.source_runs[0].environment, audit.source_runs[0].campaign]
+        page[tgt] = [audit.target_runs[0].environment, audit.target_runs[0].campaign]
+        results[name] = audit
+        parameters[name] = {**common, src: page[src], tgt: page[tgt], "n_boot_rank": None,
+                            "calibration_family": audit.calibration_family, "calibration_thresholds": {}}
+    for name in ("stored", "across"):
+        if name not in results:
+            why = whole.skipped.get("calibration", "the whole audit calibrated no pair of this kind")
+            results[name] = CalibrationSkipped(None, None, f"not in the saved audit: {why}")
+    if whole.aggregation is not None:
+        results["aggregation"] = whole.aggregation
+        page.update(aggregation_environment=environment, aggregation_campaign=campaign)
+        parameters["aggregation"] = {**common, "aggregation_environment": environment,
+                                     "aggregation_campaign": campaign, "aggregation_thresholds": {}}
+    if whole.simulation is not None:
+        results["simulation"] = whole.simulation
+        page.update(simulation_environment=whole.simulation.environment,
+                    simulation_campaign=whole.simulation.campaign,
+                    reward_environment_files=[str(f) for f in reward_environment_files])
+        parameters["simulation"] = {"seed": seed, "simulation_environment": whole.simulation.environment,
+                                    "simulation_campaign": whole.simulation.campaign,
+                                    "reward_environment_files": page["reward_environment_files"]}
+    meta = {"saved": True, "source": "speedaudit audit all", "corpora": corpora, "parameters": page,
+            "skipped": dict(whole.skipped)}
+    return dump_results(results, path, parameters=parameters, meta=meta, extra=extra)

@@ -17,6 +17,7 @@ import pytest
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 from audits.report.render import render_notebook, render_reports
+from audits.report.results import RESULTS_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
@@ -96,7 +97,7 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     # no page ran a shared audit; only the clock recommendation (overview and clocks page) and the paired
     # comparison page (it computes its comparison from the rows) read them
     assert _kernel_calls(log) == ["load_corpora", "load_corpora", "load_corpora"]
-    assert not (tmp_path / "out" / "audit-results.pkl").exists()  # the hand-over file is removed afterwards
+    assert not (tmp_path / "out" / RESULTS_FILE).exists()  # the hand-over file is removed afterwards
 
 
 def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, counting):
