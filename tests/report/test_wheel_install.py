@@ -139,7 +139,10 @@ def _audit_names() -> list[str]:
 #: --campaigns stored,fresh``), and short bootstraps to keep the test's cost modest.
 AUDIT_OPTIONS = {"calibration": ["--environment", "quiet", "--source-campaign", "stored", "--target-campaign", "fresh",
                                  "--n-boot", "30"],
-                 "simulation": ["--reward-env", "fixtures/environments/top30.yaml", "--n-boot", "30"]}
+                 "simulation": ["--reward-env", "fixtures/environments/top30.yaml", "--environment", "quiet",
+                                "--campaign", "stored", "--n-boot", "30"],
+                 # no --reward-env: the shipped examples, from the wheel
+                 "all": ["--simulation-environment", "quiet", "--simulation-campaign", "stored", "--n-boot", "30"]}
 SHORT = ["--n-boot", "30"]
 
 
