@@ -9,7 +9,7 @@ from collections.abc import Sequence
 __all__ = ["AUDITS", "run_audit", "run_all", "render_report", "collect"]
 
 #: The audits :func:`run_audit` runs by name; each is ``audits.checks.<name>.run_<name>_audit``.
-AUDITS = ("reliability", "discriminability", "calibration", "aggregation", "simulation", "clocks")
+AUDITS = ("reliability", "discriminability", "calibration", "aggregation", "simulation", "clocks", "compare")
 
 
 def run_audit(name: str, corpus, /, **options):
