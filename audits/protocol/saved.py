@@ -238,6 +238,18 @@ def _frame(spec: dict) -> pd.DataFrame:
 
 
 def _rebuild(cls, values: Mapping[str, object]):
+    if dataclasses.is_dataclass(cls):  # a field added since the file was written: its default, else refused
+        values = dict(values)
+        for f in dataclasses.fields(cls):
+            if f.name in values:
+                continue
+            if f.default is not dataclasses.MISSING:
+                values[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                values[f.name] = f.default_factory()
+            else:
+                raise ResultsFileError(f"{_type_name(cls)} has a field {f.name!r} the file does not hold (written by "
+                                       f"another speedaudit); recompute the results with this one")
     obj = object.__new__(cls)
     for key, value in values.items():
         object.__setattr__(obj, key, value)  # frozen dataclasses too; no __init__/__post_init__ runs

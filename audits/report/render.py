@@ -38,6 +38,7 @@ import html
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -545,6 +546,32 @@ def _failure_message(name: str, template: Path, exc, parameters: Mapping) -> str
             f"corpus and rerun")
 
 
+_KERNEL_START = threading.Lock()
+
+
+def _kernel_start_turn() -> Callable[..., None]:
+    """Wait for this page's turn to start a kernel; returns the call that ends the turn (once; nbclient calls
+    it when the kernel answers, as its ``on_notebook_start`` hook).
+
+    Pages render at once, but their kernels start one after the other: a kernel's ports are chosen free
+    (bound and released) before the kernel binds them, and a second kernel started in between could be
+    given the same ports (``ZMQError: Address already in use``, then 60 s until papermill gives up).
+    A start takes seconds; the pages' cells, where the time goes, still run side by side.
+    """
+    from jupyter_client.connect import LocalPortCache
+
+    LocalPortCache.instance()  # the process's one cache of handed-out ports, made before any thread asks for it
+    _KERNEL_START.acquire()
+    done = threading.Event()
+
+    def end(**_):
+        if not done.is_set():
+            done.set()
+            _KERNEL_START.release()
+
+    return end
+
+
 def render_notebook(
     name: str,
     out_dir: str | os.PathLike,
@@ -595,6 +622,7 @@ def render_notebook(
     check_kernel(kernel_name)
     start = time.perf_counter()
     tmp_nb = out_dir / f".{name}.running.ipynb"
+    started = _kernel_start_turn()
     try:
         papermill.execute_notebook(
             read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
@@ -602,7 +630,8 @@ def render_notebook(
             # kernel itself (nbclient's resources path), not by papermill's cwd= (a chdir of this whole
             # process, which pages rendered at once in threads would race on)
             log_output=False, resources={"metadata": {"path": str(template.parent)}}, execution_timeout=timeout,
-            extra_arguments=["--IPKernelApp.log_level=CRITICAL"])  # kernel chatter (TCP warning, shutdown)
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # kernel chatter (TCP warning, shutdown)
+            on_notebook_start=started)
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
@@ -612,6 +641,8 @@ def render_notebook(
         tmp_nb.unlink(missing_ok=True)
         html_path.unlink(missing_ok=True)
         raise
+    finally:
+        started()  # the kernel never came up: the next page's turn anyway
     os.replace(tmp_nb, nb_path)
     executed = nbformat.read(nb_path, as_version=4)
     body = export_html(executed, show_code=show_code, title=spec.title)

@@ -14,6 +14,7 @@ import pytest
 
 from audits.checks.clocks import run_clocks_audit
 from audits.corpus.synthetic import synthesize
+from audits.protocol.findings import Finding
 from audits.engine.whole_audit import run_whole_audit
 from audits.protocol.saved import (FORMAT_VERSION, ResultsFileError, decode, dump_results, encode, load_results,
                                    read_results)
@@ -119,5 +120,12 @@ def test_refused_files_name_the_file(tmp_path):
         read_results(plain)
     with pytest.raises(ResultsFileError, match="no such results file"):
         read_results(tmp_path / "absent.json")
+    older = tmp_path / "older.json"  # a result type that has gained a field without a default since
+    doc = json.loads(dump_results({"f": Finding("pass", "icc", 0.9, 0.75, "ok")}, tmp_path / "f.json").read_text())
+    del doc["results"]["f"]["value"]["fields"]["subject"]  # has a default: filled in
+    del doc["results"]["f"]["value"]["fields"]["message"]  # has none: refused
+    older.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match=r"older\.json.*'message'.*recompute"):
+        read_results(older).value("f")
     with pytest.raises(TypeError, match=r"value\.x.*cannot write"):
         encode({"x": object()})
