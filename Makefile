@@ -35,12 +35,29 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m audits.report.demo
 
-# Lint (ruff), the layer contracts (import-linter, analysing this checkout), then every test.
+# Lint (ruff), the layer contracts (import-linter, analysing this checkout), then every test in two passes:
+#  1. every test not marked `serial`, spread over TEST_WORKERS processes (pytest-xdist; `auto` = one per
+#     core). --dist loadfile keeps each test file on one worker, so a module-scoped fixture (a corpus, an
+#     audit, rendered pages) is built once, not once per worker;
+#  2. the tests marked `serial` (they load the machine or read its load; the reason is beside each mark),
+#     one at a time with no other test running.
+# New tests are parallel unless marked. Both passes always run and both exit codes count; pytest's 5
+# ("no test collected", e.g. no serial test is selected) is not a failure. TEST_ARGS is passed to both
+# (e.g. TEST_ARGS="tests/stats"); TEST_WORKERS=0 runs the first pass in this process.
+TEST_WORKERS ?= auto
+TEST_ARGS    ?=
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check .
 	PYTHONPATH=$(CURDIR) $(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	@status=0; \
+	echo "[test 1/2] tests not marked serial, $(TEST_WORKERS) workers"; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=30 $(TEST_ARGS) \
+	  || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
+	echo "[test 2/2] tests marked serial, one at a time"; \
+	$(BIN)/python -m pytest -q -p no:xdist -m serial --durations=10 $(TEST_ARGS) \
+	  || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
+	exit $$status
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/

@@ -1,7 +1,15 @@
 """Fixtures shared by test modules of several layers: corpora, real pyperf files, a loopback Dask cluster.
 
-Each fixture is module-scoped, as the per-module fixtures it replaces were: every module gets its own
-copy, so a test that modifies a corpus cannot leak into another module.
+A fixture that hands out a mutable object (a corpus frame) is module-scoped: every module gets its own
+copy, so a test that modifies a corpus cannot leak into another module. A fixture that is expensive to
+make and read-only for its users (files pyperf wrote, a running cluster) is session-scoped: made once per
+pytest process (once per xdist worker under `make test`), which is also why each makes its own
+temporary folder and binds port 0, never a fixed path or port.
+
+Parallel by default: `make test` runs every test not marked ``serial`` in parallel (pytest-xdist, one
+worker per core, a whole test file per worker), then the ``serial`` ones alone. Mark a test ``serial``
+only when what it asserts depends on the machine being otherwise idle of tests (it reads the load, a
+clock ratio or a timing margin), and say why beside the mark.
 """
 
 from __future__ import annotations
@@ -31,12 +39,13 @@ def _timeit(path, stmt, *extra):
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pyperf_files(tmp_path_factory):
     """Files the real pyperf writes: two timeit runs (fixed loops; calibrated) and a Runner-API suite.
 
     Returns ``(folder, main.json, patched.json, suite.json)``; used by the pyperf importer's tests
     (tests/corpus/test_pyperf_import.py) and the README's example (tests/cli/test_examples.py).
+    Session-scoped (four pyperf processes): its users only read the files (copy them to change them).
     """
     root = tmp_path_factory.mktemp("pyperf")
     fixed = _timeit(root / "main.json", "sum(range(50))", "-l", "20")        # fixed loops: no calibration
@@ -54,14 +63,15 @@ def pyperf_files(tmp_path_factory):
     return root, fixed, calibrated, suite
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
     """``(address, security)`` of a real dask.distributed LocalCluster over TLS on loopback.
 
     Certificates made for it (``Security.temporary()``, which needs the ``cryptography`` package).
     processes=False keeps it quick (workers are threads of this process) while the client still talks
     to the scheduler over a real TLS socket. Used by tests/collect/test_dask_campaign.py and the
-    ``collect --help`` example (tests/cli/test_examples.py).
+    ``collect --help`` example (tests/cli/test_examples.py). Session-scoped: one cluster per pytest
+    process; its users submit jobs and read results, none changes the cluster.
     """
     from distributed import LocalCluster
     from distributed.security import Security

@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client():
-    """A real Dask LocalCluster on loopback (2 worker processes), one per test module."""
+    """A real Dask LocalCluster on loopback (2 worker processes), one per pytest process (per xdist worker).
+
+    Session-scoped: starting one (two spawned processes importing pandas) was paid by each of the six
+    tests/audits/test_partitioned*.py modules. Its users submit tasks on their own temporary datasets;
+    the one test that patches the workers (test_partitioned_reliability._read_counter) restores them.
+    """
     from audits.engine.partitioned import dask_client
 
     with dask_client(n_workers=2) as c:

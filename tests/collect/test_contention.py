@@ -20,6 +20,11 @@ from audits.collect.suite import load_suite
 from audits.corpus.io import load_corpus
 from tests.collect.test_campaign import ADD, make_suite
 
+# Run alone (`make test`'s serial pass): these tests read the machine's load average and the wall/CPU
+# ratio of their own executions, and two of them start 2 spinners per core; a test running beside them
+# would both change what they measure and be slowed by their load.
+pytestmark = pytest.mark.serial
+
 REPORT_CORES = ("import os, sys\ncores = os.sched_getaffinity(0)\n"
                 "sys.exit(100 + 10 * len(cores) + min(cores))\n")
 ALLOWED = sorted(os.sched_getaffinity(0))
