@@ -22,6 +22,23 @@ import pytest
 from audits.corpus.synthetic import synthesize
 
 
+@pytest.fixture(autouse=True)
+def _aggregator_registry_restored():
+    """Every test leaves the aggregator registry (``stats.aggregation``, process-global) as it found it.
+
+    A test or docstring example that registers an aggregator (e.g. ``register_aggregator``'s own example)
+    would otherwise leak it into every later test of the same process, which then asks Dask workers
+    (other processes, without it) for it; which tests share a process depends on how xdist distributes them.
+    """
+    from stats import aggregation
+
+    before = dict(aggregation._REGISTRY)
+    yield
+    if aggregation._REGISTRY != before:
+        aggregation._REGISTRY.clear()
+        aggregation._REGISTRY.update(before)
+
+
 @pytest.fixture(scope="module")
 def drifted():
     """The issue's drifted corpus: the default spec (20 problems, seed 0) in two campaigns, c1 = 0.63·c0 + 53 ms.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -32,10 +33,13 @@ def _git(root, *args):
 
 
 def _pytest(root, *args):
+    # A session of its own: without this run's PYTEST_* variables (under pytest-xdist, PYTEST_XDIST_WORKER
+    # makes pytest-benchmark disable itself, and then it writes no file).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_bench.py",
                            "--benchmark-storage", f"file://{root / 'store'}", "--benchmark-min-rounds", "6",
                            "--benchmark-max-time", "0.02", "--benchmark-warmup", "off", *args],
-                          cwd=root, capture_output=True, text=True, timeout=300)
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
