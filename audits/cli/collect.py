@@ -139,17 +139,18 @@ def _run(args: argparse.Namespace) -> int:
         spec = CampaignSpec(environment=args.environment, campaign=args.campaign, sandbox=args.sandbox,
                             repeats=repeats, **adaptive, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
+                            cxx_std=args.cxx_std,
                             scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus))
         if args.scheduler and not load.empty:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, problems=problems,
-                           python=args.python, sandbox=args.sandbox)
+                           python=args.python, sandbox=args.sandbox, progress=not args.no_progress)
         if not args.no_probe:
             # the choice is kept beside --out, so that a resumed campaign times the same tests
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, python=args.python,
                                              wall_s=min(args.timeout, 5.0), memory_bytes=args.memory,
-                                             record=f"{args.out}.probe.json")
+                                             record=f"{args.out}.probe.json", progress=not args.no_progress)
             for problem in suite.problems:
                 if problem.probe_seconds:
                     print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
@@ -160,7 +161,10 @@ def _run(args: argparse.Namespace) -> int:
             candidates = load_candidates([parse_candidate_option(o) for o in args.candidates],
                                          [p.id for p in suite.problems])
             print(candidates.summary(), file=sys.stderr)
-        plan = plan_campaign(suite, spec, work_dir=args.work_dir, candidates=candidates)
+        for warning in suite.warnings(timeout_s=args.timeout):
+            print(f"speedaudit: warning: {warning}", file=sys.stderr)
+        plan = plan_campaign(suite, spec, work_dir=args.work_dir, candidates=candidates,
+                             progress=not args.no_progress)
         if args.strict and plan.skipped:  # the suite's skips and the submissions that do not build
             for skip in plan.skipped:
                 print(f"  skipped {skip.name}: {skip.reason}", file=sys.stderr)
@@ -207,6 +211,9 @@ def register(commands, audit_commands) -> None:
                    help="standard error a program may write; more is a runtime_error (default: 1M)")
     g.add_argument("--scratch-limit", type=_size, default="256M", metavar="SIZE",
                    help="size of each program's private tmpfs (scratch, /tmp, /dev/shm) (default: 256M)")
+    g.add_argument("--cxx-std", default=None, metavar="STD",
+                   help="C++ standard of every C++ build, e.g. c++20 (default: the newest g++ supports, of "
+                        "gnu++23, gnu++20, gnu++17)")
     g.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
                    help=f"interpreter for Python programs; must be readable by an unprivileged uid "
                         f"(default: {DEFAULT_PYTHON})")

@@ -23,16 +23,21 @@ def _run(args: argparse.Namespace) -> int:
     problems = [p for chunk in (args.problem or []) for p in chunk.split(",") if p] or None
     try:
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, include_samples=not args.no_samples,
+                           progress=True,
                            problems=problems, build_dir=args.build_dir, python=args.python,
-                           sandbox=args.sandbox)
+                           sandbox=args.sandbox, build_submissions=not args.no_build, cxx_std=args.cxx_std)
         if not args.no_probe:
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, build_dir=args.build_dir,
-                                             python=args.python)
+                                             python=args.python, progress=True)
     except SuiteError as exc:
         raise UserError(str(exc)) from exc
     except SandboxError as exc:
         raise UserError(f"{exc}\n  -> pass --no-probe to skip the probe run, or choose another --sandbox") from exc
     print(suite.summary())
+    warnings = suite.warnings()
+    if warnings:
+        print(f"  warnings: {len(warnings)}")
+        print("\n".join(f"    {w}" for w in warnings))
     if not suite.problems:
         raise UserError(f"{args.suite}: no usable problem package (see the skipped list above)")
     if args.strict and suite.skipped:
@@ -65,6 +70,12 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--no-probe", action="store_true",
                    help="do not run the references to choose among optimization tests of indistinguishable size "
                         "(they are then chosen by name, and the summary says so)")
+    p.add_argument("--no-build", action="store_true",
+                   help="do not compile the C/C++ submissions (by default each is built once, in the sandbox, "
+                        "cached in --build-dir, and one that does not build is listed with its first error)")
+    p.add_argument("--cxx-std", default=None, metavar="STD",
+                   help="C++ standard of every C++ build, e.g. c++20 (default: the newest g++ supports, of "
+                        "gnu++23, gnu++20, gnu++17)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when anything is skipped (a package, test, submission or validator)")
     p.add_argument("--sandbox", default="local", metavar="local|bwrap|cmd:TEMPLATE",

@@ -47,10 +47,14 @@ Adaptive repeats (``CampaignSpec(adaptive=True)``, ``collect --adaptive``)
     resumed campaign refits the rule to what the journal holds and goes on.
 Failures of the harness
     A submission that does not compile is skipped with its reason (the campaign
-    goes on). A job whose *checker* or sandbox fails (a judge error, not the
-    program's fault) is not journaled; the campaign finishes the other jobs,
-    reports the errors and writes no corpus, so that running it again retries
-    exactly those jobs.
+    goes on). A job whose *sandbox* fails (a judge error, not the program's
+    fault) is not journaled; the campaign finishes the other jobs, reports the
+    errors and writes no corpus, so that running it again retries exactly those
+    jobs. A job whose package's *output validator* fails (crash, time-out, an
+    exit code that is neither 42 nor 43) is deterministic: it is counted as
+    ``checker_error``, listed as not transient, and left out of the corpus,
+    which is written with everything that ran (fixed campaigns; an adaptive one
+    stops as on any harness error).
 
 Example
 -------
@@ -88,6 +92,7 @@ import numpy as np
 import pandas as pd
 
 from audits.collect.background_load import BackgroundLoad, LoadSpec
+from audits.collect.checker import CheckerError
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
@@ -188,6 +193,8 @@ class CampaignSpec:
     floor_every: int = 20
     load: LoadSpec = field(default_factory=LoadSpec)
     python: str = "/usr/bin/python3"
+    #: C++ standard of every C++ build (e.g. ``c++20``); None: the newest the compiler supports
+    cxx_std: str | None = None
     test_kinds: tuple[str, ...] = TEST_KINDS
     scheduler: str | None = None
     security: object | None = field(default=None, compare=False, repr=False)
@@ -250,6 +257,8 @@ class CampaignSpec:
         fields = {"environment": self.environment, "campaign": self.campaign, "sandbox": self.sandbox,
                   "repeats": self.repeats, "limits": self.limits.to_dict(), "seed": self.seed,
                   "floor_every": self.floor_every, "python": self.python, "test_kinds": list(self.test_kinds)}
+        if self.cxx_std is not None:  # absent by default: older journals keep their fingerprint
+            fields["cxx_std"] = self.cxx_std
         if self.pin_cpus is not None:  # absent when unpinned: older journals keep their fingerprint
             fields["pin_cpus"] = list(self.pin_cpus)
         if self.adaptive:
@@ -443,7 +452,7 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
 
 
 def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None,
-                  candidates=None) -> Plan:
+                  candidates=None, progress: bool = False) -> Plan:
     """Prepare every submission of a suite and plan its jobs.
 
     Submissions are prepared (C++ compiled once) into ``work_dir/build``; one that
@@ -451,6 +460,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
     sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir).
     ``candidates`` (:class:`audits.collect.candidates.CandidateSets`, ``collect --candidates``):
     programs timed as role ``candidate`` on their problem's tests, interleaved with the references.
+    ``progress``: a tqdm bar of the builds (count, ETA) on stderr.
     """
     owns = work_dir is None
     if work_dir is not None:
@@ -462,7 +472,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
         work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
         janitor = _Janitor([work_dir])
     try:
-        plan = _plan_suite(suite, spec, work_dir, candidates)
+        plan = _plan_suite(suite, spec, work_dir, candidates, progress=progress)
     except BaseException:
         if owns:
             shutil.rmtree(work_dir, ignore_errors=True)
@@ -471,8 +481,10 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
     return dataclasses.replace(plan, owns_work_dir=owns, janitor=janitor)
 
 
-def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> Plan:
-    from audits.collect.languages import BuildError, floor_program, prepare
+def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None, *, progress: bool = False) -> Plan:
+    from tqdm.auto import tqdm
+
+    from audits.collect.languages import BuildError, cxx_flags, floor_program, prepare
 
     build_dir = work_dir / "build"
     skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
@@ -482,12 +494,16 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> P
         extra.setdefault(c.problem, []).append((c.solution, c.path, "candidate", True))
     units: list[Unit] = []
     languages: set[str] = set()
+    bar = tqdm(total=sum(len(p.submissions) + len(extra.get(p.id, [])) for p in suite.problems), desc="build",
+               unit="program", disable=not progress, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
     for problem in suite.problems:
         tests = [t for t in problem.tests if t.kind in spec.test_kinds]
         programs = [(s.name, s, "reference", bool(s.correct)) for s in problem.submissions]
         for name, submission, role, correct in programs + extra.get(problem.id, []):
+            bar.update(1)
             try:
-                program = prepare(submission, build_dir, python=spec.python, sandbox=spec.sandbox)
+                program = prepare(submission, build_dir, python=spec.python, sandbox=spec.sandbox,
+                                  cxxflags=cxx_flags(spec.cxx_std))
             except BuildError as exc:
                 skipped.append(Skip(f"{problem.id}/{name}", f"build failed: {exc}"))
                 continue
@@ -496,12 +512,14 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> P
                 units.append(Unit(problem.id, test.name, name, role, correct,
                                   test.kind, program.language, tuple(program.argv), str(test.input_path),
                                   str(test.answer_path), int(test.input_bytes), problem.checker_for(test)))
+    bar.close()
     empty = work_dir / "empty.in"
     empty.write_bytes(b"")
     floor_units = []
     for language in sorted(languages):
         try:
-            program = floor_program(language, build_dir, python=spec.python, sandbox=spec.sandbox)
+            program = floor_program(language, build_dir, python=spec.python, sandbox=spec.sandbox,
+                                    cxxflags=cxx_flags(spec.cxx_std))
         except BuildError as exc:
             raise CampaignError(f"cannot build the {language} floor program: {exc}") from exc
         floor_units.append(Unit(FLOOR_PROBLEM, FLOOR_TEST, language, "floor", True, "optimization", language,
@@ -509,7 +527,8 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None) -> P
     if not units:
         raise CampaignError(f"{getattr(suite, 'root', 'suite')}: nothing to run: no submission x test pairs "
                             f"(test kinds {', '.join(spec.test_kinds)}; {len(skipped)} skipped)"
-                            + "".join(f"\n    {s.name}: {s.reason}" for s in skipped[:10]))
+                            + "".join(f"\n    {s.name}: {s.reason}" for s in skipped[:10])
+                            + (f"\n    ... and {len(skipped) - 10} more" if len(skipped) > 10 else ""))
     extra = {"suite": str(getattr(suite, "root", ""))}
     return plan_units(units, floor_units, spec, skipped=skipped, work_dir=work_dir, extra_fingerprint=extra)
 
@@ -560,8 +579,11 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu:
         ex = sandbox.run(unit.argv, stdin_path=unit.input_path, workdir=workdir, limits=job.limits)
         status, reason = ex.status, ex.reason
         if status == "ok" and unit.checker is not None and unit.answer_path:
-            accepted, why = unit.checker.check(ex.stdout_path, input_path=Path(unit.input_path),
-                                               answer_path=Path(unit.answer_path), workdir=workdir / "check")
+            try:
+                accepted, why = unit.checker.check(ex.stdout_path, input_path=Path(unit.input_path),
+                                                   answer_path=Path(unit.answer_path), workdir=workdir / "check")
+            except CheckerError as exc:  # the archive's validator failed: running it again gives the same
+                return {"job": job.job_id, "error": f"CheckerError: {exc}", "deterministic": True}
             if not accepted:
                 status, reason = "wrong_answer", why
         return {"job": job.job_id, "status": status, "wall_s": ex.wall_s, "cpu_s": ex.cpu_s,
@@ -817,6 +839,8 @@ class CampaignResult:
     #: adaptive campaigns: rounds this invocation ran (round 0 counts even when resumed) and the planned maximum
     rounds: int | None = None
     max_jobs: int | None = None
+    #: jobs whose output validator failed (a deterministic harness error): not in the corpus, not retried
+    checker_errors: tuple[tuple[str, str], ...] = ()
 
     def summary(self) -> str:
         lines = [f"jobs {self.n_jobs:,}: {self.resumed:,} from the journal, {self.ran:,} run now "
@@ -827,9 +851,16 @@ class CampaignResult:
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)}:")
             lines += [f"    {s.name}: {_short(s.reason)}" for s in self.skipped]
+        if self.checker_errors:
+            lines.append(f"checker errors {len(self.checker_errors)} (status checker_error: the package's output "
+                         f"validator failed on these jobs; this is NOT transient, running again gives the same; "
+                         f"they are left out of the corpus, which holds everything else; fix the validator):")
+            lines += [f"    job {j}: {_short(e)}" for j, e in self.checker_errors[:10]]
+            lines += [f"    ... and {len(self.checker_errors) - 10} more"] if len(self.checker_errors) > 10 else []
         if self.errors:
             lines.append(f"harness errors {len(self.errors)} (not recorded; run the same command again to retry):")
             lines += [f"    job {j}: {e}" for j, e in self.errors[:10]]
+            lines += [f"    ... and {len(self.errors) - 10} more"] if len(self.errors) > 10 else []
         if self.out is not None:
             lines.append(f"wrote {self.out}")
         else:
@@ -1059,6 +1090,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         pending = pending[:stop_after]
     statuses = Counter(row["status"] for row in done.values())
     errors: list[tuple[str, str]] = []
+    checker_errors: list[tuple[str, str]] = []
     ran = 0
     started = time.monotonic()
     scratch = plan.work_dir / "runs"
@@ -1070,7 +1102,11 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     def handle(result: dict) -> None:
         nonlocal ran
         job = by_id[result["job"]]
-        if "error" in result:
+        if "error" in result and result.get("deterministic") and not spec.adaptive:
+            checker_errors.append((f"{job.unit.problem}/{job.unit.test}/{job.unit.solution}#{job.repeat}",
+                                   result["error"]))
+            statuses["checker_error"] += 1
+        elif "error" in result:
             errors.append((f"{job.unit.problem}/{job.unit.test}/{job.unit.solution}#{job.repeat}", result["error"]))
             statuses["harness_error"] += 1
         else:
@@ -1097,7 +1133,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
             _pin_load(load, spec)
             if not spec.adaptive:
                 execute(pending)
-                complete = len(done) == len(plan.jobs)
+                complete = len(done) + len(checker_errors) == len(plan.jobs)
             else:
                 bar.reset(total=None)
                 bar.update(len(done))
@@ -1118,7 +1154,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     return CampaignResult(written, journal_path, len(done) if spec.adaptive else len(plan.jobs), len(done) - ran,
                           ran, dict(statuses), plan.skipped, tuple(errors), elapsed, spec.load.describe(),
                           spec.describe_pinning(), manifest if written is not None else None,
-                          rounds, len(plan.jobs) if spec.adaptive else None)
+                          rounds, len(plan.jobs) if spec.adaptive else None, tuple(checker_errors))
 
 
 def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], None], errors: list, *,

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -72,15 +73,18 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CXXFLAGS", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES",
     "EXTENSIONS", "Program", "BuildError", "language_of", "prepare", "floor_program", "build_cpp",
-    "check_python", "first_error_line", "build_sandbox", "shown_messages", "copy_files", "BUILD_LIMITS",
+    "check_python", "first_error_line", "build_sandbox", "shown_messages", "copy_files", "BUILD_LIMITS", "newest_cxx_std", "cxx_flags", "CXX_STANDARDS",
 ]
 
 #: Debian's system Python: readable by the unprivileged uid the runner executes programs as.
 DEFAULT_PYTHON = "/usr/bin/python3"
 #: The C++ compiler (looked up on PATH).
 DEFAULT_CXX = "g++"
-#: Flags for every C++ build: optimised as on a judge, one language standard for all.
+#: Flags for every C++ build: optimised as on a judge; the standard is the newest the compiler knows
+#: (:func:`newest_cxx_std`) unless the package or ``--cxx-std`` names one (:func:`cxx_flags`).
 DEFAULT_CXXFLAGS: tuple[str, ...] = ("-O2", "-std=gnu++17")
+#: C++ standards tried, newest first, when nothing names one (*decision*: judges moved to C++20 and later).
+CXX_STANDARDS: tuple[str, ...] = ("gnu++23", "gnu++20", "gnu++17")
 #: The C compiler and its flags (``-lm`` is added after the sources, as judges link C).
 DEFAULT_CC = "gcc"
 DEFAULT_CFLAGS: tuple[str, ...] = ("-O2", "-std=gnu17")
@@ -458,6 +462,36 @@ def shown_messages(text: str, *, src: Path, root: Path, scratch: Path) -> str:
     return "\n".join(out)
 
 
+@functools.lru_cache(maxsize=8)
+def newest_cxx_std(cxx: str = DEFAULT_CXX) -> str:
+    """The newest of :data:`CXX_STANDARDS` that ``cxx`` accepts (``gnu++17`` when none answers).
+
+    Probed once per compiler with ``-std=X -fsyntax-only`` on an empty
+    translation unit (no submission code involved).
+
+    >>> newest_cxx_std() in CXX_STANDARDS
+    True
+    """
+    try:
+        compiler = _resolve_tool(cxx, "C++ compiler")
+    except BuildError:
+        return CXX_STANDARDS[-1]
+    for std in CXX_STANDARDS:
+        try:
+            done = subprocess.run([compiler, f"-std={std}", "-fsyntax-only", "-x", "c++", "-"], input=b"",
+                                  capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return std
+    return CXX_STANDARDS[-1]
+
+
+def cxx_flags(std: str | None = None, *, cxx: str = DEFAULT_CXX) -> tuple[str, ...]:
+    """``("-O2", "-std=STD")``: ``std`` (e.g. ``c++20``, ``gnu++20``), else :func:`newest_cxx_std`."""
+    return ("-O2", f"-std={std or newest_cxx_std(cxx)}")
+
+
 def _remove(path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -642,7 +676,7 @@ def _python_entry(folder: Path, files: list[Path]) -> Path:
 
 
 def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
-            cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
+            cxxflags: tuple[str, ...] | None = None, cc: str = DEFAULT_CC,
             cflags: tuple[str, ...] = DEFAULT_CFLAGS, sandbox: str = "auto", siblings: bool = False) -> Program:
     """Prepare a submission (or a source file/folder) for timing.
 
@@ -657,7 +691,8 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     python : str, default :data:`DEFAULT_PYTHON`
         Interpreter for Python programs (an absolute path, or a name on PATH).
     cxx, cxxflags
-        C++ compiler and its flags (default ``g++ -O2 -std=gnu++17``).
+        C++ compiler and its flags (default :func:`cxx_flags`: ``-O2`` and the
+        newest standard ``cxx`` supports).
     cc, cflags
         C compiler and its flags (default ``gcc -O2 -std=gnu17``, linked with ``-lm``).
     sandbox : str, default "auto"
@@ -727,6 +762,7 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
         exe, seconds = build_cpp(sources, build_dir, cxx=cc, cxxflags=cflags, include=include, headers=headers,
                                  label=str(path), libs=("-lm",), sandbox=sandbox)
     else:
+        cxxflags = cxx_flags(cxx=cxx) if cxxflags is None else cxxflags
         exe, seconds = build_cpp(sources, build_dir, cxx=cxx, cxxflags=cxxflags, include=include, headers=headers,
                                  label=str(path), sandbox=sandbox)
     return Program(language, (str(exe),), path, build_s=seconds)
@@ -752,7 +788,7 @@ def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: 
 
 
 def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
-                  cxxflags: tuple[str, ...] = DEFAULT_CXXFLAGS, cc: str = DEFAULT_CC,
+                  cxxflags: tuple[str, ...] | None = None, cc: str = DEFAULT_CC,
                   cflags: tuple[str, ...] = DEFAULT_CFLAGS, sandbox: str = "auto") -> Program:
     """The empty program of ``language``: what the sandbox costs before any work.
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import sys
 import re
 import stat
 from collections import Counter
@@ -80,7 +81,8 @@ from pathlib import Path
 import yaml
 
 from audits.collect.checker import OutputChecker, parse_validator_flags
-from audits.collect.languages import DEFAULT_PYTHON, EXTENSIONS, BuildError, check_python, language_of, prepare
+from audits.collect.languages import (DEFAULT_PYTHON, EXTENSIONS, BuildError, check_python, cxx_flags, language_of,
+                                     prepare)
 from audits.corpus.schema import TEST_KINDS
 from audits.errors import UserError
 
@@ -266,6 +268,30 @@ class Suite:
         return {"root": str(self.root), "problems": [p.to_dict() for p in self.problems],
                 "skipped": [s.to_dict() for s in self.skipped]}
 
+    def warnings(self, *, timeout_s: float | None = None) -> list[str]:
+        """What the suite cannot measure, one line per problem and cause (issue 24).
+
+        A problem with no optimization test (nothing to rank programs on), with
+        no correct submission (no reference to time or rank), or, given the
+        campaign's ``timeout_s``, whose own time limit (problem.yaml
+        ``limits.time_limit``, ``.timelimit``, ``domjudge-problem.ini``) is
+        above it: an accepted solution may then time out on every run.
+        """
+        out = []
+        for p in self.problems:
+            if not any(t.kind == "optimization" for t in p.tests):
+                out.append(f"{p.id}: no optimization tests (no data/secret/optimization/ and no secret input "
+                           f"chosen by --n-largest): nothing to rank its programs on; the audits have no "
+                           f"optimization row for it")
+            if not any(s.correct for s in p.submissions):
+                out.append(f"{p.id}: no accepted (correct) submission left: no reference to time or rank; "
+                           f"the reliability and ranking findings cannot use it")
+            if timeout_s is not None and p.time_limit_s is not None and timeout_s < p.time_limit_s:
+                out.append(f"{p.id}: --timeout {timeout_s:g} s is below the problem's own time limit "
+                           f"{p.time_limit_s:g} s: an accepted solution may time out on every run (raise "
+                           f"--timeout to at least {p.time_limit_s:g})")
+        return out
+
     def summary(self) -> str:
         """Problems, tests per kind, submissions per verdict folder and language, and what was skipped.
 
@@ -449,8 +475,17 @@ def _problem_types(config: dict) -> tuple[str, set[str]]:
     validation = config.get("validation", "default")
     if validation is None:
         validation = "default"
-    if not isinstance(validation, str):
-        raise _Skip(f"problem.yaml: 'validation' must be a string such as 'default' or 'custom', got {validation!r}")
+    mapped: set[str] = set()
+    if isinstance(validation, dict):  # a 2023-07 draft: {interactive: bool, scoring: bool}
+        unknown = set(validation) - {"interactive", "scoring"}
+        if unknown or not all(isinstance(v, bool) for v in validation.values()):
+            raise _Skip(f"problem.yaml: 'validation' as a mapping takes interactive: true/false and "
+                        f"scoring: true/false, got {validation!r}")
+        mapped = {k for k, v in validation.items() if v}
+        validation = "auto" + (" interactive" if "interactive" in mapped else "")
+    elif not isinstance(validation, str):
+        raise _Skip(f"problem.yaml: 'validation' must be a string such as 'default' or 'custom', or a mapping "
+                    f"such as {{interactive: false, scoring: false}}, got {validation!r}")
     types = config.get("type", "pass-fail")
     if isinstance(types, str):
         types = set(types.split())
@@ -458,6 +493,8 @@ def _problem_types(config: dict) -> tuple[str, set[str]]:
         types = {str(t) for t in types}
     else:
         raise _Skip(f"problem.yaml: 'type' must be a string or a list, got {types!r}")
+    if "scoring" in mapped:
+        types = (types - {"pass-fail"}) | {"scoring"}
     return validation.strip(), types
 
 
@@ -886,9 +923,30 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
     return out
 
 
+def _built(submissions: list[Submission], skipped: list[Skipped], build_dir: Path, *, python: str, cxx: str,
+           sandbox: str, cxx_std: str | None) -> list[Submission]:
+    """The C/C++ submissions that build (in the box, cached in ``build_dir``); the others listed as skipped."""
+    kept = []
+    for sub in submissions:
+        if sub.language in ("cpp", "c"):
+            try:
+                prepare(sub, build_dir, python=python, cxx=cxx, cxxflags=cxx_flags(cxx_std, cxx=cxx),
+                        sandbox=sandbox)
+            except BuildError as exc:
+                text = str(exc)
+                for prefix in (f"{Path(sub.path).resolve()}: ", f"{sub.path}: "):
+                    text = text[len(prefix):] if text.startswith(prefix) else text
+                skipped.append(Skipped(sub.path, f"does not build ({cxx_flags(cxx_std, cxx=cxx)[1]}): {text}",
+                                       "submission", sub.problem))
+                continue
+        kept.append(sub)
+    return kept
+
+
 def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
                  build_dir: Path | None = None, python: str | None = None, cxx: str = "g++",
-                 sandbox: str = "auto") -> tuple[Problem | None, tuple[Skipped, ...]]:
+                 sandbox: str = "auto", build_submissions: bool = False, cxx_std: str | None = None
+                 ) -> tuple[Problem | None, tuple[Skipped, ...]]:
     """Load one problem package.
 
     Returns ``(problem, skipped)``: ``problem`` is None when the whole package
@@ -913,7 +971,8 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
         if unsupported:
             raise _Skip(f"problem type {', '.join(sorted(unsupported))} is not supported "
                         "(only pass-fail and scoring batch problems)")
-        if words - {"default", "custom", "score"} or (words and validation.split()[0] not in ("default", "custom")):
+        if words - {"default", "custom", "score", "auto"} or (words and validation.split()[0] not in
+                                                              ("default", "custom", "auto")):
             raise _Skip(f"problem.yaml: unknown validation {validation!r} "
                         "(expected default, custom, custom score or custom interactive)")
         name = _problem_name(pid, root, config)
@@ -924,8 +983,9 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
         root_flags = base_flags + (testdata.get("") or ())
 
         validator = _find_validator(root)
-        custom = validation.startswith("custom") or (validator is not None and validation == "default"
-                                                     and (root / "output_validator").is_dir())
+        # "auto" (a 2023-07 validation mapping): custom exactly when the package has an output validator
+        custom = validation.startswith("custom") or (validator is not None and (
+            validation == "auto" or (validation == "default" and (root / "output_validator").is_dir())))
         if custom:
             if validator is None:
                 raise _Skip("validation is custom but there is no output_validators/<name>/ "
@@ -960,6 +1020,9 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
             where = "data/secret" if not include_samples else "data/sample or data/secret"
             raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
         submissions = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON)
+        if build_submissions:
+            submissions = _built(submissions, skipped, Path(build_dir) if build_dir else default_build_dir(),
+                                 python=python or DEFAULT_PYTHON, cxx=cxx, sandbox=sandbox, cxx_std=cxx_std)
     except _Skip as exc:  # the tests listed as unusable so far stay listed: they explain a "no tests"
         return None, (*skipped, Skipped(exc.path or root, str(exc), exc.what, pid))
     problem = Problem(pid, name, root, tuple(tests), tuple(submissions), checker, time_limit, memory,
@@ -973,7 +1036,8 @@ def _looks_like_package(path: Path) -> bool:
 
 def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
                problems: Sequence[str] | None = None, build_dir: Path | None = None,
-               python: str | None = None, cxx: str = "g++", sandbox: str = "auto") -> Suite:
+               python: str | None = None, cxx: str = "g++", sandbox: str = "auto",
+               build_submissions: bool = False, cxx_std: str | None = None, progress: bool = False) -> Suite:
     """Load a suite: a folder of problem packages, or one package (a folder with problem.yaml).
 
     Parameters
@@ -992,6 +1056,13 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         Interpreter for Python validators (default ``/usr/bin/python3``) and the C++ compiler.
     sandbox : str, default "auto"
         Where C/C++ validators are compiled (see :func:`audits.collect.languages.build_sandbox`).
+    build_submissions : bool, default False
+        Also compile every C/C++ submission (in the box, cached in ``build_dir``);
+        one that does not build is skipped with the compiler's first error.
+    cxx_std : str, optional
+        C++ standard (``c++20``, ``gnu++23``); default the newest ``cxx`` supports.
+    progress : bool, default False
+        A tqdm bar of the packages loaded (and built), with count and ETA, on stderr.
 
     Returns
     -------
@@ -1045,9 +1116,13 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
             raise SuiteError(f"{root}: no problem {', '.join(map(repr, missing))}; "
                              f"problems here: {', '.join(sorted(names)) or 'none'}")
         candidates = [p for p in candidates if p.name in set(wanted)]
+    from tqdm.auto import tqdm
+
     loaded: list[Problem] = []
     skipped: list[Skipped] = []
-    for candidate in candidates:
+    bar = tqdm(candidates, desc="load and build" if build_submissions else "load", unit="package",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+    for candidate in bar:
         if candidate.is_symlink():  # a package folder that is a link: not followed (issue 22)
             skipped.append(Skipped(candidate, f"is a symbolic link (to {os.readlink(candidate)}, not followed): "
                                               f"speedaudit follows no link in a suite; copy the package in"))
@@ -1057,7 +1132,7 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
             continue
         problem, skips = load_problem(candidate, n_largest_optimization=n_largest_optimization,
                                       include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx,
-                                      sandbox=sandbox)
+                                      sandbox=sandbox, build_submissions=build_submissions, cxx_std=cxx_std)
         skipped.extend(skips)
         if problem is not None:
             loaded.append(problem)
@@ -1070,7 +1145,8 @@ PROBE_CLEAR_RATIO = 1.5
 
 def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir: Path | None = None,
                              python: str | None = None, wall_s: float = 5.0, max_references: int = 3,
-                             memory_bytes: int | None = 1 << 30, record: str | os.PathLike | None = None) -> Suite:
+                             memory_bytes: int | None = 1 << 30, record: str | os.PathLike | None = None,
+                             progress: bool = False) -> Suite:
     """Pick optimization tests that sizes cannot tell apart by a short probe run of the references.
 
     For every problem with :attr:`Problem.probe_candidates` (secret inputs of
@@ -1085,6 +1161,9 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
     :attr:`Problem.optimization_choice` / :attr:`Problem.probe_seconds` report
     the choice. A problem whose references do not build keeps its by-name
     choice, and its choice says why.
+
+    ``progress``: a tqdm bar of the probe runs (count, ETA) on stderr. When
+    every run hit ``wall_s``, the choice says so and stays by name.
 
     ``record``: a JSON file that keeps each problem's probe result. When it
     holds a result for the same candidates, that result is reused without
@@ -1117,9 +1196,14 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
             kept = json.loads(Path(record).read_text())
         except (OSError, ValueError):
             kept = {}
+    from tqdm.auto import tqdm
+
     box = make_sandbox(sandbox)
     box.check()
     limits = Limits(wall_s=wall_s, memory_bytes=memory_bytes)
+    total = sum(len(p.probe_candidates) * min(max_references, sum(s.correct for s in p.submissions)) for p in todo)
+    bar = tqdm(total=total, desc="probe", unit="run", disable=not progress, file=sys.stderr, dynamic_ncols=True,
+               mininterval=0.5)
     work = scratch_root("speedaudit-probe-")
     build = Path(build_dir) if build_dir is not None else work / "build"
     problems = {p.id: p for p in suite.problems}
@@ -1149,10 +1233,13 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
             by_name = {t.name: t for t in problem.tests}
             seconds: dict[str, float] = {}
             failed: list[str] = []
+            timeouts = 0
+            bar.set_description(f"probe {problem.id}")
             for name in problem.probe_candidates:
                 test = by_name[name]
                 costs = []
                 for program in programs:
+                    bar.update(1)
                     workdir = Path(tempfile.mkdtemp(prefix="probe-", dir=work))
                     try:
                         ex = box.run(program.argv, stdin_path=test.input_path, workdir=workdir, limits=limits)
@@ -1165,6 +1252,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                         costs.append(ex.cpu_s)
                     elif ex.status == "timeout":  # too heavy to finish: the heaviest there is
                         costs.append(wall_s)
+                        timeouts += 1
                     else:  # a crash says nothing about the workload
                         failed.append(f"{name}: {ex.status} ({ex.reason})")
                 seconds[name] = float(statistics.median(costs)) if costs else float("nan")
@@ -1172,6 +1260,13 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                 problems[problem.id] = dataclasses.replace(
                     problem, optimization_choice=problem.optimization_choice
                     + f"; probe failed: every run failed ({failed[0] if failed else 'no run'})")
+                continue
+            if timeouts and all(v == wall_s for v in seconds.values() if v == v):
+                problems[problem.id] = dataclasses.replace(
+                    problem, optimization_choice=problem.optimization_choice
+                    + f"; probe inconclusive: every probe run ({timeouts}) hit the probe's {wall_s:g} s limit, so "
+                      f"the workloads could not be told apart and the tests stay chosen by name (raise --timeout, "
+                      f"which sets the probe's limit up to 5 s, or make data/secret/optimization/)")
                 continue
             seconds = {n: (v if v == v else -1.0) for n, v in seconds.items()}  # unmeasured: lightest
             ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
@@ -1183,13 +1278,15 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
                         f"the workloads barely differ and one run may have ordered them by noise")
             choice = (f"{len(chosen)} of {len(ranked)} inputs of indistinguishable size picked by a probe run "
                       f"({len(programs)} reference(s) x {len(ranked)} tests, one run each, {sandbox} sandbox): "
-                      f"chosen {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''} "
-                      f"({seconds[chosen[-1]] * 1000:.3g}-{seconds[chosen[0]] * 1000:.3g} ms CPU), left out "
-                      + (f"{min(rest) * 1000:.3g}-{max(rest) * 1000:.3g} ms" if rest else "none") + weak)
+                      f"chosen {', '.join(chosen[:8])}{f' and {len(chosen) - 8} more' if len(chosen) > 8 else ''} "
+                      f"({_ms(seconds[chosen[-1]], wall_s)} to {_ms(seconds[chosen[0]], wall_s)} CPU), left out "
+                      + (f"{_ms(min(rest), wall_s)} to {_ms(max(rest), wall_s)}" if rest else "none")
+                      + (f"; {timeouts} run(s) hit the {wall_s:g} s limit" if timeouts else "") + weak)
             problems[problem.id] = _apply_probe(problem, seconds, choice)
             kept[problem.id] = {"candidates": list(problem.probe_candidates), "slots": problem.probe_slots,
                                 "seconds": [[n, seconds[n]] for n in ranked], "choice": choice}
     finally:
+        bar.close()
         box.sweep()
         shutil.rmtree(work, ignore_errors=True)
     if record is not None:
@@ -1197,6 +1294,15 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
         tmp.write_text(json.dumps(kept, indent=1))
         os.replace(tmp, record)
     return Suite(suite.root, tuple(problems[p.id] for p in suite.problems), suite.skipped)
+
+
+def _ms(seconds: float, wall_s: float) -> str:
+    """A probe figure in words: milliseconds, 'failed' (unmeasured) or 'over the limit' (timed out)."""
+    if seconds < 0:
+        return "failed"
+    if seconds >= wall_s:
+        return f"over the {wall_s:g} s limit"
+    return f"{seconds * 1000:,.1f} ms"
 
 
 def _apply_probe(problem: Problem, seconds: dict[str, float], choice: str) -> Problem:
