@@ -572,6 +572,28 @@ def _kernel_start_turn() -> Callable[..., None]:
     return end
 
 
+def _kernel_manager_logging_to(log_path: Path) -> type:
+    """A kernel manager class whose kernels write their own stderr to ``log_path`` instead of this terminal.
+
+    The kernel process inherits the renderer's stderr otherwise, and ipykernel's shutdown races (a status
+    message sent on an I/O pipe being closed: ``ZMQError: Socket operation on non-socket``, logged by tornado
+    with a traceback) then print a traceback under a report that rendered correctly. What a cell prints still
+    reaches the notebook (that goes over ZMQ, not stderr); the log is kept only when the page fails.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class _KernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            log = open(log_path, "ab")  # noqa: SIM115 -- the kernel process holds it; closed once it is started
+            try:
+                kw.setdefault("stderr", log)
+                return await super().start_kernel(**kw)
+            finally:
+                log.close()
+
+    return _KernelManager
+
+
 def render_notebook(
     name: str,
     out_dir: str | os.PathLike,
@@ -623,6 +645,7 @@ def render_notebook(
     start = time.perf_counter()
     tmp_nb = out_dir / f".{name}.running.ipynb"
     started = _kernel_start_turn()
+    kernel_log = out_dir / f".{name}.kernel.log"
     try:
         papermill.execute_notebook(
             read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
@@ -631,7 +654,7 @@ def render_notebook(
             # process, which pages rendered at once in threads would race on)
             log_output=False, resources={"metadata": {"path": str(template.parent)}}, execution_timeout=timeout,
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # kernel chatter (TCP warning, shutdown)
-            on_notebook_start=started)
+            on_notebook_start=started, kernel_manager_class=_kernel_manager_logging_to(kernel_log))
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
@@ -643,6 +666,7 @@ def render_notebook(
         raise
     finally:
         started()  # the kernel never came up: the next page's turn anyway
+    kernel_log.unlink(missing_ok=True)  # kept (beside the page) only when the page failed
     os.replace(tmp_nb, nb_path)
     executed = nbformat.read(nb_path, as_version=4)
     body = export_html(executed, show_code=show_code, title=spec.title)
