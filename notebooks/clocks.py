@@ -43,6 +43,9 @@ corpus = results.corpus  # the clock figures and tables read the rows
 
 # %%
 clocks = results.clocks
+narrative.show_findings(narrative.clock_findings(clocks, corpus), audit="clocks", title="Which clock to trust")
+
+# %%
 narrative.Markdown(narrative.describe_clocks(clocks, corpus))
 
 # %% [markdown]

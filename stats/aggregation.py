@@ -1063,7 +1063,7 @@ class AggregatorComparison:
                 f"{row.aggregator:15s} {row.stability:6.2f} [{row.stability_low:6.2f},{row.stability_high:6.2f}]"
                 f" {row.dynamic_range:6.2f} [{row.dynamic_range_low:6.2f},{row.dynamic_range_high:6.2f}]"
                 f" {row.ratio:7.3f}  {'*' if row.pareto else ''}")
-        lines.append(f"(percentile points among references; n = {self.n_problems} problems, {self.n_repeats} repeats, "
+        lines.append(f"(percentile points among references; n = {self.n_problems} problems, {self.n_repeats} repeat indices, "
                      f"quartiles from repeat {self.quartile_repeat}; {self.level:.0%} bootstrap CIs over problems)")
         return "\n".join(lines)
 
@@ -1385,8 +1385,12 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     def ci(draws):
         if not resamples:  # no interval without resamples
             return np.full(len(draws), np.nan), np.full(len(draws), np.nan)
-        with np.errstate(all="ignore"):
-            return np.nanquantile(draws, alpha, axis=1), np.nanquantile(draws, 1 - alpha, axis=1)
+        draws = np.asarray(draws, dtype=float)
+        low, high = np.full(len(draws), np.nan), np.full(len(draws), np.nan)
+        some = np.isfinite(draws).any(axis=1)  # an all-NaN row has no interval (NaN), and no numpy warning
+        if some.any():
+            low[some], high[some] = np.nanquantile(draws[some], [alpha, 1 - alpha], axis=1)
+        return low, high
 
     with np.errstate(invalid="ignore", divide="ignore"):
         stability = np.array([np.nanmean(r) if np.isfinite(r).any() else np.nan for r in stab_pp])

@@ -171,10 +171,10 @@ class AggregationAudit:
 
     def summary(self) -> str:
         lines = []
-        repeats = {(r.environment, r.campaign): r.repeats for r in self.runs}
+        repeats = {(r.environment, r.campaign): r.repeats_text for r in self.runs}
         for (env, camp), comp in self.comparisons:
             lines.append(f"== aggregation audit: environment {env}, campaign {camp} "
-                         f"({repeats.get((env, camp), '?')} repeats) ==")
+                         f"({repeats.get((env, camp), '?')}) ==")
             lines.append(comp.summary())
             lines.append("")
         lines.append(findings_table(self.findings))

@@ -256,9 +256,9 @@ class RunReliability:
             "worst_rank_range_at": self.drift.to_dict()["worst"],
             "icc": self.icc_agreement.estimate,
             "icc_types": self.icc,
-            "repeats_needed": self.repeats_needed,
+            "repeats_needed": _finite(self.repeats_needed),  # null beside its n/a finding, never inf
             "repeats_needed_detail": {
-                "reliability": self.repeats_needed, "target_reliability": self.target_reliability,
+                "reliability": _finite(self.repeats_needed), "target_reliability": self.target_reliability,
                 "reliability_rule": "Spearman-Brown on variance components: "
                                     "n = ceil(rho s2_repeat / ((1-rho) T (s2_solution + s2_test:solution/T)))",
                 "precision": self.repeats_for_precision, "target_relative_ci_width": self.target_precision,
@@ -336,9 +336,16 @@ class ReliabilityAudit:
         frame = self.to_frame()
         cols = ["environment", "campaign", "n_problems", "n_repeats", "median_repeat_cv", "median_abs_sd_ms",
                 "mean_rank_range", "mean_rank_sd", "worst_rank_range", "icc", "significant_share", "repeats_needed"]
-        table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
+        # NaN and inf (e.g. repeats_needed without between-solution variance) print as n/a, as their findings say
+        table = (frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}" if np.isfinite(v) else "n/a",
+                                       na_rep="n/a") if len(frame) else "(no data)")
         used = describe_runs(r.run_summary for r in self.runs.values() if r.run_summary is not None)
         return f"Reliability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
+
+
+def _finite(value):
+    """``value``, or None when it is NaN or infinite (not measured: JSON null, never ``inf``)."""
+    return value if value is not None and np.isfinite(value) else None
 
 
 def _one_result(results: dict, environment: str, campaign: str | None):
@@ -483,9 +490,14 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     cv = env.median_repeat_cv_corrected or env.median_repeat_cv
     raw = env.median_repeat_cv
     level = t.judge("repeat_cv", cv.estimate)
+    summary = env.run_summary
+    nested = summary is not None and summary.processes is not None and summary.processes > 1
+    # each cell's CV pools all its values and is corrected for that count: say the count it uses
+    pooled = (f"{summary.repeats} values per cell ({summary.repeats_text})" if nested else
+              f"{env.n_repeats} repeats")
     msg = (f"median repeat CV of a (test, solution) timing is {cv.estimate:.1%} "
-           f"[{_fmt(cv.low, '.1%')}, {_fmt(cv.high, '.1%')}] over {cv.n} problems, corrected for {env.n_repeats} "
-           f"repeats (raw median of sample CVs {_fmt(raw.estimate, '.1%')})" if np.isfinite(cv.estimate) else "")
+           f"[{_fmt(cv.low, '.1%')}, {_fmt(cv.high, '.1%')}] over {cv.n} problems, corrected for {pooled} "
+           f"(raw median of sample CVs {_fmt(raw.estimate, '.1%')})" if np.isfinite(cv.estimate) else "")
     msg += ("" if level == "pass" else
             "; timings vary too much between repeats: pin CPUs, stop background load, or use an "
             "isolated execution service (published service: 8.2 %)")
@@ -509,7 +521,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
             else drift.mean_range.estimate)
     level = t.judge("rank_range", rng5)
     out.append(Finding(level, "mean_rank_range", rng5, t.text("rank_range"),
-                       f"mean peak-to-peak range of 100*q across {env.n_repeats} repeats "
+                       f"mean peak-to-peak range of 100*q across {env.n_repeats} {'processes' if env.variance.nested else 'repeats'} "
                        f"{_fmt(drift.mean_range.estimate)} points; as the range of 5 repeats, "
                        f"d2(5) x mean(range / d2(R)) = {_fmt(rng5)} (busy training worker, published: 41.2)", **where))
     level = t.judge("worst_range", drift.worst_range)

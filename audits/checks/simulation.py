@@ -151,7 +151,7 @@ class SimulationAudit:
         if d.empty:
             return "no reward environment simulated"
         head = d.iloc[0]
-        repeats = "" if self.run is None else f" ({self.run.repeats} repeats)"
+        repeats = "" if self.run is None else f" ({self.run.repeats_text})"
         lines = [f"offline simulation on environment {self.environment!r}, campaign "
                  f"{self.campaign!r}{repeats}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} "
                  f"{'' if self.include_incorrect else 'correct '}reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
@@ -469,7 +469,7 @@ class CandidateScores:
         lines = [f"p_tau of {len(self.samples)} candidate solutions on {len(per_problem)} problems "
                  f"({per_problem.min()}-{per_problem.max()} per problem), environment "
                  f"{self.environment!r}, campaign {self.campaign!r}"
-                 + ("" if self.run is None else f" ({self.run.repeats} repeats)"),
+                 + ("" if self.run is None else f" ({self.run.repeats_text})"),
                  f"reward environment {self.reward_environment.name}: {self.reward_environment.describe()}",
                  f"success = strictly correct (c) and q <= tau/100 (q from "
                  f"{self.reward_environment.post.aggregator}); "

@@ -36,7 +36,9 @@ def _add_format(formats, name: str, func, *, help: str, description: str, files:
     """One ``speedaudit import FORMAT`` parser: FILES, --out, --environment, --campaign."""
     parser = formats.add_parser(name, help=help, description=description)
     parser.add_argument("files", nargs="+", help=files)
-    parser.add_argument("--out", required=True, help="output corpus (.parquet)")
+    parser.add_argument("--out", required=True,
+                        help="output corpus: .parquet (recommended), .csv(.gz), .tsv or .jsonl, written in the format "
+                             "its name says (any other name is refused)")
     parser.add_argument("--environment", help=environment)
     parser.add_argument("--campaign", help=campaign)
     parser.set_defaults(func=func)

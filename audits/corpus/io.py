@@ -588,9 +588,32 @@ def atomic_write(path: str | os.PathLike, writer) -> Path:
     return path
 
 
+#: The formats :func:`save_corpus` writes, by file-name ending (those :func:`read_table` reads back).
+WRITE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv",
+                 ".tsv.gz": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl"}
+
+
 def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write a corpus to Parquet atomically (the target appears only when complete)."""
-    return atomic_write(path, lambda tmp: corpus.to_parquet(tmp, index=False))
+    """Write a corpus atomically (the target appears only when complete) in the format its name says.
+
+    ``.parquet`` (the primary format, which keeps categories and ``attrs``), ``.csv(.gz)``, ``.tsv(.gz)`` or
+    ``.jsonl`` / ``.ndjson`` (JSON lines, optionally gzipped): every format :func:`load_corpus` reads back. Any
+    other name is refused (``CorpusError``) rather than written in a format its name does not say.
+    """
+    name = Path(path).name.lower()
+    ending = next((e for e in sorted(WRITE_FORMATS, key=len, reverse=True) if name.endswith(e)), None)
+    if ending is None:
+        raise CorpusError(f"{path}: cannot tell the format from the name\n"
+                          f"  -> name the output .parquet (recommended), .csv, .csv.gz, .tsv or .jsonl")
+    kind = WRITE_FORMATS[ending]
+    compression = "gzip" if ending.endswith(".gz") else None
+    if kind == "parquet":
+        return atomic_write(path, lambda tmp: corpus.to_parquet(tmp, index=False))
+    if kind in ("csv", "tsv"):
+        sep = "," if kind == "csv" else "\t"
+        return atomic_write(path, lambda tmp: corpus.to_csv(tmp, index=False, sep=sep, compression=compression))
+    return atomic_write(path, lambda tmp: corpus.to_json(tmp, orient="records", lines=True, date_format="iso",
+                                                         compression=compression))
 
 
 def _fitting_unit(raw: np.ndarray) -> str:

@@ -130,6 +130,18 @@ class RunSummary:
     max_repeats: int
     first_timestamp: str | None
     position: int
+    #: Nested repeats (a ``run`` column: pyperf's worker processes): the most common number of processes per
+    #: cell, and of values per (cell, process); None without a ``run`` column.
+    processes: int | None = None
+    values_per_process: int | None = None
+
+    @property
+    def repeats_text(self) -> str:
+        """The one way a run's repeats are stated: ``"20 processes x 3 values"`` (nested), else ``"5 repeats"``."""
+        if self.processes is not None and self.processes > 1:
+            v = self.values_per_process or 0
+            return f"{self.processes} processes x {v} value{'s' if v != 1 else ''}"
+        return f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}"
 
     @property
     def environment(self) -> str:
@@ -140,10 +152,12 @@ class RunSummary:
         return self.run.campaign
 
     def __str__(self) -> str:
-        return f"{self.run} ({self.repeats} repeat{'s' if self.repeats != 1 else ''})"
+        return f"{self.run} ({self.repeats_text})"
 
     def to_dict(self) -> dict:
-        return {**self.run.to_dict(), "repeats": self.repeats, "max_repeats": self.max_repeats, "rows": self.rows,
+        return {**self.run.to_dict(), "repeats": self.repeats, "max_repeats": self.max_repeats,
+                "processes": self.processes, "values_per_process": self.values_per_process,
+                "repeats_text": self.repeats_text, "rows": self.rows,
                 "problems": self.problems, "cells": self.cells, "first_timestamp": self.first_timestamp}
 
 
@@ -314,11 +328,32 @@ def runs_of(
         if any(n in rank for n in names):
             order_by = "user"
             position = sorted(range(n_runs), key=lambda k: (rank.get(names[k], len(rank)), position.index(k)))
+    processes = values = [None] * n_runs
+    if "run" in rows.columns and rows["run"].notna().any():  # nested repeats: processes x values per process
+        proc = pd.factorize(rows["run"], sort=True)[0].astype(np.int64)
+        has = proc >= 0
+        n_proc_codes = int(proc.max()) + 1 if has.any() else 1
+        cell_proc = np.where(has, cell * n_proc_codes + np.maximum(proc, 0), -1)
+        per_cp = unique_ints(cell_proc[has])
+        procs_per_cell = np.bincount(per_cp // n_proc_codes, minlength=n_cells)
+        processes = [_mode(procs_per_cell[(cell_run == k) & (procs_per_cell > 0)]) for k in range(n_runs)]
+        cp_code, cp_index = np.unique(cell_proc[has], return_inverse=True)
+        vals_per_cp = np.bincount(cp_index)  # values per (cell, process) (rows: one value each)
+        cp_run = cell_run[cp_code // n_proc_codes]
+        values = [_mode(vals_per_cp[cp_run == k]) for k in range(n_runs)]
     summaries = tuple(
         RunSummary(run=names[k], rows=int(n_rows[k]), problems=int(n_problems[k]), cells=int(cells_per_run[k]),
-                   repeats=int(mode[k]), max_repeats=int(max_rep[k]), first_timestamp=stamps[k], position=i)
+                   repeats=int(mode[k]), max_repeats=int(max_rep[k]), first_timestamp=stamps[k], position=i,
+                   processes=processes[k], values_per_process=values[k])
         for i, k in enumerate(position))
     return Runs(summaries, order_by)
+
+
+def _mode(counts: np.ndarray) -> int | None:
+    """The most common value of ``counts`` (ties to the smaller); None when empty."""
+    if not len(counts):
+        return None
+    return int(np.bincount(counts).argmax())
 
 
 def select_rows(corpus: pd.DataFrame, runs: Iterable) -> pd.DataFrame:

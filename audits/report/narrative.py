@@ -62,7 +62,7 @@ def format_value(value, digits: int = 3) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
+        if not math.isfinite(value):  # NaN or inf (e.g. repeats needed without variance): not measured
             return "-"
         return f"{float(value):.{digits}g}"
     return str(value)
@@ -330,6 +330,9 @@ def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None,
         d = audit.diagnostics
         if d.empty:
             return "no reward environment was simulated", []
+        if (d["level"] == NA).all():  # nothing measured (e.g. no rollout scored): a sentence, not empty axes
+            verdicts = [f for f in getattr(audit, "findings", ()) if f.metric == "verdict" and f.level == NA]
+            return f"nothing was measured ({_na_reasons(verdicts) or 'every diagnostic is n/a'})", []
         if name == "reward_curves" and (d["n_pairs"] < 2).all():
             notes.append("No ±1 sd band: the curves come from one repeat, so their spread across repeat pairs "
                          "(timing noise) is not measured; collect >= 2 repeats.")
@@ -518,14 +521,16 @@ def describe_reliability(audit) -> str:
     t = audit.thresholds
     for run, env in audit.runs.items():
         cv = env.median_repeat_cv
-        text = (f"**{run}** ({env.n_repeats} repeats): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+        unit = "processes" if env.variance.nested else "repeats"
+        stated = env.run_summary.repeats_text if env.run_summary is not None else f"{env.n_repeats} repeats"
+        text = (f"**{run}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
                 f"cells of correct references; CI over problems), an absolute sd of "
                 f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
                 f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
-                f"(range over {env.n_repeats} repeats; worst {format_value(env.drift.worst_range)}), a within-problem "
+                f"(range over {env.n_repeats} {unit}; worst {format_value(env.drift.worst_range)}), a within-problem "
                 f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
                 f"{format_interval(env.icc_agreement)}; "
-                f"{format_value(env.repeats_needed)} repeat(s) would give a per-problem score reliability of "
+                f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
                 f"{env.target_reliability:g}.")
         finding = _finding_of(audit.findings, run, "median_repeat_cv")
         level = None if finding is None else finding.level
@@ -565,7 +570,7 @@ def describe_discriminability(audit) -> str:
     t = audit.thresholds
     for run, env in audit.runs.items():
         share = env.filterable_share
-        repeats = "" if env.run_summary is None else f" ({env.run_summary.repeats} repeats)"
+        repeats = "" if env.run_summary is None else f" ({env.run_summary.repeats_text})"
         text = (f"**{run}**{repeats}: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
                 f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
                 f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
@@ -623,12 +628,20 @@ def aggregation_table(audit, *, environment: str | None = None, campaign: str | 
     return pd.concat(parts, ignore_index=True).set_index(["run", "aggregator"])
 
 
+def _run_repeats(audit, env, camp) -> str:
+    """`` (20 processes x 3 values per cell)``: the run's repeats in the one vocabulary, when the audit names it."""
+    for r in getattr(audit, "runs", ()):
+        if getattr(r, "environment", None) == env and getattr(r, "campaign", None) == camp and hasattr(r, "repeats_text"):
+            return f" ({r.repeats_text} per cell)"
+    return ""
+
+
 def _describe_aggregation_run(audit, env, camp) -> str:
     comp = audit.comparison(env, camp)
     table = comp.table.set_index("aggregator")
     rec, default = comp.recommended, comp.default
     parts = [f"**{env} · {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
-             f"{comp.n_repeats} repeats."]
+             f"{comp.n_repeats} repeat indices" + _run_repeats(audit, env, camp) + "."]
     if rec is not None and rec in table.index:
         r = table.loc[rec]
         parts.append(f"The recommended aggregator is **{rec}**: it moves {_ci_text(r, 'stability', 3)} points "
@@ -678,7 +691,9 @@ def simulation_table(audit) -> pd.DataFrame:
         "monotonicity": [_sim_ci(r, "monotonicity") for r in rows],
         "steepness": [format_value(r["steepness"], 2) for r in rows],
         "diagonal deviation": [_sim_ci(r, "diagonal_deviation") for r in rows],
-        "zero-advantage rate": [format_value(r["zero_advantage_rate"], 2) for r in rows],
+        # the group size the column is for, stated (the findings judge the same G: the headline, the largest)
+        (f"zero-advantage rate (G = {int(d['headline_group_size'].iloc[0])})" if len(d) else "zero-advantage rate"):
+            [format_value(r["zero_advantage_rate"], 2) for r in rows],
         "verdict": d["verdict"].to_numpy(),
     }).set_index("rank")
 
@@ -690,7 +705,7 @@ def describe_simulation(audit) -> str:
         return "No reward environment was simulated."
     head = d.iloc[0]
     g = int(head["headline_group_size"])
-    repeats = "" if audit.run is None else f" ({audit.run.repeats} repeats)"
+    repeats = "" if audit.run is None else f" ({audit.run.repeats_text})"
     parts = [f"Simulated on **{audit.environment} · {audit.campaign}**{repeats}: {int(head['n_problems'])} problems, "
              f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, "
              + (f"quality from one repeat and reward from another ({int(head['n_pairs'])} repeat pairs)."
@@ -1077,6 +1092,22 @@ def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
 
 def _figure_pair(base_row: dict, row: dict, column: str) -> str:
     return f"{format_value(base_row.get(column))} vs {format_value(row.get(column))}"
+
+
+def clock_findings(audit, corpus: pd.DataFrame | None = None) -> tuple[Finding, ...]:
+    """The clock page's recommendation as a finding, so the index shows what the page recommends.
+
+    ``clock`` = the measure :func:`recommend_clock` chooses (``pass``: the page says which clock to trust and
+    why), or ``n/a`` with the reason when the clocks cannot be compared; never "no findings".
+    """
+    rec = recommend_clock(audit, corpus)
+    rule = f"agreement >= {CLOCK_AGREEMENT:g} and less noise than the base"
+    if rec["measure"] is None:
+        return (Finding.not_available("clock", rec["reason"], threshold=rule),)
+    base = audit.measures[0]
+    text = (f"keep `{base}`: {rec['reason']}" if rec["measure"] == base else
+            f"rank on `{rec['measure']}` rather than `{base}`: {rec['reason']}")
+    return (Finding("pass", "clock", rec["measure"], rule, text),)
 
 
 def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:

@@ -68,7 +68,9 @@ def reward_curves(audit, *, reward_environments=None, max_environments: int = 8,
                             color=color, alpha=0.2, lw=0)
         ax.plot(c["u_mid"], c["curve"], marker="o", ms=3, color=color, ls=_LEVEL_STYLE.get(level, "-"))
         # the verdict is wrapped to the panel's width (display only: the name itself is never cut)
-        verdict = textwrap.fill(f"{diag.loc[name, 'verdict']} (AUC {diag.loc[name, 'auc']:.2f})", 38)
+        auc = float(diag.loc[name, "auc"])
+        verdict = textwrap.fill(f"{diag.loc[name, 'verdict']} (AUC {'n/a' if not np.isfinite(auc) else f'{auc:.2f}'})",
+                                38)
         ax.set_title(f"{int(diag.loc[name, 'rank'])}. {name}\n{verdict}", fontsize=8)
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.02, 1.02)
@@ -99,8 +101,15 @@ def zero_advantage_by_group_size(audit, *, reward_environments=None, max_environ
     t = audit.thresholds
     ax.axhline(t.zero_advantage_warn, color="orange", ls="--", lw=1, label=f"warn {t.zero_advantage_warn:g}")
     ax.axhline(t.zero_advantage_fail, color="red", ls="--", lw=1, label=f"fail {t.zero_advantage_fail:g}")
-    ax.set_xscale("log", base=2)
     sizes = sorted(set(audit.groups["group_size"]))
+    # the limits are the group sizes' own (always >= 1), so the log axis never depends on the rates, which may
+    # all be NaN (nothing measured): then the axes say so instead of failing to log-scale
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(min(sizes) / 1.3, max(sizes) * 1.3)
+    rates = audit.groups.loc[audit.groups["reward_environment"].isin(names), "zero_advantage_rate"]
+    if not np.isfinite(rates.to_numpy(dtype=float)).any():
+        ax.text(0.5, 0.5, "zero-advantage rate not measured (no rollout scored)", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="0.3")
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(s) for s in sizes])
     ax.set_ylim(-0.02, 1.02)
