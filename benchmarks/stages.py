@@ -75,11 +75,12 @@ def example_environments():
     return load_reward_environments([ENVIRONMENT_DIR / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
 
 
-def whole_audit(corpus, *, timings: dict | None = None, dask_workers: int | None = None):
+def whole_audit(corpus, *, timings: dict | None = None, dask_workers: int | None = None, dask_audits: bool = False):
     """The benchmark's whole audit (``speedaudit audit all``): calibration quiet · c0 -> quiet · c1, the
     simulator on quiet · c0 over the pinned environments, the audits' default bootstrap sizes.
     ``dask_workers``: ``corpus`` is a partitioned dataset, audited on a loopback LocalCluster of that many
-    workers (``speedaudit audit all --dask``) with the same parameters."""
+    workers (``speedaudit audit all --dask``) with the same parameters. ``dask_audits``: only the registered audits
+    the Dask engine runs (the in-memory side of the Dask JSON check)."""
     from audits.engine.whole_audit import run_whole_audit
 
     options = dict(pairs=[(("quiet", "c0"), ("quiet", "c1"))], simulation_run=("quiet", "c0"),
@@ -88,6 +89,10 @@ def whole_audit(corpus, *, timings: dict | None = None, dask_workers: int | None
         from audits.engine.partitioned import run_partitioned_whole_audit
 
         return run_partitioned_whole_audit(corpus, n_workers=dask_workers, **options)
+    if dask_audits:
+        from audits.protocol import registry
+
+        options["audits"] = [n for n in registry.names() if registry.get(n).dask is None]
     return run_whole_audit(corpus, **options)
 
 
@@ -282,7 +287,7 @@ def run_stage(stage: str, path: str | Path, *, impl: str = "fast") -> dict:
         from audits.corpus.dataset import open_dataset
 
         start = time.perf_counter()
-        result = whole_audit(open_dataset(path).load())
+        result = whole_audit(open_dataset(path).load(), dask_audits=True)
         seconds = time.perf_counter() - start
         return {"seconds": seconds, "parts": parts, "checks": {"json": _dumped(result.to_dict())}}
     corpus = _load(path)

@@ -56,6 +56,7 @@ import pandas as pd
 from stats._groups import first_rows, group_codes
 from stats._ties import grouped_midranks, snap
 from stats.bootstrap import Interval
+from stats.declarations import FAMILIES, OLS_FAMILIES, ROBUST_METHODS
 from stats.ranking import problem_scores, reference_pools, solution_cells, test_percentiles
 
 __all__ = [
@@ -91,9 +92,6 @@ __all__ = [
     "ptau_sensitivity",
 ]
 
-OLS_FAMILIES = ("multiplicative", "affine", "power", "poly2", "poly3")
-FAMILIES = OLS_FAMILIES + ("deming",)
-ROBUST_METHODS = ("huber", "theilsen")
 _PARAM_NAMES = {
     "multiplicative": ("slope",),
     "affine": ("intercept_s", "slope"),

@@ -97,6 +97,7 @@ import pandas as pd
 from scipy import special
 
 from stats._groups import group_codes
+from stats.pass_at_k import pass_at_k
 from stats.ranking import (POOLS_ATTR, STATUSES, _joint_codes, _require_single_run, pool_join, solution_cells,
                            status_codes)
 
@@ -966,8 +967,6 @@ def noise_aware_p_tau(
     >>> noise_aware_p_tau(samples, draws, taus=(30,))["expected"].tolist()   # (50 % + 50 %) / 2
     [50.0]
     """
-    from stats.rewards import pass_at_k
-
     draws = np.asarray(draws, dtype=float)
     if draws.ndim != 2 or draws.shape[1] != len(samples):
         raise ValueError(f"draws must have shape (n_draws, {len(samples)} samples), got {draws.shape}")

@@ -33,13 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level
-from audits.protocol.thresholds import ThresholdError, Thresholds
+from audits.checks.declared.aggregation import AggregationThresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators, floor_from_rows, floors_by_language
 from stats.bootstrap import check_n_boot
 from audits.protocol.context import audit_context
@@ -47,52 +46,6 @@ from audits.corpus.runs import RunSummary
 from audits.checks.reliability import audit_rows
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "combine_run_comparisons"]
-
-
-@dataclass(frozen=True)
-class AggregationThresholds(Thresholds):
-    """Limits of the aggregation audit (percentile points among references).
-
-    Attributes
-    ----------
-    stability_warn, stability_fail : float
-        Mean |score(i) - score(j)| of the recommended aggregator at or above which
-        it warns / fails (default 5 and 10 points; the study's mean of per-test
-        percentiles moved 3.0 +- 1.0 points on a good sandbox, 41 on a bad one).
-    range_warn, range_fail : float
-        Dynamic range at or below which it warns / fails (default 30 and 15; the
-        study's fast and slow quartiles were 47 points apart).
-    default_margin : float
-        Warn about the default when its ratio exceeds the recommended one's by
-        more than this fraction (default 0.25) *and* the paired bootstrap puts
-        the recommendation ahead in >= ``default_confidence`` of the resamples.
-    default_confidence : float
-        Default 0.95.
-    min_problems : int
-        Warn below this many problems (default 10): the CIs are then wide.
-    """
-
-    stability_warn: float = 5.0
-    stability_fail: float = 10.0
-    range_warn: float = 30.0
-    range_fail: float = 15.0
-    default_margin: float = 0.25
-    default_confidence: float = 0.95
-    min_problems: int = 10
-
-    audit: ClassVar[str] = "aggregation"
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"range"})
-    #: Which aggregation a reward should use: not a benchmark machine's question.
-    reward_gates: ClassVar[frozenset[str]] = frozenset({"*"})
-
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0 <= self.stability_warn:
-            raise ThresholdError("thresholds: need 0 <= stability_warn <= stability_fail")
-        if not 0 <= self.range_fail <= self.range_warn <= 100:
-            raise ThresholdError("thresholds: need 0 <= range_fail <= range_warn <= 100")
-        if self.default_margin < 0 or not 0 < self.default_confidence <= 1:
-            raise ThresholdError("thresholds: default_margin >= 0 and 0 < default_confidence <= 1")
 
 
 @dataclass(frozen=True)

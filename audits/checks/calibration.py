@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
-from audits.protocol.thresholds import Thresholds
+from audits.checks.declared.calibration import CalibrationThresholds
 from stats._groups import label_mask
 from stats.bootstrap import Interval, check_n_boot
 from stats.calibration import (
@@ -60,61 +59,6 @@ from stats.calibration import (
 
 __all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit",
            "combine_pairing", "apply_calibration", "calibration_advice"]
-
-@dataclass(frozen=True)
-class CalibrationThresholds(Thresholds):
-    """Limits of the calibration findings (all overridable; :mod:`audits.protocol.thresholds`).
-
-    lopo_r2_warn, lopo_r2_fail : 0.95, 0.90
-        Best pooled LOPO R^2 over the families (lower is worse): below 0.9 the source cannot stand in.
-    log_rmse_warn, log_rmse_fail : 0.10, 0.25
-        Log-ratio RMSE of the best family's out-of-fold predictions (0.1 ~ 10 % typical error).
-    pairs_lost_share_warn, pairs_lost_share_fail : 0.20, 0.50
-        Share of cells seen on either side that could not be paired (floor rows excluded).
-    intercept_ms_warn, intercept_ms_fail : 5, 20
-        |affine intercept| in ms, judged only when its CI excludes 0.
-    slope_change_warn, slope_change_fail : 0.05, 0.20
-        |affine slope - 1|, judged only when its CI excludes 1.
-    multiplicative_gap_warn, multiplicative_gap_fail : 0.02, 0.10
-        Held-out log-RMSE of multiplicative minus that of the chosen family (0.1 ~ a pure scale factor is
-        10 % further off): a pure scale factor misses an offset.
-    within_problem_warn, within_problem_fail : 0.90, 0.80
-        Mean over problems of the within-(problem, test) Spearman of the chosen family's out-of-fold
-        predictions against the target (lower is worse): do solutions keep their order.
-    spearman_warn, spearman_fail : 0.90, 0.80
-        Spearman rho of scores against the stored pool vs the fresh pool (lower is worse).
-    ptau_swing_pp_warn, ptau_swing_pp_fail : 2, 5
-        Swing of the p_tau pass rate (percentage points) across the intercept's CI.
-    drift_changes_warn, drift_changes_fail : 1, 2
-        Campaigns whose map against the anchor changed from the previous campaign's (CI of the change excludes 0).
-    """
-
-    lopo_r2_warn: float = 0.95
-    lopo_r2_fail: float = 0.90
-    log_rmse_warn: float = 0.10
-    log_rmse_fail: float = 0.25
-    pairs_lost_share_warn: float = 0.20
-    pairs_lost_share_fail: float = 0.50
-    intercept_ms_warn: float = 5.0
-    intercept_ms_fail: float = 20.0
-    slope_change_warn: float = 0.05
-    slope_change_fail: float = 0.20
-    multiplicative_gap_warn: float = 0.02
-    multiplicative_gap_fail: float = 0.10
-    spearman_warn: float = 0.90
-    spearman_fail: float = 0.80
-    ptau_swing_pp_warn: float = 2.0
-    ptau_swing_pp_fail: float = 5.0
-    drift_changes_warn: float = 1.0
-    drift_changes_fail: float = 2.0
-    within_problem_warn: float = 0.90
-    within_problem_fail: float = 0.80
-
-    audit: ClassVar[str] = "calibration"
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"lopo_r2", "spearman", "within_problem"})
-    #: Rank agreement of a stored reward pool and the p_tau pass rate gate a reward, not a benchmark machine.
-    reward_gates: ClassVar[frozenset[str]] = frozenset({"spearman_raw", "spearman_calibrated", "ptau_swing_pp"})
-
 
 #: The default thresholds (an instance of :class:`CalibrationThresholds`).
 DEFAULT_THRESHOLDS = CalibrationThresholds()

@@ -39,14 +39,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from audits.checks.declared.clocks import CONTENTION_FAIL, CONTENTION_MIN_CPU_S, CONTENTION_WARN, ClocksThresholds
+from audits.corpus.runs import Run
+from audits.protocol.context import reference_rows
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
-from audits.protocol.findings import to_jsonable
+from audits.protocol.findings import Finding, findings_table, to_jsonable
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
            "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL",
@@ -119,13 +122,6 @@ def available_measures(corpus: pd.DataFrame) -> list[str]:
     return out
 
 
-#: Executions with less CPU time than this are left out of the wall/CPU ratio: every execution pays a
-#: start-up cost that is wall time without CPU time (exec, the sandbox's namespaces, page faults): about
-#: 7 ms per execution on this machine, idle and pinned (shipped quiet corpora). On a 20 ms program that
-#: alone is a ratio of about 1.47; from 0.1 s of CPU on it is at most ~1.07, so what remains is waiting.
-CONTENTION_MIN_CPU_S = 0.1
-
-
 def wall_cpu_ratio(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_S) -> tuple[float, int, int]:
     """Median wall/CPU ratio of single-threaded ok executions with at least ``min_cpu_s`` of CPU time.
 
@@ -165,14 +161,6 @@ def load_values(rows: pd.DataFrame) -> np.ndarray:
     """The finite ``load_1m`` values of ``rows`` (empty without the column)."""
     load = rows["load_1m"].to_numpy(dtype=float) if "load_1m" in rows.columns else np.zeros(0)
     return load[np.isfinite(load)]
-
-
-#: Median wall/CPU ratio of single-threaded ok executions that warns / fails. A sandboxed program
-#: that has its core to itself waits only for its own I/O and start-up (about 1.0-1.2); 1.3 means
-#: it waited for a core about a quarter of the time, 2.0 half of it (real jury archives under load:
-#: 2.31, issue 18).
-CONTENTION_WARN = 1.3
-CONTENTION_FAIL = 2.0
 
 
 @dataclass(frozen=True)
@@ -248,20 +236,20 @@ def judge_contention(ratio: float, n_single: int, n_multi: int, med_load: float,
 
 def _refs(run: pd.DataFrame) -> pd.DataFrame:
     """Correct reference executions on optimization tests: the rows the reliability audit reads."""
-    from audits.checks.reliability import _reference_rows
-
-    return _reference_rows(run)
+    return reference_rows(run)
 
 
-def _figures(run: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
-    """The five figures of one run under the measure in its ``duration_s``."""
+def _figures(run: pd.DataFrame, *, n_boot: int, seed: int, shared=None) -> dict:
+    """The five figures of one run under the measure in its ``duration_s`` (``shared``: the run's
+    :class:`audits.protocol.context.RunContext` when the measure is the wall time: its pool and per-repeat
+    scores, built once for every audit)."""
     from stats.discriminability import robust_cv, strong_weak_gap, test_table
     from stats.reliability import grouped_icc, per_repeat_scores, rank_drift, repeat_cv, summarize_repeat_cv
 
     refs = _refs(run)
     cells = repeat_cv(refs)
     cv = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)["median_repeat_cv"].estimate
-    scores = per_repeat_scores(run)
+    scores = per_repeat_scores(run) if shared is None else shared.repeat_scores
     drift = rank_drift(scores, n_boot=n_boot, seed=seed).mean_sd.estimate
     d = refs["duration_s"].to_numpy(dtype=float)
     good = _ok(refs) & np.isfinite(d) & (d > 0)
@@ -272,7 +260,7 @@ def _figures(run: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
     icc2 = icc["ICC2"].to_numpy(dtype=float) if len(icc) else np.zeros(0)
     ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
     gap = strong_weak_gap(ref_scores, n_boot=n_boot, seed=seed).gap.estimate
-    rcv = robust_cv(test_table(run))
+    rcv = robust_cv(test_table(run, pools=None if shared is None else shared.pools))
     finite = np.isfinite(rcv["robust_cv"].to_numpy(dtype=float))
     return {"median_repeat_cv": float(cv), "mean_rank_sd": float(drift),
             "icc": float(np.nanmedian(icc2)) if np.isfinite(icc2).any() else math.nan,
@@ -280,11 +268,12 @@ def _figures(run: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
             "filterable_share": float(rcv.loc[finite, "filterable"].mean()) if finite.any() else math.nan}
 
 
-def _q(run: pd.DataFrame) -> pd.DataFrame:
+def _q(run: pd.DataFrame, shared=None) -> pd.DataFrame:
     from stats.ranking import percentile_table, problem_scores
 
     real = run.loc[(run["role"] != "floor").to_numpy()] if "role" in run.columns else run
-    return problem_scores(percentile_table(real))[["problem", "solution", "q"]]
+    pools = None if shared is None else shared.pools
+    return problem_scores(percentile_table(real, pools=pools))[["problem", "solution", "q"]]
 
 
 def _agreement(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
@@ -319,8 +308,10 @@ class ClocksAudit:
     quietest : tuple or None
         (environment, campaign) of the quietest run; ``quietest_by`` says how it was chosen.
     measures : tuple of str
-    findings : list
-        Always empty: this is a comparison, not a verdict (kept for the CLI's --strict).
+    findings : tuple
+        The clock recommendation (:func:`clock_findings`): per other measure, its rank agreement with the
+        base judged against :class:`ClocksThresholds`, the message naming the clock to trust; ``n/a`` with
+        the reason when the clocks cannot be compared.
     """
 
     table: pd.DataFrame
@@ -328,7 +319,7 @@ class ClocksAudit:
     quietest: tuple | None
     quietest_by: str
     measures: tuple[str, ...]
-    findings: list = field(default_factory=list)
+    findings: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -355,13 +346,101 @@ class ClocksAudit:
             for measure, tau in self.mean_agreement().items():
                 n = int((self.agreement["measure"] == measure).sum())
                 lines.append(f"    {measure}: {tau:.3f} over {n} problems")
+        if self.findings:
+            lines.append("\nFindings\n" + findings_table(self.findings))
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return to_jsonable({"measures": list(self.measures), "table": self.table.to_dict("records"),
                             "quietest": None if self.quietest is None else list(self.quietest),
                             "quietest_by": self.quietest_by, "agreement": self.agreement.to_dict("records"),
-                            "mean_agreement": self.mean_agreement(), "findings": []})
+                            "mean_agreement": self.mean_agreement(),
+                            "findings": [f.to_dict() for f in self.findings]})
+
+
+def noise_pairs(audit: ClocksAudit, base: str, measure: str) -> tuple[str, list[tuple[float, float]]]:
+    """The noise figure two clocks are compared on and its (base, measure) values per run where both exist:
+    the mean rank sd of 100*q across repeats (the noise a reward feels) when some run has it under both
+    clocks, else the median repeat CV; never a mix of the two."""
+    t = audit.table
+    if not len(t):
+        return "", []
+    records = t.to_dict("records")
+    rows = {(str(r["environment"]), str(r["campaign"]), str(r["measure"])): r for r in records}
+    runs = sorted({(e, c) for e, c, _ in rows})
+    for column in ("mean_rank_sd", "median_repeat_cv"):
+        pairs = []
+        for env, camp in runs:
+            a = rows.get((env, camp, base), {}).get(column)
+            b = rows.get((env, camp, measure), {}).get(column)
+            if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
+                pairs.append((float(a), float(b)))
+        if pairs:
+            return column, pairs
+    return "", []
+
+
+def recommended_clock(audit: ClocksAudit, thresholds: ClocksThresholds | None = None) -> tuple[str, dict, dict]:
+    """The clock to trust by the documented rule: another measure ``m`` than the base (``measures[0]``) when it
+    orders the solutions of each problem as the base does on the quietest run (mean Kendall tau-b >=
+    ``agreement_warn``) and is less noisy (a lower mean over the runs of :func:`noise_pairs`' figure); of
+    several, the least noisy (then the audit's order); otherwise the base.
+
+    Returns ``(measure, agree, noise)``: ``agree`` = mean tau per other measure, ``noise`` = ``{m: (figure,
+    base mean, m mean, runs where m is lower, runs)}``.
+    """
+    limit = (thresholds or ClocksThresholds()).agreement_warn
+    base = audit.measures[0]
+    agree = audit.mean_agreement()
+    noise = {}
+    for m in audit.measures[1:]:
+        column, pairs = noise_pairs(audit, base, m)
+        if pairs:
+            a, b = (float(np.mean([p[i] for p in pairs])) for i in (0, 1))
+            noise[m] = (column, a, b, sum(pb < pa for pa, pb in pairs), len(pairs))
+    good = [m for m in audit.measures[1:] if np.isfinite(agree.get(m, math.nan)) and agree[m] >= limit
+            and m in noise and noise[m][2] < noise[m][1]]
+    best = min(good, key=lambda m: (noise[m][2], audit.measures.index(m))) if good else base
+    return best, agree, noise
+
+
+def clock_findings(audit: ClocksAudit, thresholds: ClocksThresholds | None = None) -> tuple[Finding, ...]:
+    """The clocks audit's verdicts: per measure other than the base, its mean within-problem rank agreement
+    with the base on the quietest run, judged against ``agreement`` (lower is worse); each message names the
+    clock to trust (:func:`recommended_clock`). ``n/a`` with the reason when nothing can be compared."""
+    th = thresholds or ClocksThresholds()
+    base = audit.measures[0] if audit.measures else "duration_s"
+    if len(audit.measures) < 2:
+        return (Finding.not_available("clock_agreement", f"the corpus has one clock, {base} (record cpu_s beside the "
+                                      "wall time, or name another duration column with --measure)",
+                                      threshold=th.text("agreement")),)
+    if audit.quietest is None or not len(audit.agreement) or not np.isfinite(
+            audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
+        return (Finding.not_available("clock_agreement", "no problem of the quietest run has two solutions scored "
+                                      "under both clocks", threshold=th.text("agreement")),)
+    best, agree, noise = recommended_clock(audit, th)
+    env, camp = audit.quietest
+    out = []
+    for m in audit.measures[1:]:
+        tau = agree.get(m, math.nan)
+        level = th.judge("agreement", tau, nan="n/a")
+        if level == "n/a":
+            out.append(Finding.not_available("clock_agreement", f"no problem has two solutions scored under {m}",
+                                             threshold=th.text("agreement"), environment=env, campaign=camp,
+                                             subject=m))
+            continue
+        if best == m:
+            advice = f"trust {m}: it orders solutions as {base} does and is less noisy ({noise[m][0]})"
+        elif level == "pass":
+            advice = (f"keep {base}: {m} orders solutions as it does but is not less noisy" if m in noise else
+                      f"keep {base}: no run measures the noise of both clocks")
+        else:
+            advice = (f"keep {base} and find out why {m} orders solutions differently (waiting, I/O, threads): "
+                      f"one of the two clocks is not the program's speed")
+        out.append(Finding(level, "clock_agreement", float(tau), th.text("agreement"),
+                           f"mean Kendall tau-b of the solutions' q under {m} against {base} on the quietest run "
+                           f"({audit.quietest_by}); recommended clock: {best}. {advice}", env, camp, subject=m))
+    return tuple(out)
 
 
 def _quietest(runs: list[tuple], table: pd.DataFrame) -> tuple[tuple | None, str]:
@@ -378,7 +457,7 @@ def _quietest(runs: list[tuple], table: pd.DataFrame) -> tuple[tuple | None, str
 
 
 def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = None, n_boot: int = 200,
-                     seed: int = 0, source: str = "the corpus") -> ClocksAudit:
+                     seed: int = 0, source: str = "the corpus", thresholds=None, context=None) -> ClocksAudit:
     """Compare measures (clocks) side by side per run (see the module docstring).
 
     Parameters
@@ -389,6 +468,11 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
         Columns to compare, the first being the base of the rank agreement (default:
         :func:`available_measures`, i.e. ``duration_s`` first).
     n_boot, seed : bootstrap of the figures' intervals (only the estimates are reported).
+    thresholds : ClocksThresholds or mapping, optional
+        The limits of the rank agreement (:func:`clock_findings`).
+    context : AuditContext, optional
+        The shared context of ``corpus`` (the whole audit's): the wall-time figures then read each run's
+        pool and per-repeat scores from it instead of building them again (the same values).
 
     Returns
     -------
@@ -404,6 +488,13 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
                   key=lambda r: r)
     rows = []
     q_by = {}
+    names = set(context.runs.names) if context is not None else set()
+
+    def shared(frame, env, camp):
+        """The run's shared context when ``frame`` is the context's own corpus (the wall time)."""
+        run = Run(env, camp)
+        return context.run(run) if context is not None and frame is context.corpus and run in names else None
+
     for env, camp in runs:
         wall_run = corpus.loc[((corpus["environment"].astype(str) == env)
                                & (corpus["campaign"].astype(str) == camp)).to_numpy()]
@@ -414,19 +505,21 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
             frame = swapped[m]
             run = frame.loc[((frame["environment"].astype(str) == env)
                              & (frame["campaign"].astype(str) == camp)).to_numpy()]
-            figures = _figures(run, n_boot=n_boot, seed=seed) if len(_refs(run)) else dict.fromkeys(
+            figures = _figures(run, n_boot=n_boot, seed=seed, shared=shared(frame, env, camp)) if len(
+                _refs(run)) else dict.fromkeys(
                 ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap", "filterable_share"), math.nan)
             rows.append({"environment": env, "campaign": camp, "measure": m, "n_rows": int(len(run)), **figures,
                          "median_load_1m": float(np.median(load)) if len(load) else math.nan,
                          "median_wall_cpu": ratio})
-            q_by[(env, camp, m)] = run
+            q_by[(env, camp, m)] = (run, shared(frame, env, camp))
     table = pd.DataFrame(rows)
     quietest, how = _quietest(runs, table)
     parts = []
     if quietest is not None and len(measures) > 1:
-        base = _q(q_by[(*quietest, measures[0])])
+        base = _q(*q_by[(*quietest, measures[0])])
         for m in measures[1:]:
-            parts.append(_agreement(base, _q(q_by[(*quietest, m)])).assign(measure=m))
+            parts.append(_agreement(base, _q(*q_by[(*quietest, m)])).assign(measure=m))
     agreement = (pd.concat(parts, ignore_index=True)[["measure", "problem", "n_solutions", "kendall_tau"]] if parts
                  else pd.DataFrame(columns=["measure", "problem", "n_solutions", "kendall_tau"]))
-    return ClocksAudit(table, agreement, quietest, how, tuple(measures))
+    audit = ClocksAudit(table, agreement, quietest, how, tuple(measures))
+    return replace(audit, findings=clock_findings(audit, ClocksThresholds.coerce(thresholds)))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -38,7 +37,7 @@ from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable
 from audits.checks.reliability import _one_result, audit_rows
-from audits.protocol.thresholds import ThresholdError, Thresholds
+from audits.checks.declared.discriminability import DiscriminabilityThresholds
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
     StrongWeakGap,
@@ -51,58 +50,6 @@ from stats.reliability import per_repeat_scores
 
 __all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit",
            "run_discriminability_audit"]
-
-
-@dataclass(frozen=True)
-class DiscriminabilityThresholds(Thresholds):
-    """Limits of the discriminability audit (all overridable; :mod:`audits.protocol.thresholds`).
-
-    robust_cv : 0.3
-        A problem is duration-filterable when its robust CV >= this
-        (DESIGN.md; the published study's filter).
-    filterable_share_warn, filterable_share_fail : 0.25, 0.1
-        Share of filterable problems (lower is worse): the published isolated
-        service found 48.2 % of problems filterable.
-    noise_inflation_warn, noise_inflation_fail : 0.1, 0.25
-        Filterable share minus its noise-aware version: how much of the
-        "span" is repeat noise. The published local sandbox called 81.1 %
-        filterable against 48.2 % on the service (33 points of noise).
-    gap_warn, gap_fail : 50, 30
-        Strong-vs-weak gap in points (lower is worse). A perfect ordering of
-        12 references gives 75, pure noise 0.
-    near_floor_factor : 2
-        A test is near the floor when its reference median <= factor x floor.
-    near_floor_share_warn, near_floor_share_fail : 0.1, 0.3
-        Share of all optimization tests near the floor.
-    near_floor_problem_share : 0.5
-        A problem is flagged when at least this share of its tests is near
-        the floor (its ranks are mostly start-up noise).
-    """
-
-    robust_cv: float = 0.3
-    filterable_share_warn: float = 0.25
-    filterable_share_fail: float = 0.1
-    noise_inflation_warn: float = 0.1
-    noise_inflation_fail: float = 0.25
-    gap_warn: float = 50.0
-    gap_fail: float = 30.0
-    near_floor_factor: float = 2.0
-    near_floor_share_warn: float = 0.1
-    near_floor_share_fail: float = 0.3
-    near_floor_problem_share: float = 0.5
-
-    audit: ClassVar[str] = "discriminability"
-    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"filterable_share", "gap"})
-    #: Whether tests separate fast from slow programs gates a reward; a benchmark machine is judged on its
-    #: floor only.
-    reward_gates: ClassVar[frozenset[str]] = frozenset({"filterable_share", "noise_inflated_filterable_share",
-                                                        "strong_weak_gap"})
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.near_floor_factor <= 0 or not 0 < self.near_floor_problem_share <= 1:
-            raise ThresholdError("DiscriminabilityThresholds: near_floor_factor > 0 and near_floor_problem_share "
-                                 "in (0, 1]")
 
 
 @dataclass(frozen=True)

@@ -15,18 +15,16 @@ the ``reward_environment`` column of the tables here.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from audits.protocol.context import AuditContext, audit_context
-from audits.corpus.runs import RunError, Runs, RunSummary, runs_of
+from audits.corpus.runs import Runs, RunSummary, one_run
 from audits.protocol.findings import Finding, to_jsonable
-from audits.protocol.thresholds import Thresholds
+from audits.checks.declared.simulation import SimulationThresholds
 from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, simulate_grid
@@ -34,18 +32,6 @@ from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environ
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
            "choose_run", "columns_lacking", "usable_reward_environments", "combine_simulation_results"]
 
-#: The limits of the simulation audit, on the common base (:mod:`audits.protocol.thresholds`); the fields and
-#: defaults are those of :class:`stats.simulator.DegeneracyThresholds`, which judges them.
-SimulationThresholds = dataclasses.make_dataclass(
-    "SimulationThresholds", [(f.name, f.type, f.default) for f in dataclasses.fields(DegeneracyThresholds)],
-    bases=(Thresholds,), frozen=True, namespace={
-        "audit": "simulation",
-        "lower_is_worse": frozenset({"auc_sparse", "monotonicity"}),
-        "reward_gates": frozenset({"*"}),  # a reward environment's learnability: not a benchmark's question
-        "__doc__": DegeneracyThresholds.__doc__,
-        "__module__": __name__,
-        "__annotations__": {"audit": ClassVar[str], "lower_is_worse": ClassVar[frozenset],
-                            "reward_gates": ClassVar[frozenset]}})
 
 
 def _reward_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -74,15 +60,8 @@ def choose_run(corpus: pd.DataFrame, *, environment: str | None, campaign: str |
     else the first by name: never the file's row order, which must not decide a figure. The result names
     the run it used, with its repeat count.
     """
-    runs = corpus if isinstance(corpus, Runs) else corpus.runs if isinstance(corpus, AuditContext) else runs_of(corpus)
-    matches = [runs.get(r) for r in runs.select(environment=environment, campaign=campaign)]
-    envs = list(dict.fromkeys(s.environment for s in matches))
-    if len(envs) > 1:
-        raise RunError(f"the corpus holds several environments ({', '.join(map(repr, envs))}); this audit uses "
-                       f"one run: choose it with --environment NAME (environment=...); runs: {runs.listing()}")
-    if len(matches) > 1 and not runs.ordered:
-        return min(matches, key=lambda s: s.campaign)
-    return matches[0]
+    return one_run(corpus if isinstance(corpus, Runs) else corpus.runs if isinstance(corpus, AuditContext) else corpus,
+                   environment=environment, campaign=campaign)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from audits.corpus.io import UNITS, load_corpus, unit_warnings
+from audits.corpus.schema import UNITS
 from audits.errors import UserError
-from audits.protocol.findings import worst_level, write_json
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status",
            "add_run_selection", "read_runs_filter", "add_pair_selection", "read_pair", "add_threshold_option",
-           "read_thresholds"]
+           "read_thresholds", "add_audit_options", "read_audit_options", "run_audit_command"]
+
+# Nothing here imports numpy or pandas at module level: every command's parser is built for
+# `speedaudit --help` (issue 26: within 0.3 s); the numeric stack loads when a command runs.
 
 
 def add_corpus_input(parser: argparse.ArgumentParser, *, pools: bool = True) -> None:
@@ -42,6 +44,8 @@ def read_corpus(args: argparse.Namespace):
     go to stderr, so an audit never reports a 10-second empty program without a word.
     ``--one-pool`` merges the languages' reference pools (:data:`stats.ranking.POOLS_ATTR`).
     """
+    from audits.corpus.io import load_corpus, unit_warnings
+
     corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
     for warning in unit_warnings(corpus, unit=args.unit, source=args.corpus):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
@@ -67,6 +71,8 @@ def add_result_options(parser: argparse.ArgumentParser) -> None:
 
 def report_audit(audit, args: argparse.Namespace) -> None:
     """Print the audit's summary and write its JSON when --json was given (with ``measure`` when not wall time)."""
+    from audits.protocol.findings import write_json
+
     measure = getattr(args, "measure", "duration_s")
     if measure != "duration_s":
         print(f"measure: {measure} (every duration below is {measure}, not the wall time; --measure)")
@@ -80,6 +86,8 @@ def report_audit(audit, args: argparse.Namespace) -> None:
 
 def exit_status(audit, args: argparse.Namespace) -> int:
     """1 under --strict when a finding fails, else 0."""
+    from audits.protocol.findings import worst_level
+
     return 1 if (getattr(args, "strict", False) and worst_level(audit.findings) == "fail") else 0
 
 
@@ -187,3 +195,44 @@ def read_thresholds(args: argparse.Namespace, thresholds):
             parse_overrides(getattr(args, "threshold", None)))
     except ThresholdError as exc:
         raise ThresholdError(f"--threshold: {exc}") from exc
+
+
+# --- registered audits: flags from their declarations ------------------------------------------------------
+
+def add_audit_options(parser: argparse.ArgumentParser, name: str, *, skip=(), only=None,
+                      thresholds: bool = True) -> None:
+    """The flags of registered audit ``name``: one per command-line field of its Options (help generated from
+    the declaration, :func:`audits.protocol.params.add_options`), plus ``--threshold`` and ``--profile``."""
+    from audits.protocol import registry
+    from audits.protocol.params import add_options
+
+    add_options(parser, registry.options_of(name), skip=skip, only=only)
+    if thresholds:
+        add_threshold_option(parser, registry.thresholds_of(name))
+
+
+def read_audit_options(args: argparse.Namespace, name: str, **fixed):
+    """Audit ``name``'s validated Options from :func:`add_audit_options`' flags (``fixed``: set by the command)."""
+    from audits.protocol import registry
+    from audits.protocol.params import read_options
+
+    return read_options(args, registry.options_of(name), **fixed)
+
+
+def run_audit_command(args: argparse.Namespace, name: str, *, corpus=None, **fixed):
+    """Options, thresholds, corpus, then the registered audit ``name`` (errors name the corpus file)."""
+    from audits.protocol import registry
+    from audits.protocol.audit import Skip
+
+    options = read_audit_options(args, name, **fixed)
+    thresholds = read_thresholds(args, registry.thresholds_of(name))
+    corpus = read_corpus(args) if corpus is None else corpus
+    try:
+        try:
+            return registry.get(name).run(corpus, options, thresholds)
+        except Skip as exc:  # one audit asked for by name: its full reason, not a skipped note
+            raise (exc.__cause__ or exc) from None
+    except ValueError as exc:
+        if isinstance(exc, UserError) and str(exc).startswith(str(args.corpus)):
+            raise
+        raise UserError(f"{args.corpus}: {exc}") from exc

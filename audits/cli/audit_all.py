@@ -1,50 +1,97 @@
-"""``speedaudit audit all``: every audit once, in one process, on one shared run context."""
+"""``speedaudit audit all``: every registered audit once, in one process, on one shared run context.
+
+Its flags are generated from the registry (:mod:`audits.protocol.registry`): every option an audit declares
+``shared`` is one flag for all the audits that declare it (``--n-boot``, ``--seed``, ``--floor-s``,
+``--environment``/``--campaign``: the run selection), every other is namespaced with the audit's name
+(``--simulation-n-boot``, ``--simulation-environment``, ``--clocks-n-boot``). ``--threshold`` takes
+``AUDIT.NAME[.warn|.fail]=VALUE`` (or ``NAME...`` when one audit has that name) and ``--profile`` applies to
+every audit.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from audits.cli._common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
+from audits.cli._common import (add_corpus_input, add_profile_option, add_result_options, exit_status, read_corpus,
+                                report_audit)
+from audits.errors import UserError
+
+#: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
+MEMORY_ROWS = 20_000_000
 
 
-def _audit(args: argparse.Namespace) -> int:
-    from audits.cli._common import read_pair
-    from audits.corpus.runs import Run
-    from audits.errors import UserError
-    from audits.engine.whole_audit import run_whole_audit
+def _options(args: argparse.Namespace, runs) -> dict:
+    """Every registered audit's Options from the flags (calibration's pairs resolved against ``runs``, a corpus or
+    a run table; None: left to the caller)."""
+    from audits.protocol import registry
+    from audits.protocol.params import read_options
 
-    if _partitioned(args):
-        return _audit_partitioned(args)
-    corpus = read_corpus(args)
-    if _pair_named(args):
-        pairs = [read_pair(_pair_args(args), corpus)]
-    else:
-        pairs = []
-    simulation_run = None
-    if args.simulation_environment is not None or args.simulation_campaign is not None:
-        from audits.checks.simulation import choose_run
+    fixed: dict[str, dict] = {"calibration": {"key": args.key}, "simulation": {}}
+    if _pair_named(args) and runs is not None:
+        from audits.cli._common import read_pair
 
-        simulation_run = choose_run(corpus, environment=args.simulation_environment,
-                                    campaign=args.simulation_campaign).run
-    reward_environments = None
+        fixed["calibration"]["pairs"] = (read_pair(_pair_args(args), runs),)
     if args.reward_env or args.grid:
         from audits.checks.reward_environments import load_reward_environments
 
-        reward_environments = load_reward_environments(args.reward_env or [], args.grid or [])
+        fixed["simulation"]["reward_environments"] = tuple(load_reward_environments(args.reward_env or [],
+                                                                                    args.grid or []))
+    return {name: read_options(args, registry.options_of(name), prefix=f"{name}-", shared_unprefixed=True,
+                               **fixed.get(name, {})) for name in registry.names()}
+
+
+def _thresholds(args: argparse.Namespace) -> dict:
+    """``--threshold`` overrides by audit: ``AUDIT.NAME...=V``, or ``NAME...=V`` when one audit knows NAME."""
+    from audits.protocol import registry
+    from audits.protocol.thresholds import ThresholdError, parse_overrides
+
+    out: dict[str, dict] = {}
+    for key, value in parse_overrides(getattr(args, "threshold", None)).items():
+        head, dot, rest = key.partition(".")
+        if dot and head in registry.names():
+            out.setdefault(head, {})[rest] = value
+            continue
+        name = key.split(".")[0]
+        owners = [n for n in registry.names() if _knows(registry.thresholds_of(n), name)]
+        if len(owners) != 1:
+            raise ThresholdError(f"--threshold {key}={value:g}: "
+                                 + (f"{name!r} is a threshold of {', '.join(owners)}: write AUDIT.{key}=VALUE"
+                                    if owners else f"no audit has a threshold {name!r}; write AUDIT.NAME=VALUE "
+                                    f"with AUDIT one of {', '.join(registry.names())}"))
+        out.setdefault(owners[0], {})[key] = value
+    for name, overrides in out.items():  # each audit's own check of its names (one message format)
+        try:
+            registry.thresholds_of(name).for_profile(args.profile).override(overrides)
+        except ThresholdError as exc:
+            raise ThresholdError(f"--threshold: {exc}") from exc
+    return out
+
+
+def _knows(thresholds, name: str) -> bool:
+    from dataclasses import fields
+
+    return name in thresholds.limits() or name in {f.name for f in fields(thresholds)} - {"profile"}
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from audits.engine.whole_audit import run_audits
+
+    thresholds = _thresholds(args)
+    if _partitioned(args):
+        return _audit_partitioned(args, thresholds)
+    corpus = read_corpus(args)
+    options = _options(args, corpus)
     try:
-        whole = run_whole_audit(corpus, environment=args.environment, campaign=args.campaign, pairs=pairs,
-                                simulation_run=simulation_run if simulation_run is None else Run.coerce(simulation_run),
-                                reward_environments=reward_environments, floor_s=args.floor_s, n_boot=args.n_boot,
-                                seed=args.seed)
+        whole = run_audits(corpus, options=options, thresholds=thresholds, profile=args.profile)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     report_audit(whole, argparse.Namespace(**{**vars(args), "json": None}))
     if args.json:
-        _save(whole, corpus, args)
+        _save(whole, corpus, args, options)
     return exit_status(whole, args)
 
 
-def _save(whole, corpus, args: argparse.Namespace) -> None:
+def _save(whole, corpus, args: argparse.Namespace, options: dict) -> None:
     """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
     versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_whole_audit`)."""
     from audits.report.results import save_whole_audit
@@ -52,11 +99,13 @@ def _save(whole, corpus, args: argparse.Namespace) -> None:
     if args.reward_env or args.grid:
         files = [*(args.reward_env or []), *(args.grid or [])]
     else:
-        from audits.engine.whole_audit import EXAMPLE_REWARD_ENVIRONMENTS
+        from audits.checks.registered import EXAMPLE_REWARD_ENVIRONMENTS
 
         files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
-    path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=args.n_boot, seed=args.seed,
-                            campaign=args.campaign, environment=args.environment, floor_s=args.floor_s,
+    shared = options["reliability"]  # the shared options as every audit that declares them received them
+    path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=shared.n_boot, seed=shared.seed,
+                            campaign=shared.campaign, environment=shared.environment,
+                            floor_s=options["discriminability"].floor_s,
                             reward_environment_files=files, extra=whole.to_dict())
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
@@ -71,73 +120,57 @@ def _pair_args(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "environment": args.pair_environment})
 
 
-#: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
-MEMORY_ROWS = 20_000_000
-
-
 def _partitioned(args: argparse.Namespace) -> bool:
     from audits.corpus.dataset import is_dataset, open_dataset
 
     if not is_dataset(args.corpus):
         if args.scheduler or args.dask:
-            from audits.errors import UserError
-
             raise UserError(f"{args.corpus}: --scheduler/--dask audit a partitioned dataset folder\n"
                             f"  -> write one with 'speedaudit convert {args.corpus} --out FOLDER --partition-by problem'")
         return False
     return bool(args.scheduler or args.dask or open_dataset(args.corpus).rows > MEMORY_ROWS)
 
 
-def _audit_partitioned(args: argparse.Namespace) -> int:
-    """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (every audit, per-problem partial
-    results on the workers); what cannot run is listed as skipped with the reason (never as passing)."""
-    from audits.cli._common import read_pair
-    from audits.errors import UserError
-    from audits.protocol.findings import write_json
+def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
+    """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (the audits that run on Dask,
+    per-problem partial results on the workers); what cannot run is listed as skipped with the reason (never as
+    passing), the audits that do not run on Dask are named with the reason."""
     from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
+    from audits.protocol import registry
+    from audits.protocol.findings import write_json
 
-    named = args.simulation_environment is not None or args.simulation_campaign is not None
-    simulation_run = (args.simulation_environment, args.simulation_campaign) if named else None
+    from audits.cli._common import read_pair
+
     pairs = (lambda runs: [read_pair(_pair_args(args), runs)]) if _pair_named(args) else ()
+    not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
     with dask_client(args.scheduler, n_workers=args.workers) as client:
         try:
-            whole = run_partitioned_whole_audit(
-                args.corpus, client=client, environment=args.environment, campaign=args.campaign, pairs=pairs,
-                simulation_run=simulation_run,
-                reward_environments=_reward_environments(args), floor_s=args.floor_s, n_boot=args.n_boot,
-                seed=args.seed)
+            whole = run_partitioned_whole_audit(args.corpus, client=client, options=_options(args, None),
+                                                pairs=pairs, thresholds=thresholds, profile=args.profile)
         except ValueError as exc:
             raise UserError(f"{args.corpus}: {exc}") from exc
     print(whole.summary())
+    for name, reason in not_on_dask.items():
+        print(f"{name}: not run on Dask ({reason})")
     if args.json:
-        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask'}, args.json)}")
+        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask', 'not_on_dask': not_on_dask}, args.json)}")
     return exit_status(whole, args)
 
 
-def _reward_environments(args: argparse.Namespace):
-    """The reward environments of --reward-env/--grid, else the whole audit's shipped examples."""
-    if args.reward_env or args.grid:
-        from audits.checks.reward_environments import load_reward_environments
-
-        return load_reward_environments(args.reward_env or [], args.grid or [])
-    from audits.engine.whole_audit import _example_reward_environments
-
-    return _example_reward_environments()
-
-
 def register(commands, audit_commands) -> None:
+    from audits.protocol import registry
+    from audits.protocol.params import add_options
+
     parser = audit_commands.add_parser(
         "all", help="every audit once, in one process (the whole audit)",
-        description="Run reliability, discriminability, the aggregator comparison, calibration (for the pair "
-                    "named with --source-*/--target-*; skipped otherwise, the direction is never guessed) and "
-                    "the reward simulation on one shared run context: each run's rows, reference pool, "
-                    "collapsed cells and per-repeat scores are computed once for every audit. --json writes "
-                    "every audit's result in one file (each part equals that audit's own --json).")
+        description="Run every registered audit (" + ", ".join(registry.names()) + ") on one shared run context: "
+                    "calibration for the pair named with --source-*/--target-* (skipped otherwise, the direction is "
+                    "never guessed). Each run's rows, reference pool, collapsed cells and per-repeat scores are "
+                    "computed once for every audit. --json writes every audit's result in one file (each part "
+                    "equals that audit's own --json). Options shared by several audits are one flag (--n-boot, "
+                    "--seed, --floor-s, --environment/--campaign); the others carry the audit's name "
+                    "(--simulation-n-boot).")
     add_corpus_input(parser)
-    runs = parser.add_argument_group("runs (one run = one environment and campaign)")
-    runs.add_argument("--environment", metavar="NAME",
-                      help="reliability, discriminability, aggregation: only the runs of this environment")
-    runs.add_argument("--campaign", metavar="NAME", help="... only the runs of this campaign")
     pair = parser.add_argument_group("calibration (map SOURCE onto TARGET; skipped when not named)")
     pair.add_argument("--source-environment", metavar="NAME")
     pair.add_argument("--source-campaign", metavar="NAME", help="e.g. the stored campaign")
@@ -148,15 +181,20 @@ def register(commands, audit_commands) -> None:
     pair.add_argument("--target", metavar="NAME", help="environment or campaign to map ONTO")
     pair.add_argument("--key", choices=("auto", "environment", "campaign"), default="auto")
     sim = parser.add_argument_group("reward simulation")
-    sim.add_argument("--simulation-environment", metavar="NAME", help="environment whose timings stand in for rollouts")
-    sim.add_argument("--simulation-campaign", metavar="NAME", help="its campaign")
     sim.add_argument("--reward-env", action="append", metavar="REWARD_ENV.yaml",
                      help="reward environment file (repeatable; default: the shipped examples)")
     sim.add_argument("--grid", action="append", metavar="GRID.yaml", help="grid of reward environments (repeatable)")
-    parser.add_argument("--floor-s", type=float, default=None,
-                        help="sandbox floor in seconds (default: from each run's floor rows)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default 1000)")
-    parser.add_argument("--seed", type=int, default=0)
+    shared = parser.add_argument_group("options shared by the audits that declare them")
+    for name in registry.names():
+        add_options(shared, registry.options_of(name), only_shared=True)
+    for name in registry.names():
+        add_options(parser, registry.options_of(name), prefix=f"{name}-", only_shared=False,
+                    title=f"{name} (its own options)")
+    parser.add_argument("--threshold", action="append", metavar="[AUDIT.]NAME[.warn|.fail]=VALUE",
+                        help="override a threshold (repeatable): AUDIT.NAME=VALUE sets both levels of that audit's "
+                             "limit, AUDIT.NAME.warn=VALUE one (AUDIT may be left out when one audit has NAME); "
+                             "each audit's limits are listed by 'speedaudit audit AUDIT --help'")
+    add_profile_option(parser)
     dask = parser.add_argument_group("partitioned datasets (speedaudit convert --partition-by problem)")
     dask.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                       help="audit the dataset on this Dask scheduler (per-problem partial results on the workers)")

@@ -1,4 +1,4 @@
-"""``speedaudit audit calibration`` and ``speedaudit calibrate``."""
+"""``speedaudit audit calibration`` (flags from its Options) and ``speedaudit calibrate``."""
 
 from __future__ import annotations
 
@@ -6,51 +6,26 @@ import argparse
 import math
 from pathlib import Path
 
-from audits.checks.calibration import CalibrationThresholds, apply_calibration, run_calibration_audit
 from audits.cli._common import (
+    add_audit_options,
     add_corpus_input,
     add_pair_selection,
     add_result_options,
-    add_threshold_option,
     exit_status,
     read_corpus,
     read_pair,
-    read_thresholds,
     report_audit,
+    run_audit_command,
 )
 from audits.errors import UserError
-from audits.corpus.io import save_corpus
-from audits.protocol.findings import write_json
-from stats.calibration import FAMILIES, ROBUST_METHODS
-
-
-def _families(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in FAMILIES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown families {bad}; choose from {', '.join(FAMILIES)}")
-    return names
-
-
-def _add_pair_options(parser: argparse.ArgumentParser) -> None:
-    add_pair_selection(parser)
-    parser.add_argument("--variance-ratio", type=float, default=1.0,
-                        help="Deming: var(error of target) / var(error of source) (default 1)")
-    parser.add_argument("--seed", type=int, default=0)
+from stats.declarations import FAMILIES, ROBUST_METHODS
 
 
 def _audit(args: argparse.Namespace) -> int:
-    thresholds = read_thresholds(args, CalibrationThresholds)
     corpus = read_corpus(args)
-    source, target = read_pair(args, corpus)
-    try:
-        audit = run_calibration_audit(
-            corpus, source=source, target=target, key=args.key, families=args.families,
-            robust=args.robust or False, calibration_family=args.calibration_family,
-            variance_ratio=args.variance_ratio, taus=tuple(args.tau), n_boot=args.n_boot,
-            n_boot_rank=args.n_boot_rank, seed=args.seed, thresholds=thresholds)
-    except ValueError as exc:
-        raise UserError(f"{args.corpus}: {exc}") from exc
+    pair = read_pair(args, corpus)
+    audit = run_audit_command(args, "calibration", corpus=corpus, pairs=(pair,), key=args.key)
+    (audit,) = audit
     report_audit(audit, args)
     if args.figures:
         from audits.report.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
@@ -67,6 +42,10 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from audits.checks.calibration import apply_calibration
+    from audits.corpus.io import save_corpus
+    from audits.protocol.findings import write_json
+
     corpus = read_corpus(args)
     source, target = read_pair(args, corpus)
     try:
@@ -108,18 +87,8 @@ def register(commands, audit_commands) -> None:
                     "agreement of the stored pool with the fresh one (raw and calibrated), drift across "
                     "campaigns and the p_tau sensitivity to the intercept. See docs/calibration.md.")
     add_corpus_input(audit)
-    _add_pair_options(audit)
-    audit.add_argument("--families", type=_families, default=list(FAMILIES),
-                       help=f"comma-separated families to fit (default: {','.join(FAMILIES)})")
-    audit.add_argument("--robust", choices=ROBUST_METHODS, help="also fit a robust affine map")
-    audit.add_argument("--calibration-family", choices=FAMILIES, default=None,
-                       help="map used for calibrated rank agreement (default: chosen by held-out log error)")
-    audit.add_argument("--tau", type=float, nargs="+", default=[10.0, 30.0],
-                       help="speed thresholds (percentile points) for the p_tau sensitivity (default: 10 30)")
-    audit.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of problems (default 1000)")
-    audit.add_argument("--n-boot-rank", type=int, default=200,
-                       help="bootstrap resamples for the Spearman CIs (default 200)")
-    add_threshold_option(audit, CalibrationThresholds)
+    add_pair_selection(audit)
+    add_audit_options(audit, "calibration")
     add_result_options(audit)
     audit.add_argument("--figures", metavar="DIR", help="write the calibration figures as PNG into DIR")
     audit.set_defaults(func=_audit)
@@ -130,7 +99,10 @@ def register(commands, audit_commands) -> None:
                     "(ok rows) are mapped onto the target scale; originals stay in duration_raw_s and the "
                     "mapping is written beside the corpus as <out>.calibration.json.")
     add_corpus_input(calibrate)
-    _add_pair_options(calibrate)
+    add_pair_selection(calibrate)
+    calibrate.add_argument("--variance-ratio", type=float, default=1.0,
+                           help="Deming: var(error of target) / var(error of source) (default 1)")
+    calibrate.add_argument("--seed", type=int, default=0)
     calibrate.add_argument("--family", choices=FAMILIES, default=None,
                            help="calibration family, any of them (default: chosen by held-out log error among the "
                                 "families whose held-out predictions are all finite, positive and above a tenth of "

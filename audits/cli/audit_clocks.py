@@ -1,17 +1,17 @@
-"""``speedaudit audit clocks``: the audit figures from each measure (wall time, CPU time, ...) side by side."""
+"""``speedaudit audit clocks``: the audit figures from each measure (wall time, CPU time, ...) side by side,
+and which clock to trust (a finding; flags from its Options)."""
 
 from __future__ import annotations
 
 import argparse
 
-from audits.cli._common import add_corpus_input, add_result_options, exit_status, read_corpus, report_audit
+from audits.cli._common import (add_audit_options, add_corpus_input, add_result_options, exit_status, report_audit,
+                                run_audit_command)
 
 
 def _clocks(args: argparse.Namespace) -> int:
-    from audits.checks.clocks import run_clocks_audit
-
-    corpus = read_corpus(args)
-    audit = run_clocks_audit(corpus, measures=args.measures, n_boot=args.n_boot, seed=args.seed, source=args.corpus)
+    measures = tuple(args.measures) if args.measures else None
+    audit = run_audit_command(args, "clocks", measures=measures, source=str(args.corpus))
     report_audit(audit, args)
     return exit_status(audit, args)
 
@@ -23,12 +23,12 @@ def register(commands, audit_commands) -> None:
                     "100*q across repeats), ICC(A,1) of log durations, strong-weak gap and duration-filterable "
                     "share; and on the quietest run (lowest median load_1m, else wall/CPU ratio) the "
                     "within-problem rank agreement (Kendall tau-b of the solutions' q) of each measure with the "
-                    "first: does CPU time order solutions as wall time does? (docs/reliability.md)")
+                    "first: does CPU time order solutions as wall time does? The recommendation is a finding "
+                    "(clock_agreement, judged against --threshold agreement=...). (docs/reliability.md)")
     add_corpus_input(p, pools=False)
     add_result_options(p)
     p.add_argument("--measure", dest="measures", action="append", metavar="COLUMN",
                    help="a measure to compare (repeatable; the first is the base of the rank agreement; default: "
                         "duration_s, then cpu_s and instructions when the corpus has them)")
-    p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples behind the figures (default 200)")
-    p.add_argument("--seed", type=int, default=0)
+    add_audit_options(p, "clocks")
     p.set_defaults(func=_clocks)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from audits.report.render import REPORTS, parse_parameter, render_reports
 from audits.protocol.thresholds import PROFILES
+from audits.report.catalog import REPORTS
 
 
 def _run(args: argparse.Namespace) -> int:
+    from audits.report.render import parse_parameter, render_reports
+
     parameters = dict(parse_parameter(text) for text in args.parameters or ())
     if args.profile is not None:
         parameters["profile"] = args.profile

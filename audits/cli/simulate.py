@@ -8,17 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from audits.cli._common import (
-    add_corpus_input,
-    add_threshold_option,
-    exit_status,
-    read_corpus,
-    read_thresholds,
-    report_audit,
-)
+from audits.cli._common import (add_audit_options, add_corpus_input, exit_status, read_audit_options, read_corpus,
+                                report_audit, run_audit_command)
 from audits.errors import UserError
-from audits.protocol.findings import write_json
-from audits.checks.simulation import SimulationThresholds
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -78,19 +70,8 @@ def _reward_environments(args):
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from audits.checks.simulation import run_simulation_audit
-
     envs = _reward_environments(args)
-    thresholds = read_thresholds(args, SimulationThresholds)
-    corpus = read_corpus(args)
-    try:
-        audit = run_simulation_audit(corpus, reward_environments=envs, environment=args.environment,
-                                     campaign=args.campaign,
-                                     group_sizes=args.group_sizes, seed=args.seed, thresholds=thresholds,
-                                     n_bins=args.bins, quality_distribution=args.quality, n_boot=args.n_boot,
-                                     include_incorrect=args.include_incorrect)
-    except ValueError as exc:
-        raise UserError(f"{args.corpus}: {exc}") from exc
+    audit = run_audit_command(args, "simulation", reward_environments=tuple(envs), quality_distribution=args.quality)
     report_audit(audit, args)
     if args.figures:
         from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
@@ -106,14 +87,16 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     from audits.checks.simulation import score_candidates
+    from audits.protocol.findings import write_json
 
     envs = _reward_environments(args)
     if len(envs) != 1:
         raise UserError(f"score needs exactly one reward environment (--reward-env FILE); got {len(envs)}")
     corpus = read_corpus(args)
     try:
-        result = score_candidates(corpus, env=envs[0], environment=args.environment, campaign=args.campaign,
-                                  taus=args.taus, k=args.k, n_boot=args.n_boot, seed=args.seed,
+        run = read_audit_options(args, "simulation")  # the run (rule "one run") and the seed, as the simulation's
+        result = score_candidates(corpus, env=envs[0], environment=run.environment, campaign=run.campaign,
+                                  taus=args.taus, k=args.k, n_boot=args.n_boot, seed=run.seed,
                                   n_draws=args.n_draws, prior_df=args.prior_df)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
@@ -127,13 +110,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_corpus_input(parser)
     parser.add_argument("--reward-env", action="append", metavar="REWARD_ENV.yaml",
                         help="reward environment file (YAML/JSON; repeatable), e.g. fixtures/environments/top30.yaml")
-    parser.add_argument("--environment", metavar="NAME",
-                        help="environment of the run to use (the corpus column; needed when the corpus has several)")
-    parser.add_argument("--campaign", metavar="NAME",
-                        help="campaign of the run to use (default: the environment's only, else earliest by "
-                             "timestamp, else first by name)")
     parser.add_argument("--json", metavar="OUT", help="also write the result as JSON to OUT")
-    parser.add_argument("--seed", type=int, default=0)
 
 
 def register(commands, audit_commands) -> None:
@@ -155,15 +132,9 @@ def _add_simulate(parsers, name: str) -> None:
     sim.add_argument("--grid", action="append", metavar="GRID.yaml",
                      help="grid file expanding into many reward environments (repeatable), "
                           "e.g. fixtures/environments/grid.yaml")
-    sim.add_argument("--group-sizes", type=_int_list, default=(2, 4, 8, 16), metavar="G,G,...",
-                     help="GRPO group sizes (default 2,4,8,16; the headline rate is at the largest)")
-    sim.add_argument("--bins", type=int, default=10, help="quality bins of the curve (default 10)")
+    add_audit_options(sim, "simulation")
     sim.add_argument("--quality", type=_quality, default="uniform", metavar="uniform|beta:A,B",
                      help="quality distribution of the rollouts in a GRPO group (default uniform)")
-    add_threshold_option(sim, SimulationThresholds)
-    sim.add_argument("--include-incorrect", action="store_true",
-                     help="also use incorrect reference solutions as rollouts (tells correctness-blind schemes apart)")
-    sim.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples over problems (default 200)")
     sim.add_argument("--figures", metavar="DIR", help="also write reward_curves.png and zero_advantage.png to DIR")
     sim.add_argument("--strict", action="store_true", help="exit with status 1 when any finding fails")
     sim.set_defaults(func=_simulate)
@@ -179,6 +150,7 @@ def _add_score(commands) -> None:
                     "each point value, the noise-aware one (docs/noise.md): p_tau's posterior mean with its interval "
                     "from timing noise, and per candidate E[q] [95 % interval] and P(q <= tau/100).")
     _common(score)
+    add_audit_options(score, "simulation", only=("environment", "campaign", "seed"), thresholds=False)
     score.add_argument("--taus", type=_float_list, default=(100, 50, 30, 10), metavar="T,T,...",
                        help="thresholds in percentile points (default 100,50,30,10)")
     score.add_argument("--k", type=int, default=1, help="pass@k (default 1)")

@@ -64,7 +64,8 @@ from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
-__all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs"]
+__all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs", "RULES", "covered_runs",
+           "one_run", "default_pairs"]
 
 ORDER_BY = ("timestamp", "user", "corpus order")
 
@@ -367,3 +368,94 @@ def select_rows(corpus: pd.DataFrame, runs: Iterable) -> pd.DataFrame:
 def describe_runs(summaries: Iterable[RunSummary]) -> str:
     """``"quiet · c0 (5 repeats), busy · c0 (3 repeats)"``: the runs a result used, for its summary."""
     return ", ".join(str(s) for s in summaries) or "(no run)"
+
+
+# --- the one rule for choosing runs and pairs ------------------------------------------------------------
+#: How each kind of audit chooses what it covers (every audit's plan step calls one of the functions below;
+#: the names are what the documentation and the skipped reasons cite).
+RULES = {
+    "every run": "every run the environment / campaign options denote (None: any), each audited on its own, "
+                 "in run order (covered_runs)",
+    "one run": "the run environment and campaign name; left out, the environment must be the only one that "
+               "matches, and a campaign left out is its only one, else its earliest by timestamp (or the user's "
+               "order), else the first by name, never the file's row order (one_run)",
+    "named pairs": "the (source, target) pairs the user names, direction kept as given (calibration's pairs "
+                   "option); never guessed",
+    "default pairs": "without named pairs: in each environment, its first campaign (stored) against each later "
+                     "one (fresh), when the runs are ordered (timestamps or the user's order); and in each campaign "
+                     "of several environments, every environment against the quietest (lowest quietness "
+                     "figure, ties by name) (default_pairs)",
+}
+
+
+def _table(runs) -> Runs:
+    return runs if isinstance(runs, Runs) else runs_of(runs)
+
+
+def covered_runs(runs, *, environment: str | None = None, campaign: str | None = None,
+                 explicit: Iterable | None = None) -> tuple[RunSummary, ...]:
+    """Rule ``"every run"``: ``explicit`` runs if given, else those ``environment`` / ``campaign`` denote (None:
+    every run), in run order; a :class:`RunError` lists the runs when none match.
+
+    ``runs``: a :class:`Runs` table or a corpus.
+    """
+    table = _table(runs)
+    if explicit is not None:
+        return tuple(table.get(r) for r in explicit)
+    return tuple(table.get(r) for r in table.select(environment=environment, campaign=campaign))
+
+
+def one_run(runs, *, environment: str | None = None, campaign: str | None = None) -> RunSummary:
+    """Rule ``"one run"`` (see :data:`RULES`): the one run an audit of one run (the simulator) uses."""
+    table = _table(runs)
+    matches = [table.get(r) for r in table.select(environment=environment, campaign=campaign)]
+    envs = list(dict.fromkeys(s.environment for s in matches))
+    if len(envs) > 1:
+        raise RunError(f"the corpus holds several environments ({', '.join(map(repr, envs))}); this audit uses "
+                       f"one run: choose it with --environment NAME (environment=...); runs: {table.listing()}")
+    if len(matches) > 1 and not table.ordered:
+        return min(matches, key=lambda s: s.campaign)
+    return matches[0]
+
+
+def default_pairs(runs, *, quietness: Mapping | None = None) -> tuple[tuple[Run, Run], ...]:
+    """Rule ``"default pairs"`` (see :data:`RULES`): the calibration pairs when the user names none.
+
+    Parameters
+    ----------
+    runs : Runs or DataFrame
+    quietness : mapping Run -> float, optional
+        A figure per run, lower = quieter (e.g. the median ``load_1m``, or the median repeat CV); without
+        it (or without a finite value for every run of a campaign) no environment pair is formed there.
+
+    Returns
+    -------
+    tuple of (source, target)
+        Stored -> fresh pairs first (environments in run order), then environment -> quietest pairs
+        (campaigns in run order); each pair once.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> corpus = pd.DataFrame({"environment": ["a", "a", "b"], "campaign": ["s", "f", "s"], "problem": "p",
+    ...                        "test": "t", "solution": "x", "timestamp": ["2026-01-01", "2026-02-01", "2026-01-02"]})
+    >>> [(str(s), str(t)) for s, t in default_pairs(corpus, quietness={Run("a", "s"): 0.1, Run("b", "s"): 0.5})]
+    [('a · s', 'a · f'), ('b · s', 'a · s')]
+    """
+    import math
+
+    table = _table(runs)
+    out: list[tuple[Run, Run]] = []
+    if table.ordered:
+        for env in table.environments:
+            own = table.of_environment(env)
+            out.extend((own[0].run, later.run) for later in own[1:])
+    figure = dict(quietness or {})
+    for camp in dict.fromkeys(s.campaign for s in table):
+        members = [s.run for s in table if s.campaign == camp]
+        values = [figure.get(r) for r in members]
+        if len(members) < 2 or any(v is None or not math.isfinite(float(v)) for v in values):
+            continue
+        quietest = min(members, key=lambda r: (float(figure[r]), r.environment))
+        out.extend((r, quietest) for r in members if r != quietest)
+    return tuple(dict.fromkeys(out))

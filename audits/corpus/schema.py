@@ -58,6 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
+    "UNITS",
     "Column",
     "COLUMNS",
     "REQUIRED",
@@ -75,6 +76,9 @@ __all__ = [
     "NUMERIC_EXTRAS",
     "key_columns",
 ]
+
+#: Duration units a corpus file may use (factor to seconds); ``--unit`` on the command line.
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 #: Every status an execution can have; ``ok`` first (estimators index into this order).
 STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")

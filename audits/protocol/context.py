@@ -45,7 +45,7 @@ import pandas as pd
 from audits.corpus.runs import Run, RunSummary, Runs, runs_of
 from stats._groups import label_mask
 
-__all__ = ["AuditContext", "RunContext", "audit_context"]
+__all__ = ["AuditContext", "RunContext", "audit_context", "reference_rows"]
 
 
 class RunContext:
@@ -162,3 +162,15 @@ class AuditContext:
 def audit_context(corpus) -> AuditContext:
     """``corpus`` itself when it is an :class:`AuditContext`, else a new context of the DataFrame."""
     return corpus if isinstance(corpus, AuditContext) else AuditContext(corpus)
+
+
+def reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Correct reference executions on optimization tests (what the reliability and clocks figures read)."""
+    mask = np.ones(len(rows), dtype=bool)
+    if "role" in rows.columns:
+        mask &= (rows["role"] == "reference").to_numpy()
+    if "correct" in rows.columns:
+        mask &= rows["correct"].to_numpy(dtype=bool)
+    if "test_kind" in rows.columns:
+        mask &= (rows["test_kind"] == "optimization").to_numpy()
+    return rows.loc[mask]

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = [
@@ -905,7 +906,7 @@ def describe_contention(audit) -> str:
 
 #: Mean within-problem Kendall tau-b of the solutions' scores at or above which two clocks are said to
 #: order solutions alike (on the quietest run). 0.8: at most one discordant pair in ten.
-CLOCK_AGREEMENT = 0.8
+CLOCK_AGREEMENT = ClocksThresholds().agreement_warn  # the clocks audit's limit (one declaration)
 
 #: The figures of :func:`audits.checks.clocks.run_clocks_audit`: column, label, which way is better.
 CLOCK_FIGURES = (
@@ -1016,23 +1017,6 @@ def clock_agreement_table(audit, corpus: pd.DataFrame | None = None) -> pd.DataF
     return pd.DataFrame(rows, columns=columns).set_index("measure")
 
 
-def _noise_pairs(audit, base: str, measure: str) -> tuple[str, list[tuple[float, float]]]:
-    """The noise figure two clocks are compared on and its (base, measure) values per run where both exist.
-
-    The mean rank sd of 100*q across repeats (the noise a reward feels) when some run has it under both
-    clocks, else the median repeat CV (e.g. rank drift not measurable); never a mix of the two.
-    """
-    for column in ("mean_rank_sd", "median_repeat_cv"):
-        pairs = []
-        for run in _clock_runs(audit):
-            a, b = _clock_row(audit, run, base).get(column), _clock_row(audit, run, measure).get(column)
-            if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
-                pairs.append((float(a), float(b)))
-        if pairs:
-            return column, pairs
-    return "", []
-
-
 def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
     """Which clock to trust, by a documented rule, with the figures behind it.
 
@@ -1050,14 +1034,10 @@ def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
     why_not = clocks_not_compared(audit, corpus)
     if why_not is not None:
         return {"measure": None, "reason": why_not, "agree": {}, "noise": {}}
+    from audits.checks.clocks import recommended_clock
+
     base = audit.measures[0]
-    agree = audit.mean_agreement()
-    noise = {}
-    for m in audit.measures[1:]:
-        column, pairs = _noise_pairs(audit, base, m)
-        if pairs:
-            a, b = (float(np.mean([p[i] for p in pairs])) for i in (0, 1))
-            noise[m] = (column, a, b, sum(pb < pa for pa, pb in pairs), len(pairs))
+    best, agree, noise = recommended_clock(audit)  # the rule, judged once by the clocks audit
 
     def said(m):
         column, a, b, k, n = noise[m]
@@ -1066,10 +1046,7 @@ def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
         return (f"{what} {format_value(b)}{unit} against {format_value(a)}{unit} for `{base}`, averaged over "
                 f"{n} run{'s' if n != 1 else ''} (lower on {k} of {n})")
 
-    good = [m for m in audit.measures[1:] if np.isfinite(agree.get(m, math.nan)) and agree[m] >= CLOCK_AGREEMENT
-            and m in noise and noise[m][2] < noise[m][1]]
-    if good:
-        best = min(good, key=lambda m: (noise[m][2], audit.measures.index(m)))
+    if best != base:
         reason = (f"it orders the solutions of each problem as `{base}` does on the quietest run (mean Kendall "
                   f"tau-b {format_value(agree[best])} >= {CLOCK_AGREEMENT:g}) and is less noisy: {said(best)}; "
                   f"it ranks the same programs with less of the machine's other work in the score")

@@ -52,6 +52,7 @@ from audits.corpus.io import atomic_write
 from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
 from audits.checks.reward_environments import find_shipped
+from audits.report.catalog import REPORTS, ReportSpec
 
 __all__ = [
     "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
@@ -64,40 +65,6 @@ __all__ = [
 
 class ReportError(UserError):
     """A report could not be rendered (failing cell, bad parameter, missing kernel)."""
-
-
-@dataclass(frozen=True)
-class ReportSpec:
-    """One report template: its name (= notebook file stem), title and one-line description."""
-
-    name: str
-    title: str
-    description: str
-    requires: tuple[str, ...] = ()  # modules the notebook imports (to leave it out until they exist)
-
-
-REPORTS: dict[str, ReportSpec] = {spec.name: spec for spec in (
-    ReportSpec("overview", "Overview: verdicts of every audit",
-               "All audits on this corpus, worst verdicts first, with what to do."),
-    ReportSpec("reliability", "Sandbox reliability and discriminability",
-               "Repeat CV per environment, rank drift, floor share, duration-filterable problems.",
-               ("audits.checks.reliability", "audits.checks.discriminability")),
-    ReportSpec("clocks", "The choice of clock: wall time, CPU time, ...",
-               "The same figures per run under each clock, their rank agreement, and which clock to trust.",
-               ("audits.checks.clocks",)),
-    ReportSpec("calibration", "Calibration of stored reference timings",
-               "Fitted families with leave-one-problem-out R², Bland-Altman, percentile agreement.",
-               ("audits.checks.calibration",)),
-    ReportSpec("aggregation", "Aggregation of per-test timings",
-               "Stability vs dynamic range of the aggregators, with the Pareto front.",
-               ("audits.checks.aggregation",)),
-    ReportSpec("simulation", "Reward learnability (offline simulator)",
-               "Reward-vs-quality curves, diagnostics, zero-advantage rate vs GRPO group size.",
-               ("audits.checks.simulation",)),
-    ReportSpec("compare", "Paired comparison of two candidate sets",
-               "Paired speed win rate of set A over set B in one campaign, ties by the noise model, pass rates.",
-               ("audits.checks.compare",)),
-)}
 
 
 def repo_root() -> Path:

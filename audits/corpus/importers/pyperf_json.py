@@ -84,9 +84,7 @@ _HEX = re.compile(r"[0-9a-f]{7,40}")
 _BENCH_RUNNER = re.compile(r"^bm-\d{8}-")
 _CONFIG_FLAGS = (("--enable-experimental-jit", "JIT"), ("--disable-gil", "NOGIL"), ("--with-pydebug", "DEBUG"))
 _BITS = re.compile(r"\b(\d{2})[ -]bit\b")
-#: ``--campaign-from`` / ``--solution-from`` choices (the first is the default; see the module docstring).
-CAMPAIGN_FROM = ("date", "file", "build")
-SOLUTION_FROM = ("build", "benchmark-suite")
+from audits.corpus.importers.choices import CAMPAIGN_FROM, SOLUTION_FROM  # noqa: E402 (light: --help lists them)
 SUITE_SOLUTION = "benchmark-suite"
 
 

@@ -86,6 +86,12 @@ def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
             "simulation": None if spec["simulation"] is None else _simulation_part(part, *spec["simulation"])}
 
 
+def _aggregator_names(options) -> list:
+    from stats.aggregation import AGGREGATORS
+
+    return list(AGGREGATORS) if options.names is None else list(options.names)
+
+
 def run_partitioned_whole_audit(
     dataset: str | os.PathLike | CorpusDataset,
     *,
@@ -98,12 +104,14 @@ def run_partitioned_whole_audit(
     simulation_run=None,
     reward_environments: Sequence | None = None,
     floor_s: float | None = None,
-    n_boot: int = 1000,
-    n_boot_rank: int = 200,
-    simulation_n_boot: int = 200,
-    seed: int = 0,
+    n_boot: int | None = None,
+    n_boot_rank: int | None = None,
+    simulation_n_boot: int | None = None,
+    seed: int | None = None,
     thresholds: Mapping[str, object] | None = None,
     timings: dict | None = None,
+    options: Mapping[str, object] | None = None,
+    profile: str | None = None,
 ):
     """:func:`audits.engine.whole_audit.run_whole_audit` of a partitioned dataset, on Dask (see the module docstring).
 
@@ -123,6 +131,12 @@ def run_partitioned_whole_audit(
     simulation_run : Run or (environment, campaign), optional
         The run whose timings stand in for rollouts; default the simulation audit's own choice (also within
         the given half of an (environment, None) or (None, campaign) pair, as ``--simulation-environment`` alone).
+    options : mapping name -> Options, optional
+        Each audit's options (:func:`audits.engine.whole_audit.resolve_options`; the command line's); instead of
+        the keywords above (``pairs`` and ``simulation_run`` still name the pairs and the simulated run when
+        given). Every option and default comes from the registry's declarations either way.
+    profile : {"reward", "benchmark"}, optional
+        The verdict profile of every audit's thresholds.
     timings : dict, optional
         Filled with wall seconds (``time.perf_counter``) of ``cluster``, ``pass1``, ``pass2``, ``contention``
         (the refinement re-reads) and each audit's combining step.
@@ -136,30 +150,43 @@ def run_partitioned_whole_audit(
     >>> whole = run_partitioned_whole_audit("corpus.dataset", pairs=[(("quiet", "c0"), ("quiet", "c1"))])  # doctest: +SKIP
     >>> whole.to_dict()["calibration"][0]["best_family"]                                            # doctest: +SKIP
     """
-    from audits.checks.aggregation import AggregationThresholds
-    from audits.checks.calibration import CalibrationThresholds, _check_options
+    from audits.checks.calibration import _check_options
     from audits.corpus.runs import Run
-    from audits.checks.discriminability import DiscriminabilityThresholds
     from audits.errors import UserError
     from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
     from audits.engine.partitioned import reliability as rel, simulation as sim
-    from audits.checks.reliability import ReliabilityThresholds
+    from audits.checks.registered import NO_PAIR, example_reward_environments
     from audits.checks.simulation import _reward_environment_list
-    from audits.engine.whole_audit import WholeAudit, _example_reward_environments, _run_names
-    from stats.aggregation import AGGREGATORS
+    from audits.engine.whole_audit import WholeAudit, _run_names, legacy_options
+    from audits.protocol import registry
     from stats.bootstrap import check_n_boot
-    from stats.calibration import FAMILIES
 
-    th = dict(thresholds or {})
+    # every option and default from the registry's declarations (audits.checks.declared), as in memory
+    audit_names = [n for n in registry.names() if registry.get(n).dask is None]
+    if options is None:
+        opts = legacy_options(names=audit_names, environment=environment, campaign=campaign, simulation_run=None,
+                              reward_environments=reward_environments, floor_s=floor_s, n_boot=n_boot,
+                              n_boot_rank=n_boot_rank, simulation_n_boot=simulation_n_boot, seed=seed)
+    else:
+        opts = {n: registry.get(n).options(dict(options).get(n)) for n in audit_names}
+        if simulation_run is None and (opts["simulation"].environment is not None
+                                       or opts["simulation"].campaign is not None):
+            simulation_run = (opts["simulation"].environment, opts["simulation"].campaign)
+        if not pairs and opts["calibration"].pairs:
+            pairs = opts["calibration"].pairs
+    o_rel, o_dis, o_cal, o_agg, o_sim = (opts[n] for n in ("reliability", "discriminability", "calibration",
+                                                           "aggregation", "simulation"))
+    environment, campaign, floor_s, seed = o_rel.environment, o_rel.campaign, o_dis.floor_s, o_rel.seed
+    th = {n: registry.get(n).thresholds(dict(thresholds or {}).get(n), profile=profile) for n in audit_names}
+    t_rel, t_dis, t_cal = th["reliability"], th["discriminability"], th["calibration"]
     clock = timings if timings is not None else {}
-    n_boot = check_n_boot(n_boot)
+    n_boot = check_n_boot(o_rel.n_boot)
     reward_environments = _reward_environment_list(
-        _example_reward_environments() if reward_environments is None else reward_environments, None)
+        example_reward_environments() if o_sim.reward_environments is None else o_sim.reward_environments, None)
     fact_columns = sim._fact_columns(reward_environments)
-    t_rel = ReliabilityThresholds.coerce(th.get("reliability"))
-    t_dis = DiscriminabilityThresholds.coerce(th.get("discriminability"))
-    t_cal = CalibrationThresholds.coerce(th.get("calibration"))
-    families, robust, cal_n_boot, cal_n_boot_rank = _check_options(FAMILIES, None, False, n_boot, n_boot_rank)
+    families, robust, cal_n_boot, cal_n_boot_rank = _check_options(list(o_cal.families), o_cal.calibration_family,
+                                                                   o_cal.robust or False, o_cal.n_boot,
+                                                                   o_cal.n_boot_rank)
     ds = dataset if isinstance(dataset, CorpusDataset) else open_dataset(dataset)
     path, n = str(ds.path), ds.n_partitions
     skipped: dict[str, str] = {}
@@ -184,24 +211,23 @@ def run_partitioned_whole_audit(
         cal_plans = [cal._calibration_plan(runs, Run.coerce(source), Run.coerce(target))
                      for source, target in named_pairs]
         if not named_pairs:
-            skipped["calibration"] = ("no (source, target) pair named: give the direction with --source-campaign/"
-                                      "--target-campaign (or --source-environment/--target-environment)")
+            skipped["calibration"] = NO_PAIR
         sim_plan = None
         where = ({} if simulation_run is None else
-                 dict(zip(("environment", "campaign"), simulation_run)) if isinstance(simulation_run, (tuple, list))
-                 and None in simulation_run else _run_names(simulation_run))
+                 _run_names(simulation_run))
         try:
             sim_plan = sim._simulation_plan(runs, floor_rows, [f["facts"] for f in first], reward_environments,
                                             environment=where.get("environment"),
                                             campaign=where.get("campaign"),
-                                            group_sizes=(2, 4, 8, 16), n_bins=10, quality_distribution="uniform",
-                                            include_incorrect=False)
+                                            group_sizes=tuple(o_sim.group_sizes), n_bins=o_sim.n_bins,
+                                            quality_distribution=o_sim.quality_distribution,
+                                            include_incorrect=o_sim.include_incorrect)
         except UserError as exc:
             if simulation_run is not None:
                 raise
             skipped["simulation"] = f"{exc}".splitlines()[0]
-        spec = {"discriminability": (names, floors, floor_s, t_dis, "iqr"), "reliability": names,
-                "aggregation": (agg_plan, list(AGGREGATORS)),
+        spec = {"discriminability": (names, floors, floor_s, t_dis, o_dis.method), "reliability": names,
+                "aggregation": (agg_plan, _aggregator_names(o_agg)),
                 "calibration": [((s.environment, s.campaign), (t.environment, t.campaign), key)
                                 for s, t, key in cal_plans],
                 "simulation": None if sim_plan is None else sim_plan["task"]}
@@ -215,32 +241,31 @@ def run_partitioned_whole_audit(
         clock["contention"] = time.perf_counter() - t4
     t0 = time.perf_counter()
     reliability = rel._combine_reliability(rel_tables, runs, chosen, contention, thresholds=t_rel, n_boot=n_boot,
-                                           seed=seed, target_reliability=0.9, target_precision=0.05,
-                                           max_pairs=200_000)
+                                           seed=seed, target_reliability=o_rel.target_reliability,
+                                           target_precision=o_rel.target_precision, max_pairs=o_rel.max_pairs)
     t1 = clock["combine_reliability"] = time.perf_counter() - t0
     discriminability = dis._combine_discriminability([s["discriminability"] for s in second], runs, chosen, floors,
-                                                     floor_s=floor_s, thresholds=t_dis, method="iqr",
-                                                     n_boot=n_boot, seed=seed)
+                                                     floor_s=floor_s, thresholds=t_dis, method=o_dis.method,
+                                                     n_boot=o_dis.n_boot, seed=o_dis.seed)
     t2 = time.perf_counter() - t0
     clock["combine_discriminability"] = t2 - t1
     calibration = tuple(
         cal._combine_calibration([s["calibration"][j] for s in second], src, tgt, key, families=families,
-                                 robust=robust, calibration_family=None, variance_ratio=1.0, taus=(10.0, 30.0),
-                                 n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=0.95, seed=seed,
-                                 limits=t_cal)
+                                 robust=robust, calibration_family=o_cal.calibration_family,
+                                 variance_ratio=o_cal.variance_ratio, taus=tuple(o_cal.taus), n_boot=cal_n_boot,
+                                 n_boot_rank=cal_n_boot_rank, level=o_cal.level, seed=o_cal.seed, limits=t_cal)
         for j, (src, tgt, key) in enumerate(cal_plans))
     t3 = time.perf_counter() - t0
     clock["combine_calibration"] = t3 - t2
     aggregation = agg._combine_aggregation([s["aggregation"] for s in second], agg_chosen, agg_plan, repeats,
-                                           thresholds=AggregationThresholds.coerce(th.get("aggregation")),
-                                           n_boot=n_boot, seed=seed)
+                                           thresholds=th["aggregation"], n_boot=o_agg.n_boot, seed=o_agg.seed)
     t4 = time.perf_counter() - t0
     clock["combine_aggregation"] = t4 - t3
     simulation = None
     if sim_plan is not None:
         simulation = sim._combine_simulation([s["simulation"] for s in second], sim_plan,
-                                             thresholds=th.get("simulation"), n_boot=simulation_n_boot, seed=seed,
-                                             include_incorrect=False)
+                                             thresholds=th["simulation"], n_boot=o_sim.n_boot, seed=o_sim.seed,
+                                             include_incorrect=o_sim.include_incorrect)
     clock["combine_simulation"] = time.perf_counter() - t0 - t4
     return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
                       aggregation=aggregation, simulation=simulation, skipped=skipped)

@@ -1,0 +1,1 @@
+"""Each audit's options and thresholds, declared without numpy or pandas (the command line reads them)."""

@@ -1,0 +1,67 @@
+"""The clocks audit's declarations: its thresholds and options, importable without numpy or pandas.
+
+The audit itself is :mod:`audits.checks.clocks` (its statistics) registered as
+:data:`audits.checks.registered.CLOCKS`; this module is what the command line's ``--help``, the registry
+and every orchestrator read (one declaration of each option and default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from audits.protocol.params import (Boolean, Choices, Interval, NoneOk, Options, Sequence, StrOptions,  # noqa: F401
+                                    Text, n_boot_option, option, seed_option)
+from audits.protocol.thresholds import ThresholdError, Thresholds  # noqa: F401
+
+__all__ = ["CONTENTION_MIN_CPU_S", "CONTENTION_WARN", "CONTENTION_FAIL", "ClocksThresholds", "ClocksOptions"]
+
+#: Executions with less CPU time than this are left out of the wall/CPU ratio: every execution pays a
+#: start-up cost that is wall time without CPU time (exec, the sandbox's namespaces, page faults): about
+#: 7 ms per execution on this machine, idle and pinned (shipped quiet corpora). On a 20 ms program that
+#: alone is a ratio of about 1.47; from 0.1 s of CPU on it is at most ~1.07, so what remains is waiting.
+CONTENTION_MIN_CPU_S = 0.1
+
+
+#: Median wall/CPU ratio of single-threaded ok executions that warns / fails. A sandboxed program
+#: that has its core to itself waits only for its own I/O and start-up (about 1.0-1.2); 1.3 means
+#: it waited for a core about a quarter of the time, 2.0 half of it (real jury archives under load:
+#: 2.31, issue 18).
+CONTENTION_WARN = 1.3
+CONTENTION_FAIL = 2.0
+
+
+
+@dataclass(frozen=True)
+class ClocksThresholds(Thresholds):
+    """Limits of the clocks audit's recommendation (:func:`audits.checks.clocks.clock_findings`).
+
+    agreement_warn, agreement_fail : 0.8, 0.5
+        Mean Kendall tau-b over problems of another clock's within-problem order of the solutions against
+        the base clock's (wall time) on the quietest run (lower is worse). tau-b 0.8 is about 90 % of the
+        solution pairs in the same order, 0.5 about 75 %: below it the other clock measures something else
+        (waiting, I/O, threads), so one of the two is not the program's speed.
+    """
+
+    agreement_warn: float = 0.8
+    agreement_fail: float = 0.5
+
+    audit: ClassVar[str] = "clocks"
+    lower_is_worse: ClassVar[frozenset[str]] = frozenset({"agreement"})
+
+
+@dataclass(frozen=True)
+class ClocksOptions(Options):
+    """Options of :func:`audits.checks.clocks.run_clocks_audit` (constraints as data)."""
+
+    audit: ClassVar[str] = "clocks"
+
+    environment: str | None = option(None, Text(), NoneOk(), shared=True, metavar="NAME",
+                                     help="only the runs of this environment (the corpus column; default: every run)")
+    campaign: str | None = option(None, Text(), NoneOk(), shared=True, metavar="NAME",
+                                  help="only the runs of this campaign (default: every run)")
+    measures: tuple | None = option(None, Sequence(Text(), unique=True), NoneOk(), cli=False,
+                                    help="the measures to compare (the first is the base)")
+    n_boot: int = n_boot_option(200, shared=False, what="behind the figures")
+    seed: int = seed_option()
+    source: str = option("the corpus", Text(), cli=False, help="how error messages name the corpus (its file)")

@@ -1,0 +1,403 @@
+"""Options whose constraints are data: declared once, validated in one place, turned into command-line flags.
+
+In the spirit of scikit-learn's ``utils/_param_validation`` (``validate_params`` with ``Interval`` /
+``StrOptions``): each audit's options are a frozen dataclass deriving from :class:`Options`, each field
+declared with :func:`option` (its default, the constraints it must meet, its help text). Constructing the
+dataclass validates every field (:meth:`Options.__post_init__`), so a bad value fails with one message
+format wherever it comes from (a library call, the command line, a report parameter)::
+
+    reliability option target_reliability must be a number in (0, 1) (--target-reliability), got 1.5
+
+:func:`add_options` generates the argparse flags and their ``--help`` from the same fields and
+:func:`read_options` builds the dataclass from the parsed flags: the command line declares no option by
+hand. This module imports neither numpy nor pandas (``speedaudit --help`` imports it).
+
+Examples
+--------
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Demo(Options):
+...     audit = "demo"
+...     n_boot: int = option(1000, Interval(int, 0, None), help="resamples")
+...     method: str = option("iqr", StrOptions("iqr", "mad"), help="robust CV variant")
+>>> Demo(method="mad").method
+'mad'
+>>> Demo(n_boot=-1)
+Traceback (most recent call last):
+...
+audits.protocol.params.OptionError: demo option n_boot must be an integer >= 0 (--n-boot), got -1
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, ClassVar
+
+from audits.errors import UserError
+
+__all__ = ["Options", "OptionError", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices",
+           "option", "n_boot_option", "seed_option", "add_options", "read_options", "flag_of"]
+
+
+class OptionError(UserError, ValueError):
+    """An option value that its declared constraints do not allow (the message names option, value, allowed)."""
+
+
+# --- constraints ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` (``int`` or ``float``) between ``left`` and ``right`` (``None``: unbounded).
+
+    ``closed``: ``"both"``, ``"left"``, ``"right"`` or ``"neither"`` (which ends belong to the interval).
+
+    >>> str(Interval(float, 0, 1, closed="neither")), 1 in Interval(float, 0, 1, closed="neither")
+    ('a number in (0, 1)', False)
+    """
+
+    kind: type
+    left: float | None
+    right: float | None
+    closed: str = "both"
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind is int and not (isinstance(value, int) or float(value).is_integer()):
+            return False
+        if isinstance(value, float) and math.isnan(value):
+            return False
+        lo_in = self.closed in ("both", "left")
+        hi_in = self.closed in ("both", "right")
+        if self.left is not None and (value < self.left or (value == self.left and not lo_in)):
+            return False
+        return not (self.right is not None and (value > self.right or (value == self.right and not hi_in)))
+
+    def convert(self, text: str):
+        return int(text) if self.kind is int else float(text)
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is int else "a number"
+        lo_in = self.closed in ("both", "left")
+        hi_in = self.closed in ("both", "right")
+        if self.right is None and self.left is not None:
+            return f"{what} {'>=' if lo_in else '>'} {self.left:g}"
+        if self.left is None and self.right is not None:
+            return f"{what} {'<=' if hi_in else '<'} {self.right:g}"
+        if self.left is None and self.right is None:
+            return what
+        return f"{what} in {'[' if lo_in else '('}{self.left:g}, {self.right:g}{']' if hi_in else ')'}"
+
+
+@dataclass(frozen=True)
+class StrOptions:
+    """One of a fixed set of strings.
+
+    >>> str(StrOptions("iqr", "mad"))
+    "one of 'iqr', 'mad'"
+    """
+
+    options: tuple[str, ...]
+
+    def __init__(self, *options: str):
+        object.__setattr__(self, "options", tuple(options))
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, str) and value in self.options
+
+    def convert(self, text: str):
+        return text
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any string (a name taken as it is: an environment, a campaign, a column)."""
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, str)
+
+    def convert(self, text: str):
+        return text
+
+    def __str__(self) -> str:
+        return "a name"
+
+
+@dataclass(frozen=True)
+class Choices:
+    """One of a set of strings known only where the option is validated (``load``: a function returning
+    them, e.g. the registered aggregators), so that declaring the option imports nothing heavy."""
+
+    load: Callable[[], Iterable[str]]
+    what: str
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, str) and value in tuple(self.load())
+
+    def convert(self, text: str):
+        return text
+
+    def __str__(self) -> str:  # not loaded for --help: that would import what the option defers
+        return f"one of {self.what}"
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """True or False (a flag on the command line)."""
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, bool)
+
+    def __str__(self) -> str:
+        return "true or false"
+
+
+@dataclass(frozen=True)
+class NoneOk:
+    """``None`` (the option's documented automatic choice) is allowed."""
+
+    def __contains__(self, value) -> bool:
+        return value is None
+
+    def __str__(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A non-empty sequence (stored as a tuple) whose every item meets ``item`` (no duplicates with ``unique``).
+
+    On the command line: comma-separated (``2,4,8,16``) or repeated values.
+
+    >>> str(Sequence(Interval(int, 1, None)))
+    'a non-empty list of an integer >= 1'
+    """
+
+    item: Any
+    unique: bool = False
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+            return False
+        if self.unique and len(set(value)) != len(value):
+            return False
+        return all(v in self.item for v in value)
+
+    def convert(self, text: str):
+        return tuple(self.item.convert(t.strip()) for t in text.split(",") if t.strip())
+
+    def __str__(self) -> str:
+        return f"a non-empty list{' without repeats' if self.unique else ''} of {self.item}"
+
+
+def _allowed(constraints) -> str:
+    return " or ".join(str(c) for c in constraints)
+
+
+def _message(audit: str, f, value) -> str:
+    """The one error format: the option, what it allows, its flag, the value given."""
+    return f"{audit} option {f.name} must be {_allowed(f.metadata['constraints'])} ({flag_of(f)}), got {value!r}"
+
+
+# --- declaring options ------------------------------------------------------------------------------------
+
+def option(default, *constraints, help: str, flag: str | None = None, metavar: str | None = None,
+           cli: bool = True, shared: bool = True, deprecated: Mapping[str, tuple[str, Callable]] | None = None):
+    """A field of an :class:`Options` dataclass: its default, its constraints (any one allows a value) and help.
+
+    Parameters
+    ----------
+    default
+        The value when the option is not given (a tuple for sequences).
+    *constraints
+        :class:`Interval`, :class:`StrOptions`, :class:`Choices`, :class:`Sequence`, :class:`Boolean`,
+        :class:`NoneOk`: the value must meet one of them.
+    help : str
+        The ``--help`` text (the default and what is allowed are appended).
+    flag : str, optional
+        The command-line flag (default ``--`` + the name with ``-`` for ``_``).
+    cli : bool
+        False: not a command-line flag (set by the command from other flags, e.g. calibration pairs).
+    shared : bool
+        In ``speedaudit audit all``, whether the flag is shared with the other audits that declare it
+        (``--n-boot``) or namespaced with the audit's name (``--simulation-n-boot``).
+    deprecated : mapping, optional
+        ``{"--old-flag": (note, convert)}``: an old flag still read (``convert`` maps its value), with a
+        deprecation note on stderr.
+    """
+    meta = {"constraints": tuple(constraints), "help": help, "flag": flag, "metavar": metavar, "cli": cli,
+            "shared": shared, "deprecated": dict(deprecated or {})}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("an option's default must be immutable (a tuple, not a list)")
+    return field(default=default, metadata=meta)
+
+
+def n_boot_option(default: int, *, shared: bool = True, what: str = "over problems"):
+    """The one declaration of ``n_boot`` (bootstrap resamples; 0: no intervals, every estimate computed)."""
+    return option(default, Interval(int, 0, None), shared=shared, metavar="N",
+                  help=f"bootstrap resamples {what} (0: no intervals)")
+
+
+def seed_option():
+    """The one declaration of ``seed`` (of every resampling and sampling of an audit)."""
+    return option(0, Interval(int, 0, None), help="seed of the bootstrap and of every sample", metavar="SEED")
+
+
+def flag_of(f) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Base of every audit's options: a frozen dataclass of :func:`option` fields, validated on construction."""
+
+    #: The audit's name, in messages.
+    audit: ClassVar[str] = "audit"
+
+    def __post_init__(self):
+        for f in fields(self):
+            constraints = f.metadata.get("constraints", ())
+            value = getattr(self, f.name)
+            if isinstance(value, list):  # a list given where a tuple is declared: store the tuple
+                value = tuple(value)
+                object.__setattr__(self, f.name, value)
+            if constraints and not any(value in c for c in constraints):
+                raise OptionError(_message(self.audit, f, value))
+
+    @classmethod
+    def coerce(cls, value=None, **changes) -> Options:
+        """``value`` (an instance, a mapping of field values, or None: the defaults) with ``changes`` applied;
+        an unknown name fails with the names this audit takes."""
+        if isinstance(value, cls):
+            base = value
+            items = dict(changes)
+        else:
+            base = None
+            items = {**dict(value or {}), **changes}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(items) - known)
+        if unknown:
+            raise OptionError(f"unknown {cls.audit} option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                              f"it takes: {', '.join(sorted(known))}")
+        return replace(base, **items) if base is not None else cls(**items)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def changed(self) -> dict:
+        """The fields whose value differs from the default."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+
+# --- the command line -------------------------------------------------------------------------------------
+
+def _default_text(value) -> str:
+    if value is None:
+        return "automatic"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def add_options(parser, options: type[Options], *, prefix: str = "", skip: Iterable[str] = (),
+                only: Iterable[str] | None = None, only_shared: bool | None = None, title: str | None = None,
+                shared_unprefixed: bool = False) -> None:
+    """Add a flag per command-line field of ``options`` to ``parser`` (help generated from the declaration).
+
+    ``prefix`` (``"simulation-"``) namespaces the flags (with ``shared_unprefixed``, only the fields not
+    declared ``shared``: ``speedaudit audit all``'s ``--n-boot`` and ``--simulation-n-boot``); ``skip`` leaves fields
+    out, ``only`` keeps just these; ``only_shared`` True / False adds only the shared / the non-shared fields.
+    Flags default to ``None`` (not given): :func:`read_options` then keeps the declared default.
+    """
+    skip = set(skip)
+    target = parser.add_argument_group(title) if title else parser
+    for f in fields(options):
+        meta = f.metadata
+        if not meta.get("cli", False) or f.name in skip or (only is not None and f.name not in only):
+            continue
+        if only_shared is not None and bool(meta.get("shared", True)) != only_shared:
+            continue
+        own = "" if shared_unprefixed and meta.get("shared", True) else prefix
+        flag = "--" + own + flag_of(f)[2:]
+        dest = _dest(options, f, own)
+        if any(a.dest == dest for a in parser._actions):  # already added (a flag shared by several audits)
+            continue
+        constraints = meta["constraints"]
+        allowed = _allowed(constraints)
+        help_text = f"{meta['help']} (default: {_default_text(f.default)}; {allowed})".replace("%", "%%")
+        if any(isinstance(c, Boolean) for c in constraints):
+            target.add_argument(flag, dest=dest, action="store_const", const=True, default=None, help=help_text)
+        else:
+            choices = next((c.options for c in constraints if isinstance(c, StrOptions)), None)
+            many = any(isinstance(c, Sequence) for c in constraints)
+            target.add_argument(flag, dest=dest, default=None, nargs="+" if many else None,
+                                metavar=meta.get("metavar") or ("{" + ",".join(choices) + "}" if choices
+                                                                else f.name.upper()), help=help_text)
+        for old, (note, _convert) in meta.get("deprecated", {}).items():
+            target.add_argument("--" + own + old[2:], dest=dest + "__" + old[2:].replace("-", "_"),
+                                default=None, metavar=f.name.upper(), help=f"deprecated: {note}".replace("%", "%%"))
+
+
+def _dest(options: type[Options], f, prefix: str) -> str:
+    return "opt_" + (prefix.replace("-", "_") if prefix else "") + f.name
+
+
+def _convert(options: type[Options], f, text):
+    if isinstance(text, list):  # nargs="+": "--tau 10 30" as "--tau 10,30"
+        text = ",".join(text)
+    if not isinstance(text, str):
+        return text
+    if text.strip().lower() in ("none", "auto") and any(isinstance(c, NoneOk) for c in f.metadata["constraints"]):
+        return None
+    errors = []
+    for c in f.metadata["constraints"]:
+        convert = getattr(c, "convert", None)
+        if convert is None:
+            continue
+        try:
+            value = convert(text)
+        except ValueError as exc:
+            errors.append(exc)
+            continue
+        if value in c:
+            return value
+    raise OptionError(_message(options.audit, f, text))
+
+
+def read_options(args: argparse.Namespace, options: type[Options], *, prefix: str = "", shared_unprefixed: bool = False,
+                 **fixed) -> Options:
+    """The ``options`` dataclass from the flags :func:`add_options` added (values not given keep their
+    defaults; ``fixed``: values the command sets itself). Deprecated flags are converted with a note."""
+    values = dict(fixed)
+    for f in fields(options):
+        meta = f.metadata
+        if not meta.get("cli", False) or f.name in values:
+            continue
+        dest = _dest(options, f, "" if shared_unprefixed and meta.get("shared", True) else prefix)
+        text = getattr(args, dest, None)
+        for old, (note, convert) in meta.get("deprecated", {}).items():
+            old_text = getattr(args, dest + "__" + old[2:].replace("-", "_"), None)
+            if old_text is None:
+                continue
+            if text is not None:
+                raise OptionError(f"give {flag_of(f)} or {old}, not both")
+            print(f"speedaudit: warning: {old} is deprecated: {note}", file=sys.stderr)
+            text = convert(_convert(options, f, old_text))
+        if text is not None:
+            values[f.name] = _convert(options, f, text)
+    return options.coerce(values)
+
+
+def field_default(options: type[Options], name: str):
+    """The declared default of field ``name`` of ``options``."""
+    for f in fields(options):
+        if f.name == name:
+            return f.default if f.default is not MISSING else None
+    raise KeyError(name)

@@ -1,0 +1,122 @@
+"""Checks generated for every registered audit (as scikit-learn's ``parametrize_with_checks`` does for estimators):
+each is in ``audit all``, in the report and on the Dask engine (or declares why not), equals its own run inside
+the whole audit, and passes the shuffle (rows permuted -> same JSON), n/a (tiny corpus -> n/a findings, no crash)
+and Dask-equality checks. A new audit added to the registry gets these tests without editing this file."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from audits.corpus.dataset import save_dataset
+from audits.corpus.runs import Run
+from audits.corpus.synthetic import synthesize
+from audits.engine.whole_audit import resolve_options, run_audits
+from audits.protocol import registry
+from audits.protocol.audit import Skip
+from tests.audits.test_partitioned import _close
+
+NAMES = registry.names()
+N_BOOT = 20
+PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
+OWN = {"calibration": {"pairs": (PAIR,), "n_boot_rank": N_BOOT}, "simulation": {"n_boot": N_BOOT, "campaign": "c0"},
+       "clocks": {"n_boot": N_BOOT}}
+
+
+def _options():
+    return resolve_options(NAMES, shared={"n_boot": N_BOOT}, options=OWN)
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    c = synthesize(n_problems=6, n_tests=4, n_correctness_tests=1, n_solutions=8, n_incorrect=1, n_candidates=2,
+                   n_repeats=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=5).corpus
+    # a second clock: CPU time a little below the wall time, with its own noise, so the clocks audit compares two
+    rng = np.random.default_rng(11)
+    c["cpu_s"] = c["duration_s"] * rng.uniform(0.85, 0.99, len(c))
+    return c
+
+
+@pytest.fixture(scope="module")
+def whole(corpus):
+    return run_audits(corpus, options=_options())
+
+
+def test_the_registry_lists_every_audit_once_with_its_declarations():
+    assert len(set(NAMES)) == len(NAMES) and {"reliability", "clocks"} <= set(NAMES)
+    for name in NAMES:
+        audit = registry.get(name)
+        assert audit.name == name and registry.options_of(name) is audit.Options
+        assert registry.thresholds_of(name) is audit.Thresholds
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_is_in_audit_all_and_equals_its_own_run(name, corpus, whole):
+    audit = registry.get(name)
+    assert name in whole.results, whole.skipped
+    alone = audit.run(corpus, _options()[name])
+    assert _json(whole.to_dict()[name]) == _json(json.loads(json.dumps(audit.to_json(alone))))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_is_in_the_report(name):
+    from audits.report.results import PARAMETERS
+
+    audit = registry.get(name)
+    assert audit.report and set(audit.report) <= set(PARAMETERS), audit.report
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_permuted_give_the_same_json(name, corpus):
+    audit = registry.get(name)
+    shuffled = corpus.iloc[np.random.default_rng(3).permutation(len(corpus))].reset_index(drop=True)
+    first = audit.to_json(audit.run(corpus, _options()[name]))
+    assert _json(json.loads(json.dumps(first))) == _json(json.loads(json.dumps(
+        audit.to_json(audit.run(shuffled, _options()[name])))))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_tiny_corpus_gives_na_findings_not_a_crash(name):
+    """One problem, one test, two references, one repeat (no second clock): what cannot be measured is n/a with
+    its reason, and a value that is not a number is never a verdict."""
+    tiny = synthesize(n_problems=1, n_tests=1, n_correctness_tests=0, n_solutions=2, n_incorrect=0, n_candidates=0,
+                      n_repeats=1, seed=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.6, 0.05))).corpus
+    audit = registry.get(name)
+    try:
+        result = audit.run(tiny, _options()[name])
+    except Skip as exc:  # allowed: an audit the corpus cannot support says why
+        assert str(exc)
+        return
+    findings = audit.findings(result)
+    assert findings and any(f.level == "n/a" for f in findings), [(f.metric, f.level) for f in findings]
+    for f in findings:
+        undefined = f.value is None or (isinstance(f.value, float) and math.isnan(f.value))
+        if f.level == "n/a":
+            assert f.reason
+        elif undefined:
+            assert f.metric == "verdict", f  # the simulation's per-environment verdict has no value by design
+
+
+@pytest.fixture(scope="module")
+def dask_whole(corpus, client, tmp_path_factory):
+    from audits.engine.partitioned import run_partitioned_whole_audit
+
+    dataset = save_dataset(corpus, tmp_path_factory.mktemp("registry") / "d", problems_per_partition=2)
+    return json.loads(json.dumps(run_partitioned_whole_audit(dataset, client=client, options=_options()).to_dict()))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_on_the_dask_engine_equal_to_memory_or_declares_why_not(name, whole, dask_whole):
+    audit = registry.get(name)
+    if audit.dask is not None:
+        assert isinstance(audit.dask, str) and len(audit.dask) > 20 and name not in dask_whole
+        return
+    assert name in dask_whole, sorted(dask_whole)
+    assert _close(dask_whole[name], json.loads(json.dumps(whole.to_dict()[name]))) == []
