@@ -91,56 +91,57 @@ class NotSaved:
         return (Finding.not_available(self.name, self.reason, threshold="a saved result"),)
 
 
+#: How each result's template parameters map onto the registered audit's Options (audits.protocol.registry):
+#: ``{result: (audit, {option: parameter})}``; the thresholds are ``<audit>_thresholds`` under ``profile``.
+_OPTIONS = {
+    "reliability": ("reliability", {"campaign": "campaign", "n_boot": "n_boot", "seed": "seed"}),
+    "discriminability": ("discriminability", {"floor_s": "floor_s", "campaign": "campaign", "n_boot": "n_boot",
+                                              "seed": "seed"}),
+    "aggregation": ("aggregation", {"environment": "aggregation_environment", "campaign": "aggregation_campaign",
+                                    "n_boot": "n_boot", "seed": "seed"}),
+    "simulation": ("simulation", {"environment": "simulation_environment", "campaign": "simulation_campaign",
+                                  "group_sizes": "group_sizes", "seed": "seed", "n_boot": "n_boot"}),
+    "clocks": ("clocks", {"campaign": "campaign", "measures": "clocks_measures", "n_boot": "n_boot", "seed": "seed"}),
+}
+
+
 def _compute(name: str, ctx, p: Mapping[str, object]):
-    """One result from the template parameters ``p``, exactly as the pages computed it."""
+    """One result from the template parameters ``p``: the registered audit run by the engine's steps
+    (:meth:`audits.protocol.audit.Audit.run`) with the options the parameters name, on the shared context."""
     if name == "corpus_summary":
         from audits.report import narrative
 
         return CorpusSummary(description=narrative.describe_corpus(ctx.corpus, p["corpora"]),
                              overview=narrative.corpus_overview(ctx.corpus))
-    if name == "reliability":
-        from audits.checks.reliability import ReliabilityThresholds, run_reliability_audit
-
-        return run_reliability_audit(ctx, campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
-                                     thresholds=ReliabilityThresholds.coerce(p["reliability_thresholds"], profile=p["profile"]))
-    if name == "discriminability":
-        from audits.checks.discriminability import DiscriminabilityThresholds, run_discriminability_audit
-
-        return run_discriminability_audit(
-            ctx, floor_s=p["floor_s"], campaign=p["campaign"], n_boot=p["n_boot"], seed=p["seed"],
-            thresholds=DiscriminabilityThresholds.coerce(p["discriminability_thresholds"], profile=p["profile"]))
-    if name in ("stored", "across"):
+    if name in ("stored", "across"):  # the page's pair (or its skipped note), resolved by render.resolve_run
         from audits.report.render import calibrate_runs
 
         src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
         return calibrate_runs(ctx, p[src], p[tgt], calibration_family=p["calibration_family"], n_boot=p["n_boot"],
                               n_boot_rank=p["n_boot_rank"], seed=p["seed"], thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
-    if name == "aggregation":
-        from audits.checks.aggregation import run_aggregation_audit
+    if name not in _OPTIONS:
+        raise KeyError(name)
+    from audits.protocol import registry
+    from audits.protocol.audit import Skip
 
-        return run_aggregation_audit(ctx, environment=p["aggregation_environment"],
-                                     campaign=p["aggregation_campaign"], n_boot=p["n_boot"], seed=p["seed"],
-                                     thresholds={"profile": p["profile"], **p["aggregation_thresholds"]})
-    if name == "simulation":
-        from audits.report.render import resolve_files
+    audit_name, parameters = _OPTIONS[name]
+    audit = registry.get(audit_name)
+    options = {option: p[parameter] for option, parameter in parameters.items()}
+    if audit_name == "simulation":
         from audits.checks.reward_environments import load_reward_environments
-        from audits.checks.simulation import run_simulation_audit
+        from audits.report.render import resolve_files
 
-        reward_environments = load_reward_environments(resolve_files(p["reward_environment_files"]),
-                                                       resolve_files(p["grid_files"]))
-        return run_simulation_audit(ctx, reward_environments=reward_environments,
-                                    environment=p["simulation_environment"], campaign=p["simulation_campaign"],
-                                    group_sizes=p["group_sizes"], seed=p["seed"],
-                                    thresholds={"profile": p["profile"], **p["simulation_thresholds"]}, n_boot=p["n_boot"])
-    if name == "clocks":
-        from audits.checks.clocks import run_clocks_audit
-        from audits.corpus.runs import select_rows
-
-        corpus = ctx.corpus
-        if p["campaign"] is not None:  # only the runs of this campaign, as on the reliability page
-            corpus = select_rows(corpus, ctx.runs.select(campaign=p["campaign"]))  # RunError names the runs
-        return run_clocks_audit(corpus, measures=p["clocks_measures"], n_boot=p["n_boot"], seed=p["seed"])
-    raise KeyError(name)
+        options["reward_environments"] = tuple(load_reward_environments(resolve_files(p["reward_environment_files"]),
+                                                                        resolve_files(p["grid_files"])))
+    if options.get("measures") is not None:
+        options["measures"] = tuple(options["measures"])
+    if options.get("group_sizes") is not None:
+        options["group_sizes"] = tuple(options["group_sizes"])
+    overrides = dict(p.get(f"{audit_name}_thresholds") or {})
+    try:
+        return audit.run(ctx, audit.options(options), audit.thresholds(overrides, profile=p.get("profile")))
+    except Skip as exc:  # a page asks for this audit: the full reason, as the audit gives it
+        raise (exc.__cause__ or exc) from None
 
 
 class ReportResults:
