@@ -13,6 +13,7 @@ from audits.cli._common import (
     add_result_options,
     exit_status,
     read_corpus,
+    read_audit_options,
     read_pair,
     report_audit,
     run_audit_command,
@@ -46,13 +47,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     from audits.corpus.io import save_corpus
     from audits.protocol.findings import write_json
 
+    options = read_audit_options(args, "calibration")
     corpus = read_corpus(args)
     source, target = read_pair(args, corpus)
     try:
         calibrated, mapping = apply_calibration(
             corpus, source=source, target=target, key=args.key, family=args.family,
-            robust=args.robust, variance_ratio=args.variance_ratio, clip=args.clip, force=args.force,
-            seed=args.seed)
+            robust=args.robust, variance_ratio=options.variance_ratio, clip=args.clip,
+            force=args.force, seed=options.seed)
     except ValueError as exc:
         raise UserError(f"{args.corpus}: {exc}") from exc
     out = Path(args.out)
@@ -100,9 +102,7 @@ def register(commands, audit_commands) -> None:
                     "mapping is written beside the corpus as <out>.calibration.json.")
     add_corpus_input(calibrate)
     add_pair_selection(calibrate)
-    calibrate.add_argument("--variance-ratio", type=float, default=1.0,
-                           help="Deming: var(error of target) / var(error of source) (default 1)")
-    calibrate.add_argument("--seed", type=int, default=0)
+    add_audit_options(calibrate, "calibration", only=("variance_ratio", "seed"), thresholds=False)  # declared once
     calibrate.add_argument("--family", choices=FAMILIES, default=None,
                            help="calibration family, any of them (default: chosen by held-out log error among the "
                                 "families whose held-out predictions are all finite, positive and above a tenth of "

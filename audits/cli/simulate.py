@@ -13,16 +13,6 @@ from audits.cli._common import (add_audit_options, add_corpus_input, exit_status
 from audits.errors import UserError
 
 
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected integers like 2,4,8,16, got {text!r}") from exc
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers like 2,4,8,16, got {text!r}")
-    return values
-
-
 def _float_list(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(x) for x in text.split(",") if x.strip())
