@@ -153,7 +153,7 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     for name, reason in not_on_dask.items():
         print(f"{name}: not run on Dask ({reason})")
     if args.json:
-        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask', 'not_on_dask': not_on_dask}, args.json)}")
+        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask'}, args.json)}")
     return exit_status(whole, args)
 
 
