@@ -70,7 +70,7 @@ class WholeAudit:
 
     def __getattr__(self, name):
         if name in registry.names():
-            return self.__dict__["results"].get(name, () if name == "calibration" else None)
+            return self.__dict__.get("results", {}).get(name, () if name == "calibration" else None)
         raise AttributeError(name)
 
     def audits(self) -> dict:
