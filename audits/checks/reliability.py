@@ -32,7 +32,7 @@ the corpus, listed in run order). Each result and finding names its run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -116,6 +116,9 @@ class RunReliability:
     run_summary: RunSummary | None = field(default=None, repr=False)
     median_repeat_cv_corrected: Interval | None = None
     contention: Contention | None = None
+    #: pyperf's per-benchmark checks at the audit's thresholds (:func:`benchmark_profile`); set by the
+    #: audit that holds this run (:class:`ReliabilityAudit`), so the run's JSON and the audit's agree
+    benchmark_checks: dict | None = field(default=None, repr=False)
 
     @property
     def run(self) -> Run:
@@ -158,6 +161,7 @@ class RunReliability:
                 "icc": self.icc_agreement.to_dict(),
                 "significant_share": self.significance.share.to_dict(),
             },
+            "benchmark_checks": self.benchmark_checks,
         })
 
     def headline(self) -> dict:
@@ -196,6 +200,13 @@ class ReliabilityAudit:
     findings: tuple[Finding, ...]
     thresholds: ReliabilityThresholds = field(default_factory=ReliabilityThresholds)
 
+    def __post_init__(self):
+        # every way of building the audit (in memory, on Dask, the engine) meets the thresholds here
+        object.__setattr__(self, "runs", {
+            run: res if res.benchmark_checks is not None
+            else replace(res, benchmark_checks=benchmark_profile(res, self.thresholds))
+            for run, res in self.runs.items()})
+
     def result(self, environment: str, campaign: str | None = None) -> RunReliability:
         """The result of one run (``campaign`` may be left out when the environment has one run here)."""
         return _one_result(self.runs, environment, campaign)
@@ -207,8 +218,7 @@ class ReliabilityAudit:
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "reliability",
-            "runs": [{**res.to_dict(), "benchmark_checks": benchmark_profile(res, self.thresholds)}
-                     for res in self.runs.values()],
+            "runs": [res.to_dict() for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
         })

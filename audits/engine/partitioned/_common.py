@@ -88,6 +88,7 @@ def _summary_of(part: pd.DataFrame) -> dict:
     camps = rows["campaign"].astype(str).to_numpy()
     first = np.full(n_runs, -1)
     first[run_code[::-1]] = np.arange(len(rows))[::-1]
+    nested = _nested_tallies(rows, cell, n_cells, cell_run)
     for k in range(n_runs):
         name = (envs[first[k]], camps[first[k]])
         tally = np.bincount(per_cell[cell_run == k])
@@ -100,8 +101,37 @@ def _summary_of(part: pd.DataFrame) -> dict:
             if mine.any():
                 values = parsed[mine].dt.tz_localize(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
                 entry["earliest"], entry["has_stamp"] = int(values.min()), 1
+        if nested is not None:
+            entry["process_tally"], entry["value_tally"] = nested(k)
         out["runs"][name] = entry
     return out
+
+
+def _nested_tallies(rows: pd.DataFrame, cell: np.ndarray, n_cells: int, cell_run: np.ndarray):
+    """Nested repeats (a ``run`` column): per run, the histogram of processes per cell and of values per
+    (cell, process), as :func:`audits.corpus.runs.runs_of` counts them; a partition holds whole problems, so
+    the histograms of partitions add up to the dataset's. None without a ``run`` column."""
+    if "run" not in rows.columns or not rows["run"].notna().any():
+        return None
+    proc = pd.factorize(rows["run"], sort=True)[0].astype(np.int64)
+    has = proc >= 0
+    n_proc = int(proc.max()) + 1
+    cp_code, cp_index = np.unique(cell[has] * n_proc + proc[has], return_inverse=True)
+    procs_per_cell = np.bincount(cp_code // n_proc, minlength=n_cells)
+    vals_per_cp = np.bincount(cp_index)
+    cp_run = cell_run[cp_code // n_proc]
+    return lambda k: (np.bincount(procs_per_cell[(cell_run == k) & (procs_per_cell > 0)]),
+                      np.bincount(vals_per_cp[cp_run == k]))
+
+
+def _add_tallies(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    size = max(len(a), len(b))
+    return np.pad(a, (0, size - len(a))) + np.pad(b, (0, size - len(b)))
+
+
+def _tally_mode(tally: np.ndarray | None) -> int | None:
+    """The most common value of a summed histogram (ties to the smaller), None when it counts nothing."""
+    return None if tally is None or tally.sum() == 0 else int(tally.argmax())
 
 
 def partition_runs(partials: Sequence[dict]):
@@ -118,8 +148,10 @@ def partition_runs(partials: Sequence[dict]):
             t["rows"] += e["rows"]
             t["cells"] += e["cells"]
             t["problems"] += e["problems"]
-            size = max(len(t["tally"]), len(e["tally"]))
-            t["tally"] = np.pad(t["tally"], (0, size - len(t["tally"]))) + np.pad(e["tally"], (0, size - len(e["tally"])))
+            t["tally"] = _add_tallies(t["tally"], e["tally"])
+            for key in ("process_tally", "value_tally"):
+                if key in e:
+                    t[key] = e[key] if t.get(key) is None else _add_tallies(t[key], e[key])
             if e["earliest"] is not None:
                 t["earliest"] = e["earliest"] if t["earliest"] is None else min(t["earliest"], e["earliest"])
     names = sorted(total)  # the loaded dataset's categories are sorted, and runs_of numbers runs by them
@@ -134,7 +166,9 @@ def partition_runs(partials: Sequence[dict]):
         tally = t["tally"]
         summaries.append(RunSummary(run=Run(*name), rows=t["rows"], problems=t["problems"], cells=t["cells"],
                                     repeats=int(tally.argmax()), max_repeats=int(np.flatnonzero(tally)[-1]),
-                                    first_timestamp=stamp, position=i))
+                                    first_timestamp=stamp, position=i,
+                                    processes=_tally_mode(t.get("process_tally")),
+                                    values_per_process=_tally_mode(t.get("value_tally"))))
     return Runs(tuple(summaries), order_by)
 
 
