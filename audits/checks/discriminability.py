@@ -46,6 +46,7 @@ from stats.discriminability import (
     test_discrimination,
 )
 from stats.ranking import reference_pools
+from stats._groups import column_codes
 from stats.reliability import per_repeat_scores
 
 __all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit",
@@ -229,7 +230,7 @@ def per_problem_tables(run: pd.DataFrame, floors: pd.DataFrame, which: Run, *, f
 def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s: float | None,
              t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int, has_language: bool):
     floor, source, language_floors = _run_floor(floors, summary.run, floor_s, has_language)
-    tests, problems = tables["tests"], tables["problems"]
+    tests, problems = tables["tests"], _by_problem_content(tables["problems"])
     if language_floors:
         counts = tables["language_counts"]
         if isinstance(counts, list):  # one per partition
@@ -260,6 +261,15 @@ def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s
                                                   statistic=np.median, n_boot=n_boot, seed=seed),
         gap=gap, near_floor_test_share=near_share, problems=problems, tests=tests, method=method,
         floors=language_floors)
+
+
+def _by_problem_content(problems: pd.DataFrame) -> pd.DataFrame:
+    """The per-problem table in the order of the problems' content (the bootstrap's clusters, issue 24): the
+    same in memory (one run's table) and on Dask (partitions' tables concatenated in partition order)."""
+    if len(problems) == 0:
+        return problems
+    codes, _ = column_codes(problems["problem"])
+    return problems.iloc[np.argsort(codes, kind="stable")].reset_index(drop=True)
 
 
 def combine_problem_tables(per_run: dict, summaries: dict, floors: pd.DataFrame, *, floor_s: float | None,
