@@ -145,12 +145,16 @@ def _lopo_models():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import PolynomialFeatures
 
+    from sklearn.dummy import DummyRegressor
+
+    # (model, space): "linear" fits y on x, "log" log y on log x, "ratio" log(y / x) by its mean (the
+    # multiplicative map fitted in log space, docs/calibration.md: y = slope * x with log slope = mean log ratio)
     return {
-        "multiplicative": (LinearRegression(fit_intercept=False), False),
-        "affine": (LinearRegression(), False),
-        "power": (LinearRegression(), True),
-        "poly2": (make_pipeline(PolynomialFeatures(2, include_bias=False), LinearRegression()), False),
-        "poly3": (make_pipeline(PolynomialFeatures(3, include_bias=False), LinearRegression()), False),
+        "multiplicative": (DummyRegressor(strategy="mean"), "ratio"),
+        "affine": (LinearRegression(), "linear"),
+        "power": (LinearRegression(), "log"),
+        "poly2": (make_pipeline(PolynomialFeatures(2, include_bias=False), LinearRegression()), "linear"),
+        "poly3": (make_pipeline(PolynomialFeatures(3, include_bias=False), LinearRegression()), "linear"),
     }
 
 
@@ -176,11 +180,11 @@ def calibration(corpus: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> d
     by_problem = {p: np.flatnonzero(groups == p) for p in problems}
     resamples = [np.concatenate([by_problem[p] for p in rng.choice(problems, len(problems))]) for _ in range(n_boot)]
     r2, r2_ci, params_ci = {}, {}, {}
-    for family, (model, logs) in _lopo_models().items():
-        features = np.log(x)[:, None] if logs else x[:, None]
-        target = np.log(y) if logs else y
+    for family, (model, space) in _lopo_models().items():
+        features = np.log(x)[:, None] if space == "log" else x[:, None]
+        target = {"linear": y, "log": np.log(y), "ratio": np.log(y) - np.log(x)}[space]
         pred = cross_val_predict(model, features, target, groups=groups, cv=LeaveOneGroupOut())
-        pred = np.exp(pred) if logs else pred
+        pred = {"linear": pred, "log": np.exp(pred), "ratio": x * np.exp(pred)}[space]
         r2[family] = 1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2)
         # CI of the pooled R^2 (resample problems' out-of-fold predictions) and of the fitted
         # parameters (a refit per resample)
@@ -189,7 +193,7 @@ def calibration(corpus: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> d
             draws.append(1 - np.sum((y[idx] - pred[idx]) ** 2) / np.sum((y[idx] - y[idx].mean()) ** 2))
             fitted = clone(model).fit(features[idx], target[idx])
             last = fitted[-1] if hasattr(fitted, "steps") else fitted
-            coefs.append(np.ravel(last.coef_)[0])
+            coefs.append(np.ravel(last.coef_)[0] if hasattr(last, "coef_") else np.nan)
         r2_ci[family] = [float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975))]
         params_ci[family] = [float(np.quantile(coefs, 0.025)), float(np.quantile(coefs, 0.975))]
     return {"lopo_r2": r2, "lopo_r2_ci": r2_ci, "slope_ci": params_ci["affine"]}
