@@ -545,7 +545,7 @@ def _kernel_manager_logging_to(log_path: Path) -> type:
     The kernel process inherits the renderer's stderr otherwise, and ipykernel's shutdown races (a status
     message sent on an I/O pipe being closed: ``ZMQError: Socket operation on non-socket``, logged by tornado
     with a traceback) then print a traceback under a report that rendered correctly. What a cell prints still
-    reaches the notebook (that goes over ZMQ, not stderr); the log is kept only when the page fails.
+    reaches the notebook (that goes over ZMQ, not stderr); the log is removed with the page's other temporary files.
     """
     from jupyter_client.manager import AsyncKernelManager
 
@@ -633,7 +633,7 @@ def render_notebook(
         raise
     finally:
         started()  # the kernel never came up: the next page's turn anyway
-    kernel_log.unlink(missing_ok=True)  # kept (beside the page) only when the page failed
+        kernel_log.unlink(missing_ok=True)  # a failing cell reaches the error through the notebook, not stderr
     os.replace(tmp_nb, nb_path)
     executed = nbformat.read(nb_path, as_version=4)
     body = export_html(executed, show_code=show_code, title=spec.title)
