@@ -43,7 +43,7 @@ corpus = results.corpus  # the clock figures and tables read the rows
 
 # %%
 clocks = results.clocks
-narrative.show_findings(narrative.clock_findings(clocks, corpus), audit="clocks", title="Which clock to trust")
+narrative.show_findings(clocks.findings, audit="clocks", title="Which clock to trust")
 
 # %%
 narrative.Markdown(narrative.describe_clocks(clocks, corpus))

@@ -1071,22 +1071,6 @@ def _figure_pair(base_row: dict, row: dict, column: str) -> str:
     return f"{format_value(base_row.get(column))} vs {format_value(row.get(column))}"
 
 
-def clock_findings(audit, corpus: pd.DataFrame | None = None) -> tuple[Finding, ...]:
-    """The clock page's recommendation as a finding, so the index shows what the page recommends.
-
-    ``clock`` = the measure :func:`recommend_clock` chooses (``pass``: the page says which clock to trust and
-    why), or ``n/a`` with the reason when the clocks cannot be compared; never "no findings".
-    """
-    rec = recommend_clock(audit, corpus)
-    rule = f"agreement >= {CLOCK_AGREEMENT:g} and less noise than the base"
-    if rec["measure"] is None:
-        return (Finding.not_available("clock", rec["reason"], threshold=rule),)
-    base = audit.measures[0]
-    text = (f"keep `{base}`: {rec['reason']}" if rec["measure"] == base else
-            f"rank on `{rec['measure']}` rather than `{base}`: {rec['reason']}")
-    return (Finding("pass", "clock", rec["measure"], rule, text),)
-
-
 def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
     """What the clocks audit says: the figures per run under each clock, their rank agreement on the
     quietest run, which clock to trust (:func:`recommend_clock`) and what the page cannot show.
