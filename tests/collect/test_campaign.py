@@ -92,6 +92,7 @@ def test_job_id_is_deterministic_and_distinguishes_every_field():
 
 # --------------------------------------------------------------------------- end to end
 
+@pytest.mark.serial  # a 0.5 s wall limit on accepted Python programs: a neighbouring worker's load pushed one past it
 def test_local_campaign_records_every_status_floor_and_skips_what_does_not_build(tmp_path):
     suite_dir = make_suite(
         tmp_path / "suite",
