@@ -21,6 +21,7 @@ from audits.collect.suite import load_suite, probe_optimization_tests
 from audits.corpus.io import load_corpus
 from audits.checks.discriminability import run_discriminability_audit
 from stats.ranking import percentile_table, select_runs
+from tests.collect.package_files import write
 
 CLI = [sys.executable, "-c", "import sys; from audits.cli import main; sys.exit(main())"]
 ECHO_PY = "import sys\nsys.stdout.write(sys.stdin.read())\n"
@@ -31,14 +32,6 @@ LOOP_CPP = ("#include <cstdio>\nint main(){long long n,s=0;if(scanf(\"%lld\",&n)
             "for(volatile long long i=0;i<n;i++)s+=i;printf(\"%lld\\n\",s);}\n")
 VALIDATOR_MAIN = ("#include <fstream>\n#include <iostream>\n#include <string>\nint main(int c,char**v){"
                   "std::ifstream a(v[2]);std::string x,y;a>>x;std::cin>>y;return x==y?42:43;}\n")
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def echo_problem(root: Path, **extra) -> Path:

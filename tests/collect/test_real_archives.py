@@ -14,6 +14,7 @@ import pandas as pd
 
 from audits.collect.languages import newest_cxx_std
 from audits.collect.suite import load_suite
+from tests.collect.package_files import write
 
 CLI = [sys.executable, "-c", "import sys; from audits.cli import main; sys.exit(main())"]
 ECHO_PY = "import sys\nsys.stdout.write(sys.stdin.read())\n"
@@ -25,14 +26,6 @@ CXX20 = ("#include <algorithm>\n#include <iostream>\n#include <ranges>\n#include
          "  long long t = 0; for (auto y : s) t += y; std::cout << t + p.a - 1 + p.b - 2 << '\\n'; }\n")
 BROKEN_CPP = "int main() { return undeclared_name; }\n"
 SUM_PY = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def sum_problem(root: Path, yaml: str, **extra: str) -> Path:

@@ -17,17 +17,10 @@ from pathlib import Path
 import pytest
 
 from audits.collect.suite import load_suite
+from tests.collect.package_files import write
 
 CLI = [sys.executable, "-c", "import sys; from audits.cli import main; sys.exit(main())"]
 ECHO_PY = "import sys\nsys.stdout.write(sys.stdin.read())\n"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def package(root: Path) -> Path:
