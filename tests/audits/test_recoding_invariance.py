@@ -44,11 +44,6 @@ ID_COLUMNS = ("environment", "campaign", "problem", "test", "solution")
 #: sweeps the calibration intercept over its CI ends; ``p_better_than_default`` is a share of resamples.
 CI_KEY = re.compile(r"(^|_)(ci|low|high|intervals|lo|hi)($|_)|^ci_|_ci$|drifted|excludes_zero|^p_better|"
                     r"^sensitivity$")
-#: OPEN (not fixed here, stats/calibration.py belongs to issue 24 item 1): the calibration's within-problem
-#: Spearman ranks unrounded medians of rounded durations, so two equal rationals (0.0125 as (0.012 + 0.013) / 2
-#: and (0.011 + 0.014) / 2) tie or not depending on the fitted factor's last bit, which moves with problem order.
-KNOWN_ORDER_DEPENDENT = re.compile(r"^/calibration/(fits/[^/]+/within_problem_(spearman|worst)"
-                                   r"|findings\[\]<within_problem_spearman>/value)$")
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +142,6 @@ def _differences(a, b) -> list[str]:
     pa, pb = _point_estimates(a), _point_estimates(b)
     diffs = []
     for key in sorted(set(pa) | set(pb)):
-        if KNOWN_ORDER_DEPENDENT.match(key):
-            continue
         x, y = pa.get(key, []), pb.get(key, [])
         if len(x) != len(y):
             diffs.append(f"{key}: {len(x)} vs {len(y)} values")
