@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level, unmeasured_finding
 from audits.checks.declared.aggregation import AggregationThresholds
 from stats.aggregation import AggregatorComparison, compare_aggregators, floor_from_rows, floors_by_language
 from stats.bootstrap import check_n_boot
@@ -323,6 +323,7 @@ def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparis
     for summary, comp in items:
         env, camp = summary.environment, summary.campaign
         where = {"environment": env, "campaign": camp}
+        findings.extend(unmeasured_finding(summary))
         if comp is None:
             # Every finding of this audit compares repeats: with one, each is n/a (named, with why).
             reason = ("one repeat only: stability compares repeats and the dynamic range takes its quartiles from "

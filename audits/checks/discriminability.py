@@ -35,7 +35,7 @@ import pandas as pd
 
 from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
-from audits.protocol.findings import Finding, findings_table, judge, to_jsonable
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
 from audits.checks.reliability import _one_result, audit_rows
 from audits.checks.declared.discriminability import DiscriminabilityThresholds
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
@@ -373,6 +373,7 @@ def _findings(env: RunDiscriminability, t: DiscriminabilityThresholds) -> list[F
     na = _not_measurable(env)
     out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
            for f in out]
+    out.extend(unmeasured_finding(env.run_summary))
     return t.judged(out)
 
 

@@ -41,7 +41,7 @@ from audits.checks.clocks import Contention, contention
 from audits.checks.declared.reliability import ReliabilityThresholds
 from audits.protocol.context import AuditContext, audit_context, reference_rows as _reference_rows
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs
-from audits.protocol.findings import Finding, findings_table, to_jsonable
+from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, check_n_boot, cluster_bootstrap_ci
 from stats.reliability import (
@@ -455,6 +455,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     na = _not_measurable(env)
     out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
            for f in out]
+    out.extend(unmeasured_finding(env.run_summary))
     return t.judged(out)
 
 

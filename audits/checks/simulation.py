@@ -23,7 +23,7 @@ import pandas as pd
 
 from audits.protocol.context import AuditContext, audit_context
 from audits.corpus.runs import Runs, RunSummary, one_run
-from audits.protocol.findings import Finding, to_jsonable
+from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
 from audits.checks.declared.simulation import SimulationThresholds
 from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, p_tau
@@ -392,7 +392,7 @@ def combine_simulation_results(run: RunSummary, results: Sequence[SimulationResu
     groups = groups[name_first + [c for c in groups.columns if c not in name_first]]
     ranking = _reward_frame(ranking)
     by_name = {r.environment.name: r for r in results}
-    findings = []
+    findings = list(unmeasured_finding(run))
     for name in ranking["reward_environment"]:
         findings.extend(_findings(by_name[name], run))
     findings.extend(_left_out_finding(r.reward_environment, r.key, r.column, run) for r in left_out.itertuples())

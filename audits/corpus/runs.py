@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
@@ -135,6 +136,9 @@ class RunSummary:
     #: cell, and of values per (cell, process); None without a ``run`` column.
     processes: int | None = None
     values_per_process: int | None = None
+    #: The problems of the run that no ranking can use, as (problem, cause) sorted by problem
+    #: (:mod:`audits.corpus.coverage`): no optimization test, no correct reference, or no ok timing of one.
+    unmeasured: tuple[tuple[str, str], ...] = ()
 
     @property
     def repeats_text(self) -> str:
@@ -159,7 +163,8 @@ class RunSummary:
         return {**self.run.to_dict(), "repeats": self.repeats, "max_repeats": self.max_repeats,
                 "processes": self.processes, "values_per_process": self.values_per_process,
                 "repeats_text": self.repeats_text, "rows": self.rows,
-                "problems": self.problems, "cells": self.cells, "first_timestamp": self.first_timestamp}
+                "problems": self.problems, "cells": self.cells, "first_timestamp": self.first_timestamp,
+                "unmeasured": [{"problem": p, "cause": c} for p, c in self.unmeasured]}
 
 
 @dataclass(frozen=True)
@@ -342,10 +347,15 @@ def runs_of(
         vals_per_cp = np.bincount(cp_index)  # values per (cell, process) (rows: one value each)
         cp_run = cell_run[cp_code // n_proc_codes]
         values = [_mode(vals_per_cp[cp_run == k]) for k in range(n_runs)]
+    if include_floor and "role" in rows.columns:  # what is not measured is a matter of the non-floor rows
+        keep = ~label_mask(rows["role"], "floor")
+        unmeasured = unmeasured_by_run(rows.loc[keep], run_code[keep], n_runs)
+    else:
+        unmeasured = unmeasured_by_run(rows, run_code, n_runs)
     summaries = tuple(
         RunSummary(run=names[k], rows=int(n_rows[k]), problems=int(n_problems[k]), cells=int(cells_per_run[k]),
                    repeats=int(mode[k]), max_repeats=int(max_rep[k]), first_timestamp=stamps[k], position=i,
-                   processes=processes[k], values_per_process=values[k])
+                   processes=processes[k], values_per_process=values[k], unmeasured=unmeasured[k])
         for i, k in enumerate(position))
     return Runs(summaries, order_by)
 

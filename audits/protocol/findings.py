@@ -17,7 +17,7 @@ from pathlib import Path
 
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 
-__all__ = ["LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "level_counts", "findings_table", "to_jsonable",
+__all__ = ["unmeasured_finding", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "level_counts", "findings_table", "to_jsonable",
            "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -170,3 +170,23 @@ def write_json(obj, path: str | os.PathLike) -> Path:
             handle.write(text + "\n")
 
     return atomic_write(path, writer)
+
+
+def unmeasured_finding(summary) -> tuple[Finding, ...]:
+    """The ``n/a`` finding that names a run's not-measured problems with their causes (an empty tuple when
+    there are none or ``summary`` is None).
+
+    Every per-run audit adds it to its findings, so what a corpus cannot measure is said where the verdicts
+    are (the problems themselves drop out of every estimator: they have no scored reference on an
+    optimization test).
+    """
+    problems = getattr(summary, "unmeasured", ())
+    if not problems:
+        return ()
+    shown = "; ".join(f"{p}: {cause}" for p, cause in problems[:10])
+    more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+    reason = f"{len(problems)} of {summary.problems} problems not measured ({shown}{more})"
+    return (Finding("n/a", "unmeasured_problems", None, None,
+                    f"{reason}: every estimator of this run leaves them out; 'speedaudit suite' on the package "
+                    f"says the same before collecting", environment=summary.environment,
+                    campaign=summary.campaign, reason=reason),)

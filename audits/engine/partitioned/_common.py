@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
 from audits.errors import UserError
 
@@ -89,12 +90,13 @@ def _summary_of(part: pd.DataFrame) -> dict:
     first = np.full(n_runs, -1)
     first[run_code[::-1]] = np.arange(len(rows))[::-1]
     nested = _nested_tallies(rows, cell, n_cells, cell_run)
+    unmeasured = unmeasured_by_run(rows, run_code, n_runs)  # a partition holds whole problems: lists concatenate
     for k in range(n_runs):
         name = (envs[first[k]], camps[first[k]])
         tally = np.bincount(per_cell[cell_run == k])
         entry = {"rows": int((run_code == k).sum()), "cells": int((cell_run == k).sum()),
                  "problems": int((run_problem // n_prob == k).sum()), "tally": tally, "earliest": None,
-                 "has_stamp": 0}
+                 "has_stamp": 0, "unmeasured": unmeasured[k]}
         if stamps is not None:
             ok, parsed = stamps
             mine = ok & (run_code == k)
@@ -144,7 +146,8 @@ def partition_runs(partials: Sequence[dict]):
     for partial in partials:
         for name, e in partial["runs"].items():
             t = total.setdefault(name, {"rows": 0, "cells": 0, "problems": 0, "tally": np.zeros(1, np.int64),
-                                        "earliest": None})
+                                        "earliest": None, "unmeasured": ()})
+            t["unmeasured"] += tuple(e.get("unmeasured", ()))
             t["rows"] += e["rows"]
             t["cells"] += e["cells"]
             t["problems"] += e["problems"]
@@ -168,7 +171,8 @@ def partition_runs(partials: Sequence[dict]):
                                     repeats=int(tally.argmax()), max_repeats=int(np.flatnonzero(tally)[-1]),
                                     first_timestamp=stamp, position=i,
                                     processes=_tally_mode(t.get("process_tally")),
-                                    values_per_process=_tally_mode(t.get("value_tally"))))
+                                    values_per_process=_tally_mode(t.get("value_tally")),
+                                    unmeasured=tuple(sorted(t["unmeasured"]))))
     return Runs(tuple(summaries), order_by)
 
 
