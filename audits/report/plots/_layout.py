@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-__all__ = ["format_duration", "log_duration_axis", "thin_tick_labels", "place_labels"]
+__all__ = ["format_duration", "log_duration_axis", "thin_tick_labels", "place_labels", "loggable",
+           "note_not_drawn"]
 
 
 def format_duration(seconds: float) -> str:
@@ -47,6 +48,35 @@ def _log_ticks(lo: float, hi: float) -> np.ndarray:
             return inside
     ticks = MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
     return ticks[(ticks >= lo) & (ticks <= hi) & (ticks > 0)]
+
+
+def loggable(*arrays) -> np.ndarray:
+    """Where every one of ``arrays`` is finite and > 0: the points a log axis can show.
+
+    Examples
+    --------
+    >>> loggable(np.array([1.0, 0.0, -2.0, np.nan, 3.0])).tolist()
+    [True, False, False, False, True]
+    """
+    keep = np.ones(len(arrays[0]), dtype=bool)
+    for values in arrays:
+        v = np.asarray(values, dtype=float)
+        keep &= np.isfinite(v) & (v > 0)
+    return keep
+
+
+def note_not_drawn(ax, n_left_out: int, n_total: int, *, why: str = "zero, negative or NaN: not on a log axis") -> None:
+    """Say on the axes how many of ``n_total`` points are not drawn and why (nothing when none is left out).
+
+    A figure never drops data silently: a corpus that validates may hold zero or negative durations (an
+    importer's clock), NaN, or a single point, and a log axis cannot show the first three.
+    """
+    if n_left_out <= 0:
+        return
+    text = ("nothing to draw: " if n_left_out >= n_total else f"{n_left_out:,} of {n_total:,} points not drawn: ") + why
+    ax.text(0.5, 0.5 if n_left_out >= n_total else 0.02, text, transform=ax.transAxes, ha="center",
+            va="center" if n_left_out >= n_total else "bottom", fontsize=8, color="0.3",
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.7"}, gid="not-drawn-note")
 
 
 def log_duration_axis(ax, which: str = "both") -> None:

@@ -14,7 +14,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from audits.report.plots._layout import log_duration_axis, thin_tick_labels  # noqa: E402
+from audits.report.plots._layout import (  # noqa: E402
+    log_duration_axis,
+    loggable,
+    note_not_drawn,
+    thin_tick_labels,
+)
 
 __all__ = ["calibration_scatter", "bland_altman_plot", "drift_plot"]
 
@@ -36,14 +41,25 @@ def calibration_scatter(audit, *, max_points: int = 5000, seed: int = 0) -> Figu
     frame = audit.pairing.frame
     x = frame["x"].to_numpy(dtype=float)
     y = frame["y"].to_numpy(dtype=float)
+    n_all = len(x)
+    keep = loggable(x, y)  # log-log: only positive, finite pairs are drawn; the rest are counted in a note
+    x, y = x[keep], y[keep]
     pick = _sample(len(x), max_points, seed)
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    ax.scatter(x[pick], y[pick], s=5, alpha=0.35, color="0.35", linewidths=0, label=f"pairs (n={len(x):,})")
+    note_not_drawn(ax, n_all - len(x), n_all)
+    if len(x) == 0:
+        ax.set_title(f"calibration {audit.source} → {audit.target}")
+        return fig
+    ax.scatter(x[pick], y[pick], s=5, alpha=0.35, color="0.35", linewidths=0, label=f"pairs (n={n_all:,})")
     lo, hi = float(np.min(x)), float(np.max(x))
+    lo, hi = (lo / 1.5, hi * 1.5) if lo == hi else (lo, hi)  # one point (or one value): a span to draw the maps on
     grid = np.geomspace(lo, hi, 200)
     for row in audit.fits.to_dict("records"):
-        pred = audit.fit(row["name"]).predict(grid)
-        shown = pred > 0
+        try:
+            pred = np.asarray(audit.fit(row["name"]).predict(grid), dtype=float)
+        except (ValueError, KeyError):  # a family the audit could not fit on this corpus has no curve
+            continue
+        shown = loggable(pred)
         ax.plot(grid[shown], pred[shown], linewidth=1.6, label=f"{row['name']} (LOPO R² {row['lopo_r2']:.3f})")
     ax.plot(grid, grid, linestyle="--", color="black", linewidth=1, label="identity")
     ax.set_xscale("log")
@@ -81,12 +97,18 @@ def bland_altman_plot(audit, *, calibrated: bool = False, max_points: int = 5000
         x, y = pred[keep], y[keep]
         ba = audit.bland_altman_calibrated
         label = f"{audit.calibration_family}({audit.source}), out of fold"
+    n_all = len(x)
+    keep = loggable(x, y)  # log ratios exist for positive pairs only; the rest are counted in a note
+    x, y = x[keep], y[keep]
     d = np.log(y) - np.log(x)
     m = 0.5 * (np.log(y) + np.log(x))
     pick = _sample(len(d), max_points, seed)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    note_not_drawn(ax, n_all - len(x), n_all, why="zero, negative or NaN: no log ratio")
     ax.scatter(m[pick], d[pick], s=5, alpha=0.35, color="0.35", linewidths=0)
     for name, interval, color in (("bias", ba.bias, "C0"), ("lower LoA", ba.lower, "C3"), ("upper LoA", ba.upper, "C3")):
+        if not np.isfinite(interval.estimate):  # not measured on this corpus (NaN): no line to draw
+            continue
         ax.axhline(interval.estimate, color=color, linewidth=1.5,
                    label=f"{name} {interval.estimate:+.3f} (×{np.exp(interval.estimate):.3f})")
         if np.isfinite(interval.low) and np.isfinite(interval.high):

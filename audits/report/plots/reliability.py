@@ -16,6 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from audits.report.plots._layout import loggable, note_not_drawn  # noqa: E402
+
+
 def _labelled(audit):
     """(label, result) per run of a reliability or discriminability audit, in run order."""
     return [(str(run), result) for run, result in audit.runs.items()]
@@ -58,9 +61,12 @@ def repeat_cv_distributions(audit, *, max_steps: int = 4 * _ECDF_AXES_PIXELS, se
     whatever the number of cells (the share is what the y axis shows). ``seed`` is unused (kept for callers).
     """
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    n_all = n_drawn = 0
     for name, env in _labelled(audit):
         cv = env.cells["cv"].to_numpy(dtype=float)
-        cv = cv[np.isfinite(cv) & (cv > 0)]
+        n_all += len(cv)
+        cv = cv[loggable(cv)]  # a CV of 0 (a deterministic clock) or NaN (one repeat) has no place on a log axis
+        n_drawn += len(cv)
         if len(cv) == 0:
             continue
         x, share = ecdf_steps(cv, max_steps=max_steps)
@@ -70,6 +76,7 @@ def repeat_cv_distributions(audit, *, max_steps: int = 4 * _ECDF_AXES_PIXELS, se
     ax.axvline(t.repeat_cv_warn, color="orange", ls="--", lw=1, label=f"warn {t.repeat_cv_warn:.0%}")
     ax.axvline(t.repeat_cv_fail, color="red", ls="--", lw=1, label=f"fail {t.repeat_cv_fail:.0%}")
     ax.set_xscale("log")
+    note_not_drawn(ax, n_all - n_drawn, max(n_all, 1), why="CV zero or undefined (one repeat): not on a log axis")
     ax.set_xlabel("repeat CV of a (test, solution) cell (sd / mean of ok repeats)")
     ax.set_ylabel("share of cells")
     ax.set_title("Repeat noise per environment")
