@@ -111,3 +111,22 @@ def test_benchmark_end_to_end_and_targets(corpus_path, tmp_path):
     assert [v for k, v in verdicts.items() if k.startswith("growth")] == [True]
     fake[10**7]["stages"]["audit"]["seconds"] = 26.0
     assert [t["met"] for t in targets(fake) if t["target"].startswith("growth")] == [False]
+
+
+def test_cli_benchmark_covers_every_command_and_judges_its_targets(monkeypatch):
+    """benchmarks.bench_cli times every command's --help (read from the parser) and validate, against the
+    targets of issue 26 item 4; the judging on planted wall times (no timing is asserted)."""
+    from benchmarks import bench_cli
+
+    paths = {" ".join(c) for c in bench_cli._commands()}
+    assert {"audit all", "audit reliability", "collect", "import pyperf", "validate"} <= paths
+    planted = iter([0.03, 0.29, 0.03, 0.31] + [0.03, 0.1] * 200)
+    monkeypatch.setattr(bench_cli, "_wall", lambda argv, cwd: next(planted))
+    monkeypatch.setattr(bench_cli, "_commands", lambda: [["collect"]])
+    result = bench_cli.measure(repeats=1)
+    by_case = {r["case"]: r for r in result["cases"]}
+    assert list(by_case) == ["speedaudit --help", "speedaudit collect --help",
+                             f"speedaudit validate ({bench_cli.VALIDATE_ROWS:,}-row CSV)"]
+    assert by_case["speedaudit --help"]["met"] is True and by_case["speedaudit collect --help"]["met"] is False
+    assert by_case["speedaudit validate (10,000-row CSV)"]["target_s"] == 1.0
+    assert by_case["speedaudit --help"]["ratio_to_python_startup"] == pytest.approx(0.29 / 0.03)
