@@ -66,7 +66,7 @@ from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
 __all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs", "RULES", "covered_runs",
-           "one_run", "default_pairs"]
+           "one_run"]
 
 ORDER_BY = ("timestamp", "user", "corpus order")
 
@@ -391,10 +391,8 @@ RULES = {
                "order), else the first by name, never the file's row order (one_run)",
     "named pairs": "the (source, target) pairs the user names, direction kept as given (calibration's pairs "
                    "option); never guessed",
-    "default pairs": "without named pairs: in each environment, its first campaign (stored) against each later "
-                     "one (fresh), when the runs are ordered (timestamps or the user's order); and in each campaign "
-                     "of several environments, every environment against the quietest (lowest quietness "
-                     "figure, ties by name) (default_pairs)",
+    "default pairs": "without named pairs: each stored -> fresh campaign pair in one environment, and each "
+                     "environment against the quietest in one campaign (audits.corpus.selection.choose_pairs)",
 }
 
 
@@ -426,46 +424,3 @@ def one_run(runs, *, environment: str | None = None, campaign: str | None = None
     if len(matches) > 1 and not table.ordered:
         return min(matches, key=lambda s: s.campaign)
     return matches[0]
-
-
-def default_pairs(runs, *, quietness: Mapping | None = None) -> tuple[tuple[Run, Run], ...]:
-    """Rule ``"default pairs"`` (see :data:`RULES`): the calibration pairs when the user names none.
-
-    Parameters
-    ----------
-    runs : Runs or DataFrame
-    quietness : mapping Run -> float, optional
-        A figure per run, lower = quieter (e.g. the median ``load_1m``, or the median repeat CV); without
-        it (or without a finite value for every run of a campaign) no environment pair is formed there.
-
-    Returns
-    -------
-    tuple of (source, target)
-        Stored -> fresh pairs first (environments in run order), then environment -> quietest pairs
-        (campaigns in run order); each pair once.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> corpus = pd.DataFrame({"environment": ["a", "a", "b"], "campaign": ["s", "f", "s"], "problem": "p",
-    ...                        "test": "t", "solution": "x", "timestamp": ["2026-01-01", "2026-02-01", "2026-01-02"]})
-    >>> [(str(s), str(t)) for s, t in default_pairs(corpus, quietness={Run("a", "s"): 0.1, Run("b", "s"): 0.5})]
-    [('a · s', 'a · f'), ('b · s', 'a · s')]
-    """
-    import math
-
-    table = _table(runs)
-    out: list[tuple[Run, Run]] = []
-    if table.ordered:
-        for env in table.environments:
-            own = table.of_environment(env)
-            out.extend((own[0].run, later.run) for later in own[1:])
-    figure = dict(quietness or {})
-    for camp in dict.fromkeys(s.campaign for s in table):
-        members = [s.run for s in table if s.campaign == camp]
-        values = [figure.get(r) for r in members]
-        if len(members) < 2 or any(v is None or not math.isfinite(float(v)) for v in values):
-            continue
-        quietest = min(members, key=lambda r: (float(figure[r]), r.environment))
-        out.extend((r, quietest) for r in members if r != quietest)
-    return tuple(dict.fromkeys(out))

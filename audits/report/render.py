@@ -273,40 +273,36 @@ RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggreg
 def suggest_runs(corpus, *, order=None) -> dict:
     """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`), as ``[environment, campaign]``.
 
-    * ``stored_run``/``fresh_run``: the earliest and the latest campaign of the first environment that has
-      two (``quiet`` preferred, then by name), *only* when the runs are ordered by their timestamps or by
-      ``order`` (the order of the corpus files on the command line): which campaign is the stored one is
-      then a fact of the data or the user, never of row order (:mod:`audits.corpus.runs`). Otherwise None,
-      and the report says how to name them (``-p 'stored_run=[ENV, CAMPAIGN]'``);
-    * ``source_run``/``target_run``: two environments (``quiet`` first, then by name), in the last campaign
-      (by name) they share when there is one, else each one's first; None with a single environment;
+    * ``stored_run``/``fresh_run`` and ``source_run``/``target_run``: the first ``"stored->fresh"`` and the
+      first ``"vs-quietest"`` default pair of :func:`audits.corpus.selection.choose_pairs` (the one rule for
+      pairs: stored -> fresh only when the runs are ordered by timestamps or by ``order``, the order of the
+      corpus files on the command line; an environment against the quietest one of its campaign, never "the
+      first two environments"). None when the corpus has no such pair, and the report says how to name them
+      (``-p 'stored_run=[ENV, CAMPAIGN]'``);
     * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first by name.
 
     Examples
     --------
     >>> import pandas as pd
-    >>> runs = pd.DataFrame({"environment": ["busy", "quiet", "quiet"], "campaign": ["b", "a", "b"],
-    ...     "problem": "p", "solution": "s", "repeat": 0, "status": "ok", "role": "reference",
-    ...     "timestamp": ["2026-01-03", "2026-01-01", "2026-01-02"]})
-    >>> suggest_runs(runs)["stored_run"], suggest_runs(runs)["source_run"], suggest_runs(runs)["target_run"]
-    (['quiet', 'a'], ['quiet', 'b'], ['busy', 'b'])
+    >>> runs = pd.DataFrame({"environment": ["busy"] * 2 + ["quiet"] * 4, "campaign": list("bbaabb"),
+    ...     "problem": "p", "test": "t", "solution": "s", "repeat": [0, 1] * 3, "status": "ok", "role": "reference",
+    ...     "duration_s": [1.0, 2.0, 1.0, 1.01, 1.0, 1.01],
+    ...     "timestamp": ["2026-01-03"] * 2 + ["2026-01-01"] * 2 + ["2026-01-02"] * 2})
+    >>> s = suggest_runs(runs)
+    >>> s["stored_run"], s["fresh_run"], s["source_run"], s["target_run"]
+    (['quiet', 'a'], ['quiet', 'b'], ['busy', 'b'], ['quiet', 'b'])
     """
     from audits.corpus.runs import runs_of
+    from audits.corpus.selection import choose_pairs
 
     runs = runs_of(corpus, order=order)
     envs = sorted(runs.environments, key=lambda e: (e != "quiet", e))
-    by_time = {e: [s.campaign for s in runs.of_environment(e)] for e in envs}  # in run order
-    by_name = {e: sorted(c) for e, c in by_time.items()}
     out: dict = dict.fromkeys(RUN_PARAMETERS)
-    with_two = [e for e in envs if len(by_time[e]) >= 2]
-    if with_two and runs.ordered:
-        e = with_two[0]
-        out["stored_run"], out["fresh_run"] = [e, by_time[e][0]], [e, by_time[e][-1]]
-    if len(envs) >= 2:
-        a, b = envs[0], envs[1]
-        shared = sorted(set(by_name[a]) & set(by_name[b]))
-        ca, cb = (shared[-1], shared[-1]) if shared else (by_name[a][0], by_name[b][0])
-        out["source_run"], out["target_run"] = [a, ca], [b, cb]
+    for choice in choose_pairs(corpus, runs=runs):
+        names = {"stored->fresh": ("stored_run", "fresh_run"), "vs-quietest": ("source_run", "target_run")}
+        source, target = names[choice.rule]
+        if out[source] is None:
+            out[source], out[target] = list(choice.source.to_dict().values()), list(choice.target.to_dict().values())
     if envs:
         out["aggregation_environment"] = out["simulation_environment"] = envs[0]
     return out

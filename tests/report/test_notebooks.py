@@ -214,7 +214,9 @@ def test_suggest_runs_names_runs_that_exist():
     runs = suggest_runs(two)
     # No timestamps and one file: which campaign is the stored one is not known, so none is guessed.
     assert runs["stored_run"] is runs["fresh_run"] is None
-    assert (runs["source_run"], runs["target_run"]) == (["quiet", "b"], ["busy", "b"])  # a shared campaign
+    # The busy environment (planted noise) against the quietest, in the first shared campaign by name
+    # (audits.corpus.selection; tests/corpus/test_selection.py checks the rule against an independent one).
+    assert (runs["source_run"], runs["target_run"]) == (["busy", "a"], ["quiet", "a"])
     assert runs["simulation_environment"] == runs["aggregation_environment"] == "quiet"
     # An explicit order (the corpus files as given) or timestamps decide it.
     ordered = suggest_runs(two, order=[["quiet", "b"], ["quiet", "a"]])

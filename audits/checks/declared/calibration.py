@@ -80,7 +80,7 @@ class CalibrationOptions(Options):
 
     ``pairs``: the (source, target) runs to calibrate, as the user names them (the command line's
     ``--source-*``/``--target-*``); empty: the documented default pairs
-    (:func:`audits.corpus.runs.default_pairs`) where the caller asks for them.
+    (:func:`audits.corpus.selection.choose_pairs`) where the caller asks for them.
     """
 
     audit: ClassVar[str] = "calibration"
