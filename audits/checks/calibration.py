@@ -183,6 +183,9 @@ class CalibrationAudit:
     #: The timings as they are (no map): ``log_rmse`` and ``share_2x_off`` over the pairs, the baseline
     #: every map must beat out of fold.
     identity: dict = field(default_factory=dict)
+    #: Which rule of :data:`audits.corpus.selection.PAIR_RULES` chose this pair: ``"named"`` when the caller
+    #: named source and target (the command line; audit all's pairs option).
+    pair_rule: str = "named"
 
     @property
     def level(self) -> str:
@@ -214,6 +217,7 @@ class CalibrationAudit:
                 "within_problem_share_below": row["within_problem_share_below"]}
         return to_jsonable({
             "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
+            "pair_rule": self.pair_rule,
             "source_runs": [r.to_dict() for r in self.source_runs],
             "target_runs": [r.to_dict() for r in self.target_runs],
             "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits, "identity": self.identity,

@@ -97,3 +97,14 @@ def test_the_report_uses_the_first_pair_of_each_rule(corpus):
     runs = suggest_runs(corpus)
     assert (runs["stored_run"], runs["fresh_run"]) == first["stored->fresh"]
     assert (runs["source_run"], runs["target_run"]) == first["vs-quietest"]
+
+
+def test_the_calibration_json_names_the_rule(corpus):
+    from audits.checks.calibration import run_calibration_audit
+
+    pair = choose_pairs(corpus, named=[(["m 3", "c0"], ["m:2", "c0"])])[0]
+    audit = run_calibration_audit(corpus, source=pair.source, target=pair.target, n_boot=0, n_boot_rank=0,
+                                  families=["affine"])
+    data = audit.to_dict()
+    assert data["pair_rule"] == pair.rule == "named"
+    assert [(r["environment"], r["campaign"]) for r in data["source_runs"]] == [("m 3", "c0")]
