@@ -258,10 +258,15 @@ def select_pair(corpus, source, target):
     """
     from audits.checks.calibration import calibration_pair
 
-    source, target = resolve_run(corpus, source), resolve_run(corpus, target)
-    if source == target:
-        raise UserError(f"source and target are the same run {source}; name two different runs")
-    return calibration_pair(corpus, source=source, target=target)
+    pair = _named_pair(corpus, source, target)
+    return calibration_pair(corpus, source=pair.source, target=pair.target)
+
+
+def _named_pair(corpus, source, target):
+    """The :class:`audits.corpus.selection.PairChoice` (rule ``"named"``) of two run parameters."""
+    from audits.corpus.selection import choose_pairs
+
+    return choose_pairs(corpus, named=[(resolve_run(corpus, source), resolve_run(corpus, target))])[0]
 
 
 #: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
@@ -347,10 +352,8 @@ def calibrate_runs(corpus, source_run, target_run, **options):
         return CalibrationSkipped(source_run, target_run, f"{why} (runs: {runs.listing()})")
     from audits.checks.calibration import run_calibration_audit
 
-    source, target = resolve_run(corpus, source_run), resolve_run(corpus, target_run)
-    if source == target:
-        raise UserError(f"source and target are the same run {source}; name two different runs")
-    return run_calibration_audit(ctx, source=source, target=target, **options)
+    pair = _named_pair(corpus, source_run, target_run)
+    return run_calibration_audit(ctx, source=pair.source, target=pair.target, **options)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
