@@ -46,7 +46,7 @@ __all__ = [
 #: The estimators' input contract: the statuses they know, ``ok`` first (their codes index this
 #: tuple). stats imports nothing of audits, so the corpus schema (``audits.corpus.schema.STATUSES``)
 #: states them for the corpus and a test (tests/corpus/test_schema.py) checks that the two agree.
-STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")
+STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit", "checker_error")
 
 
 def status_codes(frame: pd.DataFrame) -> np.ndarray:

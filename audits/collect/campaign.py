@@ -51,10 +51,10 @@ Failures of the harness
     fault) is not journaled; the campaign finishes the other jobs, reports the
     errors and writes no corpus, so that running it again retries exactly those
     jobs. A job whose package's *output validator* fails (crash, time-out, an
-    exit code that is neither 42 nor 43) is deterministic: it is counted as
-    ``checker_error``, listed as not transient, and left out of the corpus,
-    which is written with everything that ran (fixed campaigns; an adaptive one
-    stops as on any harness error).
+    exit code that is neither 42 nor 43) is deterministic: its row has status
+    ``checker_error`` (a status of the corpus schema: no timing, not correct)
+    with the validator's message, it is journaled like any row (a resumed
+    campaign does not retry it), counted and listed as not transient.
 
 Example
 -------
@@ -123,6 +123,8 @@ FLOOR_TEST = "empty"
 JOURNAL_VERSION = 1
 #: How long to try reaching a Dask scheduler before giving up.
 DASK_CONNECT_TIMEOUT = "10s"
+#: Start of a ``checker_error`` row's reason: the validator's failure is the harness's, and it repeats.
+CHECKER_ERROR_NOTE = "output validator failed (NOT transient: running again gives the same; fix the validator)"
 
 
 class CampaignError(UserError, RuntimeError):
@@ -583,7 +585,7 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu:
                 accepted, why = unit.checker.check(ex.stdout_path, input_path=Path(unit.input_path),
                                                    answer_path=Path(unit.answer_path), workdir=workdir / "check")
             except CheckerError as exc:  # the archive's validator failed: running it again gives the same
-                return {"job": job.job_id, "error": f"CheckerError: {exc}", "deterministic": True}
+                accepted, status, reason = True, "checker_error", f"{CHECKER_ERROR_NOTE}: {exc}"
             if not accepted:
                 status, reason = "wrong_answer", why
         return {"job": job.job_id, "status": status, "wall_s": ex.wall_s, "cpu_s": ex.cpu_s,
@@ -839,7 +841,8 @@ class CampaignResult:
     #: adaptive campaigns: rounds this invocation ran (round 0 counts even when resumed) and the planned maximum
     rounds: int | None = None
     max_jobs: int | None = None
-    #: jobs whose output validator failed (a deterministic harness error): not in the corpus, not retried
+    #: jobs whose output validator failed (a deterministic harness error): rows of status
+    #: ``checker_error`` in the journal and the corpus, not retried
     checker_errors: tuple[tuple[str, str], ...] = ()
 
     def summary(self) -> str:
@@ -854,7 +857,8 @@ class CampaignResult:
         if self.checker_errors:
             lines.append(f"checker errors {len(self.checker_errors)} (status checker_error: the package's output "
                          f"validator failed on these jobs; this is NOT transient, running again gives the same; "
-                         f"they are left out of the corpus, which holds everything else; fix the validator):")
+                         f"the corpus has these rows with status checker_error, neither timed nor correct; "
+                         f"fix the validator and collect them again with --restart):")
             lines += [f"    job {j}: {_short(e)}" for j, e in self.checker_errors[:10]]
             lines += [f"    ... and {len(self.checker_errors) - 10} more"] if len(self.checker_errors) > 10 else []
         if self.errors:
@@ -1090,7 +1094,6 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         pending = pending[:stop_after]
     statuses = Counter(row["status"] for row in done.values())
     errors: list[tuple[str, str]] = []
-    checker_errors: list[tuple[str, str]] = []
     ran = 0
     started = time.monotonic()
     scratch = plan.work_dir / "runs"
@@ -1102,11 +1105,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     def handle(result: dict) -> None:
         nonlocal ran
         job = by_id[result["job"]]
-        if "error" in result and result.get("deterministic") and not spec.adaptive:
-            checker_errors.append((f"{job.unit.problem}/{job.unit.test}/{job.unit.solution}#{job.repeat}",
-                                   result["error"]))
-            statuses["checker_error"] += 1
-        elif "error" in result:
+        if "error" in result:
             errors.append((f"{job.unit.problem}/{job.unit.test}/{job.unit.solution}#{job.repeat}", result["error"]))
             statuses["harness_error"] += 1
         else:
@@ -1133,7 +1132,7 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
             _pin_load(load, spec)
             if not spec.adaptive:
                 execute(pending)
-                complete = len(done) + len(checker_errors) == len(plan.jobs)
+                complete = len(done) == len(plan.jobs)
             else:
                 bar.reset(total=None)
                 bar.update(len(done))
@@ -1144,6 +1143,8 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         sandbox.sweep()
     elapsed = time.monotonic() - started
     statuses.pop("harness_error", None)
+    checker_errors = [(f"{r['problem']}/{r['test']}/{r['solution']}#{r['repeat']}", r["reason"])
+                      for r in sorted(done.values(), key=lambda r: r["order"]) if r["status"] == "checker_error"]
     written = None
     if complete and not errors:
         corpus = journal_to_corpus(done.values(), source=str(journal_path))

@@ -25,7 +25,9 @@ Optional with a default (filled when absent, :data:`OPTIONAL_DEFAULTS`):
 ``0``), ``role`` (category of :data:`ROLES`, ``"reference"``), ``test_kind``
 (category of :data:`TEST_KINDS`, ``"optimization"``). ``correct`` (bool) is
 derived when absent: a solution is correct unless one of its executions is
-``wrong_answer`` or ``runtime_error`` (:data:`INCORRECT_STATUSES`).
+``wrong_answer``, ``runtime_error`` or ``checker_error`` (:data:`INCORRECT_STATUSES`).
+Estimators time only ``ok`` rows (``timeout`` is censored at the limit); every other
+status, ``checker_error`` included, is no timing.
 
 Optional without a default (kept when present, never invented): ``timestamp``
 (when the execution ran; orders runs, :mod:`audits.corpus.runs`),
@@ -66,6 +68,7 @@ __all__ = [
     "OPTIONAL",
     "STATUSES",
     "PROCESS_STATUSES",
+    "CHECKER_STATUSES",
     "INCORRECT_STATUSES",
     "ROLES",
     "TEST_KINDS",
@@ -81,11 +84,16 @@ __all__ = [
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 #: Every status an execution can have; ``ok`` first (estimators index into this order).
-STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit")
-#: Statuses a sandboxed process can end with (``wrong_answer`` is the output checker's verdict).
-PROCESS_STATUSES = tuple(s for s in STATUSES if s != "wrong_answer")
-#: Statuses that make a solution incorrect when the corpus has no ``correct`` label.
-INCORRECT_STATUSES = ("wrong_answer", "runtime_error")
+#: ``checker_error``: the program ran but the package's output validator failed on its output
+#: (a harness error that running again repeats, issue 22): neither a timing nor a correct run.
+STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "memory_limit", "checker_error")
+#: Statuses that come from judging the output, not from how the sandboxed process ended.
+CHECKER_STATUSES = ("wrong_answer", "checker_error")
+#: Statuses a sandboxed process can end with.
+PROCESS_STATUSES = tuple(s for s in STATUSES if s not in CHECKER_STATUSES)
+#: Statuses that make a solution incorrect when the corpus has no ``correct`` label (an output
+#: no validator could judge is no evidence of correctness).
+INCORRECT_STATUSES = ("wrong_answer", "runtime_error", "checker_error")
 #: ``reference``: pool solutions; ``candidate``: scored against the pool; ``floor``: the empty program.
 ROLES = ("reference", "candidate", "floor")
 #: ``correctness`` tests decide c only; ``optimization`` tests are timed and ranked.

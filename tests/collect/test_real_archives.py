@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from audits.collect.campaign import CHECKER_ERROR_NOTE
 from audits.collect.languages import newest_cxx_std
+from audits.corpus.io import load_corpus
+from stats.ranking import solution_cells
 from audits.collect.suite import load_suite
 from tests.collect.package_files import write
 
@@ -102,8 +105,17 @@ def test_a_validator_that_always_fails_still_writes_the_corpus_and_says_it_is_no
     assert done.returncode == 0, done.stderr + done.stdout
     assert "checker errors 3 (status checker_error" in done.stdout and "NOT transient" in done.stdout
     assert "checker_error 3" in done.stdout
-    corpus = pd.read_parquet(out)
-    assert len(corpus) and "p" not in set(corpus["problem"].astype(str))  # the floor rows, written
+    corpus = load_corpus(out)  # validates: checker_error is a status of the schema
+    rows = corpus[corpus["problem"].astype(str) == "p"]
+    assert len(rows) == 3 and set(rows["status"].astype(str)) == {"checker_error"}
+    reasons = pd.read_parquet(out).query("problem == 'p'")["reason"].astype(str)
+    assert reasons.str.startswith(CHECKER_ERROR_NOTE).all() and reasons.str.contains("exited with 7").all()
+    # the estimators take no timing from them
+    cells = solution_cells(corpus, by=["problem", "test", "solution"])
+    p_cells = cells[cells["problem"].astype(str) == "p"]
+    assert (p_cells["n_ok"] == 0).all() and set(p_cells["status"].astype(str)) == {"checker_error"}
+    assert p_cells["duration_s"].isna().all()
+    assert (corpus.loc[corpus["problem"].astype(str) != "p", "status"].astype(str) == "ok").all()  # the floor rows
 
 
 def test_a_probe_whose_every_run_times_out_says_so_instead_of_figures(tmp_path):
