@@ -309,10 +309,8 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
                          f"({exc.filename or ''})".replace(" ()", "")) from exc
     name = Path(compiler).name
     where = label or str(sources[0])
-    from audits.collect.sandbox import scratch_root
-
     try:  # the build sees the submission's own files only: a fresh copy (that the box's uid can reach)
-        stage = scratch_root("speedaudit-build-")
+        stage = _stage_dir()
         copy_files([*sources, *(h for h in headers if h not in sources)], root, stage / "src")
     except OSError as exc:
         _remove(tmp_name)
@@ -335,6 +333,62 @@ def build_cpp(sources: list[Path], build_dir: Path, *, cxx: str = DEFAULT_CXX,
         _remove(tmp_name)
         shutil.rmtree(stage, ignore_errors=True)
     return exe.resolve(), elapsed
+
+
+#: Build staging folders are ``<scratch>/speedaudit-build-<pid of the collector>-<random>``: the pid says whose.
+STAGE_PREFIX = "speedaudit-build-"
+_STAGES_SWEPT: set[int] = set()
+
+
+def _stage_dir() -> Path:
+    """A fresh staging folder for one build, after removing those of collectors that died (once per process).
+
+    A collector killed mid-build (SIGKILL, the OOM killer) runs no ``finally``: its folder, on the
+    tmpfs ``/dev/shm`` where a build bomb's objects can be large, would outlive it. The pid in the
+    name lets the next collector remove it (*decision*: at its first build).
+    """
+    from audits.collect.sandbox import scratch_root
+
+    if os.getpid() not in _STAGES_SWEPT:  # a forked child sweeps again: its parent may have died since
+        _STAGES_SWEPT.add(os.getpid())
+        sweep_stale_stages()
+    return scratch_root(f"{STAGE_PREFIX}{os.getpid()}-")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a live process of another user
+        return True
+    return True
+
+
+def sweep_stale_stages() -> list[Path]:
+    """Remove the staging folders of dead collectors; return them.
+
+    Only folders of this user whose name carries a pid of no live process (in this pid
+    namespace: a collector in another namespace, e.g. another container sharing ``/dev/shm``,
+    may look dead; *decision*: such setups give each container its own ``/dev/shm``, as
+    container runtimes do). A pid that was reused keeps its folder until that process ends.
+    """
+    from audits.collect.sandbox import _fast_tmp
+
+    removed = []
+    for base in dict.fromkeys(filter(None, (_fast_tmp(), tempfile.gettempdir()))):
+        for entry in Path(base).glob(f"{STAGE_PREFIX}*"):
+            pid = entry.name[len(STAGE_PREFIX):].split("-", 1)[0]
+            try:
+                st = entry.lstat()
+            except OSError:
+                continue
+            if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            if not _pid_alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
 
 
 #: Limits of one compilation in the box (*decision*, documented in docs/collecting.md): 2 GiB of address space

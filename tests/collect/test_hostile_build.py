@@ -9,13 +9,18 @@ file it tried to read, stay within the build limits, and leave nothing behind bu
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from audits.collect.languages import BUILD_LIMITS, BuildError, prepare
+from audits.collect.languages import BUILD_LIMITS, STAGE_PREFIX, BuildError, prepare
+from audits.collect.sandbox import scratch_root
 
 SECRET = "918273645546372819"
 HONEST = '#include <cstdio>\nint main(){long long a,b;if(scanf("%lld %lld",&a,&b)!=2)return 1;printf("%lld\\n",a+b);}\n'
@@ -128,3 +133,35 @@ def test_builds_run_as_an_unprivileged_uid_without_the_package(tmp_path):
                      f'#if __has_include("/etc/passwd") == 0\n#error no system files\n#endif\nint main(){{}}\n')
     for sandbox in ("local", "bwrap"):
         prepare(probe, tmp_path / f"b-{sandbox}", sandbox=sandbox)  # builds: the package is not in its view
+
+
+_PREPARE = ("import sys\nfrom pathlib import Path\nfrom audits.collect.languages import prepare\n"
+            "prepare(Path(sys.argv[1]), Path(sys.argv[2]), sandbox='local')\n")
+
+
+def _stages(pid: int) -> list[Path]:
+    return [p for base in ("/dev/shm", tempfile.gettempdir()) for p in Path(base).glob(f"{STAGE_PREFIX}{pid}-*")]
+
+
+def test_a_collector_killed_mid_build_leaves_no_staging_folder_to_the_next(tmp_path):
+    """SIGKILL runs no ``finally``: the killed collector's staging folder is removed by the next collector."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    slow = tmp_path / "slow.cpp"  # the whole standard library: seconds of cc1plus, time to kill it mid-build
+    slow.write_text("#include <bits/stdc++.h>\nint main(){}\n")
+    collector = subprocess.Popen([sys.executable, "-c", _PREPARE, str(slow), str(tmp_path / "b1")], env=env)
+    deadline = time.monotonic() + 120
+    while not _stages(collector.pid) and collector.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    collector.kill()
+    collector.wait()
+    (stale,) = _stages(collector.pid)  # what the kill left behind
+    live = scratch_root(f"{STAGE_PREFIX}{os.getpid()}-")  # a live collector's (ours): must be kept
+    try:
+        honest = tmp_path / "honest.cpp"
+        honest.write_text(HONEST)
+        subprocess.run([sys.executable, "-c", _PREPARE, str(honest), str(tmp_path / "b2")], env=env, check=True,
+                       timeout=300)
+        assert not stale.exists()
+        assert live.is_dir()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
