@@ -23,15 +23,15 @@ Writes ``benchmarks/results/bench_cli-<UTC time>.json`` (git-ignored).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from benchmarks.results_file import RESULTS_DIR, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 HELP_TARGET_S = 0.3  # issue 26 item 4
@@ -118,17 +118,13 @@ def report(result: dict, log=print) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7, help="fresh processes per case (median; default 7)")
-    parser.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"), help="where the JSON goes")
+    parser.add_argument("--out-dir", default=str(RESULTS_DIR), help="where the JSON goes")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     result = measure(repeats=args.repeats)
     report(result)
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"bench_cli-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(result, indent=2))
-    print(f"wrote {path}")
+    write_results("bench_cli", result, out_dir=args.out_dir)
     return 0
 
 

@@ -55,6 +55,7 @@ if str(ROOT) not in sys.path:
 
 from audits.collect.languages import floor_program  # noqa: E402
 from audits.collect.sandbox import Limits, accounting, launcher_path, make_sandbox, scratch_root  # noqa: E402
+from benchmarks.results_file import write_results  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 COMMANDS = {"true": ["/bin/true"], "python3 -c pass": [PYTHON, "-c", "pass"]}
@@ -251,11 +252,7 @@ def main(argv=None) -> int:
               + ("" if results["load_before"][0] < 0.5 else " (not an idle machine: the ratio moves with the load)"))
     print(f"TARGET (accuracy): runner mean within {a['target_ms']:g} ms of hyperfine's; measured "
           f"{a['difference_ms']:+.2f} ms -> {'MET' if results['verdict']['accuracy_target_met'] else 'MISSED'}")
-    out_dir = ROOT / "benchmarks" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"bench_runner-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(results, indent=2))
-    print(f"wrote {path}")
+    write_results("bench_runner", results)
     return 0
 
 
