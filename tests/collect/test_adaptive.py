@@ -82,6 +82,9 @@ def test_adaptive_options_are_checked():
     assert a != b and "adaptive" not in CampaignSpec().fingerprint_fields()
 
 
+# Serial: it watches the journal every 50 ms to SIGKILL the campaign inside its second round; in a parallel
+# run a neighbouring worker's timing once let the whole campaign (18 jobs, 1.5 s) finish between two polls.
+@pytest.mark.serial
 def test_adaptive_campaign_resumes_after_sigkill_with_one_row_per_execution(tmp_path, request):
     suite = two_problems(tmp_path)
     out = tmp_path / "crash.parquet"

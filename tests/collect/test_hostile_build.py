@@ -60,7 +60,9 @@ def _sources(pkg: Path) -> dict[str, str]:
 
 
 def _leftovers() -> set[str]:
-    return {str(p) for base in ("/dev/shm", "/tmp") for p in Path(base).glob("speedaudit-build-*")}
+    # Only this process's staging folders (the name carries the collector's pid, audits.collect.languages):
+    # under pytest-xdist another worker's build may be staging beside this one at the same moment.
+    return {str(p) for base in ("/dev/shm", "/tmp") for p in Path(base).glob(f"speedaudit-build-{os.getpid()}-*")}
 
 
 @pytest.fixture(scope="module")
