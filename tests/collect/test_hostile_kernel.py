@@ -378,6 +378,10 @@ def test_io_uring_memfd_secret_bpf_perf_userfaultfd_are_refused(spec, base):
 # CPU and memory of the whole tree
 
 
+# Serial (OPEN, issue 22): in one fresh-clone parallel run (load ~4) the bwrap run counted 0.16 s of an
+# 'ignored' child's own 0.56 s: the cgroup's CPU was read before that child's last time slices were charged.
+# Alone it has passed every time; the race is recorded in docs/collecting.md's open rows and the closing note.
+@pytest.mark.serial
 @pytest.mark.parametrize("spec", SANDBOXES)
 def test_an_unwaited_child_s_cpu_and_memory_are_the_run_s(spec, base):
     box = make_sandbox(spec)
