@@ -57,9 +57,8 @@ def unmeasured_by_run(rows: pd.DataFrame, run_code: np.ndarray, n_runs: int) -> 
     defaults (``role``, ``test_kind``) count as their default when absent; without ``correct`` every
     solution counts as correct.
     """
-    empty: list[tuple[tuple[str, str], ...]] = [() for _ in range(n_runs)]
     if "problem" not in rows.columns or len(rows) == 0:
-        return empty
+        return [() for _ in range(n_runs)]
     prob, n_prob = group_codes(rows, ["problem"])
     unit = run_code.astype(np.int64) * n_prob + prob
     size = n_runs * n_prob
@@ -74,19 +73,13 @@ def unmeasured_by_run(rows: pd.DataFrame, run_code: np.ndarray, n_runs: int) -> 
     has_timing = np.bincount(unit[timed & optimization], minlength=size) > 0
     first = first_rows(prob, n_prob)
     names = rows["problem"].iloc[first].astype(str).to_numpy()  # one name per problem code
-    out = []
-    for k in range(n_runs):
-        found = []
-        for p in range(n_prob):
-            u = k * n_prob + p
-            if not present[u]:
-                continue
-            cause = (NO_OPTIMIZATION if not has_opt[u] else NO_REFERENCE if not has_ref[u]
-                     else NO_TIMING if not has_timing[u] else None)
-            if cause is not None:
-                found.append((str(names[p]), cause))
-        out.append(tuple(sorted(found)))
-    return out
+    # One cause per (run, problem) unit, vectorised; only the flagged units are visited in Python.
+    cause = np.select([~has_opt, ~has_ref, ~has_timing], [1, 2, 3], default=0)
+    causes = (None, NO_OPTIMIZATION, NO_REFERENCE, NO_TIMING)
+    out: list[list[tuple[str, str]]] = [[] for _ in range(n_runs)]
+    for u in np.flatnonzero(present & (cause > 0)):
+        out[u // n_prob].append((str(names[u % n_prob]), causes[cause[u]]))
+    return [tuple(sorted(found)) for found in out]
 
 
 def unmeasured_problems(rows: pd.DataFrame) -> tuple[tuple[str, str], ...]:
