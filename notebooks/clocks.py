@@ -36,7 +36,7 @@ from audits.report.plots.clocks import clock_figures, rank_agreement_figure
 
 # %%
 results = open_page(results_path, corpora, globals())
-corpus = results.corpus  # the clock figures and tables read the rows
+corpus = results  # the rows are read only where a reason needs them (one clock): saved results render alone
 
 # %% [markdown]
 # ## What the clocks say

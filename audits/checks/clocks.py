@@ -404,16 +404,37 @@ def recommended_clock(audit: ClocksAudit, thresholds: ClocksThresholds | None = 
     return best, agree, noise
 
 
-def clock_findings(audit: ClocksAudit, thresholds: ClocksThresholds | None = None) -> tuple[Finding, ...]:
+def one_clock_reason(corpus: pd.DataFrame | None, measures: Sequence[str]) -> str:
+    """Why only one clock can be compared, from the rows: another clock was recorded but not named, or
+    ``cpu_s`` has no positive value on an ok execution, or the corpus has no ``cpu_s`` column."""
+    name = measures[0] if measures else "duration_s"
+    others = [m for m in available_measures(corpus) if m != name] if corpus is not None else []
+    if others:
+        return (f"only one clock, `{name}`, was named (clocks_measures); the corpus also has "
+                f"{', '.join(f'`{o}`' for o in others)}: name two or more, e.g. `-p 'clocks_measures=[{name}, "
+                f"{others[0]}]'` (speedaudit audit clocks --measure)")
+    if corpus is not None and "cpu_s" in corpus.columns:
+        why = "its `cpu_s` column has no positive value on any ok execution"
+    elif corpus is not None:
+        why = "it has no `cpu_s` column"
+    else:
+        why = "no other duration column (cpu_s, instructions) has a positive value on an ok execution"
+    return (f"the corpus has one clock, `{name}`{' (wall time)' if name == 'duration_s' else ''}: {why}; "
+            f"record CPU time beside the wall time (speedaudit collect does), or name another numeric "
+            f"duration column with `-p 'clocks_measures=[duration_s, COLUMN]'` (speedaudit audit clocks --measure)")
+
+
+def clock_findings(audit: ClocksAudit, thresholds: ClocksThresholds | None = None, *,
+                   corpus: pd.DataFrame | None = None) -> tuple[Finding, ...]:
     """The clocks audit's verdicts: per measure other than the base, its mean within-problem rank agreement
     with the base on the quietest run, judged against ``agreement`` (lower is worse); each message names the
-    clock to trust (:func:`recommended_clock`). ``n/a`` with the reason when nothing can be compared."""
+    clock to trust (:func:`recommended_clock`). ``n/a`` with the reason when nothing can be compared (with one
+    clock, :func:`one_clock_reason` of ``corpus``)."""
     th = thresholds or ClocksThresholds()
-    base = audit.measures[0] if audit.measures else "duration_s"
     if len(audit.measures) < 2:
-        return (Finding.not_available("clock_agreement", f"the corpus has one clock, {base} (record cpu_s beside the "
-                                      "wall time, or name another duration column with --measure)",
+        return (Finding.not_available("clock_agreement", one_clock_reason(corpus, audit.measures),
                                       threshold=th.text("agreement")),)
+    base = audit.measures[0]
     if audit.quietest is None or not len(audit.agreement) or not np.isfinite(
             audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
         return (Finding.not_available("clock_agreement", "no problem of the quietest run has two solutions scored "
@@ -522,4 +543,4 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
     agreement = (pd.concat(parts, ignore_index=True)[["measure", "problem", "n_solutions", "kendall_tau"]] if parts
                  else pd.DataFrame(columns=["measure", "problem", "n_solutions", "kendall_tau"]))
     audit = ClocksAudit(table, agreement, quietest, how, tuple(measures))
-    return replace(audit, findings=clock_findings(audit, ClocksThresholds.coerce(thresholds)))
+    return replace(audit, findings=clock_findings(audit, ClocksThresholds.coerce(thresholds), corpus=corpus))

@@ -933,8 +933,9 @@ def _clock_row(audit, run, measure) -> dict:
     return t.loc[mask].iloc[0].to_dict() if mask.any() else {}
 
 
-def clocks_not_compared(audit, corpus: pd.DataFrame | None = None) -> str | None:
-    """Why the clocks cannot be compared on this corpus (None when they can).
+def clocks_not_compared(audit, corpus=None) -> str | None:
+    """Why the clocks cannot be compared on this corpus (None when they can): the audit's own reason
+    (:func:`audits.checks.clocks.clock_findings`); ``corpus`` is not read (kept for the pages' calls).
 
     >>> from audits.checks.clocks import run_clocks_audit
     >>> from audits.corpus.synthetic import synthesize
@@ -942,24 +943,10 @@ def clocks_not_compared(audit, corpus: pd.DataFrame | None = None) -> str | None
     >>> clocks_not_compared(run_clocks_audit(corpus, n_boot=10), corpus)[:50]
     'the corpus has one clock, `duration_s` (wall time)'
     """
-    from audits.checks.clocks import available_measures
-
     measures = tuple(audit.measures)
-    if len(measures) < 2:
-        name = measures[0] if measures else "duration_s"
-        others = [m for m in available_measures(corpus) if m != name] if corpus is not None else []
-        if others:
-            return (f"only one clock, `{name}`, was named (clocks_measures); the corpus also has "
-                    f"{', '.join(f'`{o}`' for o in others)}: name two or more, e.g. `-p 'clocks_measures=[{name}, {others[0]}]'`")
-        if corpus is not None and "cpu_s" in corpus.columns:
-            why = "its `cpu_s` column has no positive value on any ok execution"
-        elif corpus is not None:
-            why = "it has no `cpu_s` column"
-        else:
-            why = "no other duration column (cpu_s, instructions) has a positive value on an ok execution"
-        return (f"the corpus has one clock, `{name}`{' (wall time)' if name == 'duration_s' else ''}: {why}; "
-                f"record CPU time beside the wall time (speedaudit collect does), or name another numeric "
-                f"duration column with `-p 'clocks_measures=[duration_s, COLUMN]'`")
+    if len(measures) < 2:  # the audit judged it, with the reason read off the rows (clocks.one_clock_reason)
+        reasons = [f.reason for f in audit.findings if f.metric == "clock_agreement" and f.level == NA]
+        return reasons[0] if reasons else f"the corpus has one clock, `{measures[0] if measures else 'duration_s'}`"
     if audit.quietest is None:
         return "the corpus has no run to compare the clocks on"
     if not len(audit.agreement) or not np.isfinite(audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
@@ -1148,8 +1135,6 @@ def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "c
     rows are then read only when the rule needs them (never for a result a saved file does not hold)."""
     if _skipped(audit):
         return f"**[The choice of clock]({link})**: n/a: {audit.findings[0].reason}."
-    if corpus is not None and not isinstance(corpus, pd.DataFrame):
-        corpus = corpus.corpus
     rec = recommend_clock(audit, corpus)
     if rec["measure"] is None:
         text = f"n/a: {rec['reason']}"

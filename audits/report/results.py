@@ -304,6 +304,12 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
         parameters["simulation"] = {"seed": seed, "simulation_environment": whole.simulation.environment,
                                     "simulation_campaign": whole.simulation.campaign,
                                     "reward_environment_files": page["reward_environment_files"]}
+    clocks = whole.clocks
+    if clocks is not None:
+        results["clocks"] = clocks
+        page["clocks_measures"] = list(clocks.measures) or None
+        parameters["clocks"] = {"campaign": campaign, "clocks_measures": page["clocks_measures"], "n_boot": n_boot,
+                                "seed": seed}
     meta = {"saved": True, "source": "speedaudit audit all", "corpora": corpora, "parameters": page,
             "skipped": dict(whole.skipped)}
     return dump_results(results, path, parameters=parameters, meta=meta, extra=extra)

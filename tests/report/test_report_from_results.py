@@ -31,7 +31,7 @@ def test_audit_all_json_is_the_plain_json_and_the_saved_results(saved):
     assert doc["audit"] == "all" and doc["reliability"]["audit"] == "reliability"  # each audit's own JSON, as before
     results = read_results(saved)
     assert results.meta["saved"] and {"reliability", "discriminability", "stored", "aggregation", "simulation",
-                                      "corpus_summary"} <= set(results.names())
+                                      "clocks", "corpus_summary"} <= set(results.names())
     assert [f.to_dict() for f in results.value("reliability").findings] == doc["reliability"]["findings"]
 
 
@@ -39,17 +39,19 @@ def test_report_from_saved_results_computes_nothing(saved, tmp_path, counting): 
     log, here = counting
     index = render_reports(None, results=saved, out_dir=tmp_path / "out", progress=None)
     assert not index.failed
-    assert [r.name for r in index.reports] == ["overview", "reliability", "calibration", "aggregation", "simulation"]
+    assert [r.name for r in index.reports] == ["overview", "reliability", "clocks", "calibration", "aggregation",
+                                                     "simulation"]
     assert here == [] and _kernel_calls(log) == []  # no audit here, none in any page, and no page read the corpus
     results = read_results(saved)
     page = {r.name: {(f["metric"], f["level"], f.get("environment"), f.get("campaign")) for f in r.findings}
             for r in index.reports}
     for name, audit in (("reliability", "reliability"), ("reliability", "discriminability"),
-                        ("calibration", "stored"), ("aggregation", "aggregation"), ("simulation", "simulation")):
+                        ("calibration", "stored"), ("aggregation", "aggregation"), ("simulation", "simulation"),
+                        ("clocks", "clocks")):
         shown = {(f.metric, f.level, f.environment, f.campaign) for f in results.value(audit).findings}
         assert shown and shown <= page[name], (name, audit)
     overview = (tmp_path / "out" / "overview.html").read_text(encoding="utf-8")
-    assert "not in the saved results" in overview  # the clock audit, which audit all does not compute
+    assert "clocks is not in the saved results" not in overview  # every audit of audit all is saved, clocks too
 
 
 def test_saved_results_are_the_only_input(saved, corpus_path, tmp_path):  # noqa: F811
