@@ -1134,6 +1134,7 @@ def compare_aggregators(
     n_boot: int = 1000,
     level: float = 0.95,
     seed: int | None = 0,
+    tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> AggregatorComparison:
     """Compare aggregators on stability (across repeats) and dynamic range.
 
@@ -1175,6 +1176,9 @@ def compare_aggregators(
         Repeat value that defines the quartiles (default: the smallest).
     n_boot, level, seed
         Bootstrap over problems.
+    tables : (DataFrame, DataFrame), optional
+        The per-repeat and per-cell percentile tables of ``runs`` (without its ``floor`` rows) against
+        ``pools``, when already computed (:func:`aggregator_problem_values`); default: computed.
 
     Returns
     -------
@@ -1209,7 +1213,7 @@ def compare_aggregators(
         pools = reference_pools(runs)
 
     values = aggregator_problem_values(runs, names=names, pools=pools, floor_s=floor_s,
-                                       quartile_repeat=quartile_repeat)
+                                       quartile_repeat=quartile_repeat, tables=tables)
     return combine_aggregator_values(values, n_repeats=len(repeats), quartile_repeat=quartile_repeat,
                                      n_boot=n_boot, level=level, seed=seed)
 
@@ -1277,19 +1281,23 @@ def _digest(pct: np.ndarray) -> bytes:
 
 
 def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools: pd.DataFrame,
-                              floor_s: float | dict, quartile_repeat) -> AggregatorProblemValues:
+                              floor_s: float | dict, quartile_repeat,
+                              tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> AggregatorProblemValues:
     """Per-problem stability and dynamic range of every aggregator (steps 1-4 of :func:`compare_aggregators`).
 
     ``runs``: the run's executions without its ``floor`` rows (whole problems: all of the run's, or a
     partition's); ``pools`` their reference pools; ``floor_s`` and ``quartile_repeat`` those of the whole run
     (the floor from the run's ``floor`` rows, the smallest repeat of the run), so that a partition scores
-    its problems exactly as the whole run would.
+    its problems exactly as the whole run would. ``tables``: ``(percentile_table(runs, per_repeat=True,
+    pools=pools), percentile_table(runs, pools=pools))`` when already computed (a run context's); default:
+    computed here.
     """
     from stats.ranking import percentile_table
 
     names = tuple(names)
-    rep_cells = percentile_table(runs, per_repeat=True, pools=pools)
-    col_cells = percentile_table(runs, per_repeat=False, pools=pools)
+    if tables is None:
+        tables = (percentile_table(runs, per_repeat=True, pools=pools), percentile_table(runs, pools=pools))
+    rep_cells, col_cells = tables
     ctx_rep, units_rep = aggregation_context(rep_cells, pools, by=["problem", "solution", "repeat"], floor_s=floor_s)
     ctx_col, units_col = aggregation_context(col_cells, pools, by=["problem", "solution"], floor_s=floor_s)
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from stats._groups import group_codes, grouped_median
+from stats._groups import group_codes, grouped_median, subset_codes
 from stats._ties import snap
 
 __all__ = [
@@ -110,16 +110,31 @@ def _require_single_run(frame: pd.DataFrame, what: str) -> None:
                 )
 
 
-def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", "test", "solution")) -> pd.DataFrame:
+def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", "test", "solution"),
+                   codes: tuple[np.ndarray, int] | None = None) -> pd.DataFrame:
     """Collapse repeats: one row per ``by`` cell.
 
     ``duration_s`` is the median of the cell's ``ok`` repeats (NaN when none is
     ok); ``status`` is ``ok`` when at least half of the repeats are ok, else
     the most frequent non-ok status; ``n_ok`` / ``n_runs`` count repeats. Other
     descriptive columns (role, correct, test_kind) are taken from the first row.
+
+    ``codes``: ``group_codes(executions, by)`` when the caller already has them (a run context computes
+    them once per run); default: computed here.
     """
-    by = list(by)
-    codes, n_groups = group_codes(executions, by)
+    if codes is None:
+        codes = group_codes(executions, list(by))
+    return _collapse(executions, list(by), *codes)
+
+
+def cell_codes(executions: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """``group_codes`` of the (problem, test, solution) cells: what :func:`solution_cells` and
+    :func:`reference_pools` accept as ``codes=`` to skip that grouping pass."""
+    return group_codes(executions, ["problem", "test", "solution"])
+
+
+def _collapse(executions: pd.DataFrame, by: list, codes: np.ndarray, n_groups: int) -> pd.DataFrame:
+    """:func:`solution_cells` of ``executions`` grouped by ``codes`` (``n_groups`` dense codes of ``by``)."""
     status_code = status_codes(executions)
     is_ok = status_code == 0
     durations = executions["duration_s"].to_numpy(dtype=float)
@@ -152,7 +167,8 @@ def solution_cells(executions: pd.DataFrame, *, by: Sequence[str] = ("problem", 
 POOLS_ATTR = "speedaudit.reference_pools"
 
 
-def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None) -> pd.DataFrame:
+def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None,
+                    codes: tuple[np.ndarray, int] | None = None) -> pd.DataFrame:
     """Reference pool of every (problem, test).
 
     Parameters
@@ -166,6 +182,9 @@ def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None) ->
         by the interpreter, not by the idea), and every other problem one pool;
         ``True`` splits every problem by language; ``False`` keeps one pool.
         ``corpus.attrs[POOLS_ATTR] == "one"`` means ``False`` when None is given.
+    codes : (ndarray, int), optional
+        :func:`cell_codes` of ``corpus`` when already computed; the pool's cells are then numbered from
+        them (:func:`stats._groups.subset_codes`) instead of a second grouping pass. Default: computed.
 
     Returns
     -------
@@ -197,7 +216,8 @@ def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None) ->
         by_language = False
     split = by_language is not False and "language" in corpus.columns
     refs = corpus.loc[mask, ["problem", "test", "solution", "duration_s", "status"] + (["language"] if split else [])]
-    cells = solution_cells(refs)
+    by = ["problem", "test", "solution"]
+    cells = _collapse(refs, by, *(group_codes(refs, by) if codes is None else subset_codes(*codes, mask)))
     out = cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
     if split and len(cells):
         language = cells["language"].astype(object).where(cells["language"].notna(), "").astype(str).to_numpy()
@@ -367,6 +387,7 @@ def percentile_table(
     leave_self_out: bool = True,
     pools: pd.DataFrame | None = None,
     by_language: bool | None = None,
+    cells: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per-test percentiles of every solution in one environment and campaign.
 
@@ -383,6 +404,8 @@ def percentile_table(
         ``corpus``.
     by_language : bool, optional
         Per-language pools, as in :func:`reference_pools` (when ``pools`` is not given).
+    cells : DataFrame, optional
+        ``solution_cells(corpus)`` when already computed (with ``per_repeat=False``); default: computed.
 
     Returns
     -------
@@ -398,7 +421,7 @@ def percentile_table(
                 if c in corpus.columns]
         frame = corpus[cols].reset_index(drop=True)
     else:
-        frame = solution_cells(corpus)
+        frame = solution_cells(corpus) if cells is None else cells
     # a shallow copy: under pandas' copy-on-write adding the column never writes into ``corpus`` (the deep
     # copy this was cost one copy of every scored execution, 10^7-row peak RSS)
     frame = frame.copy(deep=False)

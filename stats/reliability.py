@@ -412,6 +412,7 @@ def per_repeat_scores(
     roles: Sequence[str] = ("reference", "candidate"),
     correct_only: bool = True,
     pools: pd.DataFrame | None = None,
+    table: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """q of every solution in every repeat against the fixed pool of one run.
 
@@ -429,6 +430,10 @@ def per_repeat_scores(
     correct_only : bool, default True
         Score only solutions labelled correct (incorrect ones sit at q near 1
         in every repeat and would dilute the drift).
+    table : DataFrame, optional
+        ``percentile_table(run, per_repeat=True, pools=pools)`` of every row of ``run`` when already
+        computed (a run context's, for a ``run`` with a ``repeat`` and no ``run`` column); the scored rows
+        are then taken from it instead of ranked again. Default: computed.
 
     Returns
     -------
@@ -447,10 +452,13 @@ def per_repeat_scores(
         mask &= run["role"].isin([r for r in roles if r != "floor"]).to_numpy()
     if correct_only and "correct" in run.columns:
         mask &= run["correct"].to_numpy(dtype=bool)
-    scored = run.loc[mask]
-    if "repeat" not in scored.columns:
-        scored = scored.assign(repeat=0)
-    table = percentile_table(scored, per_repeat=True, pools=pools)
+    if table is not None and "repeat" in run.columns and len(table) == len(run):
+        table = table.loc[mask].reset_index(drop=True)
+    else:
+        scored = run.loc[mask]
+        if "repeat" not in scored.columns:
+            scored = scored.assign(repeat=0)
+        table = percentile_table(scored, per_repeat=True, pools=pools)
     scores = problem_scores(table, by=["problem", "solution", "repeat"])
     return scores[[c for c in ("problem", "solution", "repeat", "q", "q_unrounded", "role") if c in scores.columns]]
 

@@ -305,8 +305,9 @@ def run_aggregation_audit(
             run_floor = floors_by_language(floor_rows) or floor_from_rows(floor_rows) or 0.0
         # the run's rows without its floor rows (shared with the other audits): no copy of the run's
         # executions with them (10^7 rows: one copy less of each run at the audit's peak RSS)
+        tables = (run_ctx.repeat_percentiles, run_ctx.cell_percentiles)  # the run's shared tables
         items.append((summary, compare_aggregators(run_ctx.rows, names=names, pools=run_ctx.pools,
-                                                   floor_s=run_floor, n_boot=n_boot, seed=seed)))
+                                                   floor_s=run_floor, n_boot=n_boot, seed=seed, tables=tables)))
     return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)
 
 

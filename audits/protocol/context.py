@@ -86,18 +86,43 @@ class RunContext:
         return self._corpus.loc[self.mask & label_mask(self._corpus["role"], "floor")]
 
     @cached_property
+    def cell_codes(self) -> tuple[np.ndarray, int]:
+        """(problem, test, solution) code of every row of :attr:`rows` (:func:`stats.ranking.cell_codes`): the
+        one grouping pass the cells and the pool are both numbered from."""
+        from stats.ranking import cell_codes
+
+        return cell_codes(self.rows)
+
+    @cached_property
     def pools(self) -> pd.DataFrame:
-        """:func:`stats.ranking.reference_pools` of the run (by language as the corpus asks)."""
+        """:func:`stats.ranking.reference_pools` of the run (by language as the corpus asks), its cells
+        numbered from :attr:`cell_codes`."""
         from stats.ranking import reference_pools
 
-        return reference_pools(self.rows)
+        return reference_pools(self.rows, codes=self.cell_codes)
 
     @cached_property
     def cells(self) -> pd.DataFrame:
         """:func:`stats.ranking.solution_cells` of the run: one median duration per (problem, test, solution)."""
         from stats.ranking import solution_cells
 
-        return solution_cells(self.rows)
+        return solution_cells(self.rows, codes=self.cell_codes)
+
+    @cached_property
+    def cell_percentiles(self) -> pd.DataFrame:
+        """:func:`stats.ranking.percentile_table` of the run's :attr:`cells` against :attr:`pools`."""
+        from stats.ranking import percentile_table
+
+        return percentile_table(self.rows, pools=self.pools, cells=self.cells)
+
+    @cached_property
+    def repeat_percentiles(self) -> pd.DataFrame:
+        """:func:`stats.ranking.percentile_table` of every row of the run (``per_repeat=True``) against
+        :attr:`pools`, row ``i`` the percentile of ``rows.iloc[i]`` (what the aggregator comparison and the
+        per-repeat scores rank; a subset of rows is a subset of this table: each row is ranked on its own)."""
+        from stats.ranking import percentile_table
+
+        return percentile_table(self.rows, per_repeat=True, pools=self.pools)
 
     @cached_property
     def repeat_scores(self) -> pd.DataFrame:
@@ -106,7 +131,9 @@ class RunContext:
         from stats.reliability import per_repeat_scores
 
         # with nested repeats (a ``run`` column) per_repeat_scores builds its pool from process-level rows
-        return per_repeat_scores(self.rows, pools=None if "run" in self.rows.columns else self.pools)
+        if "run" in self.rows.columns:
+            return per_repeat_scores(self.rows)
+        return per_repeat_scores(self.rows, pools=self.pools, table=self.repeat_percentiles)
 
     def reference_repeat_scores(self) -> pd.DataFrame:
         """:attr:`repeat_scores` of the references only (a reference's score does not depend on the
@@ -116,7 +143,8 @@ class RunContext:
         if "role" not in scores.columns or "run" in self.rows.columns:
             from stats.reliability import per_repeat_scores
 
-            return per_repeat_scores(self.rows, roles=("reference",), pools=self.pools)
+            return per_repeat_scores(self.rows, roles=("reference",), pools=self.pools,
+                                     table=None if "run" in self.rows.columns else self.repeat_percentiles)
         return scores.loc[(scores["role"].astype(str) == "reference").to_numpy()].reset_index(drop=True)
 
 
