@@ -1585,10 +1585,15 @@ def _ptau_sides(corpus: pd.DataFrame, *, source: str, target: str, key: str, rol
 
 def ptau_sides(src: pd.DataFrame, tgt: pd.DataFrame, *, roles: Sequence[str] = ("candidate",)):
     """``(source pool, target cells of roles)`` that :func:`ptau_sensitivity` scores, from the rows of the
-    source and of the target (of some problems: a partition's give that partition's pools and cells)."""
+    source and of the target (of some problems: a partition's give that partition's pools and cells).
+
+    The cells keep the solutions' ``language``: where the source pool is split by language
+    (:func:`stats.ranking.reference_pools`) a candidate is ranked in the pool of its own language, as every
+    other percentile is (without it, a problem's languages' pools were merged into one for the candidates).
+    A cell is one (problem, test, solution): a solution id names one program, so one language."""
     scored = tgt.loc[tgt["role"].isin(list(roles)).to_numpy()]
     cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
-                        "test_kind") if c in scored.columns]
+                        "test_kind", "language") if c in scored.columns]
     return reference_pools(src), solution_cells(scored[cols])
 
 

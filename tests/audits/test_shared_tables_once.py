@@ -1,0 +1,182 @@
+"""The shared per-run tables (issues 23 and 26): one in-memory ``audit all`` builds each of a run's tables once,
+and what it computes equals the separate audits and a fresh computation of every table.
+
+The counts are taken on the real functions: a counting wrapper replaces ``stats.ranking``'s
+``solution_cells``, ``reference_pools``, ``percentile_table`` and ``cell_codes`` at every module that imported
+them, and each call records which runs its rows belong to and how many rows it was given. Before the shared
+tables, the same audit collapsed a whole run's rows into cells three times per run (the context's cells, the
+aggregator comparison's cell table and the pool's) and ranked every row of a run three times (the aggregator
+comparison, the per-repeat scores).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import stats.ranking
+from audits.corpus.synthetic import synthesize
+from audits.engine.whole_audit import run_whole_audit
+from audits.protocol.context import AuditContext
+from stats.ranking import percentile_table, reference_pools, solution_cells
+
+N_BOOT = 30
+PAIR = (("quiet", "c0"), ("quiet", "c1"))
+COUNTED = ("solution_cells", "reference_pools", "percentile_table", "cell_codes")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return synthesize(n_problems=6, n_tests=4, n_correctness_tests=1, n_solutions=8, n_incorrect=1, n_candidates=2,
+                      n_repeats=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=11).corpus
+
+
+def _runs_of(frame: pd.DataFrame) -> frozenset:
+    if not {"environment", "campaign"} <= set(frame.columns) or not len(frame):
+        return frozenset()
+    pairs = frame[["environment", "campaign"]].astype(str).drop_duplicates()
+    return frozenset(map(tuple, pairs.to_numpy().tolist()))
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Every call of the counted functions: (name, per_repeat, runs of its rows, number of rows)."""
+    seen: list[tuple] = []
+    for name in COUNTED:
+        real = getattr(stats.ranking, name)
+
+        def counting(frame, *args, _real=real, _name=name, **kwargs):
+            seen.append((_name, bool(kwargs.get("per_repeat", False)), _runs_of(frame), len(frame)))
+            return _real(frame, *args, **kwargs)
+
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith(("stats", "audits")) and getattr(module, name, None) is real:
+                monkeypatch.setattr(module, name, counting)
+    return seen
+
+
+def _whole(corpus):
+    return run_whole_audit(corpus, pairs=[PAIR], simulation_run=PAIR[0], n_boot=N_BOOT, simulation_n_boot=20)
+
+
+def test_each_runs_tables_are_built_once_during_audit_all(corpus, calls):
+    whole = _whole(corpus)
+    assert set(whole.audits()) >= {"reliability", "discriminability", "aggregation", "calibration", "simulation"}
+    runs = {(str(s.environment), str(s.campaign)) for s in AuditContext(corpus).runs}
+    assert len(runs) == 2
+    body = corpus.loc[(corpus["role"] != "floor").to_numpy()]
+    run_rows = {run: int(((body["environment"].astype(str) == run[0]) & (body["campaign"].astype(str) == run[1]))
+                         .sum()) for run in runs}
+    # a call over one whole run's rows (floor rows aside): the per-run tables
+    whole_run = Counter((name, per_repeat, next(iter(rs))) for name, per_repeat, rs, n in calls
+                        if len(rs) == 1 and n == run_rows[next(iter(rs))])
+    for run in runs:
+        assert whole_run[("cell_codes", False, run)] == 1, (run, whole_run)
+        assert whole_run[("solution_cells", False, run)] == 1, (run, whole_run)  # the cells
+        assert whole_run[("reference_pools", False, run)] == 1, (run, whole_run)  # the pool, from the same codes
+        assert whole_run[("percentile_table", False, run)] == 1, (run, whole_run)  # the cells ranked
+        assert whole_run[("percentile_table", True, run)] == 1, (run, whole_run)  # every row ranked
+    # no other call groups a whole run's rows again: per-run tables are not rebuilt anywhere
+    assert sum(whole_run.values()) == 5 * len(runs), whole_run
+    # the pool groups from the run's codes, never with its own pass
+    assert Counter(name for name, *_ in calls)["cell_codes"] == len(runs)
+
+
+def test_audit_all_json_equals_the_separate_audits(corpus):
+    whole = _whole(corpus).to_dict()
+    for name in ("reliability", "discriminability", "aggregation", "clocks", "simulation", "calibration"):
+        alone = run_whole_audit(corpus, audits=[name], pairs=[PAIR], simulation_run=PAIR[0], n_boot=N_BOOT,
+                                simulation_n_boot=20).to_dict()   # a fresh context of its own
+        assert alone[name] == whole[name], name
+
+
+def _language_corpus(seed: int = 3) -> pd.DataFrame:
+    """Two campaigns; problem 'mix' has references in two languages (split pools, Python 30x slower, the
+    candidates twice as fast as the references of their language), a solution whose
+    ``correct`` label differs between its repeats, and timeouts without a duration."""
+    rng = np.random.default_rng(seed)
+    speed = {"cpp": 1.0, "python": 30.0}  # an interpreter's constant: fast Python candidates, slow next to C++
+    rows = []
+    for campaign, scale in (("c0", 1.0), ("c1", 1.3)):
+        for problem in ("mix", "one", "two"):
+            for test in ("t0", "t1", "t2"):
+                for solution, language, role in (("a", "cpp", "reference"), ("b", "python", "reference"),
+                                                 ("c", "cpp", "reference"), ("d", "python", "reference"),
+                                                 ("e", "python", "candidate"), ("f", "cpp", "candidate")):
+                    if problem != "mix":
+                        language = "cpp"
+                    for repeat in range(3):
+                        status = "timeout" if rng.random() < 0.08 else "ok"
+                        rows.append({"environment": "quiet", "campaign": campaign, "problem": problem,
+                                     "test": test, "solution": solution, "repeat": repeat,
+                                     "duration_s": np.nan if status != "ok" else
+                                     scale * speed[language] * (0.5 if role == "candidate" else 1.0)
+                                     * float(rng.lognormal(-3, 0.2)),
+                                     "status": status, "role": role, "language": language,
+                                     "correct": not (solution == "c" and repeat == 1),
+                                     "test_kind": "optimization"})
+    frame = pd.DataFrame(rows)
+    for column in ("environment", "campaign", "problem", "test", "solution", "status", "role", "language",
+                   "test_kind"):
+        frame[column] = frame[column].astype("category")
+    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("make", [lambda: synthesize(n_problems=5, n_repeats=3, seed=2).corpus, _language_corpus],
+                         ids=["synthetic", "languages"])
+def test_shared_tables_equal_a_fresh_computation(make):
+    """Each shared table equals the stats function run on the run's rows from scratch (its own grouping pass)."""
+    ctx = AuditContext(make())
+    for summary in ctx.runs:
+        run = ctx.run(summary)
+        fresh_pools = reference_pools(run.rows)
+        pd.testing.assert_frame_equal(run.pools, fresh_pools)
+        pd.testing.assert_frame_equal(run.cells, solution_cells(run.rows))
+        pd.testing.assert_frame_equal(run.cell_percentiles, percentile_table(run.rows, pools=fresh_pools))
+        pd.testing.assert_frame_equal(run.repeat_percentiles,
+                                      percentile_table(run.rows, per_repeat=True, pools=fresh_pools))
+        if "language" in run.rows.columns:
+            assert "pool_language" in run.pools.columns  # the split pools are what was compared
+
+
+def test_ptau_ranks_each_candidate_in_its_own_languages_pool():
+    """p_tau of the fresh candidates against the stored pool, by hand with scipy: a candidate of a problem whose
+    references mix languages is ranked among the references of its own language (before, ``ptau_sides``
+    dropped ``language`` and ranked it among both languages' references)."""
+    from scipy.stats import percentileofscore
+
+    from stats.calibration import ptau_sensitivity
+
+    corpus = _language_corpus()
+    ok = corpus["status"] == "ok"
+    src, tgt = corpus[corpus["campaign"] == "c0"], corpus[corpus["campaign"] == "c1"]
+    pool_rows = src[ok[src.index] & (src["role"] == "reference") & src["correct"]]
+    pool = pool_rows.groupby(["problem", "test", "solution"], observed=True).agg(
+        d=("duration_s", "median"), language=("language", "first")).reset_index()
+    cand = tgt[tgt["role"] == "candidate"]
+    passed = {10.0: 0, 30.0: 0}
+    n = 0
+    for (problem, _solution), rows in cand.groupby(["problem", "solution"], observed=True):
+        language = rows["language"].iloc[0]
+        pct, c = [], True
+        for test, cell in rows.groupby("test", observed=True):
+            oks = cell["status"] == "ok"
+            if 2 * oks.sum() < len(cell):
+                pct.append(100.0)
+                c = False
+                continue
+            mine = pool[(pool["problem"] == problem) & (pool["test"] == test)]
+            if problem == "mix":
+                mine = mine[mine["language"] == language]
+            pct.append(percentileofscore(mine["d"].to_numpy(), cell.loc[oks, "duration_s"].median(), kind="mean"))
+        n += 1
+        q = np.mean(pct) / 100.0
+        for tau in passed:
+            passed[tau] += int(c and q <= tau / 100.0)
+    table = ptau_sensitivity(corpus, source="c0", target="c1", slope=1.0, intercepts=[0.0], key="campaign")
+    assert table["n_solutions"].tolist() == [n, n]
+    assert dict(zip(table["tau"], table["n_pass"])) == passed
