@@ -180,3 +180,21 @@ def test_ptau_ranks_each_candidate_in_its_own_languages_pool():
     table = ptau_sensitivity(corpus, source="c0", target="c1", slope=1.0, intercepts=[0.0], key="campaign")
     assert table["n_solutions"].tolist() == [n, n]
     assert dict(zip(table["tau"], table["n_pass"])) == passed
+
+
+def test_clocks_from_the_shared_tables_equal_the_clocks_audit_alone(corpus):
+    """With a second clock, the clocks audit given the whole audit's context (wall-time q from the run's shared
+    cell table, runs found by label codes) equals it computed from the frame alone and from shuffled rows."""
+    from audits.checks.clocks import run_clocks_audit
+
+    rng = np.random.default_rng(4)
+    with_cpu = corpus.assign(cpu_s=corpus["duration_s"] * rng.lognormal(0.0, 0.3, len(corpus)),
+                             load_1m=np.where(corpus["campaign"] == "c0", 0.5, 2.0))
+    ctx = AuditContext(with_cpu)
+    shared = run_clocks_audit(with_cpu, context=ctx, n_boot=N_BOOT)
+    alone = run_clocks_audit(with_cpu, n_boot=N_BOOT)
+    shuffled = run_clocks_audit(with_cpu.sample(frac=1.0, random_state=1), n_boot=N_BOOT)
+    assert shared.measures == ("duration_s", "cpu_s") and len(shared.agreement)
+    assert shared.quietest == ("quiet", "c0")
+    for other in (alone, shuffled):
+        assert shared.to_dict() == other.to_dict()
