@@ -9,7 +9,7 @@ whose ``argv`` reads the test input on stdin and writes its answer to stdout:
   content hash so that the runner can make one folder readable to the
   unprivileged uid it runs programs as (and bind it into a sandbox). Every
   file is byte-compiled (``compile()``, nothing written) **by the chosen
-  interpreter** before any timing: a syntax error is a :class:`BuildError`
+  interpreter, in the build box** (as C/C++ are compiled) before any timing: a syntax error is a :class:`BuildError`
   with the interpreter's message, and a Python 2 program (a ``python2``
   shebang, a ``print`` statement, or a Python-2-only builtin such as
   ``raw_input``/``xrange`` used without being defined and outside a
@@ -590,6 +590,9 @@ def check(path):
         return [kind, msg]
     except (ValueError, UnicodeDecodeError) as exc:
         return ["syntax", str(exc)]
+    except (MemoryError, RecursionError) as exc:
+        return ["limit", "too large or too deeply nested to compile within the build's limits (%s)"
+                % type(exc).__name__]
     parents, bound, defined = {}, set(), set()
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -628,22 +631,27 @@ print(json.dumps(out))
 """
 
 
-def check_python(files, *, python: str = DEFAULT_PYTHON) -> dict[Path, str | None]:
-    r"""Byte-compile Python sources with ``python`` and tell Python 2 programs apart.
+def check_python(files, *, python: str = DEFAULT_PYTHON, sandbox: str = "auto") -> dict[Path, str | None]:
+    r"""Byte-compile Python sources with ``python`` in the build box and tell Python 2 programs apart.
 
     One interpreter process checks every file (``compile()`` only: nothing is
-    run or written). Returns ``{file: None}`` for a file that compiles under
-    ``python`` and shows no Python 2 sign, else ``{file: reason}``, the reason
-    starting with ``"Python 2 program"`` (a ``python2`` shebang, a ``print``
-    statement or another Python-2-only syntax, or a Python-2-only builtin such as
-    ``raw_input``, ``xrange`` or ``dict.has_key`` used without a definition or a
-    ``try``/``except NameError`` fallback) or ``"does not compile"`` (with
-    the interpreter's message and line).
+    run or written), **in the sandbox** as the C/C++ compilers are
+    (:func:`build_sandbox`, limits :data:`BUILD_LIMITS`): it sees a fresh copy
+    of the files only, as an unprivileged uid. Returns ``{file: None}`` for a
+    file that compiles under ``python`` and shows no Python 2 sign, else
+    ``{file: reason}``, the reason starting with ``"Python 2 program"`` (a
+    ``python2`` shebang, a ``print`` statement or another Python-2-only syntax,
+    or a Python-2-only builtin such as ``raw_input``, ``xrange`` or
+    ``dict.has_key`` used without a definition or a ``try``/``except NameError``
+    fallback) or ``"does not compile"`` (with the interpreter's message and
+    line, or the build limit the check of that file exceeded: a compile bomb
+    is that file's reason, checked alone, not the others').
 
     Raises
     ------
     BuildError
-        The interpreter is missing or cannot run the check.
+        The interpreter is missing or cannot run the check, or no sandbox can
+        isolate it here.
 
     Examples
     --------
@@ -659,17 +667,14 @@ def check_python(files, *, python: str = DEFAULT_PYTHON) -> dict[Path, str | Non
     if not files:
         return {}
     interpreter = _resolve_tool(python, "Python interpreter")
-    try:
-        proc = subprocess.run([interpreter, "-I", "-c", _CHECK_SCRIPT, *(str(f) for f in files)],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=COMPILE_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"{interpreter}: cannot byte-compile the Python sources ({exc})") from exc
-    try:
-        found = json.loads(proc.stdout.decode(errors="replace").strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        message = first_error_line(proc.stderr.decode(errors="replace"))
-        raise BuildError(f"{interpreter}: cannot byte-compile the Python sources (exit {proc.returncode}: "
-                         f"{message or 'no output'}); is it a Python 3 interpreter?") from None
+    found, failure = _check_in_box(files, interpreter, sandbox)
+    if failure is not None and len(files) > 1:  # one file's bomb is its own reason: check each alone
+        found = {}
+        for f in files:
+            one, why = _check_in_box([f], interpreter, sandbox)
+            found.update(one if why is None else {str(f): ["limit", why]})
+    elif failure is not None:
+        found = {str(files[0]): ["limit", failure]}
     out: dict[Path, str | None] = {}
     for f in files:
         verdict = found.get(str(f))
@@ -682,6 +687,73 @@ def check_python(files, *, python: str = DEFAULT_PYTHON) -> dict[Path, str | Non
         else:
             out[f] = f"does not compile under {interpreter}: {verdict[1]}"
     return out
+
+
+def _check_in_box(files: list[Path], interpreter: str, sandbox: str) -> tuple[dict, str | None]:
+    """Run the check script on fresh copies of ``files`` in the build box.
+
+    Returns ``({original path: verdict}, None)``, or ``({...}, why)`` when the
+    check itself exceeded a build limit (``why`` names it). Each file is copied
+    into its own folder of the staging area (``O_NOFOLLOW``); a file that cannot
+    be copied is ``unreadable`` without being checked.
+    """
+    from audits.collect.sandbox import Limits, SandboxError
+
+    box = build_sandbox(sandbox)
+    found: dict[str, list] = {}
+    staged: dict[str, Path] = {}
+    try:
+        stage = _stage_dir()
+    except OSError as exc:
+        raise BuildError(f"{interpreter}: cannot stage the Python sources to check them ({exc.strerror or exc})") \
+            from exc
+    try:
+        for i, f in enumerate(files):
+            try:
+                copy_files([f], f.parent, stage / "src" / str(i))
+            except OSError as exc:
+                found[str(f)] = ["unreadable", exc.strerror or str(exc)]
+                continue
+            staged[str(stage / "src" / str(i) / f.name)] = f
+        if not staged:
+            return found, None
+        (stage / "stdin").write_bytes(b"")
+        limits = Limits(**BUILD_LIMITS)
+        try:
+            ex = box.run([interpreter, "-I", "-c", _CHECK_SCRIPT, *staged], stdin_path=stage / "stdin",
+                         workdir=stage / "run", limits=limits)
+        except SandboxError as exc:
+            raise BuildError(f"{interpreter}: cannot byte-compile the Python sources in the {box.name} sandbox: "
+                             f"{exc}") from None
+        if ex.status in ("timeout", "memory_limit") or ex.stdout_truncated:
+            return found, _limit_reason(ex, limits)
+        try:
+            text = Path(ex.stdout_path).read_bytes().decode(errors="replace") if ex.stdout_bytes else ""
+            verdicts = json.loads(text.strip().splitlines()[-1])
+        except (OSError, json.JSONDecodeError, IndexError):
+            message = first_error_line(shown_messages(ex.stderr_tail, src=stage / "src", root=stage / "src",
+                                                      scratch=stage / "run" / "scratch"))
+            raise BuildError(f"{interpreter}: cannot byte-compile the Python sources ({ex.reason or ex.status}: "
+                             f"{message or 'no output'}); is it a Python 3 interpreter, readable by an unprivileged uid "
+                             f"(the box runs it as one, as it runs programs; {DEFAULT_PYTHON} is)?") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    for copy, original in staged.items():
+        verdict = verdicts.get(copy) if isinstance(verdicts, dict) else None
+        if isinstance(verdict, list) and len(verdict) == 2:  # the staged path never reaches the message
+            verdict = [str(verdict[0]), str(verdict[1]).replace(copy, str(original))]
+        found[str(original)] = verdict
+    return found, None
+
+
+def _limit_reason(ex, limits) -> str:
+    """Which build limit a box run exceeded, in words."""
+    if ex.status == "timeout":
+        return f"the check exceeded the build's time limit ({limits.cpu_s:g} s CPU, {limits.wall_s:g} s wall; " \
+               f"{ex.reason})"
+    if ex.status == "memory_limit":
+        return f"the check exceeded the build's memory limit ({limits.memory_bytes >> 20} MiB; {ex.reason})"
+    return f"the check wrote more than {limits.output_bytes >> 20} MiB ({ex.reason})"
 
 
 def _copy_python(source: Path, build_dir: Path, python: str) -> tuple[Path, Path]:
@@ -750,10 +822,11 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
     cc, cflags
         C compiler and its flags (default ``gcc -O2 -std=gnu17``, linked with ``-lm``).
     sandbox : str, default "auto"
-        Where C and C++ are compiled (:func:`build_sandbox`): the compiler runs
-        as an unprivileged uid in a private root holding only a fresh copy of the
-        submission's files and the system's toolchain, under
-        :data:`BUILD_LIMITS`; only the executable leaves it.
+        Where C and C++ are compiled and Python is byte-compiled
+        (:func:`build_sandbox`): the compiler runs as an unprivileged uid in a
+        private root holding only a fresh copy of the submission's files and
+        the system's toolchain, under :data:`BUILD_LIMITS`; only the executable
+        (for Python, the check's verdict) leaves it.
     siblings : bool, default False
         A single source file is built with the headers beside it (a validator's
         ``testlib.h``); a submission is built alone (its folder holds the other
@@ -803,7 +876,7 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
             entry, copy_root = _copy_python(path, build_dir, interpreter)
         except OSError as exc:
             raise BuildError(f"{path}: cannot copy the Python source ({exc.strerror or exc})") from exc
-        _check_python_copy(path, copy_root, entry, interpreter)
+        _check_python_copy(path, copy_root, entry, interpreter, sandbox)
         return Program("python", (interpreter, str(entry)), path)
     if path.is_dir():
         files = _source_files(path)
@@ -825,14 +898,14 @@ def prepare(submission_or_path, build_dir: Path, *, python: str = DEFAULT_PYTHON
 _CHECKED = ".speedaudit-compiled"
 
 
-def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: str) -> None:
-    """Byte-compile a prepared Python copy once (a marker in its folder records success)."""
+def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: str, sandbox: str) -> None:
+    """Byte-compile a prepared Python copy once, in the build box (a marker in its folder records success)."""
     marker = copy_root / (_CHECKED if source.is_dir() else f"{_CHECKED}-{entry.name}")
     if marker.is_file():
         return
     files = [p for p in _source_files(copy_root) if p.suffix.lower() in (".py", ".py3")] if source.is_dir() \
         else [entry]
-    problems = {f: why for f, why in check_python(files, python=interpreter).items() if why}
+    problems = {f: why for f, why in check_python(files, python=interpreter, sandbox=sandbox).items() if why}
     if problems:
         f, why = min(problems.items(), key=lambda item: (item[0] != entry, str(item[0])))
         shown = source / f.relative_to(copy_root) if source.is_dir() else source

@@ -831,7 +831,8 @@ def _python_files(entry: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in p.relative_to(entry).parts))
 
 
-def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: str) -> list[Submission]:
+def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: str,
+                         sandbox: str = "auto") -> list[Submission]:
     subs_dir = root / "submissions"
     if not subs_dir.is_dir():
         return []
@@ -903,7 +904,7 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
     if python_subs:  # byte-compiled by the chosen interpreter, one process for the whole problem
         files = {sub.name: _python_files(entry) for sub, entry in python_subs}
         try:
-            verdicts = check_python([f for fs in files.values() for f in fs], python=python)
+            verdicts = check_python([f for fs in files.values() for f in fs], python=python, sandbox=sandbox)
         except BuildError as exc:
             verdicts = None
             failure = str(exc)
@@ -1019,7 +1020,7 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
         if not tests:
             where = "data/secret" if not include_samples else "data/sample or data/secret"
             raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
-        submissions = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON)
+        submissions = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON, sandbox)
         if build_submissions:
             submissions = _built(submissions, skipped, Path(build_dir) if build_dir else default_build_dir(),
                                  python=python or DEFAULT_PYTHON, cxx=cxx, sandbox=sandbox, cxx_std=cxx_std)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from audits.collect import languages
 from audits.collect.languages import (DEFAULT_PYTHON, BuildError, Program, check_python, first_error_line,
                                       floor_program, language_of, prepare)
 from audits.collect.suite import Submission
@@ -54,9 +56,24 @@ def test_python_program_runs_with_the_system_interpreter(tmp_path):
     assert stat.S_IMODE(copy.stat().st_mode) == 0o644
     proc = _run(program, "1 2 39\n")
     assert proc.returncode == 0 and proc.stdout == b"42\n"
-    # another interpreter can be chosen: the one running these tests
-    other = prepare(src, tmp_path / "build", python=sys.executable)
-    assert other.argv[0] == os.path.abspath(sys.executable) and _run(other, "2 3").stdout == b"5\n"
+    # another interpreter can be chosen (one the box's unprivileged uid can reach, as programs run as it)
+    with _reachable_wrapper() as wrapper:
+        other = prepare(src, tmp_path / "build", python=str(wrapper))
+        assert other.argv[0] == str(wrapper) and _run(other, "2 3").stdout == b"5\n"
+
+
+@contextlib.contextmanager
+def _reachable_wrapper():
+    """A wrapper interpreter in a world-reachable folder (pytest's tmp_path is root's only) that runs python3."""
+    folder = Path(tempfile.mkdtemp(prefix="speedaudit-test-bin-"))
+    try:
+        folder.chmod(0o755)
+        wrapper = folder / "mypython"
+        wrapper.write_text(f"#!/bin/sh\nexec {DEFAULT_PYTHON} \"$@\"\n")
+        wrapper.chmod(0o755)
+        yield wrapper
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_submission_object_is_accepted(tmp_path):
@@ -222,27 +239,39 @@ def test_c_programs_compile_with_libm_and_run(tmp_path):
     assert program.language == "c" and _run(program, "1764").stdout == b"42\n"
 
 
-def test_python_is_byte_compiled_by_the_chosen_interpreter(tmp_path):
-    # a wrapper interpreter that records being called, then hands over to Debian's python3
-    log = tmp_path / "calls"
-    wrapper = tmp_path / "mypython"
-    wrapper.write_text(f"#!/bin/sh\necho called >> {log}\nexec {DEFAULT_PYTHON} \"$@\"\n")
-    wrapper.chmod(0o755)
+def test_python_is_byte_compiled_by_the_chosen_interpreter(tmp_path, monkeypatch):
+    # the check's box runs are counted on the real function (each still runs the wrapper in the box)
+    calls = []
+    real = languages._check_in_box
+    monkeypatch.setattr(languages, "_check_in_box", lambda files, *a: calls.append(len(files)) or real(files, *a))
     good, bad = tmp_path / "good.py", tmp_path / "bad.py"
     good.write_text(ADD_PY)
     bad.write_text("def f(:\n")
-    assert check_python([good, bad], python=str(wrapper)) == {
-        good: None, bad: f"does not compile under {wrapper}: line 1: invalid syntax"}
-    assert log.read_text() == "called\n"  # one process for both files
-    with pytest.raises(BuildError, match="is it a Python 3 interpreter"):
-        check_python([good], python="/bin/true")
-    # prepare compiles once: a second prepare of the same source does not call the interpreter to check it
-    prepare(good, tmp_path / "build", python=str(wrapper))
-    assert log.read_text() == "called\n" * 2
-    prepare(good, tmp_path / "build", python=str(wrapper))
-    assert log.read_text() == "called\n" * 2
+    with _reachable_wrapper() as wrapper:
+        assert check_python([good, bad], python=str(wrapper)) == {
+            good: None, bad: f"does not compile under {wrapper}: line 1: invalid syntax"}
+        assert calls == [2]  # one process for both files
+        with pytest.raises(BuildError, match="is it a Python 3 interpreter"):
+            check_python([good], python="/bin/true")
+        # prepare compiles once: a second prepare of the same source does not check it again
+        calls.clear()
+        prepare(good, tmp_path / "build", python=str(wrapper))
+        prepare(good, tmp_path / "build", python=str(wrapper))
+        assert calls == [1]
     with pytest.raises(BuildError, match=r"bad.py: does not compile under"):
         prepare(bad, tmp_path / "build")
+
+
+def test_an_interpreter_the_box_cannot_reach_is_refused_with_the_reason(tmp_path):
+    folder = tmp_path / "private"  # root's own folder: the box's unprivileged uid cannot reach it
+    folder.mkdir(mode=0o700)
+    wrapper = folder / "mypython"
+    wrapper.write_text(f"#!/bin/sh\nexec {DEFAULT_PYTHON} \"$@\"\n")
+    wrapper.chmod(0o755)
+    src = tmp_path / "add.py"
+    src.write_text(ADD_PY)
+    with pytest.raises(BuildError, match="readable by an unprivileged uid"):
+        check_python([src], python=str(wrapper), sandbox="bwrap")
 
 
 @pytest.mark.parametrize("source, python2", [
