@@ -1,7 +1,8 @@
 """The whole audit on Dask (a real LocalCluster on loopback) equals the in-memory whole audit
 (:func:`audits.engine.whole_audit.run_whole_audit`) of the loaded dataset, every JSON figure to 1e-12, with a named
 calibration pair and the simulator run; also after shuffling rows and regrouping problems into other files;
-and it reads each partition once per shared pass (every audit's pass 1 in one task, every pass 2 in one)."""
+and it reads each partition once per shared pass (every audit's pass 1 in one task, every pass 2 in one); the client
+gathers, combines and drops one audit's parts at a time (issue 26)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,53 @@ def test_each_shared_pass_reads_each_partition_once(dataset, client, monkeypatch
         assert count == {i: 1 for i in range(dataset.n_partitions)}, (name, count)
     others = {task.split("-")[0].strip("('") for task, _ in reads} - {"_first_pass", "_second_pass"}
     assert others <= {"_selection_partial"}, others  # only the contention medians' refinement re-reads
+
+
+def _pieces_on_cluster(client) -> int:
+    """The number of pass-2 results (whole, or split per audit) held in the workers' memory."""
+    return client.run_on_scheduler(lambda dask_scheduler: sum(
+        1 for key, task in dask_scheduler.tasks.items()
+        if task.state == "memory" and str(key).strip("('").startswith(("_piece", "_second_pass"))))
+
+
+def _settled(client, expected: int, *, tries: int = 100) -> int:
+    """The count once the client's releases reached the scheduler (they travel apart from run_on_scheduler)."""
+    import time
+
+    count = _pieces_on_cluster(client)
+    for _ in range(tries):
+        if count == expected:
+            break
+        time.sleep(0.05)
+        count = _pieces_on_cluster(client)
+    return count
+
+
+def test_the_client_gathers_and_drops_one_audit_at_a_time(dataset, client, monkeypatch):
+    """Issue 26: each audit's parts are gathered just before its combining step and released before the next
+    audit's are gathered (counted on the scheduler when each combining step starts); the whole pass-2 results
+    are released once split, so nothing holds every audit's tables at once."""
+    from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
+    from audits.engine.partitioned import reliability as rel, simulation as sim
+    from audits.engine.partitioned.whole import _groups
+
+    groups = len(_groups(dataset, len(client.scheduler_info()["workers"])))
+    order = ["_combine_reliability", "_combine_discriminability", "_combine_calibration", "_combine_aggregation",
+             "_combine_simulation"]
+    seen = []
+    for module, name in zip((rel, dis, cal, agg, sim), order):
+        original = getattr(module, name)
+
+        def spy(parts, *args, _original=original, _name=name, **kwargs):
+            # only the pieces of the audits after this one are still on the cluster
+            left = (len(order) - 1 - len(seen)) * groups
+            seen.append((_name, len(parts), left, _settled(client, left)))
+            return _original(parts, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    assert _settled(client, 0) == 0  # nothing left over from another test
+    _dask(dataset, client)
+    assert [name for name, _, _, _ in seen] == order
+    assert all(n_parts == groups for _, n_parts, _, _ in seen)  # each combining step gets one part per group
+    assert all(held == left for _, _, left, held in seen), seen
+    assert _settled(client, 0) == 0  # and none once the audit is done

@@ -10,9 +10,12 @@ the passes are shared:
 1. **pass 1**, one task per group of consecutive partitions (:data:`GROUP_ROWS`), reading each once: the run-summary partials and floor rows, the runs'
    repeat values (aggregation) and the simulation facts;
 2. the **client** builds the run table, the floors and every audit's plan (as each audit would alone);
-3. **pass 2**, one task per group, reading each partition once: every audit's per-problem part of that partition;
-4. the **client** runs each audit's combining step; reliability's exact contention medians add their
-   refinement re-reads (typically one or two, :mod:`audits.engine.partitioned.reliability`).
+3. **pass 2**, one task per group, reading each partition once: every audit's per-problem part of that partition,
+   split on its worker into one result per audit (and per calibration pair);
+4. the **client**, one audit at a time, gathers that audit's parts, runs its combining step and drops them
+   before the next (so it holds one audit's per-problem tables, never every audit's at once); reliability's
+   exact contention medians add their refinement re-reads (typically one or two,
+   :mod:`audits.engine.partitioned.reliability`).
 
 The result is an :class:`audits.engine.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
 audit's (:func:`audits.engine.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
@@ -86,6 +89,38 @@ def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
             "simulation": None if spec["simulation"] is None else _simulation_part(part, *spec["simulation"])}
 
 
+def _piece(result: dict, name: str, index: int | None = None):
+    """One audit's part of a :func:`_second_pass` result (``index``: one calibration pair's)."""
+    return result[name] if index is None else result[name][index]
+
+
+def _second_pass_pieces(cl, futures: list, *, n_pairs: int, simulated: bool) -> dict:
+    """Split every group's :func:`_second_pass` result, on its worker, into one future per audit (calibration:
+    per pair), and wait for them: ``{"reliability": [futures, one per group], ..., ("calibration", j): ...}``.
+
+    The whole results are released once split, so each audit's parts can be gathered and dropped on their own
+    (:func:`_take`): the client holds one audit's per-problem tables at a time, not every audit's at once
+    (issue 26: gathering them all peaked the client at 8.7 GB at 10^8 executions)."""
+    from distributed import wait
+
+    names = ["reliability", "discriminability", "aggregation"] + (["simulation"] if simulated else [])
+    pieces = {name: [cl.submit(_piece, f, name, pure=False) for f in futures] for name in names}
+    for j in range(n_pairs):
+        pieces[("calibration", j)] = [cl.submit(_piece, f, "calibration", j, pure=False) for f in futures]
+    futures.clear()  # the split pieces keep what they need; the whole results go once split
+    wait([f for fs in pieces.values() for f in fs])
+    return pieces
+
+
+def _take(cl, pieces: dict, name) -> list:
+    """Gather one audit's parts (one per group, in group order) and release them on the workers."""
+    futures = pieces.pop(name)
+    try:
+        return cl.gather(futures)
+    finally:
+        futures.clear()
+
+
 def _aggregator_names(options) -> list:
     from stats.aggregation import AGGREGATORS
 
@@ -139,7 +174,7 @@ def run_partitioned_whole_audit(
         The verdict profile of every audit's thresholds.
     timings : dict, optional
         Filled with wall seconds (``time.perf_counter``) of ``cluster``, ``pass1``, ``pass2``, ``contention``
-        (the refinement re-reads) and each audit's combining step.
+        (the refinement re-reads) and each audit's combining step (with the gathering of its parts).
 
     Returns
     -------
@@ -232,40 +267,45 @@ def run_partitioned_whole_audit(
                                 for s, t, key in cal_plans],
                 "simulation": None if sim_plan is None else sim_plan["task"]}
         t3 = time.perf_counter()
-        second = cl.gather([cl.submit(_second_pass, path, g, spec, pure=False) for g in groups])
+        pieces = _second_pass_pieces(cl, [cl.submit(_second_pass, path, g, spec, pure=False) for g in groups],
+                                     n_pairs=len(cal_plans), simulated=sim_plan is not None)
         t4 = time.perf_counter()
         clock["pass2"] = t4 - t3
-        rel_tables = [s["reliability"] for s in second]
+        # one audit at a time: gather its pieces, combine, drop them (client and workers) before the next
+        rel_tables = _take(cl, pieces, "reliability")
         contention = rel._contention(cl, path, n, {key: [t[key]["contention"] for t in rel_tables if key in t]
                                                    for key in names}, t_rel, limit=1 << 20)
-        clock["contention"] = time.perf_counter() - t4
-    t0 = time.perf_counter()
-    reliability = rel._combine_reliability(rel_tables, runs, chosen, contention, thresholds=t_rel, n_boot=n_boot,
-                                           seed=seed, target_reliability=o_rel.target_reliability,
-                                           target_precision=o_rel.target_precision, max_pairs=o_rel.max_pairs)
-    t1 = clock["combine_reliability"] = time.perf_counter() - t0
-    discriminability = dis._combine_discriminability([s["discriminability"] for s in second], runs, chosen, floors,
-                                                     floor_s=floor_s, thresholds=t_dis, method=o_dis.method,
-                                                     n_boot=o_dis.n_boot, seed=o_dis.seed)
-    t2 = time.perf_counter() - t0
-    clock["combine_discriminability"] = t2 - t1
-    calibration = tuple(
-        cal._combine_calibration([s["calibration"][j] for s in second], src, tgt, key, families=families,
-                                 robust=robust, calibration_family=o_cal.calibration_family,
-                                 variance_ratio=o_cal.variance_ratio, taus=tuple(o_cal.taus), n_boot=cal_n_boot,
-                                 n_boot_rank=cal_n_boot_rank, level=o_cal.level, seed=o_cal.seed, limits=t_cal)
-        for j, (src, tgt, key) in enumerate(cal_plans))
-    t3 = time.perf_counter() - t0
-    clock["combine_calibration"] = t3 - t2
-    aggregation = agg._combine_aggregation([s["aggregation"] for s in second], agg_chosen, agg_plan, repeats,
-                                           thresholds=th["aggregation"], n_boot=o_agg.n_boot, seed=o_agg.seed)
-    t4 = time.perf_counter() - t0
-    clock["combine_aggregation"] = t4 - t3
-    simulation = None
-    if sim_plan is not None:
-        simulation = sim._combine_simulation([s["simulation"] for s in second], sim_plan,
-                                             thresholds=th["simulation"], n_boot=o_sim.n_boot, seed=o_sim.seed,
-                                             include_incorrect=o_sim.include_incorrect)
-    clock["combine_simulation"] = time.perf_counter() - t0 - t4
+        t5 = time.perf_counter()
+        clock["contention"] = t5 - t4
+        reliability = rel._combine_reliability(rel_tables, runs, chosen, contention, thresholds=t_rel,
+                                               n_boot=n_boot, seed=seed, target_reliability=o_rel.target_reliability,
+                                               target_precision=o_rel.target_precision, max_pairs=o_rel.max_pairs)
+        del rel_tables
+        t6 = time.perf_counter()
+        clock["combine_reliability"] = t6 - t5
+        discriminability = dis._combine_discriminability(_take(cl, pieces, "discriminability"), runs, chosen,
+                                                         floors, floor_s=floor_s, thresholds=t_dis,
+                                                         method=o_dis.method, n_boot=o_dis.n_boot, seed=o_dis.seed)
+        t7 = time.perf_counter()
+        clock["combine_discriminability"] = t7 - t6
+        calibration = tuple(
+            cal._combine_calibration(_take(cl, pieces, ("calibration", j)), src, tgt, key, families=families,
+                                     robust=robust, calibration_family=o_cal.calibration_family,
+                                     variance_ratio=o_cal.variance_ratio, taus=tuple(o_cal.taus),
+                                     n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=o_cal.level,
+                                     seed=o_cal.seed, limits=t_cal)
+            for j, (src, tgt, key) in enumerate(cal_plans))
+        t8 = time.perf_counter()
+        clock["combine_calibration"] = t8 - t7
+        aggregation = agg._combine_aggregation(_take(cl, pieces, "aggregation"), agg_chosen, agg_plan, repeats,
+                                               thresholds=th["aggregation"], n_boot=o_agg.n_boot, seed=o_agg.seed)
+        t9 = time.perf_counter()
+        clock["combine_aggregation"] = t9 - t8
+        simulation = None
+        if sim_plan is not None:
+            simulation = sim._combine_simulation(_take(cl, pieces, "simulation"), sim_plan,
+                                                 thresholds=th["simulation"], n_boot=o_sim.n_boot, seed=o_sim.seed,
+                                                 include_incorrect=o_sim.include_incorrect)
+        clock["combine_simulation"] = time.perf_counter() - t9
     return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
                       aggregation=aggregation, simulation=simulation, skipped=skipped)
