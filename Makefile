@@ -38,7 +38,9 @@ demo: $(STAMP)
 # Lint (ruff), the layer contracts (import-linter, analysing this checkout), then every test in two passes:
 #  1. every test not marked `serial`, spread over TEST_WORKERS processes (pytest-xdist; `auto` = one per
 #     core). --dist loadfile keeps each test file on one worker, so a module-scoped fixture (a corpus, an
-#     audit, rendered pages) is built once, not once per worker;
+#     audit, rendered pages) is built once, not once per worker; files are handed out in collection order
+#     (--no-loadscope-reorder), which tests/conftest.py starts with the files holding a `slow` test, so the
+#     minutes-long files start first instead of last (xdist's default order is most tests first);
 #  2. the tests marked `serial` (they load the machine or read its load; the reason is beside each mark),
 #     one at a time with no other test running.
 # New tests are parallel unless marked. Both passes always run and both exit codes count; pytest's 5
@@ -52,7 +54,7 @@ test: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(BIN)/lint-imports
 	@status=0; \
 	echo "[test 1/2] tests not marked serial, $(TEST_WORKERS) workers"; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=30 $(TEST_ARGS) \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=30 $(TEST_ARGS) \
 	  || { s=$$?; [ $$s = 5 ] || status=$$s; }; \
 	echo "[test 2/2] tests marked serial, one at a time"; \
 	$(BIN)/python -m pytest -q -p no:xdist -m serial --durations=10 $(TEST_ARGS) \

@@ -22,6 +22,18 @@ import pytest
 from audits.corpus.synthetic import synthesize
 
 
+def pytest_collection_modifyitems(config, items):
+    """Test files holding a ``slow`` test are collected first; the order is otherwise unchanged (stable sort).
+
+    ``make test`` hands whole files to its xdist workers in collection order (``--dist loadfile
+    --no-loadscope-reorder``); a file of several minutes handed out last keeps one worker busy after the
+    other has finished (longest first is the classic remedy for that tail). Mark a test ``slow`` when its
+    file takes minutes.
+    """
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture(autouse=True)
 def _aggregator_registry_restored():
     """Every test leaves the aggregator registry (``stats.aggregation``, process-global) as it found it.
@@ -87,7 +99,7 @@ def cluster():
     Certificates made for it (``Security.temporary()``, which needs the ``cryptography`` package).
     processes=False keeps it quick (workers are threads of this process) while the client still talks
     to the scheduler over a real TLS socket. Used by tests/collect/test_dask_campaign.py and the
-    ``collect --help`` example (tests/cli/test_examples.py). Session-scoped: one cluster per pytest
+    ``collect --help`` example (tests/cli/test_help_examples.py). Session-scoped: one cluster per pytest
     process; its users submit jobs and read results, none changes the cluster.
     """
     from distributed import LocalCluster

@@ -17,12 +17,14 @@ of the shipped ``primecount`` package). An example that names the scheduler ``tl
 runs against a real Dask LocalCluster over TLS on loopback (the ``cluster`` fixture of
 tests/conftest.py): its address replaces that one (the only substitution), and its certificates are
 written as the ``ca.pem``, ``client.pem`` and ``client.key`` the example names.
+
+The ``--help`` examples run in tests/cli/test_help_examples.py (a file of its own, so that ``make test``'s
+workers run the two halves side by side); the inputs are tests/cli/conftest.py's ``inputs`` fixture.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import re
 import shutil
@@ -138,19 +140,6 @@ def _speedaudit_wrapper(path: Path) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory, pyperf_files):
-    """A directory with every input file, copied into each example's working directory."""
-    root = tmp_path_factory.mktemp("example-inputs")
-    _write_runs_csv(root / "runs.csv")
-    _, fixed, calibrated, _ = pyperf_files
-    shutil.copy(fixed, root / "main.json")
-    with open(calibrated, "rb") as src, gzip.open(root / "patched.json.gz", "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    _write_archive(root / "archive")
-    return root
-
-
 def _workdir(tmp_path: Path, inputs: Path) -> Path:
     work = tmp_path / "work"
     shutil.copytree(inputs, work)
@@ -182,15 +171,3 @@ def _run_all(commands: list[str], work: Path, *, where: str, cluster=None) -> No
 @pytest.mark.parametrize("line, commands", README_BLOCKS, ids=[f"README.md:{line}" for line, _ in README_BLOCKS])
 def test_readme_examples_run(line, commands, tmp_path, inputs):
     _run_all(commands, _workdir(tmp_path, inputs), where=f"README.md line {line}")
-
-
-HELP_CASES = [(path, i, command) for path, commands in sorted(HELP_EXAMPLES.items())
-              for i, command in enumerate(commands)]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path, i, command", HELP_CASES, ids=[f"{p}-{i}" for p, i, _ in HELP_CASES])
-def test_help_examples_run(path, i, command, tmp_path, inputs, request):
-    # The examples of one --help are alternatives, not steps: each runs in its own fresh directory.
-    cluster = request.getfixturevalue("cluster") if EXAMPLE_SCHEDULER in command else None
-    _run_all([command], _workdir(tmp_path, inputs), where=f"'{path} --help' example {i + 1}", cluster=cluster)
