@@ -19,19 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.collect.package_files import shadow_lines
 from audits.collect.languages import BUILD_LIMITS, STAGE_PREFIX, BuildError, prepare
 from audits.collect.sandbox import scratch_root
 
 SECRET = "918273645546372819"
 HONEST = '#include <cstdio>\nint main(){long long a,b;if(scanf("%lld %lld",&a,&b)!=2)return 1;printf("%lld\\n",a+b);}\n'
 SANDBOXES = ("local", "bwrap", "auto")
-
-
-def _shadow_lines() -> list[str]:
-    try:
-        return [line for line in Path("/etc/shadow").read_text().splitlines() if line.strip()]
-    except OSError:
-        return []
 
 
 def _package(root: Path) -> Path:
@@ -108,7 +102,7 @@ def test_a_build_cannot_read_the_answers_or_host_files(built, sandbox, name, mes
     text = f"{result}\n{result.output}"
     assert message in text, text
     assert SECRET not in text and "\n3 4" not in text
-    for line in _shadow_lines():
+    for line in shadow_lines():
         assert line not in text
     assert "root:" not in text
 

@@ -15,18 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.collect.package_files import shadow_lines
 from audits.collect import languages
 from audits.collect.languages import DEFAULT_PYTHON, check_python, prepare
 
 SECRET = "5551234987654321"
 SANDBOXES = ("local", "bwrap", "auto")
-
-
-def _shadow_lines() -> list[str]:
-    try:
-        return [line for line in Path("/etc/shadow").read_text().splitlines() if line.strip()]
-    except OSError:
-        return []
 
 
 @pytest.fixture
@@ -78,7 +72,7 @@ def test_the_hostile_interpreter_does_leak_outside_the_box(tmp_path, bin_dir):
     wrapper = _hostile_interpreter(bin_dir, answer)
     out = subprocess.run([str(wrapper), "-I", "-c", "pass", str(src)], capture_output=True, text=True).stdout
     assert SECRET in out
-    shadow = _shadow_lines()
+    shadow = shadow_lines()
     assert not shadow or shadow[0].split(":")[0] in out
 
 
