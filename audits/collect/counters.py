@@ -17,19 +17,24 @@ The report's channel (valgrind)
     collector's pipe from its inherited number to :data:`LOG_FD` and closes the original, then
     execs valgrind with ``--log-fd=LOG_FD``. With soft = hard valgrind cannot raise the limit, so it
     reserves the top 12 descriptors below it for itself (``NOFILE - 12`` and up, ``LOG_FD`` among
-    them) and refuses every system call of the program on them (EBADF). The pipe is meant to be
-    the collector's (root, mode 0600), so that a program of another uid cannot reopen it through
-    ``/proc/self/fd`` (a program of the *same* uid can: measured; the sandbox's side channel that
-    hands the pipe to a program of another uid is not built yet). A program that writes a fake summary to its standard output or
-    error, or to any descriptor it has, changes nothing (tests/collect/test_instructions.py).
-    What this does not cover: valgrind is not a security boundary; a program that writes into
-    valgrind's own memory (the same address space) can change the count itself.
+    them) and refuses every system call of the program on them (EBADF). The pipe is the
+    collector's (root, mode 0600: ``Sandbox.run(report=True)`` makes it and hands it to the program
+    as fd 3 under ``local`` and ``bwrap``), so that a program of another uid cannot reopen it
+    through ``/proc/self/fd`` (a program of the *same* uid can: measured). A program that writes a
+    fake summary to its standard output or error, or to any descriptor it has, or reopens the
+    report through /proc, changes nothing (tests/collect/test_instructions.py, in every sandbox).
+    ``--vgdb=no``: no gdbserver FIFOs in the program's /tmp. What this does not cover: valgrind
+    is not a security boundary; a program that writes into valgrind's own memory (the same
+    address space), or reopens valgrind's *other* reserved descriptors (its semaphore pipe is
+    the program's uid's), can make it abort: no count (None), never a chosen one (tested).
 Reading the report
     :func:`parse_valgrind_log`: the sum, over processes, of cachegrind's ``==PID== I   refs: N``
-    lines (children are followed, ``--trace-children=yes``, so work moved into a child process is
-    counted); a line without valgrind's own ``==PID==`` prefix is not valgrind's (client requests
-    print ``**PID**``). No summary (killed at the limit, exec'd out of valgrind, valgrind failed)
-    or two summaries for one pid is ``None`` with the reason: n/a for that row, never 0.
+    lines (children are followed, ``--trace-children=yes``, so work moved into a child process
+    that exec'd is counted); a line without valgrind's own ``==PID==`` prefix is not valgrind's
+    (client requests print ``**PID**``). No summary (killed at the limit, valgrind failed), two
+    for one pid, a process that exec'd (valgrind drops its count before the exec), one that
+    started and left none, or a fork without exec (its count includes its parent's up to the
+    fork) is ``None`` with the reason: n/a for that row, never 0.
 Python's hash randomisation
     fixed with ``PYTHONHASHSEED=0`` (:data:`FIXED_ENVIRONMENT`) in every counted run, and recorded
     in the campaign manifest: without it set iteration order, and so the instruction count, changes
@@ -53,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import re
@@ -72,6 +78,8 @@ LOG_FD = NOFILE - 4
 FIXED_ENVIRONMENT = {"PYTHONHASHSEED": "0"}
 
 _SUMMARY = re.compile(r"^==(\d+)== I\s+refs:\s+([\d,]+)\s*$")
+#: valgrind's preamble line, once per program image a process runs (again after an exec)
+_COMMAND = re.compile(r"^==(\d+)== Command: ")
 _PERF_LINE = re.compile(r"^\s*([\d.,]+|<not supported>|<not counted>),[^,]*,(instructions[^,]*)")
 
 
@@ -90,18 +98,33 @@ class Counter:
 def parse_valgrind_log(text: str | bytes) -> tuple[int | None, str]:
     """Instructions from a cachegrind log: ``(count, "")``, or ``(None, reason)``.
 
-    The count is the sum over processes (pids) of their ``==PID== I   refs: N`` summary; a pid with
-    two summaries makes the log unreadable (``None``). Lines of any other shape are ignored.
+    The count is the sum over processes (pids) of their ``==PID== I   refs: N`` summary, where
+    every process started a program of its own (one ``==PID== Command:`` line: the program, and
+    each child that exec'd). It is ``None`` when the log cannot account for every process:
+    a pid with two summaries; a pid whose program started twice (it exec'd: valgrind drops what
+    it counted before an exec, so a program could hide its work behind ``exec /bin/true``); a pid
+    that started but left no summary (killed by a signal); a summary without a ``Command:`` line,
+    i.e. a child that forked without exec: its count *includes its parent's up to the fork*
+    (measured: 213 M of a parent's 220 M), so summing would count that twice. Other lines are
+    ignored. (``Command:`` lines cannot be forged through argv: valgrind escapes newlines in it.)
+    Not seen: a forked child killed by a signal leaves no line at all, so its work is missing.
 
-    >>> parse_valgrind_log("==1== I   refs: 10\\n==2== I   refs: 5\\n")
+    >>> parse_valgrind_log("==1== Command: a\\n==2== Command: b\\n==1== I   refs: 10\\n==2== I   refs: 5\\n")
     (15, '')
     >>> parse_valgrind_log("==1== I   refs: 10\\n==1== I   refs: 5\\n")
     (None, 'two instruction summaries for pid 1: the log is not one valgrind run per process')
+    >>> parse_valgrind_log("==1== Command: a\\n==1== Command: b\\n==1== I   refs: 5\\n")[1]
+    "process 1 exec'd a new program: valgrind drops what it counted before an exec"
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     counts: dict[str, int] = {}
+    started: collections.Counter = collections.Counter()
     for line in text.splitlines():
+        command = _COMMAND.match(line)
+        if command:
+            started[command.group(1)] += 1
+            continue
         match = _SUMMARY.match(line)
         if not match:
             continue
@@ -112,6 +135,16 @@ def parse_valgrind_log(text: str | bytes) -> tuple[int | None, str]:
     if not counts:
         return None, ("no instruction summary in valgrind's report (killed at the limit, exec'd out of "
                       "valgrind, or valgrind failed)")
+    forked = sorted(set(counts) - set(started))
+    if forked:
+        return None, (f"process {forked[0]} forked without exec: valgrind's count for it includes its parent's "
+                      f"up to the fork, so the sum over processes would count that twice")
+    for pid, n in sorted(started.items()):
+        if n > 1:
+            return None, f"process {pid} exec'd a new program: valgrind drops what it counted before an exec"
+        if pid not in counts:
+            return None, (f"process {pid} left no instruction summary (killed by a signal?): its "
+                          f"instructions are not in the count")
     return sum(counts.values()), ""
 
 
@@ -176,7 +209,7 @@ def valgrind_argv(argv: Sequence[str], *, inherited_fd: int, valgrind: str = "/u
     step = (f'ulimit -n {NOFILE} && exec {LOG_FD}>&{int(inherited_fd)} {int(inherited_fd)}>&- && {env} '
             f'&& exec "$@"')
     return [bash, "-c", step, "speedaudit-count", valgrind, "--tool=cachegrind", "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null", "--trace-children=yes", f"--log-fd={LOG_FD}", *map(str, argv)]
+            "--cachegrind-out-file=/dev/null", "--trace-children=yes", "--vgdb=no", f"--log-fd={LOG_FD}", *map(str, argv)]
 
 
 def counted_wall_limit(timeout_s: float, *, native_floor_s: float, counted_floor_s: float) -> tuple[float, float]:

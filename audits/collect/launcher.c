@@ -35,7 +35,9 @@
  *
  * Serve mode ("zygote"), one per runner thread: a request is one SOCK_SEQPACKET message
  * carrying the program's stdin/stdout/stderr (and optionally a 4th descriptor, which the
- * program gets as fd 3) as SCM_RIGHTS; it costs one fork of a 1 MB process instead of a fork
+ * program gets as fd 3: the report channel of an instruction counter; with --nested the 4th and
+ * 5th are the inner launcher's report and kill lines, and an optional 6th becomes fd 9, which
+ * the inner launcher hands to the program as fd 3, see REPORT_FD) as SCM_RIGHTS; it costs one fork of a 1 MB process instead of a fork
  * of the runner plus an exec of the launcher, and that fork happens before the request: a
  * standby child (see `standby`) builds the request-independent part of the view (--view
  * DIR) ahead, then takes the request itself. With --netns the server first moves itself into
@@ -277,6 +279,8 @@ static void enter_root(const char *box) {
    finish_view: the program's own files, its scratch, the tmpfs's size, pivot_root. Both
    run in the forked child, as root, before the uid switch. A standby child (serve mode)
    runs prepare_view while it waits for the request, so that part is off each run's path. */
+static int high_fd(int fd);
+
 static void prepare_view(const char *box, long long scratch_bytes) {
     static const char *system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", NULL};
     char opts[128], path[4096];
@@ -302,7 +306,8 @@ static void prepare_view(const char *box, long long scratch_bytes) {
     }
     snprintf(path, sizeof path, "%s/proc", box);
     if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2") != 0) fail("mount proc", path);
-    host_tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    /* clear of 0-9, where child_setup puts the request's descriptors (a report channel on 3) */
+    host_tree = high_fd((int)syscall(SYS_open_tree, AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
     if (host_tree >= 0) enter_root(box);
 }
 
@@ -632,6 +637,12 @@ struct request {
     char **argv, **envp;
 };
 
+/* The report channel of a counted run under bwrap (see the header): the outer standby puts the
+   request's 6th descriptor on this number (clear of 3-4, the inner launcher's lines, and 5-8, the
+   cgroup hand-down); the inner launcher, when it is a pipe, gives it to the program as fd 3. */
+#define REPORT_FD 9
+#define N_FDS 6
+
 /* In the child: the program's descriptors, its own process group, default signal handlers. */
 static void child_setup(const int *fds, int close_fd) {
     struct sigaction dfl;
@@ -642,11 +653,12 @@ static void child_setup(const int *fds, int close_fd) {
     setpgid(0, 0);
     if (close_fd >= 0) close(close_fd);
     if (fds) {   /* received close-on-exec: only the dup2 copies survive the exec */
-        int high[5];  /* first out of the way of 0-4, then into place (one may sit on another's number) */
-        for (int i = 0; i < 5; i++) high[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 100) : -1;
-        for (int i = 0; i < 5; i++) {
+        int high[N_FDS];  /* first out of the way of 0-4 and 9, then into place (one may sit on another's number) */
+        for (int i = 0; i < N_FDS; i++) high[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD_CLOEXEC, 100) : -1;
+        for (int i = 0; i < N_FDS; i++) {
+            int target = i < 5 ? i : REPORT_FD;
             if (i < 3 && high[i] < 0) _exit(126);
-            if (high[i] >= 0 && dup2(high[i], i) < 0) _exit(126);
+            if (high[i] >= 0 && dup2(high[i], target) < 0) _exit(126);
             if (high[i] >= 0) close(high[i]);
         }
     }
@@ -687,6 +699,15 @@ static void *kill_line(void *arg) {
     stop = 1;
     if (child > 0 && !reaped) kill(-child, SIGKILL);
     return NULL;
+}
+
+/* One shot inside bwrap: fd 9, when it is a pipe, is the counted run's report channel, which
+   the program gets as fd 3 (close-on-exec here: the inner launcher's own copy goes at exec). */
+static int report_channel(void) {
+    struct stat st;
+    if (fstat(REPORT_FD, &st) != 0 || !S_ISFIFO(st.st_mode)) return -1;
+    fcntl(REPORT_FD, F_SETFD, FD_CLOEXEC);
+    return REPORT_FD;
 }
 
 static int watch_kill_line(void) {
@@ -776,7 +797,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
 }
 
 /* One shot (no view): fork, confine and exec; watch. */
-static int run(const struct request *rq, int close_fd, int kill_fd, report_fn say, void *ctx) {
+static int run(const struct request *rq, int close_fd, int kill_fd, int report, report_fn say, void *ctx) {
     char buf[256];
     struct timespec t0;
     int ready[2];
@@ -800,12 +821,14 @@ static int run(const struct request *rq, int close_fd, int kill_fd, report_fn sa
         snprintf(buf, sizeof buf, "pid %d\n", (int)getpid());
         say(ctx, buf);
         child_setup(NULL, close_fd);
+        if (report >= 0 && dup2(report, 3) != 3) _exit(126);   /* after fd 3 (our report line) closed */
         close(ready[1]);
         confine_and_exec(rq);
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);   /* only if the child died before its own reading */
     setpgid(pid, pid);
     close(ready[1]);
+    if (report >= 0) close(report);        /* the program's copy only: its end is the channel's end */
     cg_join_inherited(1);
     /* straight to waitid: a launcher that is still runnable when the program exits waits for a
        time slice before it reads the clock (milliseconds on a loaded machine) */
@@ -866,7 +889,7 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     }
     int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
     struct iovec iov = { data, sizeof data - 1 };
-    union { char buf[CMSG_SPACE(5 * sizeof(int))]; struct cmsghdr align; } control;
+    union { char buf[CMSG_SPACE(N_FDS * sizeof(int))]; struct cmsghdr align; } control;
     struct msghdr msg;
     ssize_t n;
     do {
@@ -880,10 +903,10 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
     memset(&nt, 0, sizeof nt);
     clock_gettime(CLOCK_MONOTONIC, &nt.t0);
     data[n] = 0;
-    int fds[5] = { -1, -1, -1, -1, -1 };
+    int fds[N_FDS] = { -1, -1, -1, -1, -1, -1 };
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        for (int k = 3; k <= 5; k++)
+        for (int k = 3; k <= N_FDS; k++)
             if (c->cmsg_len == CMSG_LEN(k * sizeof(int))) memcpy(fds, CMSG_DATA(c), k * sizeof(int));
     }
     struct request rq;
@@ -1085,5 +1108,5 @@ int main(int argc, char **argv) {
     rq.uid = atoll(argv[2]); rq.as = atoll(argv[3]); rq.fsize = atoll(argv[4]);
     rq.nproc = atoll(argv[5]); rq.cpu = atoll(argv[6]); rq.cwd = NULL; rq.argv = argv + 8; rq.envp = NULL;
     int kill_fd = watch_kill_line() ? KILL_FD : -1;
-    return run(&rq, fd, kill_fd, report_fd, &fd);
+    return run(&rq, fd, kill_fd, report_channel(), report_fd, &fd);
 }

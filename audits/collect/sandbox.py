@@ -102,6 +102,7 @@ __all__ = [
     "stage_program",
     "RUN_STATUSES",
     "accounting",
+    "REPORT_BYTES",
 ]
 
 RUN_STATUSES = PROCESS_STATUSES
@@ -110,6 +111,9 @@ _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 #: What every program's view has (read-only): the system directories.
 _SYSTEM_PREFIXES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/etc/")
 _READ = 1 << 16
+#: The most of a report channel kept (``run(report=True)``): a counter's report is a few lines per
+#: process; a run whose report is longer is flagged (``Execution.report_truncated``), not cut silently.
+REPORT_BYTES = 4 << 20
 
 
 class SandboxError(UserError, RuntimeError):
@@ -233,6 +237,11 @@ class Execution:
     #: its tree, also children never waited for) or ``rusage`` (every process the launcher
     #: reaped; a child the kernel reaped itself, SIGCHLD ignored, is missed): see accounting()
     accounting: str = "rusage"
+    #: ``run(report=True)``: what arrived on the report channel (the program's fd 3), at most
+    #: :data:`REPORT_BYTES`; None without a channel
+    report: bytes | None = None
+    #: the report channel carried more than :data:`REPORT_BYTES` (the rest was not read)
+    report_truncated: bool = False
 
     def with_status(self, status: str, reason: str) -> "Execution":
         return dataclasses.replace(self, status=status, reason=reason)
@@ -240,6 +249,7 @@ class Execution:
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
         out["stdout_path"] = None if self.stdout_path is None else str(self.stdout_path)
+        out["report"] = None if self.report is None else self.report.decode("utf-8", "replace")
         return out
 
 
@@ -703,8 +713,10 @@ class Sandbox:
     private_view = False
     #: the zygote sits in an empty network namespace (LocalSandbox, when root)
     netns = False
+    #: ``run(report=True)`` works: the launcher hands the channel to the program as fd 3
+    report_channel = False
 
-    def run(self, argv, *, stdin_path, workdir, limits: Limits = Limits()) -> Execution:
+    def run(self, argv, *, stdin_path, workdir, limits: Limits = Limits(), report: bool = False) -> Execution:
         """Run ``argv`` with standard input from ``stdin_path``.
 
         ``workdir`` is a directory for this execution (created if missing, removed by
@@ -714,9 +726,18 @@ class Sandbox:
         ``workdir/stdout`` (root-owned, at most ``limits.output_bytes``). Standard input
         is a sealed in-memory copy of ``stdin_path`` (``/proc/self/fd/0`` names no file),
         which the runner opens without following a symbolic link.
+
+        With ``report`` the program also gets a *report channel* as fd 3: the write end of a pipe
+        made by the runner (so its inode is the runner's, mode 0600: a program of another uid cannot
+        reopen it through ``/proc``), read like its output and returned as ``Execution.report``. It is
+        meant for an instruction counter that moves it out of the program's reach
+        (:func:`audits.collect.counters.valgrind_argv`); ``local`` and ``bwrap`` only.
         """
         if not argv:
             raise SandboxError("empty argv: nothing to run")
+        if report and not self.report_channel:
+            raise SandboxError(f"the {self.spec()} sandbox has no report channel (an instruction counter's "
+                               f"side channel)\n  -> use --sandbox local or bwrap")
         if not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
         argv = [str(a) for a in argv]
@@ -727,7 +748,7 @@ class Sandbox:
         if self.confine and self.uid is not None:
             uid = _UIDS.acquire() if self.uid == "auto" else int(self.uid)
         try:
-            return self._run(argv, stdin_path, workdir, limits, uid)
+            return self._run(argv, stdin_path, workdir, limits, uid, report)
         finally:
             if uid is not None and self.uid == "auto":
                 _UIDS.release(uid)
@@ -773,7 +794,8 @@ class Sandbox:
         finally:
             os.close(src)
 
-    def _run(self, argv, stdin_path: Path, workdir: Path, limits: Limits, uid: int | None) -> Execution:
+    def _run(self, argv, stdin_path: Path, workdir: Path, limits: Limits, uid: int | None,
+             report: bool = False) -> Execution:
         scratch = workdir / "scratch"
         stdout_path = workdir / "stdout"
         launcher = launcher_path()
@@ -788,7 +810,7 @@ class Sandbox:
             os.chmod(workdir, 0o711)
             _check_traversable(workdir, uid)
         if launcher is None:
-            if self.private_view or self.nest_launcher:
+            if self.private_view or self.nest_launcher or report:
                 raise SandboxError(f"the {self.name} sandbox needs its C launcher, and no C compiler (cc, gcc) "
                                    f"was found\n  -> install gcc (Debian: apt-get install gcc; or run "
                                    f"scripts/system-deps.sh)")
@@ -819,12 +841,18 @@ class Sandbox:
             out_r, out_w = os.pipe()
             err_r, err_w = os.pipe()
             pipes += [out_r, out_w, err_r, err_w]
+            handed = [out_w, err_w] + ([inner_w, kill_r] if self.nest_launcher else [])
+            report_r = None
+            if report:  # the 4th descriptor (program's fd 3); nested: the 6th (fd 9, see REPORT_FD in launcher.c)
+                report_r, report_w = os.pipe()
+                pipes += [report_r, report_w]
+                handed.append(report_w)
             with open(stdout_path, "wb") as out:
                 os.chmod(stdout_path, 0o600)
                 zygote = _zygote(launcher, netns=self.netns, view=view, nested=self.nest_launcher)
                 t0 = time.monotonic()
-                zygote.send(payload, [pipes[0], out_w, err_w] + ([inner_w, kill_r] if self.nest_launcher else []))
-                for fd in (out_w, err_w) + ((inner_w, kill_r) if self.nest_launcher else ()):
+                zygote.send(payload, [pipes[0], *handed])
+                for fd in handed:
                     os.close(fd)
                     pipes.remove(fd)
                 kill_line = [None]
@@ -833,7 +861,7 @@ class Sandbox:
                     pipes.remove(kill_w)  # _watch_zygote closes it (to kill) or we do, below
                 try:
                     return self._watch_zygote(zygote, t0, out, stdout_path, limits, out_r, err_r, inner_r,
-                                              kill_line)
+                                              kill_line, report_r)
                 finally:
                     if kill_line[0] is not None:
                         os.close(kill_line[0])
@@ -869,7 +897,8 @@ class Sandbox:
             os.close(stdin)
 
     def _watch_zygote(self, zygote: "_Zygote", t0: float, out, stdout_path: Path, limits: Limits, out_r: int,
-                      err_r: int, inner_r: int | None, kill_line: list | None = None) -> Execution:
+                      err_r: int, inner_r: int | None, kill_line: list | None = None,
+                      report_r: int | None = None) -> Execution:
         # The clock starts when the launcher reports the fork (so the program gets its full
         # wall_s); until then allow one extra second.
         deadline = t0 + limits.wall_s + 1.0
@@ -879,6 +908,10 @@ class Sandbox:
         sel.register(zygote.sock, selectors.EVENT_READ, "outer")
         if inner_r is not None:
             sel.register(inner_r, selectors.EVENT_READ, "inner")
+        report_text = bytearray() if report_r is not None else None
+        report_over = False
+        if report_r is not None:
+            sel.register(report_r, selectors.EVENT_READ, "report")
         written = 0
         truncated = False
         err_written = 0
@@ -905,7 +938,7 @@ class Sandbox:
                 zygote.interrupt()
 
         def consume(key) -> None:
-            nonlocal written, truncated, err_written, err_over
+            nonlocal written, truncated, err_written, err_over, report_over
             try:
                 chunk = os.read(key.fd, _READ)
             except BlockingIOError:
@@ -928,6 +961,10 @@ class Sandbox:
                     del err_tail[:-limits.stderr_bytes]
                 if err_written > limits.stderr_limit:
                     err_over = True
+            elif key.data == "report":
+                room = REPORT_BYTES - len(report_text)
+                report_over = report_over or len(chunk) > room
+                report_text.extend(chunk[:max(room, 0)])
             else:
                 inner_text.extend(chunk)
 
@@ -1030,7 +1067,7 @@ class Sandbox:
         if failure and killed is None:
             status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
         return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
-                         self.name, accounting)
+                         self.name, accounting, None if report_text is None else bytes(report_text), report_over)
 
     def _watch(self, proc: subprocess.Popen, t0: float, out, stdout_path: Path, limits: Limits) -> Execution:
         """The fallback watch (no launcher): our own child, its group killed by us."""
@@ -1344,6 +1381,7 @@ class LocalSandbox(Sandbox):
     """
 
     name = "local"
+    report_channel = True
 
     def __init__(self, *, uid: int | str | None = "auto"):
         super().__init__(uid=uid)
@@ -1382,6 +1420,7 @@ class BwrapSandbox(Sandbox):
     # with the run's cgroup, which the inner launcher's child joins, its tree's CPU and peak
     # for every status (also when the runner killed bwrap at the wall limit).
     nest_launcher = True
+    report_channel = True
 
     def __init__(self, *, uid: int | str | None = "auto", bwrap: str | None = None):
         super().__init__(uid=uid)

@@ -1,9 +1,11 @@
 """Instruction counts (issue 25 item 2): real valgrind runs of tiny Python and C++ programs.
 
-The counted command of :func:`audits.collect.counters.valgrind_argv` is run directly (not yet through a
-sandbox: the sandbox's side channel is still open work, docs/collecting.md). Checks: the same count on
-repeats, a different program gives a different count, and a hostile program that prints fake summaries on
-its standard output and error and writes them to every descriptor it can reach does not change the report.
+The counted command of :func:`audits.collect.counters.valgrind_argv` is run directly and through every
+sandbox with a report channel (``Sandbox.run(report=True)``: the program's fd 3, moved into valgrind's
+reserved range). Checks: the same count on repeats, a different program gives a different count, and a
+hostile program that prints fake summaries on its standard output and error, writes them to every
+descriptor it can reach and tries to reopen valgrind's through /proc does not change the report; a program
+that hides its work behind an exec, or in a child that kills itself, gets no count (None), not a small one.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from audits.collect.counters import (FIXED_ENVIRONMENT, NOFILE, parse_valgrind_log, resolved_binary,
+from audits.collect.counters import (FIXED_ENVIRONMENT, LOG_FD, NOFILE, parse_valgrind_log, resolved_binary,
                                      valgrind_argv)
+from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
@@ -24,7 +28,7 @@ PY = resolved_binary(sys.executable)
 LOOP = "s = 0\nfor i in range({n}):\n    s += i * i\nprint(s, len(set(str(i) for i in range(50))))\n"
 FORGED = 777
 HOSTILE = """import os, sys
-line = ("==%d== I   refs:      {forged}\\n" % os.getpid()).encode()
+line = ("==%d== Command: prog\\n==%d== I   refs:      {forged}\\n" % (os.getpid(), os.getpid())).encode()
 sys.stdout.write(line.decode()); sys.stdout.flush()
 sys.stderr.write(line.decode()); sys.stderr.flush()
 refused = 0
@@ -33,8 +37,38 @@ for fd in range(3, 1024):
         os.write(fd, line)
     except OSError:
         refused += 1
-print("refused", refused)
-""".replace("{forged}", f"{FORGED:,}")
+reopened = []
+for fd in range(1024 - 12, 1024) if {reopen} else ():  # valgrind's reserved descriptors naming its report
+    path = "/proc/self/fd/%d" % fd
+    if not os.path.lexists(path) or os.readlink(path) != os.readlink("/proc/self/fd/{log_fd}"):
+        continue
+    try:
+        again = os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        continue
+    try:
+        os.write(again, line)
+        reopened.append(os.readlink("/proc/self/fd/%d" % again))
+    except OSError:
+        pass
+    os.close(again)
+print("refused", refused, "reopened", len(reopened), *reopened)
+"""
+HOSTILE_SAME_UID = HOSTILE.replace("{forged}", f"{FORGED:,}").replace("{reopen}", "False")
+HOSTILE = HOSTILE.replace("{forged}", f"{FORGED:,}").replace("{log_fd}", str(LOG_FD)).replace("{reopen}", "True")
+#: writes a forged summary into every descriptor valgrind reserved, reopened through /proc (its own
+#: semaphore pipe among them: valgrind aborts); what it may cause is no count, never the forged one
+SABOTAGE = """import os
+line = ("==%d== Command: prog\\n==%d== I   refs:      777\\n" % (os.getpid(), os.getpid())).encode()
+for fd in range(1024 - 12, 1024):
+    try:
+        again = os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(again, line)
+        os.close(again)
+    except OSError:
+        pass
+print("done")
+"""
 
 
 def counted(argv, *, stdin: bytes = b"") -> tuple[int | None, str, str, str]:
@@ -94,7 +128,7 @@ def test_the_counted_run_fixes_python_hash_seed(tmp_path):
 
 def test_a_program_printing_fake_summaries_does_not_change_the_count(tmp_path):
     hostile = tmp_path / "hostile.py"
-    hostile.write_text(HOSTILE)
+    hostile.write_text(HOSTILE_SAME_UID)  # as root, like the test: /proc/self/fd/1020 would reopen (docs)
     count, reason, out, err = counted([PY, str(hostile)])
     # the forgery would work on the program's own channels ...
     assert parse_valgrind_log(out)[0] == FORGED and parse_valgrind_log(err)[0] == FORGED
@@ -105,3 +139,113 @@ def test_a_program_printing_fake_summaries_does_not_change_the_count(tmp_path):
     # every descriptor of valgrind's reserved range (the log among them) refused the program's write
     refused = int(out.split("refused ")[1].split()[0])
     assert refused == NOFILE - 3  # fds 3..1023: closed ones and valgrind's reserved 12, the log among them
+
+
+# --------------------------------------------------------------------------- through the sandboxes
+
+SYSTEM_PY = resolved_binary("/usr/bin/python3")  # readable by the sandboxes' uids (a pyenv under /root is not)
+SANDBOXES = ["local", "bwrap", "auto"]
+
+
+@pytest.fixture
+def root():
+    path = scratch_root("speedaudit-test-instructions-")
+    (path / "src").mkdir()
+    os.chmod(path / "src", 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def boxed(spec: str, root: Path, source: str, *, name: str = "prog.py"):
+    """``source`` run by the system Python, counted, in sandbox ``spec`` (skipped where it cannot run here)."""
+    box = make_sandbox(spec)
+    try:
+        box.check()
+    except SandboxError as exc:
+        pytest.skip(f"{spec}: {exc}")
+    program = root / "src" / name
+    program.write_text(source)
+    os.chmod(program, 0o644)
+    stdin = root / f"{name}.in"
+    stdin.write_bytes(b"")
+    workdir = root / f"w-{name}-{len(list(root.iterdir())):04d}"  # one length: a path's length moves the count
+    ex = box.run(valgrind_argv([SYSTEM_PY, str(program)], inherited_fd=3), stdin_path=stdin, workdir=workdir,
+                 limits=Limits(wall_s=120), report=True)
+    return ex, (workdir / "stdout").read_text(), parse_valgrind_log(ex.report)
+
+
+@pytest.mark.parametrize("spec", SANDBOXES)
+def test_the_report_channel_keeps_the_count_from_a_forging_program_in_every_sandbox(spec, root):
+    ex, out, (count, reason) = boxed(spec, root, HOSTILE)
+    assert ex.status == "ok", (ex.reason, ex.stderr_tail)
+    assert parse_valgrind_log(out)[0] == FORGED and parse_valgrind_log(ex.stderr_tail)[0] == FORGED
+    assert count is not None, reason
+    assert count > 10 * FORGED
+    assert f"I   refs:      {FORGED:,}" not in ex.report.decode()  # nothing of the program's reached the report
+    words = out.split()
+    refused, reopened = int(words[words.index("refused") + 1]), int(words[words.index("reopened") + 1])
+    assert refused == NOFILE - 3  # fd 3 (the channel's number) closed before valgrind, the rest closed or reserved
+    assert reopened == 0  # /proc/self/fd/1020 names the runner's pipe (root's, 0600): another uid cannot open it
+    # the same program, twice: the same count (the forgery does not move it either way)
+    assert boxed(spec, root, HOSTILE)[2][0] == count
+
+
+@pytest.mark.parametrize("spec", ["local", "bwrap"])
+def test_counts_in_a_sandbox_repeat_and_follow_the_work(spec, root):
+    small = boxed(spec, root, LOOP.format(n=20_000), name="small.py")
+    again = boxed(spec, root, LOOP.format(n=20_000), name="small.py")
+    big = boxed(spec, root, LOOP.format(n=60_000), name="big.py")
+    assert small[2][0] is not None, small[2][1]
+    assert small[2][0] == again[2][0]
+    assert big[2][0] > small[2][0]
+
+
+@pytest.mark.parametrize("spec", ["local", "bwrap"])
+def test_a_program_reopening_valgrinds_descriptors_gets_no_count_or_the_true_one(spec, root):
+    ex, _, (count, reason) = boxed(spec, root, SABOTAGE)
+    assert count != FORGED
+    assert count is None or count > 10 * FORGED, reason
+
+
+def test_work_hidden_behind_an_exec_or_a_fork_gives_no_count(root):
+    hidden = "import os\ns = sum(i * i for i in range(200000))\nprint(s, flush=True)\nos.execv('/bin/true', ['true'])\n"
+    ex, out, (count, reason) = boxed("local", root, hidden, name="exec.py")
+    assert ex.status == "ok" and out.strip() == str(sum(i * i for i in range(200000)))
+    assert count is None and "exec" in reason
+    # a fork's count includes its parent's up to the fork (summing would count that twice)
+    child = ("import os\ns = sum(i * i for i in range(200000))\npid = os.fork()\nif pid == 0:\n    print(s, "
+             "flush=True)\n    os._exit(0)\nos.waitpid(pid, 0)\n")
+    ex, out, (count, reason) = boxed("local", root, child, name="child.py")
+    assert ex.status == "ok" and out.strip() == str(sum(i * i for i in range(200000)))
+    assert count is None and "forked without exec" in reason
+    # fork + exec (subprocess): each program counted from its own start, and summed
+    spawn = "import subprocess\nsubprocess.run(['/bin/true'], check=True)\nprint('spawned')\n"
+    ex, out, (count, reason) = boxed("local", root, spawn, name="spawn.py")
+    assert ex.status == "ok" and out == "spawned\n"
+    assert count is not None, reason
+    assert ex.report.decode().count("Command: ") == 2
+
+
+def test_a_sandbox_without_a_report_channel_refuses_one(root):
+    box = make_sandbox("cmd:{argv}")
+    (root / "in").write_bytes(b"")
+    with pytest.raises(SandboxError, match="no report channel"):
+        box.run(["/bin/true"], stdin_path=root / "in", workdir=root / "w", limits=Limits(wall_s=5), report=True)
+
+
+def test_the_report_channel_is_fd_3_and_nothing_else_is_added(root):
+    """Without valgrind: what the program finds on fd 3 is the channel, and without ``report`` fd 3 is closed."""
+    (root / "in").write_bytes(b"")
+    for spec in ("local", "bwrap"):
+        box = make_sandbox(spec)
+        try:
+            box.check()
+        except SandboxError:
+            continue
+        probe = ["/bin/sh", "-c", "echo via-3 >&3 && ls /proc/self/fd"]
+        ex = box.run(probe, stdin_path=root / "in", workdir=root / f"w-{spec}", limits=Limits(wall_s=10), report=True)
+        assert ex.status == "ok" and ex.report == b"via-3\n", (spec, ex.reason, ex.stderr_tail)
+        # 0-3, and ls's own directory descriptor (4): nothing else of the launchers' or bwrap's
+        assert sorted(int(fd) for fd in (root / f"w-{spec}" / "stdout").read_text().split()) == [0, 1, 2, 3, 4]
+        plain = box.run(probe, stdin_path=root / "in", workdir=root / f"p-{spec}", limits=Limits(wall_s=10))
+        assert plain.status == "runtime_error" and plain.report is None
