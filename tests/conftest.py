@@ -28,10 +28,36 @@ def pytest_collection_modifyitems(config, items):
     ``make test`` hands whole files to its xdist workers in collection order (``--dist loadfile
     --no-loadscope-reorder``); a file of several minutes handed out last keeps one worker busy after the
     other has finished (longest first is the classic remedy for that tail). Mark a test ``slow`` when its
-    file takes minutes.
+    file takes a minute or more under ``make test`` (the run's ``--durations`` ends with the slowest files,
+    each flagged when it is marked; see :func:`pytest_terminal_summary`).
     """
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
+
+
+#: Seconds (setup + call + teardown of its tests) per test file, summed as the reports arrive (under xdist,
+#: in the controller, from every worker's reports), for :func:`pytest_terminal_summary`.
+_FILE_SECONDS: dict[str, list] = {}
+
+
+def pytest_runtest_logreport(report):
+    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::", 1)[0], [0.0, False])  # [seconds, marked slow]
+    entry[0] += report.duration
+    entry[1] = entry[1] or "slow" in report.keywords
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """With ``--durations=N``: the N slowest test files too, each flagged when it is marked ``slow``.
+
+    A file of minutes that is not marked ``slow`` is handed out in collection order, possibly last, and keeps
+    one worker busy after the other has finished: this list says which files to mark.
+    """
+    count = config.getoption("durations", None)
+    if not count or hasattr(config, "workerinput") or not _FILE_SECONDS:
+        return
+    terminalreporter.write_sep("=", f"slowest {count} test files (setup + call + teardown)")
+    for path, (seconds, slow) in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])[:count]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {'slow' if slow else '    '} {path}")
 
 
 @pytest.fixture(autouse=True)

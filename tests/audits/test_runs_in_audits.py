@@ -199,6 +199,7 @@ def test_names_with_slash_and_colon_work_in_every_audit(odd_names, tmp_path, cap
         assert (HOST in printed) or (ODD in printed), argv
 
 
+@pytest.mark.slow  # a minute or more under make test's load: a report set rendered
 def test_names_with_slash_and_colon_in_speedaudit_report(odd_names, tmp_path, capsys):
     _, path = odd_names
     out = tmp_path / "reports"

@@ -23,6 +23,8 @@ from audits.cli import main as cli_main
 from audits.corpus.synthetic import synthesize
 from tests.audits.test_permutation_invariance import _pyperf_files
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: two report sets rendered (module fixtures)
+
 N_BOOT = 30
 PAGES = ("overview", "reliability", "clocks", "calibration", "aggregation", "simulation")
 REQUIRED = ["problem", "test", "solution", "duration_s", "status"]

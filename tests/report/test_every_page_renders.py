@@ -26,6 +26,8 @@ from audits.cli import main as cli_main
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: two report sets rendered (module fixtures)
+
 PAGES = ("overview", "reliability", "clocks", "calibration", "aggregation", "simulation")
 
 

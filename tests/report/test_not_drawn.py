@@ -27,6 +27,8 @@ from audits.checks.simulation import run_simulation_audit
 from stats.rewards import RewardEnvironment
 from tests.report.test_any_corpus import PAGES, _error_cells, _pages, _render
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set rendered (module fixture)
+
 DRIFT = (("c0", 1.0, 0.0), ("c1", 0.63, 0.053))
 
 

@@ -23,6 +23,8 @@ from audits.report.render import (ReportError, default_audits, export_html, load
                            render_reports)
 from audits.corpus.synthetic import synthesize
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set rendered (module fixture)
+
 N_BOOT = 50
 
 

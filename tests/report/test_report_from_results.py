@@ -15,6 +15,8 @@ from audits.protocol.saved import read_results
 from audits.report.render import render_reports
 from tests.report.test_report_once import _kernel_calls, corpus_path, counting  # noqa: F401 -- fixtures
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set rendered from saved results
+
 ALL = ["--n-boot", "30", "--pair-environment", "quiet", "--source-campaign", "c0", "--target-campaign", "c1",
        "--simulation-environment", "quiet", "--simulation-campaign", "c0"]
 

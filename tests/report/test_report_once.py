@@ -19,6 +19,8 @@ from audits.corpus.synthetic import synthesize
 from audits.report.render import render_notebook, render_reports
 from audits.report.results import RESULTS_FILE
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set and two pages rendered
+
 REPO = Path(__file__).resolve().parents[2]
 AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
           "audits.checks.calibration": "run_calibration_audit", "audits.checks.aggregation": "run_aggregation_audit",
