@@ -29,11 +29,7 @@ from audits.checks.declared.simulation import SimulationOptions, SimulationThres
 from audits.corpus.runs import RunError, covered_runs, one_run
 from audits.protocol.audit import Audit, Skip
 
-__all__ = ["AUDITS", "NO_PAIR", "example_reward_environments", "EXAMPLE_REWARD_ENVIRONMENTS"]
-
-#: Why calibration is skipped without a named pair (its direction is the user's to give; never guessed).
-NO_PAIR = ("no (source, target) pair named: give the direction with --source-campaign/--target-campaign (or "
-           "--source-environment/--target-environment)")
+__all__ = ["AUDITS", "example_reward_environments", "EXAMPLE_REWARD_ENVIRONMENTS"]
 
 #: The example reward environments the simulation screens by default (the shipped fixtures/environments).
 EXAMPLE_REWARD_ENVIRONMENTS = ("top30", "uniform_timeout", "ranked_worst_p80", "duration_filter_2s",
@@ -86,7 +82,8 @@ class Discriminability(_EveryRun):
 
 
 class Calibration(Audit):
-    """One calibration per named (source, target) pair (rule ``"named pairs"``); none named: skipped."""
+    """One calibration per pair of :func:`audits.corpus.selection.choose_pairs`: the pairs the user names (rule
+    ``"named"``), else the documented default pairs; a corpus with neither is skipped with the reason."""
 
     name: ClassVar[str] = "calibration"
     title: ClassVar[str] = "can timings of one run be mapped onto another?"
@@ -95,20 +92,29 @@ class Calibration(Audit):
     report = ("stored", "across")
 
     def plan(self, ctx, options) -> tuple:
-        if not options.pairs:
-            raise Skip(NO_PAIR)
-        return tuple(options.pairs)
+        from audits.corpus.selection import choose_pairs, no_pair_reason
+
+        if any(isinstance(side, str) for pair in options.pairs for side in pair):
+            return tuple(options.pairs)  # names of a column's values (--source/--target), resolved with ``key``
+        choices = choose_pairs(ctx.corpus, named=options.pairs, runs=ctx.runs)
+        if not choices:
+            raise Skip(no_pair_reason(ctx.runs))
+        return choices
 
     def part(self, ctx, unit, options, thresholds):
-        from audits.checks.calibration import run_calibration_audit
+        from dataclasses import replace
 
-        source, target = unit
-        return run_calibration_audit(ctx, source=source, target=target, key=options.key,
-                                     families=list(options.families), robust=options.robust or False,
-                                     calibration_family=options.calibration_family,
-                                     variance_ratio=options.variance_ratio, taus=tuple(options.taus),
-                                     n_boot=options.n_boot, n_boot_rank=options.n_boot_rank, level=options.level,
-                                     seed=options.seed, thresholds=thresholds)
+        from audits.checks.calibration import run_calibration_audit
+        from audits.corpus.selection import PairChoice
+
+        source, target, rule = (unit.source, unit.target, unit.rule) if isinstance(unit, PairChoice) else (*unit, "named")
+        result = run_calibration_audit(ctx, source=source, target=target, key=options.key,
+                                       families=list(options.families), robust=options.robust or False,
+                                       calibration_family=options.calibration_family,
+                                       variance_ratio=options.variance_ratio, taus=tuple(options.taus),
+                                       n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
+                                       level=options.level, seed=options.seed, thresholds=thresholds)
+        return replace(result, pair_rule=rule)
 
     def compute(self, ctx, units, options, thresholds):
         return tuple(self.part(ctx, u, options, thresholds) for u in units)

@@ -164,14 +164,16 @@ def register(commands, audit_commands) -> None:
     parser = audit_commands.add_parser(
         "all", help="every audit once, in one process (the whole audit)",
         description="Run every registered audit (" + ", ".join(registry.names()) + ") on one shared run context: "
-                    "calibration for the pair named with --source-*/--target-* (skipped otherwise, the direction is "
-                    "never guessed). Each run's rows, reference pool, collapsed cells and per-repeat scores are "
+                    "calibration for the pair named with --source-*/--target-*, or without one the documented default "
+                    "pairs (each stored -> fresh campaign of an environment whose campaigns are ordered by "
+                    "timestamps, and each environment against the quietest in its campaign; skipped, with the "
+                    "reason, when the corpus has none; never 'the first two'). Each run's rows, reference pool, collapsed cells and per-repeat scores are "
                     "computed once for every audit. --json writes every audit's result in one file (each part "
                     "equals that audit's own --json). Options shared by several audits are one flag (--n-boot, "
                     "--seed, --floor-s, --environment/--campaign); the others carry the audit's name "
                     "(--simulation-n-boot).")
     add_corpus_input(parser)
-    pair = parser.add_argument_group("calibration (map SOURCE onto TARGET; skipped when not named)")
+    pair = parser.add_argument_group("calibration (map SOURCE onto TARGET; not named: the default pairs)")
     pair.add_argument("--source-environment", metavar="NAME")
     pair.add_argument("--source-campaign", metavar="NAME", help="e.g. the stored campaign")
     pair.add_argument("--target-environment", metavar="NAME")

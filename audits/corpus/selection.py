@@ -40,7 +40,8 @@ import pandas as pd
 
 from audits.corpus.runs import Run, RunError, Runs, runs_of
 
-__all__ = ["PairChoice", "PAIR_RULES", "choose_pairs", "quietness"]
+__all__ = ["PairChoice", "PAIR_RULES", "choose_pairs", "quietness", "cell_cvs", "quietness_of", "needs_quietness",
+           "no_pair_reason"]
 
 #: The rules that choose a calibration pair, as JSON and pages name them.
 PAIR_RULES = {
@@ -64,11 +65,12 @@ class PairChoice:
         return {"source": self.source.to_dict(), "target": self.target.to_dict(), "rule": self.rule}
 
 
-def quietness(corpus: pd.DataFrame) -> dict[Run, float]:
-    """Per run, the median over its reference cells of the repeat CV (sample sd / mean of ok ``duration_s``).
+def cell_cvs(corpus: pd.DataFrame) -> dict[Run, np.ndarray]:
+    """Per run, the repeat CVs (sample sd / mean of ok ``duration_s``) of its reference cells, in no set order.
 
     A cell is a (problem, test, solution); only cells with two or more ok repeats and a positive mean count.
-    NaN for a run with none. Lower is quieter. Depends only on the rows as a set.
+    A cell's rows all lie in one problem, so the CVs of a partitioned dataset are those of its files put
+    together (:func:`quietness_of` of the merged arrays equals :func:`quietness` of the whole corpus).
     """
     rows = corpus
     if "role" in rows.columns:
@@ -76,18 +78,57 @@ def quietness(corpus: pd.DataFrame) -> dict[Run, float]:
     if "status" in rows.columns:
         rows = rows.loc[(rows["status"].astype(str) == "ok").to_numpy()]
     cell = ["environment", "campaign"] + [c for c in ("problem", "test", "solution") if c in rows.columns]
-    out: dict[Run, float] = {}
-    if len(rows) and "duration_s" in rows.columns:
-        keys = rows[cell].astype(str)
-        stats = rows["duration_s"].astype(float).groupby([keys[c] for c in cell], sort=False).agg(
-            ["mean", "std", "count"])
-        stats = stats[(stats["count"] >= 2) & (stats["mean"] > 0)]
-        cv = (stats["std"] / stats["mean"]).groupby(level=[0, 1], sort=False).median()
-        out = {Run(str(e), str(c)): float(v) for (e, c), v in cv.items()}
-    return {r: out.get(r, math.nan) for r in runs_of(corpus).names}
+    if not len(rows) or "duration_s" not in rows.columns:
+        return {}
+    keys = rows[cell].astype(str)
+    stats = rows["duration_s"].astype(float).groupby([keys[c] for c in cell], sort=False).agg(
+        ["mean", "std", "count"])
+    stats = stats[(stats["count"] >= 2) & (stats["mean"] > 0)]
+    cv = stats["std"] / stats["mean"]
+    return {Run(str(e), str(c)): values.to_numpy(dtype=float)
+            for (e, c), values in cv.groupby(level=[0, 1], sort=False)}
 
 
-def choose_pairs(corpus: pd.DataFrame, *, named: Iterable = (), runs: Runs | None = None,
+def quietness_of(cvs: Mapping[Run, Iterable[np.ndarray]], runs: Runs) -> dict[Run, float]:
+    """Per run of ``runs``, the median of its cells' repeat CVs (``cvs``: arrays per run, e.g. one per file);
+    NaN for a run with none. The median is of the CVs as a set: it does not depend on their order."""
+    out = {}
+    for run in runs.names:
+        parts = [np.asarray(a, dtype=float) for a in cvs.get(run, ())]
+        values = np.concatenate(parts) if parts else np.array([])
+        out[run] = float(np.median(values)) if len(values) else math.nan
+    return out
+
+
+def quietness(corpus: pd.DataFrame) -> dict[Run, float]:
+    """Per run, the median over its reference cells of the repeat CV (sample sd / mean of ok ``duration_s``).
+
+    A cell is a (problem, test, solution); only cells with two or more ok repeats and a positive mean count.
+    NaN for a run with none. Lower is quieter. Depends only on the rows as a set.
+    """
+    return quietness_of({run: (values,) for run, values in cell_cvs(corpus).items()}, runs_of(corpus))
+
+
+def needs_quietness(runs: Runs) -> bool:
+    """Whether the default pairs depend on quietness: only where several environments are compared (one
+    environment's stored->fresh pairs do not), so a one-environment corpus never pays for it."""
+    return len(runs.environments) > 1
+
+
+def no_pair_reason(runs: Runs) -> str:
+    """Why a corpus has no default pair (:func:`choose_pairs` gave none), and what to do; names the runs."""
+    several = [e for e in runs.environments if len(runs.of_environment(e)) >= 2]
+    if several and not runs.ordered:
+        why = (f"no pair of runs was named, and the corpus does not order the campaigns of {several[0]!r} (no "
+               "timestamp column; one file): name the pair (audit: --source-campaign/--target-campaign; report: "
+               "-p 'stored_run=[ENV, CAMPAIGN]' -p 'fresh_run=[ENV, CAMPAIGN]')")
+    else:
+        why = ("no pair of runs was named, and the corpus has no default pair (one run, or environments with no "
+               "repeat-CV figure): collect a second campaign (speedaudit collect --campaign NAME) or environment")
+    return f"{why} (runs: {runs.listing()})"
+
+
+def choose_pairs(corpus: pd.DataFrame | None, *, named: Iterable = (), runs: Runs | None = None,
                  figure: Mapping | None = None) -> tuple[PairChoice, ...]:
     """The calibration pairs: ``named`` ones if any (rule ``"named"``), else the default pairs (module docstring).
 
@@ -99,7 +140,9 @@ def choose_pairs(corpus: pd.DataFrame, *, named: Iterable = (), runs: Runs | Non
     runs : Runs, optional
         The run table (e.g. with the user's file order); computed from ``corpus`` when None.
     figure : mapping Run -> float, optional
-        The quietness per run; :func:`quietness` of ``corpus`` when None.
+        The quietness per run; when None, :func:`quietness` of ``corpus`` where the default pairs need it
+        (:func:`needs_quietness`). With ``runs`` and ``figure`` given, ``corpus`` is not read (the Dask engine
+        passes None).
 
     Returns
     -------
@@ -117,7 +160,9 @@ def choose_pairs(corpus: pd.DataFrame, *, named: Iterable = (), runs: Runs | Non
                 raise RunError(f"source and target are the same run {s}; name two different runs")
         return tuple(PairChoice(s, t, "named") for s, t in dict.fromkeys(given))
     out: list[PairChoice] = []
-    values = dict(quietness(corpus) if figure is None else figure)
+    if figure is None:
+        figure = quietness(corpus) if needs_quietness(table) else {}
+    values = dict(figure)
     if table.ordered:
         for env in sorted(table.environments, key=lambda e: (_figure(values, table.of_environment(e)[0].run), e)):
             own = table.of_environment(env)

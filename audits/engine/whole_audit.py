@@ -8,7 +8,8 @@ run table, each run's rows, reference pool, collapsed cells and per-repeat score
 of them. ``speedaudit audit all`` prints its summary and writes its JSON; the report computes its results
 through it (:func:`audits.report.results._compute`).
 
-An audit that the corpus or the options cannot support (no calibration pair named, no run to simulate)
+An audit that the corpus or the options cannot support (no calibration pair named or by default, no run to
+simulate)
 is *skipped* with the reason (:class:`audits.protocol.audit.Skip`), recorded in :attr:`WholeAudit.skipped`
 and in the JSON; it is never reported as passing.
 
@@ -197,8 +198,8 @@ def run_whole_audit(corpus, *, audits: Sequence[str] | None = None, profile: str
     environment, campaign : str, optional
         The runs of every audit that covers every run (reliability, discriminability, aggregation, clocks).
     pairs : sequence of (source, target)
-        Calibration pairs, each run a :class:`~audits.corpus.runs.Run` or (environment, campaign); none:
-        calibration is skipped (its direction is the user's to give; it is never guessed).
+        Calibration pairs, each run a :class:`~audits.corpus.runs.Run` or (environment, campaign); none: the
+        default pairs (:func:`audits.corpus.selection.choose_pairs`), skipped with the reason when there are none.
     simulation_run : Run or (environment, campaign), optional
         The run whose timings stand in for rollouts (either half may be None); default: the simulation's
         own rule (:func:`audits.corpus.runs.one_run`), skipped with the reason when it cannot choose.

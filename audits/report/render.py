@@ -342,14 +342,9 @@ def calibrate_runs(corpus, source_run, target_run, **options):
     ctx = audit_context(corpus)  # a corpus or the report's shared context (audits.report.results)
     corpus = ctx.corpus
     if source_run is None or target_run is None:
-        runs = ctx.runs
-        several = [e for e in runs.environments if len(runs.of_environment(e)) >= 2]
-        why = (f"no pair of runs was named, and the corpus does not order the campaigns of {several[0]!r} "
-               "(no timestamp column; one file): name them with -p 'stored_run=[ENV, CAMPAIGN]' "
-               "-p 'fresh_run=[ENV, CAMPAIGN]'" if several and not runs.ordered else
-               "the corpus has no such pair of runs; collect a second campaign (speedaudit collect --campaign "
-               "NAME) or environment")
-        return CalibrationSkipped(source_run, target_run, f"{why} (runs: {runs.listing()})")
+        from audits.corpus.selection import no_pair_reason
+
+        return CalibrationSkipped(source_run, target_run, no_pair_reason(ctx.runs))
     from audits.checks.calibration import run_calibration_audit
 
     pair = _named_pair(corpus, source_run, target_run)

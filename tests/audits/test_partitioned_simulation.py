@@ -157,10 +157,11 @@ def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
     proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", "30", "--simulation-environment", "quiet")
     memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
     assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
-    # every audit is on Dask; calibration is skipped only because no pair is named, with the in-memory reason
+    # every audit is on Dask, none skipped; without a named pair both paths calibrate the same default pairs
     from audits.engine.whole_audit import run_whole_audit
 
-    memory_whole = run_whole_audit(loaded, n_boot=0, simulation_n_boot=0).to_dict()
-    assert set(whole["skipped"]) == {"calibration"}
-    assert whole["skipped"]["calibration"] == memory_whole["skipped"]["calibration"]
+    memory_whole = run_whole_audit(loaded, n_boot=0, simulation_n_boot=0, simulation_run=("quiet", None)).to_dict()
+    assert whole["skipped"] == memory_whole["skipped"] == {}
+    chosen = [[(c["source"], c["target"], c["pair_rule"]) for c in w["calibration"]] for w in (whole, memory_whole)]
+    assert chosen[0] == chosen[1] and {rule for *_, rule in chosen[0]} == {"vs-quietest"}
     assert "Traceback" not in proc.stderr

@@ -62,10 +62,29 @@ def test_shuffled_and_regrouped_dataset_gives_the_same_whole_audit(dataset, clie
     assert _close(_dask(other, client), memory) == []
 
 
-def test_without_a_pair_calibration_is_skipped_with_the_in_memory_reason(dataset, client):
-    memory = run_whole_audit(dataset.load(), audits=ON_DASK, n_boot=0, simulation_n_boot=0).to_dict()
-    dask = run_partitioned_whole_audit(dataset, client=client, n_boot=0, simulation_n_boot=0).to_dict()
-    assert "calibration" not in dask and dask["skipped"] == memory["skipped"] and "calibration" in dask["skipped"]
+def test_without_a_named_pair_both_paths_calibrate_the_default_pairs(dataset, client):
+    """Two environments x two unordered campaigns: each environment against the quietest in its campaign
+    (audits.corpus.selection.choose_pairs, quietness from the rows on both paths), every figure equal."""
+    memory = run_whole_audit(dataset.load(), audits=ON_DASK, n_boot=0, simulation_n_boot=0,
+                             simulation_run=Run("quiet", "c0")).to_dict()
+    dask = run_partitioned_whole_audit(dataset, client=client, n_boot=0, simulation_n_boot=0,
+                                       simulation_run=Run("quiet", "c0")).to_dict()
+    assert _close(json.loads(json.dumps(dask)), json.loads(json.dumps(memory))) == []
+    chosen = [(c["source"], c["target"], c["pair_rule"]) for c in dask["calibration"]]
+    # busy is planted noisier (synthesize's busy=True), so quiet is the target of both pairs
+    assert chosen == [("busy", "quiet", "vs-quietest")] * 2 and dask["skipped"] == {}
+
+
+def test_without_any_pair_calibration_is_skipped_with_the_in_memory_reason(dataset, client, tmp_path):
+    """One environment, two campaigns without timestamps: no default pair (which campaign is stored would be a
+    fact of row order), so both paths skip calibration with the same reason, naming the runs."""
+    corpus = dataset.load()
+    one = save_dataset(corpus.loc[(corpus["environment"] == "quiet").to_numpy()].reset_index(drop=True),
+                       tmp_path / "one", problems_per_partition=3)
+    memory = run_whole_audit(one.load(), audits=ON_DASK, n_boot=0, simulation_n_boot=0).to_dict()
+    dask = run_partitioned_whole_audit(one, client=client, n_boot=0, simulation_n_boot=0).to_dict()
+    assert "calibration" not in dask and dask["skipped"] == memory["skipped"]
+    assert "does not order the campaigns of 'quiet'" in dask["skipped"]["calibration"]
     assert _close(json.loads(json.dumps(dask)), json.loads(json.dumps(memory))) == []
 
 
@@ -128,3 +147,23 @@ def test_the_client_gathers_and_drops_one_audit_at_a_time(dataset, client, monke
     assert all(n_parts == groups for _, n_parts, _, _ in seen)  # each combining step gets one part per group
     assert all(held == left for _, _, left, held in seen), seen
     assert _settled(client, 0) == 0  # and none once the audit is done
+
+
+def test_a_default_pair_whose_drift_needs_three_campaigns_is_named_as_skipped_on_dask(client, tmp_path):
+    """One environment, three campaigns ordered by timestamps: in memory the default stored->fresh pairs are
+    c0 -> c1 and c0 -> c2, each with the drift table of all three; on Dask that table is not computed yet, so
+    each pair is named in ``skipped`` with the reason (never dropped silently, never a crash)."""
+    corpus = _corpus(campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.7, 0.02)))
+    corpus = corpus.loc[(corpus["environment"] == "quiet").to_numpy()].reset_index(drop=True)
+    corpus["timestamp"] = corpus["campaign"].map({"c0": "2026-01-01", "c1": "2026-02-01", "c2": "2026-03-01"}).astype(object)
+    ds = save_dataset(corpus, tmp_path / "three", problems_per_partition=3)
+    memory = run_whole_audit(ds.load(), audits=ON_DASK, n_boot=0, simulation_n_boot=0).to_dict()
+    assert [(c["source"], c["target"], c["pair_rule"]) for c in memory["calibration"]] == [
+        ("c0", "c1", "stored->fresh"), ("c0", "c2", "stored->fresh")]
+    dask = run_partitioned_whole_audit(ds, client=client, n_boot=0, simulation_n_boot=0).to_dict()
+    assert "calibration" not in dask
+    assert sorted(dask["skipped"]) == ["calibration quiet · c0 -> quiet · c1", "calibration quiet · c0 -> quiet · c2"]
+    assert all("3 campaigns" in why and "without --dask" in why for why in dask["skipped"].values())
+    memory.pop("calibration")
+    dask.pop("skipped"), memory.pop("skipped")
+    assert _close(json.loads(json.dumps(dask)), json.loads(json.dumps(memory))) == []

@@ -20,7 +20,7 @@ the passes are shared:
 The result is an :class:`audits.engine.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
 audit's (:func:`audits.engine.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
 LocalCluster). What cannot run is skipped with the in-memory reason, never reported as passing: calibration
-without a named pair, the simulation when it cannot choose a run (unless one is named: then the error).
+of a corpus without a named or default pair, the simulation when it cannot choose a run (unless one is named: then the error).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 
 from audits.corpus.dataset import CorpusDataset, open_dataset
@@ -87,6 +88,45 @@ def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
             "aggregation": _aggregation_part(part, *spec["aggregation"]),
             "calibration": [_calibration_part(part, *pair) for pair in spec["calibration"]],
             "simulation": None if spec["simulation"] is None else _simulation_part(part, *spec["simulation"])}
+
+
+def _cell_cvs_pass(path: str, indices: tuple) -> dict:
+    """The repeat CVs of every run's reference cells in some partitions (a cell lies in one problem, so in one
+    file): what :func:`audits.corpus.selection.quietness_of` reads, as the in-memory default pairs do."""
+    from audits.corpus.selection import cell_cvs
+
+    return cell_cvs(_read(path, indices))
+
+
+def _calibration_choices(cl, path: str, groups: list, runs, named: list) -> tuple:
+    """The calibration pairs by the one rule (:func:`audits.corpus.selection.choose_pairs`): the named ones, else
+    the default pairs, the quietness (where they need it) from one more read of each group's partitions."""
+    from audits.corpus.selection import choose_pairs, needs_quietness, quietness_of
+
+    if named or not needs_quietness(runs):
+        return choose_pairs(None, named=named, runs=runs, figure={})
+    merged: dict = {}
+    for part in cl.gather([cl.submit(_cell_cvs_pass, path, g, pure=False) for g in groups]):
+        for run, values in part.items():
+            merged.setdefault(run, []).append(values)
+    return choose_pairs(None, runs=runs, figure=quietness_of(merged, runs))
+
+
+def _without_drift_on_dask(choices: tuple, runs, skipped: dict) -> list:
+    """The default pairs the Dask path can calibrate: not a stored->fresh pair of an environment with three or
+    more campaigns (its drift table pairs every campaign with the anchor; computed in memory only). Each one
+    left out is named in ``skipped`` with the reason, never dropped silently; a named pair is never left out
+    (its audit raises the message instead)."""
+    kept = []
+    for choice in choices:
+        same = choice.source.environment == choice.target.environment
+        if choice.rule != "named" and same and len(runs.of_environment(choice.source.environment)) > 2:
+            skipped[f"calibration {choice.source} -> {choice.target}"] = (
+                f"environment {choice.source.environment!r} has {len(runs.of_environment(choice.source.environment))} "
+                "campaigns: its drift table is not computed on Dask yet; audit it in memory (without --dask)")
+            continue
+        kept.append(choice)
+    return kept
 
 
 def _piece(result: dict, name: str, index: int | None = None):
@@ -162,7 +202,9 @@ def run_partitioned_whole_audit(
     pairs : sequence of (source, target) runs, or a callable
         Calibration pairs (each run a :class:`~audits.corpus.runs.Run` or (environment, campaign)); a callable
         receives the dataset's run table (:class:`~audits.corpus.runs.Runs`, from pass 1) and returns them (the
-        command line resolves its options against it). None named: calibration is skipped, with the reason.
+        command line resolves its options against it). None named: the default pairs of
+        :func:`audits.corpus.selection.choose_pairs`, as in memory (skipped with the in-memory reason when there
+        are none; a default pair whose drift table needs three or more campaigns is named in ``skipped``).
     simulation_run : Run or (environment, campaign), optional
         The run whose timings stand in for rollouts; default the simulation audit's own choice (also within
         the given half of an (environment, None) or (None, campaign) pair, as ``--simulation-environment`` alone).
@@ -190,7 +232,8 @@ def run_partitioned_whole_audit(
     from audits.errors import UserError
     from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
     from audits.engine.partitioned import reliability as rel, simulation as sim
-    from audits.checks.registered import NO_PAIR, example_reward_environments
+    from audits.checks.registered import example_reward_environments
+    from audits.corpus.selection import no_pair_reason
     from audits.checks.simulation import _reward_environment_list
     from audits.engine.whole_audit import WholeAudit, _run_names, legacy_options
     from audits.protocol import registry
@@ -242,11 +285,11 @@ def run_partitioned_whole_audit(
         agg_chosen, agg_plan, repeats = agg._aggregation_plan(runs, floor_rows, [f["repeats"] for f in first],
                                                               environment=environment, campaign=campaign,
                                                               floor_s=floor_s)
-        named_pairs = list(pairs(runs) if callable(pairs) else pairs)
-        cal_plans = [cal._calibration_plan(runs, Run.coerce(source), Run.coerce(target))
-                     for source, target in named_pairs]
-        if not named_pairs:
-            skipped["calibration"] = NO_PAIR
+        named_pairs = [(Run.coerce(s), Run.coerce(t)) for s, t in (pairs(runs) if callable(pairs) else pairs)]
+        choices = _without_drift_on_dask(_calibration_choices(cl, path, groups, runs, named_pairs), runs, skipped)
+        cal_plans = [cal._calibration_plan(runs, c.source, c.target) for c in choices]
+        if not cal_plans and not skipped:
+            skipped["calibration"] = no_pair_reason(runs)
         sim_plan = None
         where = ({} if simulation_run is None else
                  _run_names(simulation_run))
@@ -289,11 +332,11 @@ def run_partitioned_whole_audit(
         t7 = time.perf_counter()
         clock["combine_discriminability"] = t7 - t6
         calibration = tuple(
-            cal._combine_calibration(_take(cl, pieces, ("calibration", j)), src, tgt, key, families=families,
+            replace(cal._combine_calibration(_take(cl, pieces, ("calibration", j)), src, tgt, key, families=families,
                                      robust=robust, calibration_family=o_cal.calibration_family,
                                      variance_ratio=o_cal.variance_ratio, taus=tuple(o_cal.taus),
                                      n_boot=cal_n_boot, n_boot_rank=cal_n_boot_rank, level=o_cal.level,
-                                     seed=o_cal.seed, limits=t_cal)
+                                     seed=o_cal.seed, limits=t_cal), pair_rule=choices[j].rule)
             for j, (src, tgt, key) in enumerate(cal_plans))
         t8 = time.perf_counter()
         clock["combine_calibration"] = t8 - t7
