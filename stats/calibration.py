@@ -46,7 +46,7 @@ dataclasses out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import comb
 
@@ -1521,22 +1521,36 @@ def campaign_drift(
     unknown = [c for c in campaigns if c not in all_campaigns]
     if unknown:
         raise ValueError(f"campaign {unknown[0]!r} is not in the corpus (campaigns: {', '.join(all_campaigns)})")
-    identity = {"slope": 1.0, "intercept_s": 0.0, "a": 1.0, "b": 1.0}
-    names = _PARAM_NAMES[family]
-    alpha = (1 - level) / 2
-    rows = []
+    sides = {}
     for env in distinct_values(corpus["environment"]):  # environments x campaigns: a handful each
         sub = corpus.loc[(corpus["environment"] == env).to_numpy()]
         present = set(distinct_values(sub["campaign"]))
         if anchor not in present:
             continue
-        problems = pd.Index(distinct_values(sub["problem"]))
+        sides[env] = (distinct_values(sub["problem"]),
+                      {camp: pair_medians(sub, source=anchor, target=camp, key="campaign")
+                       for camp in campaigns if camp in present})
+    return drift_from_pairings(sides, campaigns=campaigns, family=family, n_boot=n_boot, level=level, seed=seed)
+
+
+def drift_from_pairings(sides: Mapping[str, tuple], *, campaigns: Sequence[str], family: str = "affine",
+                        n_boot: int = 1000, level: float = 0.95, seed: int | None = 0) -> pd.DataFrame:
+    """:func:`campaign_drift`'s table from its pairings: ``sides[environment] = (problems, {campaign: Pairing
+    of the anchor onto that campaign})``, ``problems`` the environment's distinct problems sorted as str,
+    ``campaigns`` the non-anchor campaigns in order. The Dask engine builds the pairings from per-partition
+    cells (:func:`side_cells`, :func:`pair_cells`); in memory :func:`campaign_drift` builds them from the rows."""
+    identity = {"slope": 1.0, "intercept_s": 0.0, "a": 1.0, "b": 1.0}
+    names = _PARAM_NAMES[family]
+    alpha = (1 - level) / 2
+    rows = []
+    for env, (problem_names, pairings) in sides.items():
+        problems = pd.Index(problem_names)
         weights = _multinomial_counts(len(problems), n_boot, seed) if n_boot and len(problems) > 1 else None
         previous = None
         for camp in campaigns:
-            if camp not in present:
+            if camp not in pairings:
                 continue
-            pairing = pair_medians(sub, source=anchor, target=camp, key="campaign")
+            pairing = pairings[camp]
             if pairing.n_problems < 2:
                 continue
             f = pairing.frame

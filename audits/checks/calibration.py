@@ -43,6 +43,7 @@ from stats.calibration import (
     bland_altman,
     bootstrap_params,
     campaign_drift,
+    drift_from_pairings,
     choose_family,
     within_problem_spearman,
     fit_family,
@@ -374,12 +375,13 @@ def _check_options(families, calibration_family, robust, n_boot, n_boot_rank) ->
 def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataFrame | None, drift_names,
                     has_candidates: bool, families: list, robust, calibration_family: str | None,
                     variance_ratio: float, taus, n_boot: int, n_boot_rank: int, level: float, seed,
-                    limits: CalibrationThresholds, ptau_sides=None) -> CalibrationAudit:
+                    limits: CalibrationThresholds, ptau_sides=None, drift_pairings=None) -> CalibrationAudit:
     """The calibration audit from the pairing of cell medians (every step after :func:`pair_medians`).
 
     ``corpus``: the two runs' rows (None on a partitioned corpus: then ``pairing`` must hold both sides'
-    cells, ``ptau_sides`` the source pool and the target's candidate cells, and the drift table must not
-    need the rows, i.e. ``drift_names`` names at most two campaigns); ``drift_names``: the campaigns and
+    cells, ``ptau_sides`` the source pool and the target's candidate cells, and a drift table of three or more
+    campaigns comes from ``drift_pairings``: :func:`stats.calibration.drift_from_pairings`'s ``sides``, each
+    campaign of the environment paired with the anchor); ``drift_names``: the campaigns and
     environments of the drift rows (None: no drift table); ``has_candidates``: the target run has candidate
     rows. Both :func:`run_calibration_audit` and :mod:`audits.engine.partitioned.calibration` run this step.
     """
@@ -445,6 +447,9 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
             # the drift table of one environment and two campaigns is the affine fit above: reuse it
             drift = _drift_from_fit(params, environment=environments[0], campaign=target,
                                     n_pairs=pairing.n_pairs, n_problems=pairing.n_problems)
+        elif len(campaigns) >= 2 and drift_pairings is not None:
+            drift = drift_from_pairings(drift_pairings, campaigns=[c for c in campaigns if c != pair.anchor],
+                                        n_boot=n_boot, level=level, seed=seed)
         elif len(campaigns) >= 2:
             drift = campaign_drift(pair.drift_frame, anchor=pair.anchor, n_boot=n_boot, level=level, seed=seed)
 

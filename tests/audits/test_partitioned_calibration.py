@@ -12,7 +12,6 @@ from audits.checks.calibration import run_calibration_audit
 from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
-from audits.errors import UserError
 from audits.engine.partitioned import run_partitioned_calibration
 from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
@@ -69,11 +68,20 @@ def test_every_task_reads_one_partition(dataset, client, monkeypatch):
         dataset, client=client, source=STORED, target=FRESH, n_boot=N_BOOT, n_boot_rank=N_BOOT))
 
 
-def test_three_campaigns_drift_is_a_message_not_a_wrong_table(client, tmp_path):
-    ds = save_dataset(_corpus((("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.7, 0.01))), tmp_path / "three",
-                      problems_per_partition=4)
-    with pytest.raises(UserError, match="3 campaigns"):
-        run_partitioned_calibration(ds, client=client, source=STORED, target=FRESH, n_boot=N_BOOT)
+@pytest.mark.parametrize("source, target", [(STORED, FRESH), (FRESH, STORED)])
+def test_three_campaigns_drift_on_dask_equals_in_memory(client, tmp_path, source, target):
+    """Two environments, three campaigns: the drift table (each campaign of the source's environment against
+    the source campaign, the anchor) from the workers' cells equals the in-memory table from the rows."""
+    corpus = _corpus((("c0", 1.0, 0.0), ("c1", 0.63, 0.053), ("c2", 0.7, 0.01)))
+    ds = save_dataset(corpus, tmp_path / "three", problems_per_partition=4)
+    memory = _json(run_calibration_audit(ds.load(), source=source, target=target, n_boot=N_BOOT,
+                                         n_boot_rank=N_BOOT))
+    dask = _json(run_partitioned_calibration(ds, client=client, source=source, target=target, n_boot=N_BOOT,
+                                             n_boot_rank=N_BOOT))
+    anchor = source.campaign
+    assert {row["campaign"] for row in memory["drift"]} == {"c0", "c1", "c2"} - {anchor}
+    assert any(row["change"] is not None for row in memory["drift"])  # the second campaign's change: measured
+    assert _close(dask, memory) == []
 
 
 def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, tmp_path):

@@ -11,9 +11,10 @@ leave-one-problem-out, bootstraps over problems, rank agreement, p_tau sensitivi
 Memory: a worker holds one partition; the client one row per cell of the two runs (the pairs the
 leave-one-problem-out needs anyway), never an execution.
 
-Not on this path (yet): the campaign-drift table of an environment with three or more campaigns (it pairs
-every campaign with the anchor; computed from the rows in memory), and calibrations named by column
-values instead of two runs. Both raise a message.
+The campaign-drift table of an environment with three or more campaigns pairs every campaign with the
+anchor: the workers compute those campaigns' cells too (:func:`drift_campaigns`), and the client pairs them as
+:func:`stats.calibration.campaign_drift` does in memory (:func:`stats.calibration.drift_from_pairings`).
+Not on this path (yet): calibrations named by column values instead of two runs (a message).
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ from audits.engine.partitioned.reliability import _in_problem_order
 __all__ = ["run_partitioned_calibration"]
 
 
-def _calibration_partial(path: str, index: int, source: tuple, target: tuple, key: str) -> dict:
+def _calibration_partial(path: str, index: int, source: tuple, target: tuple, key: str,
+                         drift_campaigns: tuple = ()) -> dict:
     """One partition's cells of both runs, the source pool and the target's candidate cells."""
-    return _calibration_part(open_dataset(path).read_partition(index), source, target, key)
+    return _calibration_part(open_dataset(path).read_partition(index), source, target, key, drift_campaigns)
 
 
-def _calibration_part(part, source: tuple, target: tuple, key: str) -> dict:
+def _calibration_part(part, source: tuple, target: tuple, key: str, drift_campaigns: tuple = ()) -> dict:
+    """``drift_campaigns``: the environment's other campaigns when it has three or more (the drift table pairs
+    each with the source campaign, the anchor): their cells and the problems of the environment, per partition."""
     from audits.corpus.runs import Run
     from stats.calibration import ptau_sides, side_cells
 
@@ -50,9 +54,22 @@ def _calibration_part(part, source: tuple, target: tuple, key: str) -> dict:
     if "role" in part.columns:
         out["has_candidates"] = bool((tgt_mask & (part["role"] == "candidate").to_numpy()).any())
     if key == "campaign":  # the drift rows: every row of the environment
-        env = part.loc[(part["environment"] == source[0]).to_numpy(), "campaign"]
-        out["campaigns"] = set(env.astype(str).unique())
+        env = part.loc[(part["environment"] == source[0]).to_numpy()]
+        out["campaigns"] = set(env["campaign"].astype(str).unique())
+        out["drift"] = {camp: side_cells(env, source=source[1], target=camp, key="campaign")
+                        for camp in drift_campaigns}
+        out["drift_problems"] = set(env["problem"].astype(str).unique())
     return out
+
+
+def drift_campaigns(runs, src, tgt, key: str) -> tuple:
+    """The campaigns of the drift table the Dask parts compute cells for: the source environment's other
+    campaigns than the anchor (the source's), when it has three or more; () otherwise (two campaigns: the
+    table is the pair's own fit)."""
+    if key != "campaign":
+        return ()
+    own = sorted(s.campaign for s in runs.of_environment(src.environment))
+    return tuple(c for c in own if c != src.campaign) if len(own) > 2 else ()
 
 
 def run_partitioned_calibration(
@@ -96,7 +113,8 @@ def run_partitioned_calibration(
                                          for i in range(ds.n_partitions)]))
         src, tgt, key = _calibration_plan(runs, source, target)
         parts = cl.gather([cl.submit(_calibration_partial, path, i, (src.environment, src.campaign),
-                                     (tgt.environment, tgt.campaign), key, pure=False)
+                                     (tgt.environment, tgt.campaign), key, drift_campaigns(runs, src, tgt, key),
+                                     pure=False)
                            for i in range(ds.n_partitions)])
     return _combine_calibration(parts, src, tgt, key, families=families, robust=robust,
                                 calibration_family=calibration_family, variance_ratio=variance_ratio, taus=taus,
@@ -123,14 +141,12 @@ def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, c
     pairing = pair_cells(_in_problem_order(_concat([p["source_cells"] for p in parts])),
                          _in_problem_order(_concat([p["target_cells"] for p in parts])), source=names[0],
                          target=names[1], key=key, n_role_excluded=int(sum(p["n_role_excluded"] for p in parts)))
-    drift_names = None
+    drift_names = drift_pairings = None
     if key == "campaign":
         campaigns = sorted(set().union(*(p["campaigns"] for p in parts)))
-        if len(campaigns) > 2:
-            raise UserError(f"environment {src.environment!r} has {len(campaigns)} campaigns: their drift table "
-                            f"(each against {src.campaign!r}) is not computed on Dask yet\n"
-                            f"  -> audit calibration in memory (without --scheduler/--dask)")
         drift_names = (campaigns, [src.environment])
+        if len(campaigns) > 2:
+            drift_pairings = _drift_pairings(parts, src, [c for c in campaigns if c != src.campaign])
     pool = _in_problem_order(_concat([p["pool"] for p in parts]))
     if "pool_language" in pool.columns:  # a problem of one pool has "" (partitions without split problems: NaN)
         pool["pool_language"] = pool["pool_language"].fillna("")
@@ -141,4 +157,20 @@ def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, c
                            has_candidates=any(p["has_candidates"] for p in parts), families=families,
                            robust=robust, calibration_family=calibration_family, variance_ratio=variance_ratio,
                            taus=taus, n_boot=n_boot, n_boot_rank=n_boot_rank, level=level, seed=seed,
-                           limits=limits, ptau_sides=sides)
+                           limits=limits, ptau_sides=sides, drift_pairings=drift_pairings)
+
+
+def _drift_pairings(parts: list, src, campaigns: list) -> dict:
+    """:func:`stats.calibration.drift_from_pairings`'s ``sides`` of the source environment: each campaign's
+    cells and the anchor's, concatenated in problem order and paired as :func:`stats.calibration.pair_medians`
+    pairs them in memory."""
+    from stats.calibration import pair_cells
+
+    pairings = {}
+    for camp in campaigns:
+        sides = [p["drift"][camp] for p in parts]
+        pairings[camp] = pair_cells(_in_problem_order(_concat([s[0] for s in sides])),
+                                    _in_problem_order(_concat([s[1] for s in sides])), source=src.campaign,
+                                    target=camp, key="campaign", n_role_excluded=int(sum(s[3] for s in sides)))
+    problems = sorted(set().union(*(p["drift_problems"] for p in parts)))
+    return {src.environment: (problems, pairings)}

@@ -112,23 +112,6 @@ def _calibration_choices(cl, path: str, groups: list, runs, named: list) -> tupl
     return choose_pairs(None, runs=runs, figure=quietness_of(merged, runs))
 
 
-def _without_drift_on_dask(choices: tuple, runs, skipped: dict) -> list:
-    """The default pairs the Dask path can calibrate: not a stored->fresh pair of an environment with three or
-    more campaigns (its drift table pairs every campaign with the anchor; computed in memory only). Each one
-    left out is named in ``skipped`` with the reason, never dropped silently; a named pair is never left out
-    (its audit raises the message instead)."""
-    kept = []
-    for choice in choices:
-        same = choice.source.environment == choice.target.environment
-        if choice.rule != "named" and same and len(runs.of_environment(choice.source.environment)) > 2:
-            skipped[f"calibration {choice.source} -> {choice.target}"] = (
-                f"environment {choice.source.environment!r} has {len(runs.of_environment(choice.source.environment))} "
-                "campaigns: its drift table is not computed on Dask yet; audit it in memory (without --dask)")
-            continue
-        kept.append(choice)
-    return kept
-
-
 def _piece(result: dict, name: str, index: int | None = None):
     """One audit's part of a :func:`_second_pass` result (``index``: one calibration pair's)."""
     return result[name] if index is None else result[name][index]
@@ -204,7 +187,7 @@ def run_partitioned_whole_audit(
         receives the dataset's run table (:class:`~audits.corpus.runs.Runs`, from pass 1) and returns them (the
         command line resolves its options against it). None named: the default pairs of
         :func:`audits.corpus.selection.choose_pairs`, as in memory (skipped with the in-memory reason when there
-        are none; a default pair whose drift table needs three or more campaigns is named in ``skipped``).
+        are none).
     simulation_run : Run or (environment, campaign), optional
         The run whose timings stand in for rollouts; default the simulation audit's own choice (also within
         the given half of an (environment, None) or (None, campaign) pair, as ``--simulation-environment`` alone).
@@ -286,9 +269,9 @@ def run_partitioned_whole_audit(
                                                               environment=environment, campaign=campaign,
                                                               floor_s=floor_s)
         named_pairs = [(Run.coerce(s), Run.coerce(t)) for s, t in (pairs(runs) if callable(pairs) else pairs)]
-        choices = _without_drift_on_dask(_calibration_choices(cl, path, groups, runs, named_pairs), runs, skipped)
+        choices = _calibration_choices(cl, path, groups, runs, named_pairs)
         cal_plans = [cal._calibration_plan(runs, c.source, c.target) for c in choices]
-        if not cal_plans and not skipped:
+        if not cal_plans:
             skipped["calibration"] = no_pair_reason(runs)
         sim_plan = None
         where = ({} if simulation_run is None else
@@ -306,8 +289,8 @@ def run_partitioned_whole_audit(
             skipped["simulation"] = f"{exc}".splitlines()[0]
         spec = {"discriminability": (names, floors, floor_s, t_dis, o_dis.method), "reliability": names,
                 "aggregation": (agg_plan, _aggregator_names(o_agg)),
-                "calibration": [((s.environment, s.campaign), (t.environment, t.campaign), key)
-                                for s, t, key in cal_plans],
+                "calibration": [((s.environment, s.campaign), (t.environment, t.campaign), key,
+                                 cal.drift_campaigns(runs, s, t, key)) for s, t, key in cal_plans],
                 "simulation": None if sim_plan is None else sim_plan["task"]}
         t3 = time.perf_counter()
         pieces = _second_pass_pieces(cl, [cl.submit(_second_pass, path, g, spec, pure=False) for g in groups],
