@@ -31,6 +31,7 @@ stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored refer
 fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
 source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
 target_run = ["busy", "busy-a"]  # ... against a run of another
+pair_rules = {}  # the rule that chose each pair, {"stored": RULE, "across": RULE} (docs/calibration.md; filled by speedaudit report for the pairs it chooses; absent: "named")
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
 calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}

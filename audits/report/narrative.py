@@ -440,10 +440,13 @@ def describe_calibration(audit) -> str:
         return f"**Not measured**: {audit.reason}."
     from audits.corpus.runs import describe_runs
 
+    from audits.corpus.selection import PAIR_RULES
+
     pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
+    rule = getattr(audit, "pair_rule", "named")
     parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
              f"{audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
-             f"{audit.pairing.n_problems} problems."]
+             f"{audit.pairing.n_problems} problems. Pair chosen by the rule `{rule}`: {PAIR_RULES[rule]}."]
     if audit.best_family is None and audit.pairing.n_problems < 2:
         k = audit.pairing.n_problems
         parts.append(f"No family can be validated: {k} problem{'' if k == 1 else 's'} pair up, and the "

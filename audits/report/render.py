@@ -275,6 +275,11 @@ RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggreg
                   "simulation_environment")
 
 
+#: The report's two calibration results, the default rule that suggests each and its two run parameters.
+_SUGGESTED_PAIRS = (("stored", "stored->fresh", ("stored_run", "fresh_run")),
+                    ("across", "vs-quietest", ("source_run", "target_run")))
+
+
 def suggest_runs(corpus, *, order=None) -> dict:
     """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`), as ``[environment, campaign]``.
 
@@ -329,13 +334,15 @@ class CalibrationSkipped:
         return (Finding.not_available("calibration_pair", self.reason, threshold="two runs to compare"),)
 
 
-def calibrate_runs(corpus, source_run, target_run, **options):
+def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **options):
     """:func:`audits.checks.calibration.run_calibration_audit` of ``source_run`` onto ``target_run`` (direction kept).
 
     Each run is named as :func:`resolve_run` reads it. When either is None (the corpus has no such pair,
     or does not say which campaign is older, see :func:`suggest_runs`) it returns a
     :class:`CalibrationSkipped` whose one ``n/a`` finding says why and what to do; the narrative and
-    figure helpers show a note for it instead of numbers. ``options`` go to ``run_calibration_audit``.
+    figure helpers show a note for it instead of numbers. ``rule``: the key of
+    :data:`audits.corpus.selection.PAIR_RULES` that chose the pair (the result's ``pair_rule``; the report
+    passes its ``pair_rules`` parameter). ``options`` go to ``run_calibration_audit``.
     """
     from audits.protocol.context import audit_context
 
@@ -347,8 +354,14 @@ def calibrate_runs(corpus, source_run, target_run, **options):
         return CalibrationSkipped(source_run, target_run, no_pair_reason(ctx.runs))
     from audits.checks.calibration import run_calibration_audit
 
+    from dataclasses import replace
+
+    from audits.corpus.selection import PAIR_RULES
+
+    if rule not in PAIR_RULES:
+        raise ValueError(f"pair rule {rule!r} is not one of {', '.join(PAIR_RULES)}")
     pair = _named_pair(corpus, source_run, target_run)
-    return run_calibration_audit(ctx, source=pair.source, target=pair.target, **options)
+    return replace(run_calibration_audit(ctx, source=pair.source, target=pair.target, **options), pair_rule=rule)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -808,7 +821,11 @@ def render_reports(
         # runs that exist (unless given with -p).
         # Runs of several files are ordered as the files were given, unless timestamps order them.
         order = corpus.attrs.get("run_order")
-        params.update({k: v for k, v in suggest_runs(corpus, order=order).items() if k not in params})
+        suggested = {k: v for k, v in suggest_runs(corpus, order=order).items() if k not in params}
+        params.update(suggested)
+        if "pair_rules" not in params:  # a pair the report chose (both runs suggested) says by which rule
+            params["pair_rules"] = {name: rule for name, rule, runs in _SUGGESTED_PAIRS
+                                    if all(suggested.get(k) is not None for k in runs)}
     declared = {n: template_parameters(template_path(n, templates)) for n in names}
     stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
     if stray:

@@ -47,9 +47,9 @@ RESULTS_FILE = "audit-results.json"
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "reliability": ("campaign", "n_boot", "seed", "reliability_thresholds", "profile"),
     "discriminability": ("floor_s", "campaign", "n_boot", "seed", "discriminability_thresholds", "profile"),
-    "stored": ("stored_run", "fresh_run", "calibration_family", "n_boot", "n_boot_rank", "seed",
+    "stored": ("stored_run", "fresh_run", "pair_rules", "calibration_family", "n_boot", "n_boot_rank", "seed",
                "calibration_thresholds", "profile"),
-    "across": ("source_run", "target_run", "calibration_family", "n_boot", "n_boot_rank", "seed",
+    "across": ("source_run", "target_run", "pair_rules", "calibration_family", "n_boot", "n_boot_rank", "seed",
                "calibration_thresholds", "profile"),
     "aggregation": ("aggregation_environment", "aggregation_campaign", "n_boot", "seed", "aggregation_thresholds", "profile"),
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
@@ -117,8 +117,10 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
         from audits.report.render import calibrate_runs
 
         src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
-        return calibrate_runs(ctx, p[src], p[tgt], calibration_family=p["calibration_family"], n_boot=p["n_boot"],
-                              n_boot_rank=p["n_boot_rank"], seed=p["seed"], thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
+        return calibrate_runs(ctx, p[src], p[tgt], rule=dict(p["pair_rules"] or {}).get(name, "named"),
+                              calibration_family=p["calibration_family"], n_boot=p["n_boot"],
+                              n_boot_rank=p["n_boot_rank"], seed=p["seed"],
+                              thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
     if name not in _OPTIONS:
         raise KeyError(name)
     from audits.protocol import registry
@@ -276,7 +278,7 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
                                        "discriminability_thresholds": {}},
                   "corpus_summary": {"corpora": corpora}}
     page = {"campaign": campaign, "floor_s": floor_s, "n_boot": n_boot, "seed": seed,
-            "stored_run": None, "fresh_run": None, "source_run": None, "target_run": None}
+            "stored_run": None, "fresh_run": None, "source_run": None, "target_run": None, "pair_rules": {}}
     for audit in whole.calibration:
         name, (src, tgt) = (("stored", ("stored_run", "fresh_run")) if audit.key == "campaign"
                             else ("across", ("source_run", "target_run")))
@@ -285,9 +287,12 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
         page[src] = [audit.source_runs[0].environment, audit.source_runs[0].campaign]
         page[tgt] = [audit.target_runs[0].environment, audit.target_runs[0].campaign]
         results[name] = audit
+        page["pair_rules"] = {**page["pair_rules"], name: audit.pair_rule}
         parameters[name] = {**common, src: page[src], tgt: page[tgt], "n_boot_rank": None,
                             "calibration_family": audit.calibration_family, "calibration_thresholds": {}}
     for name in ("stored", "across"):
+        if name in parameters:  # the page's pair_rules names both pairs' rules: each result was used with it
+            parameters[name]["pair_rules"] = dict(page["pair_rules"])
         if name not in results:
             why = whole.skipped.get("calibration", "the whole audit calibrated no pair of this kind")
             results[name] = CalibrationSkipped(None, None, f"not in the saved audit: {why}")

@@ -108,3 +108,20 @@ def test_the_calibration_json_names_the_rule(corpus):
     data = audit.to_dict()
     assert data["pair_rule"] == pair.rule == "named"
     assert [(r["environment"], r["campaign"]) for r in data["source_runs"]] == [("m 3", "c0")]
+
+
+def test_audit_all_calibrates_every_default_pair_with_its_rule(corpus):
+    """Without a named pair, the whole audit's calibration covers exactly the documented default pairs (the
+    independent loop above), in order, each result naming its rule; the same after shuffling the rows."""
+    from audits.engine.whole_audit import run_whole_audit
+
+    def chosen(frame):
+        whole = run_whole_audit(frame, audits=["calibration"], n_boot=0, n_boot_rank=0,
+                                calibration_options={"families": ("affine",)})
+        return [((a.source_runs[0].environment, a.source_runs[0].campaign),
+                 (a.target_runs[0].environment, a.target_runs[0].campaign), a.pair_rule) for a in whole.calibration]
+
+    expected = expected_pairs(corpus)
+    assert len(expected) == 12 and chosen(corpus) == expected
+    shuffled = corpus.iloc[np.random.default_rng(5).permutation(len(corpus))].reset_index(drop=True)
+    assert chosen(shuffled) == expected
