@@ -34,6 +34,17 @@ sandboxes (programs are treated as adversaries; docs/collecting.md has the threa
                  {workdir} {stdin} {wall_s} {cpu_s} {memory_bytes} {memory_mb} {nproc} are filled in,
                  e.g. --sandbox 'cmd:prlimit --as={memory_bytes} -- {argv}'
 
+instruction counts (--measure instructions; docs/collecting.md "Instruction counts"):
+  every run is counted by valgrind (cachegrind, no cache simulation; perf cannot count inside
+  the sandboxes, whose seccomp filter refuses perf_event_open) and its count is the row's
+  'instructions' (empty, with the reason in 'reason', where there is none: killed at the
+  limit, a fork without exec, an exec). The report comes through a descriptor the program
+  cannot reach, so a program that prints a fake summary changes nothing. Each language's
+  floor is first timed natively and counted; --timeout (and --cpu-limit) are scaled by that
+  slowdown (about 25x for Python here), and duration_s, cpu_s and max_rss_kb are then the
+  counted runs'. PYTHONHASHSEED=0 in every counted run. The tool, its version, the
+  slowdowns and limits go to <out>.campaign.json. local or bwrap only.
+
 examples:
   speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 --out corpus.parquet
   speedaudit collect fixtures/suites/speedbench --problems twosum --adaptive --confidence 0.95 \\
@@ -140,7 +151,8 @@ def _run(args: argparse.Namespace) -> int:
                             repeats=repeats, **adaptive, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
                             cxx_std=args.cxx_std,
-                            scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus))
+                            scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus),
+                            measure=args.measure)
         if args.scheduler and not load.empty:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
@@ -214,6 +226,9 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--cxx-std", default=None, metavar="STD",
                    help="C++ standard of every C++ build, e.g. c++20 (default: the newest g++ supports, of "
                         "gnu++23, gnu++20, gnu++17)")
+    g.add_argument("--measure", choices=("instructions",), default=None,
+                   help="also count every run's instructions (valgrind; the 'instructions' column): the runs are "
+                        "then slowed (limits scaled by the measured slowdown); see 'instruction counts' below")
     g.add_argument("--python", default=DEFAULT_PYTHON, metavar="PATH",
                    help=f"interpreter for Python programs; must be readable by an unprivileged uid "
                         f"(default: {DEFAULT_PYTHON})")

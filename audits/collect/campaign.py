@@ -45,6 +45,19 @@ Adaptive repeats (``CampaignSpec(adaptive=True)``, ``collect --adaptive``)
     is ambiguous or the ambiguous cells have ``max_repeats``. Job ids, journal and
     resume are those of a fixed campaign (the parameters are in the fingerprint): a
     resumed campaign refits the rule to what the journal holds and goes on.
+Instruction counts (``CampaignSpec(measure="instructions")``, ``collect --measure instructions``)
+    Every execution runs counted: under valgrind (cachegrind without the cache simulation,
+    :mod:`audits.collect.counters`), whose report reaches the runner on the sandbox's report
+    channel (``Sandbox.run(report=True)``: out of the program's reach), and the row's
+    ``instructions`` is the count; ``None`` (NaN in the corpus) with the reason appended to
+    ``reason`` where there is none (killed at the limit, a fork or exec the count cannot follow),
+    never 0. Before the jobs, each language's floor program is run natively and counted
+    (:data:`CALIBRATION_RUNS` each); the slowdown (:func:`audits.collect.counters.counted_wall_limit`)
+    scales that language's wall (and CPU) limit, so a program that fits ``--timeout`` natively
+    fits it counted. ``duration_s``, ``wall_s``, ``cpu_s`` and ``max_rss_kb`` are then the
+    counted run's (valgrind's wall time, its memory with the program's); the manifest records
+    the tool, its version, the command, the floors, the slowdowns and limits, and
+    ``PYTHONHASHSEED``. perf is not used: the sandboxes' seccomp filter refuses ``perf_event_open``.
 Failures of the harness
     A submission that does not compile is skipped with its reason (the campaign
     goes on). A job whose *sandbox* fails (a judge error, not the program's
@@ -93,6 +106,8 @@ import pandas as pd
 
 from audits.collect.background_load import BackgroundLoad, LoadSpec
 from audits.collect.checker import CheckerError
+from audits.collect.counters import (FIXED_ENVIRONMENT, counted_wall_limit, parse_valgrind_log, resolved_binary,
+                                     valgrind_argv)
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
@@ -123,6 +138,11 @@ FLOOR_TEST = "empty"
 JOURNAL_VERSION = 1
 #: How long to try reaching a Dask scheduler before giving up.
 DASK_CONNECT_TIMEOUT = "10s"
+#: What ``--measure`` can add to the clock (docs/collecting.md "Instruction counts").
+MEASURES = ("instructions",)
+#: Native and counted runs of each floor program before a counted campaign (medians taken: the
+#: slowdown that scales the limits; three keep one slow run from setting it).
+CALIBRATION_RUNS = 3
 #: Start of a ``checker_error`` row's reason: the validator's failure is the harness's, and it repeats.
 CHECKER_ERROR_NOTE = "output validator failed (NOT transient: running again gives the same; fix the validator)"
 
@@ -183,6 +203,9 @@ class CampaignSpec:
         (:func:`stats.noise.adaptive_plan`).
     adaptive_target : {"gate", "rank"}
         With ``adaptive``: what must be decided, each unit's gate or each cell's order against its pool.
+    measure : {None, "instructions"}
+        ``instructions``: every execution counted (see "Instruction counts" in the module docstring);
+        ``local`` or ``bwrap`` only (a ``cmd:`` sandbox has no report channel).
     """
 
     environment: str = OPTIONAL_DEFAULTS["environment"]
@@ -206,6 +229,7 @@ class CampaignSpec:
     confidence: float = 0.95
     tau: float = 30.0
     adaptive_target: str = "gate"
+    measure: str | None = None
 
     @property
     def planned_repeats(self) -> int:
@@ -240,6 +264,11 @@ class CampaignSpec:
                 raise CampaignError(f"--tau must be a percentile in [0, 100], got {self.tau!r}")
             if self.adaptive_target not in ("gate", "rank"):
                 raise CampaignError(f"--adaptive-target must be gate or rank, got {self.adaptive_target!r}")
+        if self.measure is not None and self.measure not in MEASURES:
+            raise CampaignError(f"--measure {self.measure!r}: give one of {', '.join(MEASURES)}")
+        if self.measure is not None and self.sandbox not in ("local", "bwrap"):
+            raise CampaignError(f"--measure {self.measure} needs --sandbox local or bwrap (auto picks one of them); "
+                                f"{self.sandbox} has no report channel for the counter")
         if not self.test_kinds or any(k not in TEST_KINDS for k in self.test_kinds):
             raise CampaignError(f"--tests must name correctness and/or optimization, got {','.join(self.test_kinds)!r}")
         if self.scheduler is not None:
@@ -263,6 +292,8 @@ class CampaignSpec:
             fields["cxx_std"] = self.cxx_std
         if self.pin_cpus is not None:  # absent when unpinned: older journals keep their fingerprint
             fields["pin_cpus"] = list(self.pin_cpus)
+        if self.measure is not None:  # absent when not counted: older journals keep their fingerprint
+            fields["measure"] = self.measure
         if self.adaptive:
             fields["adaptive"] = {"max_repeats": self.max_repeats, "confidence": float(self.confidence),
                                   "tau": float(self.tau), "target": self.adaptive_target}
@@ -326,13 +357,15 @@ class Unit:
 
 @dataclass(frozen=True)
 class Job:
-    """A unit, a repeat index, its position in the order and its limits."""
+    """A unit, a repeat index, its position in the order and its limits (and what else it measures)."""
 
     job_id: str
     order: int
     repeat: int
     unit: Unit
     limits: Limits
+    #: ``instructions``: run counted (CampaignSpec.measure); None: timed only
+    measure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -439,7 +472,8 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
     jobs = []
     for position, (is_floor, index, repeat) in enumerate(order):
         unit = floor_units[index] if is_floor else units[index]
-        jobs.append(Job(job_id(unit.problem, unit.test, unit.solution, repeat), position, repeat, unit, spec.limits))
+        jobs.append(Job(job_id(unit.problem, unit.test, unit.solution, repeat), position, repeat, unit, spec.limits,
+                        spec.measure))
     digest = hashlib.sha256()
     digest.update(json.dumps({"version": JOURNAL_VERSION, **spec.fingerprint_fields(), **(extra_fingerprint or {})},
                              sort_keys=True).encode())
@@ -567,7 +601,9 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu:
     ``cpu_s``, ``max_rss_kb``, ``exit_code``, ``signal``, ``stdout_truncated``,
     ``reason``, ``timestamp``, ``load_1m``: the 1-minute load average just before the
     program started, and ``cpu``: the core the calling worker thread is pinned to, or
-    None) or ``error`` (a harness failure: sandbox or checker).
+    None) or ``error`` (a harness failure: sandbox or checker). A counted job
+    (``job.measure == "instructions"``) also returns ``instructions`` (int, or None with the
+    reason appended to ``reason``).
     Self-contained so that it can run on a Dask worker.
     """
     unit = job.unit
@@ -578,8 +614,11 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu:
         return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
     try:
         load_1m = os.getloadavg()[0]
-        ex = sandbox.run(unit.argv, stdin_path=unit.input_path, workdir=workdir, limits=job.limits)
+        counted = job.measure == "instructions"
+        argv = valgrind_argv(unit.argv, inherited_fd=3) if counted else unit.argv
+        ex = sandbox.run(argv, stdin_path=unit.input_path, workdir=workdir, limits=job.limits, report=counted)
         status, reason = ex.status, ex.reason
+        count, count_note = _instructions(ex) if counted else (None, "")
         if status == "ok" and unit.checker is not None and unit.answer_path:
             try:
                 accepted, why = unit.checker.check(ex.stdout_path, input_path=Path(unit.input_path),
@@ -590,12 +629,22 @@ def execute_job(job: Job, sandbox_spec: str, scratch: str | None = None, *, cpu:
                 status, reason = "wrong_answer", why
         return {"job": job.job_id, "status": status, "wall_s": ex.wall_s, "cpu_s": ex.cpu_s,
                 "max_rss_kb": ex.max_rss_kb, "exit_code": ex.exit_code, "signal": ex.signal,
-                "stdout_truncated": ex.stdout_truncated, "reason": reason[:500],
-                "timestamp": datetime.now(timezone.utc).isoformat(), "load_1m": load_1m, "cpu": cpu}
+                "stdout_truncated": ex.stdout_truncated, "reason": reason[:max(0, 500 - len(count_note))] + count_note,
+                "timestamp": datetime.now(timezone.utc).isoformat(), "load_1m": load_1m, "cpu": cpu,
+                **({"instructions": count} if counted else {})}
     except Exception as exc:  # noqa: BLE001 - a checker/sandbox failure is the harness's, not the program's
         return {"job": job.job_id, "error": f"{type(exc).__name__}: {exc}"}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _instructions(ex) -> tuple[int | None, str]:
+    """The count of a counted execution, and ``""`` or ``"; instructions n/a: WHY"`` for its reason."""
+    if ex.report_truncated:
+        count, why = None, "valgrind's report was longer than the sandbox keeps"
+    else:
+        count, why = parse_valgrind_log(ex.report or b"")
+    return count, ("" if count is not None else f"; instructions n/a: {why}")
 
 
 def _row(job: Job, result: dict, spec: CampaignSpec) -> dict:
@@ -608,6 +657,7 @@ def _row(job: Job, result: dict, spec: CampaignSpec) -> dict:
             "timeout_s": job.limits.wall_s, "timestamp": result["timestamp"], "wall_s": result["wall_s"],
             "language": unit.language, "exit_code": result["exit_code"], "signal": result["signal"],
             "stdout_truncated": result["stdout_truncated"], "reason": result["reason"], "order": job.order,
+            **({"instructions": result.get("instructions")} if job.measure == "instructions" else {}),
             **({"load_1m": result["load_1m"]} if result.get("load_1m") is not None else {}),
             **({"cpu": result["cpu"]} if result.get("cpu") is not None else {})}
 
@@ -844,6 +894,8 @@ class CampaignResult:
     #: jobs whose output validator failed (a deterministic harness error): rows of status
     #: ``checker_error`` in the journal and the corpus, not retried
     checker_errors: tuple[tuple[str, str], ...] = ()
+    #: a counted campaign (``measure="instructions"``): the counter as the manifest records it
+    instructions: dict | None = None
 
     def summary(self) -> str:
         lines = [f"jobs {self.n_jobs:,}: {self.resumed:,} from the journal, {self.ran:,} run now "
@@ -851,6 +903,11 @@ class CampaignResult:
                  *([f"adaptive: {self.rounds} rounds, {self.n_jobs:,} of at most {self.max_jobs:,} jobs "
                     f"({self.n_jobs / self.max_jobs:.0%})"] if self.rounds is not None else []),
                  "status  " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items()))]
+        if self.instructions is not None:
+            info = self.instructions
+            lines.append(f"instructions counted by {info['version']} ({info['command']}); slowdown "
+                         + ", ".join(f"{lang} {x:.1f}x (wall limit {info['wall_limit_s'][lang]:g} s)"
+                                     for lang, x in info["slowdown"].items()))
         if self.skipped:
             lines.append(f"skipped {len(self.skipped)}:")
             lines += [f"    {s.name}: {_short(s.reason)}" for s in self.skipped]
@@ -1078,6 +1135,12 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
         sandbox.check()
     except SandboxError as exc:
         raise CampaignError(str(exc)) from exc
+    scratch = plan.work_dir / "runs"
+    scratch.mkdir(exist_ok=True)
+    os.chmod(scratch, 0o711)
+    counter = None
+    if spec.measure == "instructions":
+        plan, counter = _counted_plan(plan, sandbox, scratch)
     journal = Journal(journal_path, plan.fingerprint,
                       header={"campaign": spec.campaign, "environment": spec.environment, "n_jobs": len(plan.jobs),
                               "created": datetime.now(timezone.utc).isoformat(),
@@ -1096,9 +1159,6 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     errors: list[tuple[str, str]] = []
     ran = 0
     started = time.monotonic()
-    scratch = plan.work_dir / "runs"
-    scratch.mkdir(exist_ok=True)
-    os.chmod(scratch, 0o711)
     bar = tqdm(total=len(plan.jobs), initial=len(done), desc=f"{spec.environment}/{spec.campaign}", unit="run",
                disable=not progress, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
 
@@ -1149,13 +1209,69 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     if complete and not errors:
         corpus = journal_to_corpus(done.values(), source=str(journal_path))
         written = save_corpus(corpus, out)
-        manifest = _write_manifest(out, spec, corpus)
+        manifest = _write_manifest(out, spec, corpus, instructions=counter)
         if not keep_journal:
             journal_path.unlink()
     return CampaignResult(written, journal_path, len(done) if spec.adaptive else len(plan.jobs), len(done) - ran,
                           ran, dict(statuses), plan.skipped, tuple(errors), elapsed, spec.load.describe(),
                           spec.describe_pinning(), manifest if written is not None else None,
-                          rounds, len(plan.jobs) if spec.adaptive else None, tuple(checker_errors))
+                          rounds, len(plan.jobs) if spec.adaptive else None, tuple(checker_errors), counter)
+
+
+def _median_wall(sandbox, argv, stdin: Path, scratch: Path, limits: Limits, *, counted: bool, what: str) -> float:
+    """Median wall seconds of :data:`CALIBRATION_RUNS` ok runs of ``argv`` (a floor program)."""
+    walls = []
+    for _ in range(CALIBRATION_RUNS):
+        workdir = Path(tempfile.mkdtemp(prefix="job-", dir=scratch))
+        try:
+            ex = sandbox.run(valgrind_argv(argv, inherited_fd=3) if counted else list(argv), stdin_path=stdin,
+                             workdir=workdir, limits=limits, report=counted)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        count = parse_valgrind_log(ex.report or b"")[0] if counted else 0
+        if ex.status != "ok" or count is None:
+            raise CampaignError(f"--measure instructions: the {what} floor program did not run "
+                                f"{'counted' if counted else 'natively'} ({ex.reason}): "
+                                f"{ex.stderr_tail.strip()[-300:]}{(ex.report or b'').decode(errors='replace')[-300:]}")
+        walls.append(ex.wall_s)
+    return float(np.median(walls))
+
+
+def _counted_plan(plan: Plan, sandbox, scratch: Path) -> tuple[Plan, dict]:
+    """A counted campaign's jobs with each language's limits scaled by its floor's slowdown, and the record."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise CampaignError("--measure instructions needs valgrind (perf cannot count inside the sandboxes: their "
+                            "seccomp filter refuses perf_event_open)\n  -> apt-get install valgrind")
+    spec = plan.spec
+    floors = {j.unit.language: j.unit for j in plan.jobs if j.unit.role == "floor"}
+    if "python" in floors:
+        try:
+            resolved_binary(floors["python"].argv[0])
+        except ValueError as exc:
+            raise CampaignError(f"--measure instructions: {exc}") from None
+    # generous limits for the calibration itself: the counted floor is what tells the slowdown
+    probe = dataclasses.replace(spec.limits, wall_s=max(spec.limits.wall_s, 60.0), cpu_s=None)
+    floor_s, slowdown, limits = {}, {}, {}
+    for language, unit in sorted(floors.items()):
+        native = _median_wall(sandbox, unit.argv, Path(unit.input_path), scratch, probe, counted=False, what=language)
+        counted = _median_wall(sandbox, unit.argv, Path(unit.input_path), scratch, probe, counted=True, what=language)
+        wall, slowdown[language] = counted_wall_limit(spec.limits.wall_s, native_floor_s=native,
+                                                      counted_floor_s=counted)
+        cpu = None if spec.limits.cpu_s is None else spec.limits.cpu_s * slowdown[language]
+        limits[language] = dataclasses.replace(spec.limits, wall_s=wall, cpu_s=cpu)
+        floor_s[language] = {"native_median_s": native, "counted_median_s": counted, "runs": CALIBRATION_RUNS}
+    jobs = tuple(dataclasses.replace(j, limits=limits.get(j.unit.language, j.limits)) for j in plan.jobs)
+    version = subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout.strip()
+    info = {"tool": "valgrind", "path": os.path.realpath(valgrind), "version": version,
+            "command": "cachegrind --cache-sim=no --trace-children=yes --vgdb=no",
+            "report": "the sandbox's report channel (fd 3, moved to valgrind's reserved fd 1020)",
+            "environment": dict(FIXED_ENVIRONMENT), "floor_s": floor_s, "slowdown": slowdown,
+            "wall_limit_s": {lang: lim.wall_s for lang, lim in limits.items()},
+            "cpu_limit_s": {lang: lim.cpu_s for lang, lim in limits.items()},
+            "measured_columns": "duration_s, wall_s, cpu_s and max_rss_kb are the counted runs' (under valgrind)",
+            "perf": "not used: the sandboxes' seccomp filter refuses perf_event_open"}
+    return dataclasses.replace(plan, jobs=jobs), info
 
 
 def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], None], errors: list, *,
@@ -1247,8 +1363,10 @@ def manifest_path_for(out: str | os.PathLike) -> Path:
     return out.with_name(out.name + ".campaign.json")
 
 
-def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame) -> Path:
-    """The conditions of collection beside the corpus: machine, sandbox, load, pinning, load averages."""
+def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame, *, instructions: dict | None = None
+                    ) -> Path:
+    """The conditions of collection beside the corpus: machine, sandbox, load, pinning, load averages
+    (and for a counted campaign the counter: tool, version, slowdowns, limits, PYTHONHASHSEED)."""
     from audits.collect.provenance import machine_info
 
     load = corpus["load_1m"].to_numpy(dtype=float) if "load_1m" in corpus.columns else np.array([])
@@ -1259,6 +1377,10 @@ def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame) -> Path
             "load_1m": None if not len(load) else {"min": float(load.min()), "median": float(np.median(load)),
                                                    "max": float(load.max())},
             "machine": machine_info(), "rows": int(len(corpus)), "accounting": accounting(spec.sandbox)}
+    if instructions is not None:
+        counts = corpus["instructions"].to_numpy(dtype=float)
+        info["instructions"] = {**instructions, "rows_counted": int(np.isfinite(counts).sum()),
+                                "rows_not_counted": int((~np.isfinite(counts)).sum())}
     path = manifest_path_for(out)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(info, indent=2) + "\n")

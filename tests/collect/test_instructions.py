@@ -249,3 +249,79 @@ def test_the_report_channel_is_fd_3_and_nothing_else_is_added(root):
         assert sorted(int(fd) for fd in (root / f"w-{spec}" / "stdout").read_text().split()) == [0, 1, 2, 3, 4]
         plain = box.run(probe, stdin_path=root / "in", workdir=root / f"p-{spec}", limits=Limits(wall_s=10))
         assert plain.status == "runtime_error" and plain.report is None
+
+
+# --------------------------------------------------------------------------- collect --measure instructions
+
+SLOW_ADD = ("a, b = map(int, input().split())\ns = 0\nfor i in range(100000):\n    s += i\n"
+            "print(a + b)\n")
+#: right answer, but a fork without exec: valgrind's count of the child includes the parent's (no count)
+FORKS = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint(sum(map(int, input().split())))\n"
+
+
+@pytest.mark.parametrize("spec", ["local", "bwrap"])
+def test_collect_measure_instructions_fills_the_column_and_the_manifest(spec, tmp_path, capsys):
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from audits.cli import main as cli_main
+    from tests.collect.test_campaign import ADD, ADD_CPP, make_suite
+
+    try:
+        make_sandbox(spec).check()
+    except SandboxError as exc:
+        pytest.skip(f"{spec}: {exc}")
+    if shutil.which("g++") is None:
+        pytest.skip("no g++")
+    suite = make_suite(tmp_path / "suite", accepted={"add.py": ADD, "slow.py": SLOW_ADD, "add.cpp": ADD_CPP,
+                                                     "forks.py": FORKS}, n_secret=1, n_sample=1)
+    out = tmp_path / "counted.parquet"
+    code = cli_main(["collect", str(suite), "--out", str(out), "--sandbox", spec, "--measure", "instructions",
+                     "--repeats", "2", "--timeout", "2", "--no-progress", "--no-probe"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "instructions counted by valgrind" in printed.out
+    corpus = pd.read_parquet(out)
+    assert corpus["instructions"].dtype == np.float64
+    real = corpus[corpus["role"] != "floor"]
+    forks = real[real["solution"].str.endswith("forks.py")]
+    assert (forks["status"] == "ok").all() and len(forks) == 4
+    assert forks["instructions"].isna().all()  # no count it could trust: n/a, never 0
+    assert forks["reason"].str.contains("instructions n/a: process .* forked without exec").all()
+    timed = corpus[~corpus["solution"].str.endswith("forks.py")]  # the floors too: counted like the rest
+    assert (timed["status"] == "ok").all(), timed[["solution", "status", "reason"]]
+    assert (timed["instructions"] > 0).all()
+    per_cell = timed.groupby(["problem", "test", "solution"])["instructions"]
+    assert (per_cell.nunique() == 1).all(), per_cell.unique()  # deterministic programs: the same count each repeat
+    assert (per_cell.size() >= 2).all()
+    cells = timed[timed["role"] != "floor"].groupby(["test", "solution"])["instructions"].first().unstack()
+    add = next(c for c in cells.columns if c.endswith("add.py"))
+    slow = next(c for c in cells.columns if c.endswith("slow.py"))
+    assert (cells[slow] > cells[add]).all()  # the 100 000-step loop: more instructions, on every test
+    manifest = json.loads(out.with_name(out.name + ".campaign.json").read_text())
+    counter = manifest["instructions"]
+    assert counter["tool"] == "valgrind" and counter["version"].startswith("valgrind-")
+    assert counter["environment"] == {"PYTHONHASHSEED": "0"}
+    assert set(counter["slowdown"]) == {"python", "cpp"} and all(x >= 1 for x in counter["slowdown"].values())
+    for language, slowdown in counter["slowdown"].items():
+        assert counter["wall_limit_s"][language] == pytest.approx(2 * slowdown)
+        floor = counter["floor_s"][language]
+        assert floor["counted_median_s"] > floor["native_median_s"] > 0
+    # the rows' own limit is the scaled one (duration_s of a timeout would be it)
+    by_language = real.groupby("language")["timeout_s"].first()
+    for language, limit in by_language.items():
+        assert limit == pytest.approx(counter["wall_limit_s"][language])
+    assert counter["rows_not_counted"] == len(forks)
+
+
+def test_collect_measure_instructions_refuses_a_sandbox_without_a_report_channel(tmp_path, capsys):
+    from audits.cli import main as cli_main
+    from tests.collect.test_campaign import make_suite
+
+    suite = make_suite(tmp_path / "suite", n_secret=1)
+    code = cli_main(["collect", str(suite), "--out", str(tmp_path / "o.parquet"), "--sandbox", "cmd:{argv}",
+                     "--measure", "instructions", "--no-progress", "--no-probe"])
+    assert code != 0
+    assert "no report channel" in capsys.readouterr().err
