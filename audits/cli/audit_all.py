@@ -91,7 +91,7 @@ def _audit(args: argparse.Namespace) -> int:
     return exit_status(whole, args)
 
 
-def _save(whole, corpus, args: argparse.Namespace, options: dict) -> None:
+def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict | None = None) -> None:
     """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
     versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_whole_audit`)."""
     from audits.report.results import save_whole_audit
@@ -106,7 +106,7 @@ def _save(whole, corpus, args: argparse.Namespace, options: dict) -> None:
     path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=shared.n_boot, seed=shared.seed,
                             campaign=shared.campaign, environment=shared.environment,
                             floor_s=options["discriminability"].floor_s,
-                            reward_environment_files=files, extra=whole.to_dict())
+                            reward_environment_files=files, extra=whole.to_dict() if extra is None else extra)
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
 
@@ -137,23 +137,23 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     passing), the audits that do not run on Dask are named with the reason."""
     from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
     from audits.protocol import registry
-    from audits.protocol.findings import write_json
 
     from audits.cli._common import read_pair
 
     pairs = (lambda runs: [read_pair(_pair_args(args), runs)]) if _pair_named(args) else ()
     not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
+    options = _options(args, None)
     with dask_client(args.scheduler, n_workers=args.workers) as client:
         try:
-            whole = run_partitioned_whole_audit(args.corpus, client=client, options=_options(args, None),
+            whole = run_partitioned_whole_audit(args.corpus, client=client, options=options,
                                                 pairs=pairs, thresholds=thresholds, profile=args.profile)
         except ValueError as exc:
             raise UserError(f"{args.corpus}: {exc}") from exc
     print(whole.summary())
     for name, reason in not_on_dask.items():
         print(f"{name}: not run on Dask ({reason})")
-    if args.json:
-        print(f"\nwrote {write_json({**whole.to_dict(), 'engine': 'dask'}, args.json)}")
+    if args.json:  # the same saved results as in memory (corpus summary from the run table and the counts)
+        _save(whole, None, args, options, extra={**whole.to_dict(), "engine": "dask"})
     return exit_status(whole, args)
 
 

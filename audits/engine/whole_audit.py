@@ -57,10 +57,12 @@ class WholeAudit:
     """Every audit's result by name (an audit skipped or not run is absent) and why any was skipped.
 
     The results are attributes too (``whole.reliability``; ``None`` when absent, ``()`` for calibration).
+    ``corpus_facts``: ``(run table, audits.corpus.counts.CorpusCounts)`` of the corpus audited, what a saved
+    audit's corpus summary is written from when the rows are not at hand (the Dask engine's, from its first pass).
     """
 
     def __init__(self, results: Mapping[str, object] | None = None, skipped: Mapping[str, str] | None = None,
-                 **by_name):
+                 *, corpus_facts: tuple | None = None, **by_name):
         given = {**dict(results or {}), **by_name}
         unknown = sorted(set(given) - set(registry.names()))
         if unknown:
@@ -68,6 +70,7 @@ class WholeAudit:
         self.results = {n: given[n] for n in registry.names() if given.get(n) is not None
                         and not (isinstance(given[n], tuple) and not given[n])}
         self.skipped = dict(skipped or {})
+        self.corpus_facts = corpus_facts
 
     def __getattr__(self, name):
         if name in registry.names():

@@ -35,7 +35,7 @@ from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst
 __all__ = [
     "FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
     "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "corpus_overview",
-    "describe_corpus", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
+    "describe_corpus", "describe_counts", "run_table", "calibration_fit_table", "describe_calibration", "reliability_table", "describe_reliability",
     "discriminability_table", "describe_discriminability", "aggregation_table", "describe_aggregation",
     "simulation_table", "describe_simulation", "verdict_overview", "describe_overview", "describe_profile", "show_plot", "show_verdicts",
     "contention_table", "describe_contention", "CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_not_compared", "clocks_table",
@@ -227,32 +227,37 @@ def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
     return (column.astype(object) == value).to_numpy()
 
 
-def _run_counts(corpus: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per run (environment, campaign) of the non-floor rows: rows, problems, solutions, repeats, ok share.
-
-    Runs and their repeat counts come from :func:`audits.corpus.runs.runs_of` (in its order: timestamps,
-    else the corpus order; a listing only). Vectorised (dense group codes + ``np.bincount``), so it stays in
-    seconds at 10^7 rows. Returns the table and the non-floor row mask.
-    """
-    from audits.corpus.runs import runs_of
-    from stats._groups import group_codes
-
-    runs = runs_of(corpus)
-    body = ~_mask_equal(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
-    ok = _mask_equal(corpus["status"], "ok")
-    solution, n_solutions = group_codes(corpus, ["problem", "solution"])
-    rows, solutions, ok_share = [], [], []
-    for summary in runs:
-        mask = summary.run.mask(corpus) & body
-        rows.append(int(mask.sum()))
-        solutions.append(int(np.count_nonzero(np.bincount(solution[mask], minlength=n_solutions))))
-        ok_share.append(float(ok[mask].mean()) if mask.any() else float("nan"))
+def run_table(runs, counts) -> pd.DataFrame:
+    """Per run (environment, campaign), in the run table's order (:mod:`audits.corpus.runs`: timestamps, else
+    the corpus order; a listing only), of the non-floor rows: rows, problems, solutions, repeats (most common
+    per cell, and the most), ok share. ``runs``: :class:`audits.corpus.runs.Runs`; ``counts``:
+    :class:`audits.corpus.counts.CorpusCounts` (a partitioned dataset's: its files' counts added up)."""
+    per_run = [counts.runs.get(s.run, (0, 0, 0)) for s in runs]
     table = pd.DataFrame({
         "environment": [s.environment for s in runs], "campaign": [s.campaign for s in runs],
-        "rows": rows, "problems": [s.problems for s in runs], "solutions": solutions,
-        "repeats": [s.repeats for s in runs], "max_repeats": [s.max_repeats for s in runs], "ok_share": ok_share,
+        "rows": [r for r, _, _ in per_run], "problems": [s.problems for s in runs],
+        "solutions": [n for _, n, _ in per_run], "repeats": [s.repeats for s in runs],
+        "max_repeats": [s.max_repeats for s in runs],
+        "ok_share": [ok / rows if rows else float("nan") for rows, _, ok in per_run],
     })
-    return table.set_index(["environment", "campaign"]), body
+    return table.set_index(["environment", "campaign"])
+
+
+def describe_counts(runs, counts, sources: Sequence[str] | str = ()) -> str:
+    """One sentence saying what the report is based on (files, runs, problems, solutions, repeats), from the
+    run table and the counts (:func:`run_table`), so a partitioned dataset's is that of its rows loaded."""
+    from pathlib import Path
+
+    if isinstance(sources, str):
+        sources = [sources]
+    table = run_table(runs, counts)
+    run_text = ", ".join(f"{e} · {c} ({r} repeat{'s' if r != 1 else ''})"
+                         for (e, c), r in zip(table.index, table["repeats"]))
+    repeats = int(table["max_repeats"].max()) if len(table) else 0
+    files = ", ".join(f"`{Path(s).name}`" for s in sources)
+    return (f"**Corpus**: {counts.executions:,} executions from {files or 'memory'}: {counts.problems:,} problems, "
+            f"{counts.solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
+            f"runs (environment · campaign): {run_text}.")
 
 
 def _skipped(audit) -> bool:
@@ -370,27 +375,18 @@ def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
     >>> corpus_overview(frame)[["rows", "solutions", "repeats", "ok_share"]].values.tolist()
     [[2.0, 1.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
     """
-    return _run_counts(corpus)[0]
+    from audits.corpus.counts import corpus_counts
+    from audits.corpus.runs import runs_of
+
+    return run_table(runs_of(corpus), corpus_counts(corpus))
 
 
 def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> str:
     """One sentence saying what the report is based on (files, runs, problems, solutions, repeats)."""
-    from pathlib import Path
+    from audits.corpus.counts import corpus_counts
+    from audits.corpus.runs import runs_of
 
-    from stats._groups import group_codes
-
-    if isinstance(sources, str):
-        sources = [sources]
-    table, body = _run_counts(corpus)
-    run_text = ", ".join(f"{e} · {c} ({r} repeat{'s' if r != 1 else ''})"
-                         for (e, c), r in zip(table.index, table["repeats"]))
-    n_problems = len(np.unique(group_codes(corpus, ["problem"])[0][body]))
-    n_solutions = len(np.unique(group_codes(corpus, ["problem", "solution"])[0][body]))
-    repeats = int(table["max_repeats"].max()) if len(table) else 0
-    files = ", ".join(f"`{Path(s).name}`" for s in sources)
-    return (f"**Corpus**: {len(corpus):,} executions from {files or 'memory'}: {n_problems:,} problems, "
-            f"{n_solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
-            f"runs (environment · campaign): {run_text}.")
+    return describe_counts(runs_of(corpus), corpus_counts(corpus), sources)
 
 
 # --- calibration ---------------------------------------------------------------------------------

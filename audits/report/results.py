@@ -261,7 +261,8 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     from without recomputing (``speedaudit report --results FILE``): each audit under the name a page reads
     it by (:data:`PARAMETERS`), with the parameters it was computed from; a calibration pair of two campaigns
     is the page's ``stored`` one, of two environments its ``across`` one; the corpus summary (computed here,
-    from the rows the audit read) so that no page reads the corpus again. ``extra`` adds top-level keys
+    from the rows the audit read, or with ``corpus=None`` from the whole audit's ``corpus_facts``: a
+    partitioned dataset's run table and counts) so that no page reads the corpus again. ``extra`` adds top-level keys
     (``speedaudit audit all --json`` keeps every audit's plain JSON there).
     """
     from audits.report import narrative
@@ -270,9 +271,17 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
 
     corpora = [str(Path(c).resolve()) for c in corpora]
     common = {"n_boot": n_boot, "seed": seed, "profile": "reward"}
+    if corpus is not None:
+        summary = CorpusSummary(description=narrative.describe_corpus(corpus, corpora),
+                                overview=narrative.corpus_overview(corpus))
+    elif whole.corpus_facts is not None:  # a partitioned dataset's run table and counts (audit all --dask)
+        runs, counts = whole.corpus_facts
+        summary = CorpusSummary(description=narrative.describe_counts(runs, counts, corpora),
+                                overview=narrative.run_table(runs, counts))
+    else:
+        raise ValueError("save_whole_audit: give the corpus, or a whole audit that carries its corpus_facts")
     results = {"reliability": whole.reliability, "discriminability": whole.discriminability,
-               "corpus_summary": CorpusSummary(description=narrative.describe_corpus(corpus, corpora),
-                                               overview=narrative.corpus_overview(corpus))}
+               "corpus_summary": summary}
     parameters = {"reliability": {**common, "campaign": campaign, "reliability_thresholds": {}},
                   "discriminability": {**common, "campaign": campaign, "floor_s": floor_s,
                                        "discriminability_thresholds": {}},

@@ -89,7 +89,13 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
     proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
     memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
-    audited = set(whole) - {"audit", "skipped", "engine", "worst"}
+    from audits.protocol.saved import read_results
+
+    saved = read_results(tmp_path / "all.json")  # the saved results a report renders from, as in memory
+    assert {"reliability", "discriminability", "corpus_summary"} <= set(saved.names())
+    assert f"{len(dataset.load()):,} executions" in saved.value("corpus_summary").description
+    audited = set(whole) - {"audit", "skipped", "engine", "worst", "format", "format_version", "speedaudit",
+                            "results", "meta"}
     assert "discriminability" in audited and audited.isdisjoint(whole["skipped"])
     assert audited | set(whole["skipped"]) == {"reliability", "discriminability", "calibration", "aggregation",
                                                "simulation"}

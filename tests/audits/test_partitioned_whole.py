@@ -10,6 +10,7 @@ import collections
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from audits.corpus.dataset import save_dataset
@@ -169,3 +170,32 @@ def test_default_pairs_of_an_environment_with_three_campaigns_on_dask_equal_in_m
     assert {row["campaign"] for row in drift} == {"c1", "c2"} and all(row["ci_low"] is not None for row in drift)
     assert dask["skipped"] == memory["skipped"] == {}
     assert _close(dask, memory) == []
+
+
+def test_a_saved_dask_audit_is_the_saved_in_memory_audit(dataset, client, memory, tmp_path):
+    """`audit all --dask --json` writes the results a report renders from, as in memory: the corpus summary
+    (description and per-run overview) from the Dask run table and the files' counts equals the one from the
+    loaded rows, and every saved result and its parameters are the same (issue 23 item 5 on Dask)."""
+    from audits.protocol.saved import read_results
+    from audits.report.results import save_whole_audit
+
+    kept = dict(corpora=[str(dataset.path)], n_boot=N_BOOT, seed=0)
+    loaded = dataset.load()
+    in_memory = save_whole_audit(run_whole_audit(loaded, audits=ON_DASK, **OPTIONS), loaded, tmp_path / "m.json",
+                                 **kept)
+    on_dask = save_whole_audit(run_partitioned_whole_audit(dataset, client=client, **OPTIONS), None,
+                               tmp_path / "d.json", **kept)
+    m, d = read_results(in_memory), read_results(on_dask)
+    assert m.names() == d.names() and "corpus_summary" in d.names()
+    summary = d.value("corpus_summary")
+    assert summary.description == m.value("corpus_summary").description
+    assert f"{len(loaded):,} executions" in summary.description
+    pd.testing.assert_frame_equal(summary.overview, m.value("corpus_summary").overview)
+    assert summary.overview["solutions"].sum() > 0 and summary.overview["ok_share"].between(0, 1).all()
+    for name in set(m.names()) - {"corpus_summary"}:  # each audit's JSON figures (the objects' internal
+        assert d.parameters(name) == m.parameters(name), name  # frames may order categories differently)
+        a, b = d.value(name), m.value(name)
+        if getattr(b, "skipped", False):  # the page's "not in the saved audit" note (no across pair here)
+            assert a == b, name
+            continue
+        assert _close(json.loads(json.dumps(a.to_dict())), json.loads(json.dumps(b.to_dict()))) == [], name

@@ -69,9 +69,11 @@ def _first_pass(path: str, indices: tuple, fact_columns: list, include_incorrect
     from audits.engine.partitioned.aggregation import _repeat_values_of
     from audits.engine.partitioned.simulation import _simulation_facts_of
 
+    from audits.corpus.counts import corpus_counts
+
     part = _read(path, indices)
     return {"summary": _summary_of(part), "repeats": _repeat_values_of(part),
-            "facts": _simulation_facts_of(part, fact_columns, include_incorrect)}
+            "facts": _simulation_facts_of(part, fact_columns, include_incorrect), "counts": corpus_counts(part)}
 
 
 def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
@@ -216,6 +218,7 @@ def run_partitioned_whole_audit(
     from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
     from audits.engine.partitioned import reliability as rel, simulation as sim
     from audits.checks.registered import example_reward_environments
+    from audits.corpus.counts import CorpusCounts
     from audits.corpus.selection import no_pair_reason
     from audits.checks.simulation import _reward_environment_list
     from audits.engine.whole_audit import WholeAudit, _run_names, legacy_options
@@ -261,6 +264,7 @@ def run_partitioned_whole_audit(
         t2 = time.perf_counter()
         clock["pass1"] = t2 - t1
         runs = partition_runs([f["summary"] for f in first])
+        counts = sum((f["counts"] for f in first), CorpusCounts())
         floor_rows = _concat([f["summary"]["floor_rows"] for f in first])
         chosen = runs.select(environment=environment, campaign=campaign)
         names = [(r.environment, r.campaign) for r in chosen]
@@ -334,4 +338,4 @@ def run_partitioned_whole_audit(
                                                  include_incorrect=o_sim.include_incorrect)
         clock["combine_simulation"] = time.perf_counter() - t9
     return WholeAudit(reliability=reliability, discriminability=discriminability, calibration=calibration,
-                      aggregation=aggregation, simulation=simulation, skipped=skipped)
+                      aggregation=aggregation, simulation=simulation, skipped=skipped, corpus_facts=(runs, counts))
