@@ -138,6 +138,17 @@ def cluster():
         yield c.scheduler_address, security
 
 
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory):
+    """``(venv, site-packages, env)``: the wheel of this checkout installed (not editable) into a fresh venv, made
+    once per test session and shared by the xdist workers (tests/installed_wheel.py). Used by
+    tests/report/test_wheel_install.py and README's examples (tests/cli/test_examples.py); its users run the
+    installed commands and change nothing in the venv."""
+    from tests.installed_wheel import installed_wheel as make
+
+    return make(tmp_path_factory)
+
+
 #: The machines of :func:`pyperf_machines`: (hostname, speed factor, power-law exponent, log-sd of the
 #: machine x benchmark interaction). The first is the reference; the others differ from it by a scale,
 #: a curvature and benchmark-specific noise small (pass), middling (warn) or large (fail) on the

@@ -8,10 +8,16 @@ mentions with placeholders (``speedaudit audit reliability CORPUS``) are not exa
 Each README block runs in a fresh temporary directory, line by line in order (later lines may read
 what earlier ones wrote); each ``--help`` example runs in a fresh directory of its own (they are
 alternatives). Commands run through ``bash -c`` (so globs and quotes mean what they mean in a
-terminal), with ``speedaudit`` and ``.venv/bin/speedaudit`` both running this checkout's
-``python -m audits.cli``. The directory holds the inputs the examples name, made here: ``fixtures/``
-(a link to the shipped fixtures, read only), ``runs.csv`` (a synthetic corpus in a foreign layout:
-``task_id``, ``runtime`` in ms, campaigns ``stored`` and ``fresh``), ``main.json`` and
+terminal). A ``--help`` example runs this checkout's ``python -m audits.cli`` as ``speedaudit`` and
+``.venv/bin/speedaudit``, in a directory that holds ``fixtures/`` (a link to the shipped fixtures, read
+only). README's examples run as a user who installed the wheel runs them (:func:`run_readme_block`):
+``speedaudit`` and ``.venv/bin/speedaudit`` are the installed command of this session's one wheel of
+the checkout (tests/installed_wheel.py), without ``PYTHONPATH``, in a folder holding copies of the shipped
+corpora and suite only (the reward environments they name come from the wheel); each block runs once
+per session and tests/report/test_wheel_install.py asserts on the same runs, so README's commands are
+not run twice (the wheel is a copy of this checkout; the checkout's own command line runs the ``--help``
+examples and the other CLI tests). Both directories hold the inputs the examples name, made here: ``runs.csv`` (a
+synthetic corpus in a foreign layout: ``task_id``, ``runtime`` in ms, campaigns ``stored`` and ``fresh``), ``main.json`` and
 ``patched.json.gz`` (written by the real pyperf), ``archive/`` (a small problem archive: a trimmed copy
 of the shipped ``primecount`` package). An example that names the scheduler ``tls://127.0.0.1:8786``
 runs against a real Dask LocalCluster over TLS on loopback (the ``cluster`` fixture of
@@ -19,12 +25,14 @@ tests/conftest.py): its address replaces that one (the only substitution), and i
 written as the ``ca.pem``, ``client.pem`` and ``client.key`` the example names.
 
 The ``--help`` examples run in tests/cli/test_help_examples.py (a file of its own, so that ``make test``'s
-workers run the two halves side by side); the inputs are tests/cli/conftest.py's ``inputs`` fixture.
+workers run the two halves side by side); their inputs are tests/cli/conftest.py's ``inputs`` fixture.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import re
 import shutil
@@ -38,6 +46,7 @@ import pytest
 from audits.cli._main import build_parser
 from audits.corpus.synthetic import synthesize
 from audits.report.render import repo_root
+from tests.installed_wheel import installed_wheel, locked, session_folder
 
 ROOT = repo_root()
 COMMAND = re.compile(r"^(?:\.venv/bin/)?speedaudit\s")
@@ -167,7 +176,74 @@ def _run_all(commands: list[str], work: Path, *, where: str, cluster=None) -> No
         assert "Traceback" not in result.stderr, f"{where}: {command}\n{result.stderr[-3000:]}"
 
 
+def _readme_inputs(folder: Path, pyperf_files, venv: Path) -> None:
+    """The inputs README's examples name, for the installed wheel: no link to the checkout's ``fixtures/``,
+    only copies of the shipped corpora and suite (never the shipped reward environments: those must come
+    from the wheel), and ``.venv/bin/speedaudit``, the installed command."""
+    folder.mkdir(parents=True)
+    _write_runs_csv(folder / "runs.csv")
+    _, fixed, calibrated, _ = pyperf_files
+    shutil.copy(fixed, folder / "main.json")
+    with open(calibrated, "rb") as src, gzip.open(folder / "patched.json.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    _write_archive(folder / "archive")
+    shutil.copytree(ROOT / "fixtures" / "corpora", folder / "fixtures" / "corpora")
+    shutil.copytree(ROOT / "fixtures" / "suites" / "speedbench", folder / "fixtures" / "suites" / "speedbench")
+    (folder / ".venv" / "bin").mkdir(parents=True)
+    (folder / ".venv" / "bin" / "speedaudit").symlink_to(venv / "bin" / "speedaudit")
+
+
+def readme_inputs(tmp_path_factory, pyperf_files) -> Path:
+    """This session's one folder of README's inputs (:func:`_readme_inputs`), made by the first caller."""
+    venv, _, _ = installed_wheel(tmp_path_factory)
+    root = session_folder(tmp_path_factory)
+    inputs, made = root / "readme-inputs", root / "readme-inputs.complete"
+    with locked(root / "readme-inputs.lock"):
+        if not made.is_file():
+            shutil.rmtree(inputs, ignore_errors=True)
+            _readme_inputs(inputs, pyperf_files, venv)
+            made.write_text("", encoding="utf-8")
+    return inputs
+
+
+def run_readme_block(line: int, commands: list[str], *, tmp_path_factory, pyperf_files) -> list[dict]:
+    """README's block at ``line`` run by the installed wheel, once per session (the first caller runs it, later
+    callers read what it recorded): one record per command run (``command``, ``returncode``, whether its stderr
+    holds a ``Traceback``, the tails of its output), up to the first that failed. Use :func:`assert_block_ran`."""
+    venv, _, env = installed_wheel(tmp_path_factory)
+    inputs = readme_inputs(tmp_path_factory, pyperf_files)
+    runs = session_folder(tmp_path_factory) / "readme-runs"
+    runs.mkdir(exist_ok=True)
+    record = runs / f"README-{line}.json"
+    with locked(runs / f"README-{line}.lock"):
+        if record.is_file():
+            return json.loads(record.read_text(encoding="utf-8"))
+        work = runs / f"README-{line}"
+        shutil.rmtree(work, ignore_errors=True)  # a run that died half-way is run again from the start
+        shutil.copytree(inputs, work, symlinks=True)
+        env = dict(env, PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}")
+        ran = []
+        for command in commands:
+            result = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
+                                    timeout=1500, stdin=subprocess.DEVNULL)
+            ran.append({"command": command, "returncode": result.returncode, "traceback": "Traceback" in result.stderr,
+                        "stdout": result.stdout[-3000:], "stderr": result.stderr[-3000:]})
+            if result.returncode != 0 or ran[-1]["traceback"]:
+                break  # later lines may read what this one should have written
+        record.write_text(json.dumps(ran), encoding="utf-8")
+    return ran
+
+
+def assert_block_ran(ran: list[dict], commands: list[str], *, where: str) -> None:
+    """Every command of the block ran, exited 0 and printed no traceback."""
+    for r in ran:
+        assert r["returncode"] == 0 and not r["traceback"], (
+            f"{where}: example failed (exit {r['returncode']}): {r['command']}\n{r['stdout']}\n{r['stderr']}")
+    assert [r["command"] for r in ran] == commands, where
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("line, commands", README_BLOCKS, ids=[f"README.md:{line}" for line, _ in README_BLOCKS])
-def test_readme_examples_run(line, commands, tmp_path, inputs):
-    _run_all(commands, _workdir(tmp_path, inputs), where=f"README.md line {line}")
+def test_readme_examples_run(line, commands, tmp_path_factory, pyperf_files):
+    ran = run_readme_block(line, commands, tmp_path_factory=tmp_path_factory, pyperf_files=pyperf_files)
+    assert_block_ran(ran, commands, where=f"README.md line {line}")

@@ -1,32 +1,22 @@
-"""A regular (not editable) install renders every report from any working directory.
+"""A regular (not editable) install renders every report and runs every README command from any working directory.
 
-The real thing, end to end: the source tree is copied, a wheel is built from the copy (``pip wheel``,
-with build isolation, as a user's ``pip install .`` does), the copy is deleted, the wheel is installed
-(not editable) into a fresh virtual environment (``python -m venv``), and the installed ``speedaudit``
-command makes a synthetic corpus and renders every report from an empty temporary directory.
-``PYTHONPATH`` is removed.
-
-The wheel's dependencies are not downloaded and installed again (about 140 packages: 8-9 minutes of
-CI time): the fresh venv reaches this environment's site-packages through a ``.pth`` line, and
-``pip check`` there verifies that every requirement the wheel declares is satisfied. That cannot let the
-checkout stand in for the wheel: ``.pth`` files are processed only in site directories, so the
-editable-install hook of this environment (itself a ``.pth`` file in that folder) never runs in the
-fresh venv, and the test asserts that ``audits`` and its package data load from the fresh venv's own
-site-packages (``JUPYTER_PATH`` points at that environment's
-nbconvert templates, which are data files, not modules). A plain ``pip install .`` with dependencies is what ``make demo``/``make test`` do on a
-fresh machine (``pip install -e``) and what README's install check runs by hand.
+The installed wheel is this session's one (tests/installed_wheel.py: built from a copy of the checkout,
+installed into a fresh venv, ``PYTHONPATH`` removed); the installed ``speedaudit`` command makes a
+synthetic corpus and renders every report from an empty temporary directory, and runs README's commands
+and every audit. README's blocks are the runs of tests/cli/test_examples.py (each block runs once per
+session, by the wheel, whichever test asks first). A plain ``pip install .`` with dependencies is what
+``make demo``/``make test`` do on a fresh machine (``pip install -e``) and what README's install check runs
+by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import gzip
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -35,13 +25,11 @@ from setuptools import find_packages
 
 from audits.cli._main import build_parser
 from audits.report.render import REPORTS, repo_root, template_parameters, template_path
-from tests.cli.test_examples import README_BLOCKS, _write_archive, _write_runs_csv
+from tests.cli.test_examples import README_BLOCKS, assert_block_ran, readme_inputs, run_readme_block
+from tests.installed_wheel import run as _run
 
 PYPROJECT = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
-#: What never belongs in a wheel build's input (local state of a checkout).
-NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "reports", "__pycache__", ".pytest_cache",
-              ".ipynb_checkpoints", "demo-work", "results")
 
 
 def test_package_list_is_every_package_and_mapped_folder():
@@ -57,44 +45,10 @@ def test_package_list_is_every_package_and_mapped_folder():
         assert files, f"{folder}/ holds no {patterns} to ship as {package}"
 
 
-def _run(cmd, *, cwd, env, timeout=1500):
-    result = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=timeout)
-    assert result.returncode == 0, f"{cmd} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    return result.stdout
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """``(venv, site-packages, env)``: the wheel built from a copy of the checkout, installed (not editable) into
-    one fresh venv, shared by the tests of this module (one wheel, one venv)."""
-    tmp_path = tmp_path_factory.mktemp("wheel")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    src, dist, venv = (tmp_path / d for d in ("src", "dist", "venv"))
-    shutil.copytree(repo_root(), src, ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--progress-bar", "off", "-w", dist, src],
-         cwd=tmp_path, env=env)
-    shutil.rmtree(src)  # nothing of a checkout is left to fall back on
-    (wheel,) = dist.glob("speedaudit-*.whl")
-    _run([sys.executable, "-m", "venv", venv], cwd=tmp_path, env=env)
-    python = venv / "bin" / "python"
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    deps = next(p for p in map(Path, sys.path) if p.name == "site-packages" and (p / "pandas").is_dir())
-    (site / "speedaudit-test-dependencies.pth").write_text(f"{deps}\n", encoding="utf-8")
-    # The fresh venv's own kernel first (installed below), then nbconvert's templates: data files, not modules.
-    env["JUPYTER_PATH"] = os.pathsep.join([str(venv / "share" / "jupyter"), str(deps.parents[2] / "share" / "jupyter")])
-    _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--progress-bar", "off", wheel],
-         cwd=tmp_path, env=env)
-    _run([python, "-m", "pip", "check"], cwd=tmp_path, env=env)  # every declared requirement is there
-    _run([python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"], cwd=tmp_path, env=env)
-
-    return venv, site, env
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
-def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(installed, tmp_path):
-    venv, site, env = installed
+def test_wheel_in_a_fresh_venv_renders_every_report_from_any_directory(installed_wheel, tmp_path):
+    venv, site, env = installed_wheel
     python = venv / "bin" / "python"
     work = tmp_path / "work"
     work.mkdir()
@@ -148,25 +102,15 @@ SHORT = ["--n-boot", "30"]
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
-def test_wheel_runs_every_readme_command_from_an_empty_folder(installed, tmp_path, pyperf_files):
+def test_wheel_runs_every_readme_command_from_an_empty_folder(installed_wheel, tmp_path, tmp_path_factory,
+                                                               pyperf_files):
     """README's commands, each audit, ``audit all`` without ``--reward-env`` and ``--version``, run by the
     installed ``speedaudit`` in a folder that holds only the inputs the examples name: the synthetic and
     pyperf files, a trimmed archive and copies of the shipped corpora and suite (never the shipped reward
-    environments: those must come from the wheel)."""
-    venv, site, env = installed
+    environments: those must come from the wheel; tests/cli/test_examples.py's ``readme_inputs``)."""
+    venv, site, env = installed_wheel
     env = dict(env, PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}")
-    inputs = tmp_path / "inputs"
-    inputs.mkdir()
-    _write_runs_csv(inputs / "runs.csv")
-    _, fixed, calibrated, _ = pyperf_files
-    shutil.copy(fixed, inputs / "main.json")
-    with open(calibrated, "rb") as src, gzip.open(inputs / "patched.json.gz", "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    _write_archive(inputs / "archive")
-    shutil.copytree(repo_root() / "fixtures" / "corpora", inputs / "fixtures" / "corpora")
-    shutil.copytree(repo_root() / "fixtures" / "suites" / "speedbench", inputs / "fixtures" / "suites" / "speedbench")
-    (inputs / ".venv" / "bin").mkdir(parents=True)
-    (inputs / ".venv" / "bin" / "speedaudit").symlink_to(venv / "bin" / "speedaudit")
+    inputs = readme_inputs(tmp_path_factory, pyperf_files)
 
     def run_block(commands, where):
         work = tmp_path / f"work-{where}"
@@ -179,8 +123,11 @@ def test_wheel_runs_every_readme_command_from_an_empty_folder(installed, tmp_pat
         return work
 
     ran = []
-    for line, commands in README_BLOCKS:
-        run_block(commands, f"README-{line}")
+    # Last block first: beside tests/cli/test_examples.py (first block first, on the other xdist worker) the two
+    # tests run different blocks until they meet, instead of one waiting for each block the other is running.
+    for line, commands in reversed(README_BLOCKS):
+        assert_block_ran(run_readme_block(line, commands, tmp_path_factory=tmp_path_factory, pyperf_files=pyperf_files),
+                         commands, where=f"README-{line}")
         ran += commands
     assert any(" collect " in c for c in ran) and any(" import " in c for c in ran) and any(" synth " in c for c in ran)
     assert any(" report " in c for c in ran)
