@@ -41,7 +41,8 @@ instruction counts (--measure instructions; docs/collecting.md "Instruction coun
   limit, a fork without exec, an exec). The report comes through a descriptor the program
   cannot reach, so a program that prints a fake summary changes nothing. Each language's
   floor is first timed natively and counted; --timeout (and --cpu-limit) are scaled by that
-  slowdown (about 25x for Python here), and duration_s, cpu_s and max_rss_kb are then the
+  slowdown (here about 50x for Python and 60x for C++: start-up is what valgrind slows most,
+  so a 2 s --timeout becomes about 100 s), and duration_s, cpu_s and max_rss_kb are then the
   counted runs'. PYTHONHASHSEED=0 in every counted run. The tool, its version, the
   slowdowns and limits go to <out>.campaign.json. local or bwrap only.
 

@@ -54,7 +54,8 @@ Instruction counts (``CampaignSpec(measure="instructions")``, ``collect --measur
     never 0. Before the jobs, each language's floor program is run natively and counted
     (:data:`CALIBRATION_RUNS` each); the slowdown (:func:`audits.collect.counters.counted_wall_limit`)
     scales that language's wall (and CPU) limit, so a program that fits ``--timeout`` natively
-    fits it counted. ``duration_s``, ``wall_s``, ``cpu_s`` and ``max_rss_kb`` are then the
+    fits it counted (kept in the journal's header: a resumed campaign reuses it, and refuses a
+    changed valgrind version). ``duration_s``, ``wall_s``, ``cpu_s`` and ``max_rss_kb`` are then the
     counted run's (valgrind's wall time, its memory with the program's); the manifest records
     the tool, its version, the command, the floors, the slowdowns and limits, and
     ``PYTHONHASHSEED``. perf is not used: the sandboxes' seccomp filter refuses ``perf_event_open``.
@@ -688,6 +689,16 @@ class Journal:
         self._fd: int | None = None
         self._last_sync = 0.0
 
+    def stored_header(self) -> dict:
+        """The header already on disk when it is this campaign's (same fingerprint), else ``{}``."""
+        try:
+            with open(self.path, "rb") as handle:
+                head = json.loads(handle.readline())
+        except (OSError, ValueError):
+            return {}
+        ours = isinstance(head, dict) and head.get("type") == "header" and head.get("fingerprint") == self.fingerprint
+        return head if ours else {}
+
     def read(self) -> dict[str, dict]:
         """Rows already in the journal ({job id: row}); validates the header."""
         if not self.path.exists():
@@ -1138,13 +1149,14 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     scratch = plan.work_dir / "runs"
     scratch.mkdir(exist_ok=True)
     os.chmod(scratch, 0o711)
-    counter = None
-    if spec.measure == "instructions":
-        plan, counter = _counted_plan(plan, sandbox, scratch)
     journal = Journal(journal_path, plan.fingerprint,
                       header={"campaign": spec.campaign, "environment": spec.environment, "n_jobs": len(plan.jobs),
                               "created": datetime.now(timezone.utc).isoformat(),
                               "pinning": spec.describe_pinning()})
+    counter = None
+    if spec.measure == "instructions":  # a resumed campaign keeps the limits its journal started with
+        plan, counter = _counted_plan(plan, sandbox, scratch, kept=journal.stored_header().get("instructions"))
+        journal.header["instructions"] = counter
     done = journal.open()
     by_id = {job.job_id: job for job in plan.jobs}
     stale = [j for j in done if j not in by_id]
@@ -1237,14 +1249,27 @@ def _median_wall(sandbox, argv, stdin: Path, scratch: Path, limits: Limits, *, c
     return float(np.median(walls))
 
 
-def _counted_plan(plan: Plan, sandbox, scratch: Path) -> tuple[Plan, dict]:
-    """A counted campaign's jobs with each language's limits scaled by its floor's slowdown, and the record."""
+def _counted_plan(plan: Plan, sandbox, scratch: Path, *, kept: dict | None = None) -> tuple[Plan, dict]:
+    """A counted campaign's jobs with each language's limits scaled by its floor's slowdown, and the record.
+
+    ``kept``: the record of the journal's header (a resumed campaign): its slowdowns are reused, so that
+    every job of the campaign runs under the same limits; a different valgrind version is refused.
+    """
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise CampaignError("--measure instructions needs valgrind (perf cannot count inside the sandboxes: their "
                             "seccomp filter refuses perf_event_open)\n  -> apt-get install valgrind")
     spec = plan.spec
     floors = {j.unit.language: j.unit for j in plan.jobs if j.unit.role == "floor"}
+    version = subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout.strip()
+    if kept and set(kept.get("slowdown", {})) == set(floors):
+        if kept.get("version") != version:
+            raise CampaignError(f"--measure instructions: this campaign's journal was counted by {kept.get('version')}, "
+                                f"valgrind is now {version}: the counts would mix versions\n  -> pass --restart")
+        limits = {lang: dataclasses.replace(spec.limits, wall_s=kept["wall_limit_s"][lang],
+                                            cpu_s=kept["cpu_limit_s"][lang]) for lang in floors}
+        jobs = tuple(dataclasses.replace(j, limits=limits.get(j.unit.language, j.limits)) for j in plan.jobs)
+        return dataclasses.replace(plan, jobs=jobs), kept
     if "python" in floors:
         try:
             resolved_binary(floors["python"].argv[0])
@@ -1262,8 +1287,7 @@ def _counted_plan(plan: Plan, sandbox, scratch: Path) -> tuple[Plan, dict]:
         limits[language] = dataclasses.replace(spec.limits, wall_s=wall, cpu_s=cpu)
         floor_s[language] = {"native_median_s": native, "counted_median_s": counted, "runs": CALIBRATION_RUNS}
     jobs = tuple(dataclasses.replace(j, limits=limits.get(j.unit.language, j.limits)) for j in plan.jobs)
-    version = subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout.strip()
-    info = {"tool": "valgrind", "path": os.path.realpath(valgrind), "version": version,
+    info = {"tool": "valgrind", "calibrated": datetime.now(timezone.utc).isoformat(), "path": os.path.realpath(valgrind), "version": version,
             "command": "cachegrind --cache-sim=no --trace-children=yes --vgdb=no",
             "report": "the sandbox's report channel (fd 3, moved to valgrind's reserved fd 1020)",
             "environment": dict(FIXED_ENVIRONMENT), "floor_s": floor_s, "slowdown": slowdown,

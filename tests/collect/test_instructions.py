@@ -325,3 +325,26 @@ def test_collect_measure_instructions_refuses_a_sandbox_without_a_report_channel
                      "--measure", "instructions", "--no-progress", "--no-probe"])
     assert code != 0
     assert "no report channel" in capsys.readouterr().err
+
+
+def test_a_resumed_counted_campaign_keeps_the_limits_it_started_with(tmp_path):
+    import json
+
+    from audits.collect.campaign import CampaignSpec, journal_path_for, plan_campaign, run_campaign
+    from audits.collect.suite import load_suite
+    from tests.collect.test_campaign import make_suite
+
+    suite = load_suite(make_suite(tmp_path / "suite", n_secret=1, n_sample=0), n_largest_optimization=1)
+    spec = CampaignSpec(sandbox="local", repeats=2, limits=Limits(wall_s=2), measure="instructions")
+    out = tmp_path / "c.parquet"
+    first = run_campaign(plan_campaign(suite, spec), out=out, progress=False, stop_after=2)
+    assert first.out is None and first.ran == 2
+    header = json.loads(journal_path_for(out).read_text().splitlines()[0])
+    calibrated = header["instructions"]
+    assert calibrated["slowdown"]["python"] >= 1
+    again = run_campaign(plan_campaign(suite, spec), out=out, progress=False)
+    assert again.resumed == 2 and again.out == out
+    # the floors were not measured again: the record (its time of calibration too) is the journal's
+    assert again.instructions == calibrated
+    manifest = json.loads(out.with_name(out.name + ".campaign.json").read_text())["instructions"]
+    assert manifest["calibrated"] == calibrated["calibrated"] and manifest["slowdown"] == calibrated["slowdown"]
