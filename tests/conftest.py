@@ -4,7 +4,9 @@ A fixture that hands out a mutable object (a corpus frame) is module-scoped: eve
 copy, so a test that modifies a corpus cannot leak into another module. A fixture that is expensive to
 make and read-only for its users (files pyperf wrote, a running cluster) is session-scoped: made once per
 pytest process (once per xdist worker under `make test`), which is also why each makes its own
-temporary folder and binds port 0, never a fixed path or port.
+temporary folder and binds port 0, never a fixed path or port. The installed wheel (``installed_wheel``)
+is made once per session for all workers: in the session's folder they share, under a lock
+(tests/installed_wheel.py).
 
 Parallel by default: `make test` runs every test not marked ``serial`` in parallel (pytest-xdist, one
 worker per core, a whole test file per worker), then the ``serial`` ones alone. Mark a test ``serial``
