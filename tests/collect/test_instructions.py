@@ -348,3 +348,23 @@ def test_a_resumed_counted_campaign_keeps_the_limits_it_started_with(tmp_path):
     assert again.instructions == calibrated
     manifest = json.loads(out.with_name(out.name + ".campaign.json").read_text())["instructions"]
     assert manifest["calibrated"] == calibrated["calibrated"] and manifest["slowdown"] == calibrated["slowdown"]
+
+
+def test_a_counted_run_killed_at_the_scaled_limit_has_no_count_and_the_limit_as_duration(tmp_path):
+    import pandas as pd
+
+    from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
+    from audits.collect.suite import load_suite
+    from tests.collect.test_campaign import make_suite
+
+    sleeper = "import time\nwhile True:\n    time.sleep(1)\n"
+    suite = load_suite(make_suite(tmp_path / "suite", accepted={}, time_limit_exceeded={"sleeps.py": sleeper},
+                                  n_secret=1, n_sample=0), n_largest_optimization=1)
+    spec = CampaignSpec(sandbox="local", repeats=1, limits=Limits(wall_s=0.1), measure="instructions")
+    out = tmp_path / "c.parquet"
+    result = run_campaign(plan_campaign(suite, spec), out=out, progress=False)
+    row = pd.read_parquet(out).query("role != 'floor'").iloc[0]
+    limit = result.instructions["wall_limit_s"]["python"]
+    assert limit == pytest.approx(0.1 * result.instructions["slowdown"]["python"]) and limit > 0.1
+    assert row["status"] == "timeout" and row["duration_s"] == pytest.approx(limit)
+    assert pd.isna(row["instructions"]) and "instructions n/a: no instruction summary" in row["reason"]
