@@ -17,6 +17,8 @@ from benchmarks.corpora import PER_PROBLEM, ensure_corpus, spec_for
 from benchmarks.run import _close, _derive, benchmark, compare, format_table, run_child, targets
 from benchmarks.stages import run_stage
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load (33 s idle), and last but one in collection order
+
 ROWS = 20_000  # 2 problems (the fewest leave-one-problem-out can use) x 10^4 executions
 
 

@@ -36,6 +36,8 @@ from audits.corpus.synthetic import synthesize
 from audits.report.narrative import CLOCK_FIGURES, format_value
 from audits.report.render import load_corpora, render_notebook, render_reports
 
+pytestmark = pytest.mark.slow  # a minute or more under make test's load (45 s at load 5): pages rendered, one opened in Chromium
+
 N_BOOT = 40
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
