@@ -90,8 +90,7 @@ simulation = results.simulation
 clocks = results.clocks
 
 # %%
-comparison = page_comparison(results, a=compare_a, b=compare_b, by=compare_by,
-                             confidence=compare_confidence, n_boot=n_boot, seed=seed)
+comparison = page_comparison(results)  # computed with compare_a, compare_b, compare_by, compare_confidence
 
 # %% [markdown]
 # ## Verdicts

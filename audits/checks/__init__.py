@@ -1,1 +1,2 @@
-"""The audits themselves: reliability, discriminability, calibration, aggregation, simulation, clocks."""
+"""The audits themselves: reliability, discriminability, calibration, aggregation, simulation, clocks,
+compare."""

@@ -56,8 +56,6 @@ __all__ = ["PREFIX", "CompareRun", "CompareAudit", "resolve_sides", "run_compare
 
 #: ``by`` value meaning the solution id up to its first ``/``.
 PREFIX = "prefix"
-#: AUC bounds of the shared-execution warning: halfway between interleaved (1/2) and sequential (0 or 1).
-INTERLEAVED = (0.25, 0.75)
 
 
 def _ids_file(path: str, source: str) -> set[str]:
@@ -74,7 +72,13 @@ def _ids_file(path: str, source: str) -> set[str]:
 
 def _labels(corpus: pd.DataFrame, by: str, source: str) -> pd.Series:
     if by == PREFIX:
-        return corpus["solution"].astype(str).str.split("/", n=1).str[0]
+        solution = corpus["solution"]
+        if isinstance(solution.dtype, pd.CategoricalDtype):  # one split per distinct id, not per row
+            prefixes = solution.cat.categories.astype(str).str.split("/", n=1).str[0].to_numpy(dtype=object)
+            codes = solution.cat.codes.to_numpy()
+            out = np.where(codes >= 0, prefixes[np.maximum(codes, 0)] if len(prefixes) else "nan", "nan")
+            return pd.Series(out, index=corpus.index, dtype=object)
+        return solution.astype(str).str.split("/", n=1).str[0]
     if by not in corpus.columns:
         raise UserError(f"{source}: --by {by}: no such column (columns: {', '.join(map(str, corpus.columns))})\n"
                         f"  -> name a column, or --by {PREFIX} (the solution id up to its first '/')")
@@ -116,8 +120,9 @@ def resolve_sides(corpus: pd.DataFrame, a: str | Sequence[str], b: str | Sequenc
             what = "the listed solution ids"
         hit = hit & ~floor
         if not hit.any():
-            values = sorted(set(_labels(corpus.loc[~floor], by, source))) if by in corpus.columns or by == PREFIX \
-                else []
+            if labels is None and (by in corpus.columns or by == PREFIX):
+                labels = _labels(corpus, by, source)
+            values = [] if labels is None else sorted(map(str, pd.unique(labels.to_numpy()[~floor])))
             raise UserError(f"{source}: set {name.upper()} ({what}) names no execution"
                             + (f"; {by} values: {', '.join(values[:12])}{' ...' if len(values) > 12 else ''}"
                                if values else "")
@@ -128,6 +133,8 @@ def resolve_sides(corpus: pd.DataFrame, a: str | Sequence[str], b: str | Sequenc
             raise UserError(f"{source}: solution {row['solution']!r} of problem {row['problem']!r} is in both sets "
                             f"\n  -> name disjoint sets")
         out[hit] = name
+    if by == PREFIX or not any(isinstance(s, str) and not s.startswith("@") for s in (a, b)):
+        return out  # a set of prefixes or of ids is a function of the solution id: it cannot vary within one
     frame = pd.DataFrame({"problem": corpus["problem"].astype(str).to_numpy(),
                           "solution": corpus["solution"].astype(str).to_numpy(), "side": out})
     varying = frame.groupby(["problem", "solution"])["side"].nunique()
@@ -253,7 +260,7 @@ class CompareAudit:
                             "findings": [f.to_dict() for f in self.findings]})
 
 
-def _findings(r: CompareRun, subject: str) -> list[Finding]:
+def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
     c, env, camp = r.result, r.run.environment, r.run.campaign
     iv = c.win_rate
     out = []
@@ -279,21 +286,23 @@ def _findings(r: CompareRun, subject: str) -> list[Finding]:
         out.append(Finding.not_available("shared_execution", "no timestamp or order column: when each execution "
                                          "ran is unknown", environment=env, campaign=camp, subject=subject))
     else:
-        low, high = INTERLEAVED
-        level = "fail" if not r.overlap else ("pass" if low <= auc <= high else "warn")
+        gap = abs(auc - 0.5)
+        level = "fail" if not r.overlap else thresholds.judge("interleaving_gap", gap)
         message = (f"P(an A execution ran before a B one) = {auc:.3f} (by {r.order_column}; 1/2: interleaved, 0 or "
                    f"1: one set after the other)")
         if level != "pass":
             message += ("; the machine's drift between the two periods is part of the difference: collect both "
                         "sets in one campaign (collect --candidates A=DIR --candidates B=DIR)")
-        out.append(Finding(level, "shared_execution", auc, f"in [{low:g}, {high:g}]; ranges overlap", message, env,
+        out.append(Finding(level, "shared_execution", auc,
+                           f"|AUC - 1/2|: {thresholds.text('interleaving_gap')}; ranges overlap", message, env,
                            camp, subject=subject))
     return out
 
 
 def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | Sequence[str], by: str = PREFIX,
                       confidence: float = 0.95, prior_df: float = DEFAULT_PRIOR_DF, n_boot: int = 1000,
-                      level: float = 0.95, seed: int = 0, source: str = "the corpus") -> CompareAudit:
+                      level: float = 0.95, seed: int = 0, source: str = "the corpus",
+                      thresholds=None) -> CompareAudit:
     """Compare sets ``a`` and ``b`` (see :func:`resolve_sides`) in every run that holds both.
 
     Parameters
@@ -305,6 +314,8 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
     by : str, default ``prefix``
     confidence, prior_df, n_boot, level, seed
         As :func:`stats.compare.paired_comparison`.
+    thresholds : CompareThresholds or mapping of overrides, optional
+        The shared-execution limits (:class:`audits.checks.declared.compare.CompareThresholds`).
 
     Raises
     ------
@@ -337,6 +348,9 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
     name_b = b if isinstance(b, str) else "listed ids"
     audit = CompareAudit(a=name_a, b=name_b, by=by, confidence=float(confidence), runs=tuple(results),
                          findings=(), skipped_runs=tuple(skipped))
-    findings = tuple(f for r in results for f in _findings(r, audit.subject))
+    from audits.checks.declared.compare import CompareThresholds
+
+    limits = CompareThresholds.coerce(thresholds)
+    findings = tuple(f for r in results for f in _findings(r, audit.subject, limits))
     return CompareAudit(a=name_a, b=name_b, by=by, confidence=float(confidence), runs=tuple(results),
                         findings=findings, skipped_runs=tuple(skipped))

@@ -23,6 +23,7 @@ from typing import ClassVar
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
 from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
 from audits.checks.declared.clocks import ClocksOptions, ClocksThresholds
+from audits.checks.declared.compare import CompareOptions, CompareThresholds
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
@@ -196,6 +197,33 @@ class Clocks(_EveryRun):
                                 thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
 
 
+class Compare(_EveryRun):
+    """The paired comparison of two candidate sets in every run (of the environment / campaign options) that
+    holds both; a corpus without the sets (e.g. no judge verdict folders for the default ones) is skipped
+    with the reason, naming the values there are."""
+
+    name: ClassVar[str] = "compare"
+    title: ClassVar[str] = "which of two candidate sets is faster (paired, shared execution)?"
+    Options = CompareOptions
+    Thresholds = CompareThresholds
+    report = ("compare",)
+    dask = ("the comparison ranks every execution of both sets by when it ran (its shared-execution AUC); "
+            "no per-problem split yet")
+
+    def compute(self, ctx, units, options, thresholds):
+        from audits.checks.compare import run_compare_audit
+        from audits.corpus.runs import select_rows
+        from audits.errors import UserError
+
+        corpus = ctx.corpus if len(units) == len(ctx.runs) else select_rows(ctx.corpus, [u.run for u in units])
+        try:
+            return run_compare_audit(corpus, a=options.a, b=options.b, by=options.by,
+                                     confidence=options.confidence, n_boot=options.n_boot, seed=options.seed,
+                                     source=options.source, thresholds=thresholds)
+        except UserError as exc:  # the sets name nothing here, or no run holds both: the reason, as a skip
+            raise Skip(str(exc).replace("\n  -> ", "; ")) from exc
+
+
 #: Every registered audit by name, in :data:`audits.protocol.registry.REGISTERED` order.
 AUDITS = {a.name: a for a in (Reliability(), Discriminability(), Calibration(), Aggregation(), Simulation(),
-                              Clocks())}
+                              Clocks(), Compare())}

@@ -106,7 +106,8 @@ def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict
     path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=shared.n_boot, seed=shared.seed,
                             campaign=shared.campaign, environment=shared.environment,
                             floor_s=options["discriminability"].floor_s,
-                            reward_environment_files=files, extra=whole.to_dict() if extra is None else extra)
+                            reward_environment_files=files, compare_options=options.get("compare"),
+                            extra=whole.to_dict() if extra is None else extra)
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from audits.cli._common import (add_corpus_input, add_result_options, add_run_selection, exit_status, read_corpus,
-                                read_runs_filter, report_audit)
+from audits.cli._common import (add_audit_options, add_corpus_input, add_result_options, exit_status, report_audit,
+                                run_audit_command)
 
 _DESCRIPTION = """\
 Compare two sets of solutions timed in one campaign (e.g. two models' programs on the same
@@ -14,7 +14,9 @@ the paired speed win rate of A over B with a bootstrap CI over problems, ties by
 model (a comparison, one A and one B solution without a wrong answer or crash, on one
 optimization test, is decided only when P(A faster) >= C or <= 1 - C, a timeout losing;
 otherwise it counts 1/2), the share of undecided comparisons, and the pass rate (every test
-ok) of each set (docs/noise.md, "Paired comparison").
+ok) of each set (docs/noise.md, "Paired comparison"). The sets default to a judge archive's
+verdict folders (--a accepted --b time_limit_exceeded, by solution prefix); the same audit runs
+in 'audit all' (--compare-a ...) and on the report's compare page (-p compare_a=...).
 """
 
 _EPILOG = """\
@@ -29,15 +31,8 @@ naming the sets (CORPUS: one campaign holding both):
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from audits.checks.compare import run_compare_audit
-    from audits.corpus.runs import runs_of, select_rows
-
-    corpus = read_corpus(args)
-    chosen = read_runs_filter(args)
-    if any(v is not None for v in chosen.values()):
-        corpus = select_rows(corpus, runs_of(corpus).select(**chosen))
-    audit = run_compare_audit(corpus, a=args.a, b=args.b, by=args.by, confidence=args.confidence,
-                              n_boot=args.n_boot, seed=args.seed, source=args.corpus)
+    """The registered compare audit (its Options are the flags), on the runs the selection names."""
+    audit = run_audit_command(args, "compare", source=str(args.corpus))
     report_audit(audit, args)
     return exit_status(audit, args)
 
@@ -47,17 +42,8 @@ def register(commands, audit_commands) -> None:
                             description=_DESCRIPTION, epilog=_EPILOG,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     add_corpus_input(p, pools=False)
-    p.add_argument("--a", required=True, metavar="SET",
-                   help="set A: a value of --by, or @FILE (solution ids, one per line)")
-    p.add_argument("--b", required=True, metavar="SET", help="set B, as --a")
-    p.add_argument("--by", default="prefix", metavar="COLUMN",
-                   help="the column whose values name the sets (default: prefix, the solution id up to its first '/')")
     p.add_argument("--measure", default="duration_s", metavar="COLUMN",
                    help="the duration column compared (default: duration_s; e.g. cpu_s or instructions)")
-    p.add_argument("--confidence", type=float, default=0.95, metavar="C",
-                   help="a comparison is decided when P(A faster) >= C or <= 1 - C (default: 0.95)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default: 1000)")
-    p.add_argument("--seed", type=int, default=0)
-    add_run_selection(p)
+    add_audit_options(p, "compare")  # --a, --b, --by, --confidence, run selection, --n-boot, --seed, --threshold
     add_result_options(p)
     p.set_defaults(func=_compare)

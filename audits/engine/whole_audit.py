@@ -158,12 +158,10 @@ def run_audits(corpus, names: Sequence[str] | None = None, *, options: Mapping[s
         t0 = time.perf_counter()
         opts = audit.options(options.get(name))
         limits = audit.thresholds(th.get(name), profile=profile)
-        try:
-            units = audit.plan(ctx, opts)
+        try:  # the plan, or the computation (the compare sets are resolved on the rows), may skip
+            results[name] = audit.compute(ctx, audit.plan(ctx, opts), opts, limits)
         except Skip as exc:
             skipped[name] = str(exc)
-        else:
-            results[name] = audit.compute(ctx, units, opts, limits)
         clock[name] = time.perf_counter() - t0
     return WholeAudit(results, skipped)
 

@@ -11,7 +11,7 @@ An audit (:mod:`audits.checks.registered`) is a class with
   covers (its runs, or its pairs of runs) by the one rule of :mod:`audits.corpus.runs`; :meth:`Audit.compute`
   makes the result from them (through :meth:`Audit.part` per unit where units are independent: calibration's
   pairs); :meth:`Audit.findings` are the verdicts. :meth:`Audit.run` chains them. An audit that the corpus or the options cannot support raises
-  :class:`Skip` from :meth:`Audit.plan` (the engine records the reason; never reported as passing).
+  :class:`Skip` from :meth:`Audit.plan` or :meth:`Audit.compute` (the engine records the reason; never reported as passing).
 * ``dask``: ``None`` when the Dask engine (:mod:`audits.engine.partitioned`) runs it, else why not;
   ``report``: the report results (:mod:`audits.report.results`) it provides.
 

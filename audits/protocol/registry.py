@@ -8,7 +8,7 @@ objects (:mod:`audits.checks.registered`), which import numpy and pandas.
 Examples
 --------
 >>> names()
-('reliability', 'discriminability', 'calibration', 'aggregation', 'simulation', 'clocks')
+('reliability', 'discriminability', 'calibration', 'aggregation', 'simulation', 'clocks', 'compare')
 >>> declared("reliability").ReliabilityOptions().target_reliability
 0.9
 """
@@ -22,7 +22,7 @@ __all__ = ["names", "declared", "get", "all_audits", "options_of", "thresholds_o
 
 #: The registered audits, in the order ``audit all`` runs them and its JSON lists them. Each NAME has its
 #: declarations in ``audits.checks.declared.NAME`` and its Audit class in :mod:`audits.checks.registered`.
-REGISTERED = ("reliability", "discriminability", "calibration", "aggregation", "simulation", "clocks")
+REGISTERED = ("reliability", "discriminability", "calibration", "aggregation", "simulation", "clocks", "compare")
 
 
 def names() -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from audits.errors import UserError
+from audits.report.results import NotSaved
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
 
@@ -30,24 +31,24 @@ PROBLEM_COLUMNS = (("n_a", "A solutions"), ("n_b", "B solutions"), ("n_pairs", "
 
 def compare_for_page(corpus, *, a, b, by: str = "prefix", confidence: float = 0.95, n_boot: int = 1000,
                      seed: int = 0):
-    """The audit, or the reason (text) the comparison is n/a on this corpus (a bad set, no run with both)."""
-    from audits.checks.compare import run_compare_audit
+    """The registered compare audit (:mod:`audits.checks.registered`), or the reason (text) the comparison is
+    n/a on this corpus (a bad set, no run with both): what ``audit all`` and the report compute, too."""
+    from audits.protocol import registry
+    from audits.protocol.audit import Skip
 
+    options = {"a": a, "b": b, "by": by, "confidence": confidence, "n_boot": n_boot, "seed": seed}
     try:
-        return run_compare_audit(corpus, a=a, b=b, by=by, confidence=confidence, n_boot=n_boot, seed=seed,
-                                 source="the corpus")
-    except UserError as exc:
+        return registry.get("compare").run(corpus, options)
+    except (Skip, UserError) as exc:
         return str(exc).replace("\n  -> ", "; ")
 
 
-def page_comparison(results, *, a, b, by: str = "prefix", confidence: float = 0.95, n_boot: int = 1000,
-                    seed: int = 0):
-    """The comparison a page shows: :func:`compare_for_page` on the page's corpus, or, when the page renders
-    from saved results (``speedaudit report --results FILE``, which computes nothing), what the file holds
-    (an ``n/a`` :class:`audits.report.results.NotSaved` when it holds none: ``audit all`` does not compare)."""
-    if results.saved:
-        return results.get("compare")
-    return compare_for_page(results.corpus, a=a, b=b, by=by, confidence=confidence, n_boot=n_boot, seed=seed)
+def page_comparison(results):
+    """The comparison a page shows: the shared result (``compare``, computed once by ``speedaudit report`` with
+    the page's ``compare_*`` parameters, or here when the page renders alone) or, from saved results, what the
+    file holds; the audit, or the reason it is n/a (text)."""
+    value = results.get("compare")
+    return value.reason if isinstance(value, NotSaved) else value
 
 
 def compare_findings(result) -> list[Finding]:

@@ -858,7 +858,8 @@ def render_reports(
 
 #: The shared results each page shows (audits.report.results.PARAMETERS names them).
 PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation",
-                             "clocks", "corpus_summary"),
+                             "clocks", "compare", "corpus_summary"),
+                "compare": ("compare", "corpus_summary"),
                 "reliability": ("reliability", "discriminability", "corpus_summary"), "clocks": ("clocks", "corpus_summary"),
                 "calibration": ("stored", "across", "corpus_summary"),
                 "aggregation": ("aggregation", "corpus_summary"), "simulation": ("simulation", "corpus_summary")}

@@ -55,6 +55,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
                    "group_sizes", "seed", "simulation_thresholds", "n_boot", "profile"),
     "clocks": ("campaign", "clocks_measures", "n_boot", "seed"),
+    "compare": ("compare_a", "compare_b", "compare_by", "compare_confidence", "n_boot", "seed"),
     # what every page says about the corpus (its description and run table): computed once too, so that a
     # page whose results are all stored never loads the corpus (at 10^7 rows that was 15 s per page)
     "corpus_summary": ("corpora",),
@@ -102,6 +103,8 @@ _OPTIONS = {
     "simulation": ("simulation", {"environment": "simulation_environment", "campaign": "simulation_campaign",
                                   "group_sizes": "group_sizes", "seed": "seed", "n_boot": "n_boot"}),
     "clocks": ("clocks", {"campaign": "campaign", "measures": "clocks_measures", "n_boot": "n_boot", "seed": "seed"}),
+    "compare": ("compare", {"a": "compare_a", "b": "compare_b", "by": "compare_by",
+                            "confidence": "compare_confidence", "n_boot": "n_boot", "seed": "seed"}),
 }
 
 
@@ -143,6 +146,8 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
     try:
         return audit.run(ctx, audit.options(options), audit.thresholds(overrides, profile=p.get("profile")))
     except Skip as exc:  # a page asks for this audit: the full reason, as the audit gives it
+        if audit_name == "compare":  # the page shows why the comparison is n/a (the sets are not here)
+            return str(exc)
         raise (exc.__cause__ or exc) from None
 
 
@@ -256,13 +261,16 @@ def page_results(results_path, corpus, namespace: Mapping[str, object] | None = 
 
 
 def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot: int, seed: int, campaign=None,
-                     environment=None, floor_s=None, reward_environment_files=(), extra=None) -> Path:
+                     environment=None, floor_s=None, reward_environment_files=(), compare_options=None,
+                     extra=None) -> Path:
     """Write a whole audit (:class:`audits.engine.whole_audit.WholeAudit`) as saved results a report renders
     from without recomputing (``speedaudit report --results FILE``): each audit under the name a page reads
     it by (:data:`PARAMETERS`), with the parameters it was computed from; a calibration pair of two campaigns
     is the page's ``stored`` one, of two environments its ``across`` one; the corpus summary (computed here,
     from the rows the audit read, or with ``corpus=None`` from the whole audit's ``corpus_facts``: a
-    partitioned dataset's run table and counts) so that no page reads the corpus again. ``extra`` adds top-level keys
+    partitioned dataset's run table and counts) so that no page reads the corpus again; the comparison (or
+    the reason it was skipped) with ``compare_options``, the options it ran with (default: the declared
+    ones). ``extra`` adds top-level keys
     (``speedaudit audit all --json`` keeps every audit's plain JSON there).
     """
     from audits.report import narrative
@@ -324,6 +332,15 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
         page["clocks_measures"] = list(clocks.measures) or None
         parameters["clocks"] = {"campaign": campaign, "clocks_measures": page["clocks_measures"], "n_boot": n_boot,
                                 "seed": seed}
+    if whole.compare is not None or "compare" in whole.skipped:
+        from audits.protocol import registry
+
+        o = registry.get("compare").options(compare_options)
+        used = {"compare_a": o.a, "compare_b": o.b, "compare_by": o.by, "compare_confidence": o.confidence,
+                "n_boot": o.n_boot, "seed": o.seed}
+        results["compare"] = whole.compare if whole.compare is not None else whole.skipped["compare"]
+        parameters["compare"] = used
+        page.update({k: v for k, v in used.items() if k.startswith("compare_")})
     meta = {"saved": True, "source": "speedaudit audit all", "corpora": corpora, "parameters": page,
             "skipped": dict(whole.skipped)}
     return dump_results(results, path, parameters=parameters, meta=meta, extra=extra)

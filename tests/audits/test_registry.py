@@ -23,7 +23,9 @@ NAMES = registry.names()
 N_BOOT = 20
 PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
 OWN = {"calibration": {"pairs": (PAIR,), "n_boot_rank": N_BOOT}, "simulation": {"n_boot": N_BOOT, "campaign": "c0"},
-       "clocks": {"n_boot": N_BOOT}}
+       "clocks": {"n_boot": N_BOOT},
+       # the synthetic corpus has no judge verdict folders: its references against its candidates, by role
+       "compare": {"by": "role", "a": "reference", "b": "candidate"}}
 
 
 def _options():

@@ -44,11 +44,13 @@ def test_audit_all_json_equals_the_separate_audits(corpus_path, tmp_path):
     common = ["--n-boot", N_BOOT]
     _cli("audit", "all", corpus_path, *common, "--source-campaign", "c0", "--target-campaign", "c1",
          "--pair-environment", "quiet", "--simulation-environment", "quiet", "--simulation-campaign", "c0",
-         "--json", tmp_path / "all.json")
+         "--compare-by", "role", "--compare-a", "reference", "--compare-b", "candidate", "--json", tmp_path / "all.json")
     whole = json.loads((tmp_path / "all.json").read_text())
     _cli("audit", "reliability", corpus_path, *common, "--json", tmp_path / "rel.json")
     _cli("audit", "discriminability", corpus_path, *common, "--json", tmp_path / "dis.json")
     _cli("audit", "aggregation", corpus_path, *common, "--json", tmp_path / "agg.json")
+    _cli("compare", corpus_path, *common, "--by", "role", "--a", "reference", "--b", "candidate", "--json",
+         tmp_path / "cmp.json")
     _cli("audit", "calibration", corpus_path, *common, "--environment", "quiet", "--source-campaign", "c0",
          "--target-campaign", "c1", "--json", tmp_path / "cal.json")
     _cli("simulate", corpus_path, "--environment", "quiet", "--campaign", "c0", "--json", tmp_path / "sim.json",
@@ -60,6 +62,7 @@ def test_audit_all_json_equals_the_separate_audits(corpus_path, tmp_path):
     assert whole["aggregation"] == json.loads((tmp_path / "agg.json").read_text())
     assert whole["calibration"] == [json.loads((tmp_path / "cal.json").read_text())]
     assert whole["simulation"] == json.loads((tmp_path / "sim.json").read_text())
+    assert whole["compare"] == json.loads((tmp_path / "cmp.json").read_text()) and whole["compare"]["runs"]
     assert whole["skipped"] == {}
 
 

@@ -38,7 +38,7 @@ def corpus_path(tmp_path_factory):
 def test_every_declared_default_is_allowed_and_every_flag_is_generated(name):
     cls = registry.options_of(name)
     defaults = cls()  # validating the defaults: a declaration whose default breaks its constraints fails here
-    command = {"simulation": ["simulate"]}.get(name, ["audit", name])
+    command = {"simulation": ["simulate"], "compare": ["compare"]}.get(name, ["audit", name])
     parser = build_parser()
     sub = parser._subparsers._group_actions[0].choices[command[0]]
     if len(command) > 1:
@@ -83,7 +83,9 @@ def test_audit_all_takes_profile_threshold_and_run_selection(corpus_path, tmp_pa
                 "--json", out)
     assert proc.returncode == 0, proc.stderr
     whole = json.loads(out.read_text())
-    assert set(registry.names()) - {"calibration"} <= set(whole) and "calibration" in whole["skipped"]
+    # one environment, unordered campaigns: no calibration pair; no accepted/time_limit_exceeded sets: no comparison
+    assert set(registry.names()) - {"calibration", "compare"} <= set(whole)
+    assert {"calibration", "compare"} <= set(whole["skipped"]) and "names no execution" in whole["skipped"]["compare"]
     assert [r["campaign"] for r in whole["reliability"]["runs"]] == ["c0"]
     assert whole["reliability"]["thresholds"]["profile"] == "benchmark"
     assert whole["reliability"]["thresholds"]["repeat_cv_warn"] == 0.01

@@ -42,7 +42,7 @@ def test_report_from_saved_results_computes_nothing(saved, tmp_path, counting): 
     index = render_reports(None, results=saved, out_dir=tmp_path / "out", progress=None)
     assert not index.failed
     assert [r.name for r in index.reports] == ["overview", "reliability", "clocks", "calibration", "aggregation",
-                                                     "simulation"]
+                                                     "simulation", "compare"]
     assert here == [] and _kernel_calls(log) == []  # no audit here, none in any page, and no page read the corpus
     results = read_results(saved)
     page = {r.name: {(f["metric"], f["level"], f.get("environment"), f.get("campaign")) for f in r.findings}

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow  # a minute or more under make test's load: a repo
 REPO = Path(__file__).resolve().parents[2]
 AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
           "audits.checks.calibration": "run_calibration_audit", "audits.checks.aggregation": "run_aggregation_audit",
-          "audits.checks.simulation": "run_simulation_audit", "audits.checks.clocks": "run_clocks_audit"}
+          "audits.checks.simulation": "run_simulation_audit", "audits.checks.clocks": "run_clocks_audit",
+          "audits.checks.compare": "run_compare_audit"}
 
 SITECUSTOMIZE = textwrap.dedent('''
     import importlib, os
@@ -95,10 +96,10 @@ def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
                                    "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
-                                   "run_clocks_audit"])
-    # no page ran a shared audit, and the clocks page renders from the saved clock results; only the paired
-    # comparison (computed from the rows, on the overview and on its own page) reads the corpus
-    assert _kernel_calls(log) == ["load_corpora", "load_corpora"]
+                                   "run_clocks_audit", "run_compare_audit"])
+    # no page ran a shared audit or read the corpus: the clocks page renders from the saved clock results and the
+    # paired comparison (here n/a: no verdict folders) is a shared result like the others
+    assert _kernel_calls(log) == []
     assert not (tmp_path / "out" / RESULTS_FILE).exists()  # the hand-over file is removed afterwards
 
 
