@@ -18,12 +18,16 @@ import audits
 import stats
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Every subpackage of audits whose modules carry examples (the protocol, the audits, the engines, the pages).
+PACKAGES = ("audits.cli", "audits.corpus", "audits.corpus.importers", "audits.collect", "audits.report",
+            "audits.report.plots", "audits.report.narrative", "audits.protocol", "audits.checks",
+            "audits.checks.declared", "audits.engine", "audits.engine.partitioned")
 MODULES = sorted(
     f"{package.__name__}.{info.name}"
-    for package in (stats, audits, importlib.import_module("audits.cli"), importlib.import_module("audits.corpus"), importlib.import_module("audits.corpus.importers"), importlib.import_module("audits.collect"), importlib.import_module("audits.report"), importlib.import_module("audits.report.plots"))
+    for package in (stats, audits, *map(importlib.import_module, PACKAGES))
     for info in pkgutil.iter_modules(package.__path__)
     if info.name != "__main__" and not info.ispkg
-)
+) + ["audits.report.narrative"]  # a package whose __init__ holds the module's own example
 
 
 @pytest.mark.parametrize("name", MODULES)

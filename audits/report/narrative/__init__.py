@@ -1,0 +1,48 @@
+"""Prose and display helpers for the report notebooks.
+
+Everything a report *says* about its numbers comes from a function here, so a
+unit test can reach it (the notebooks only call these). Two kinds of helpers:
+
+* **verdict display**: :func:`show_findings` renders a list of
+  :class:`~audits.protocol.findings.Finding` as an HTML table and, beside it, as a
+  machine-readable output (mimetype :data:`FINDINGS_MIMETYPE`) that
+  :mod:`audits.report.render` reads back from the executed notebook to build the
+  index page's headline verdicts;
+* **interpretation**: small functions that turn an audit's numbers into one
+  or two sentences (``describe_*``), always quoting the number, its interval
+  and n, and saying what to do when a threshold is crossed.
+
+Examples
+--------
+>>> from audits.protocol.findings import Finding
+>>> f = [Finding("warn", "median_repeat_cv", 0.12, "<= 0.05 pass", "Timing is noisy.", "busy")]
+>>> verdict_sentence(f)
+'Verdict: WARN (0 fail, 1 warn, 0 pass). Worst: [busy] median_repeat_cv = 0.12 - Timing is noisy.'
+"""
+
+from __future__ import annotations
+
+from audits.report.narrative.common import (FINDINGS_MIMETYPE, FindingsDisplay, show_findings, findings_frame,
+                                            rank_findings, verdict_sentence, format_value, format_interval, Markdown,
+                                            show_figure, figure_png, show_plot, figure_notes)
+from audits.report.narrative.corpus import corpus_overview, describe_corpus, describe_counts, run_table
+from audits.report.narrative.calibration import calibration_fit_table, describe_calibration
+from audits.report.narrative.reliability import (reliability_table, describe_reliability, discriminability_table,
+                                                 describe_discriminability, contention_table, describe_contention)
+from audits.report.narrative.aggregation import aggregation_table, describe_aggregation
+from audits.report.narrative.simulation import simulation_table, describe_simulation
+from audits.report.narrative.overview import (verdict_overview, describe_overview, describe_profile, show_verdicts,
+                                              describe_not_measured)
+from audits.report.narrative.clocks import (CLOCK_AGREEMENT, CLOCK_FIGURES, clocks_not_compared, clocks_table,
+                                            clock_agreement_table, recommend_clock, describe_clocks,
+                                            show_clocks_plot, clocks_headline)
+
+__all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
+           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png",
+           "corpus_overview", "describe_corpus", "describe_counts", "run_table", "calibration_fit_table",
+           "describe_calibration", "reliability_table", "describe_reliability", "discriminability_table",
+           "describe_discriminability", "aggregation_table", "describe_aggregation", "simulation_table",
+           "describe_simulation", "verdict_overview", "describe_overview", "describe_profile", "show_plot",
+           "show_verdicts", "contention_table", "describe_contention", "CLOCK_AGREEMENT", "CLOCK_FIGURES",
+           "clocks_not_compared", "clocks_table", "clock_agreement_table", "recommend_clock", "describe_clocks",
+           "show_clocks_plot", "clocks_headline", "figure_notes", "describe_not_measured"]

@@ -1,0 +1,91 @@
+"""The calibration page's prose: the fitted families and what the pair's map says.
+
+Part of :mod:`audits.report.narrative` (which re-exports every public name).
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+
+from audits.report.narrative.common import _fixed, _fixed_ci, _skipped, format_interval
+
+__all__ = ["calibration_fit_table", "describe_calibration"]
+
+
+def calibration_fit_table(audit) -> pd.DataFrame:
+    """The fitted families of a calibration audit, lowest held-out log error first (the rule that chooses the
+    family), with CIs as text columns, the share of pairs more than 2x off out of fold and whether it is usable."""
+    if _skipped(audit):
+        return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
+                                     "problems"]).set_index("family")
+    fits = audit.fits
+    out = pd.DataFrame({
+        "family": fits["name"],
+        "formula": fits["formula"],
+        "LOPO R²": fits["lopo_r2"].astype(float),
+        "R² 95% CI": [f"[{_fixed(lo, '.3f')}, {_fixed(hi, '.3f')}]"
+                      for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
+        "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
+        "> 2x off": fits["share_2x_off"].astype(float) if "share_2x_off" in fits else np.nan,
+        "usable": fits["usable"].astype(bool),
+        "pairs": fits["n_pairs"],
+        "problems": fits["n_problems"],
+    })
+    return out.sort_values("log-ratio RMSE", ascending=True, na_position="last").set_index("family")
+
+
+def describe_calibration(audit) -> str:
+    """What a calibration audit says: best family and its R², the affine map, agreement, rank agreement.
+
+    Every number comes from the audit (``fits``, ``params``, ``bland_altman``, ``spearman_*``), with
+    its bootstrap interval over problems and n.
+    """
+    if _skipped(audit):
+        return f"**Not measured**: {audit.reason}."
+    from audits.corpus.runs import describe_runs
+
+    from audits.corpus.selection import PAIR_RULES
+
+    pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
+    rule = getattr(audit, "pair_rule", "named")
+    parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
+             f"{audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
+             f"{audit.pairing.n_problems} problems. Pair chosen by the rule `{rule}`: {PAIR_RULES[rule]}."]
+    if audit.best_family is None and audit.pairing.n_problems < 2:
+        k = audit.pairing.n_problems
+        parts.append(f"No family can be validated: {k} problem{'' if k == 1 else 's'} pair up, and the "
+                     "leave-one-problem-out check (and every interval, which resamples problems) needs >= 2; "
+                     "what follows is measured on the pairs as they are. **What to do**: time both runs on the "
+                     "same problems (at least 2, better 10 or more).")
+    elif audit.best_family is None:
+        parts.append("No family predicts usable (positive) durations for every held-out problem. **What to do**: "
+                     f"do not calibrate these timings; time on {audit.target} itself.")
+    else:
+        best = audit.fits.set_index("name").loc[audit.best_family]
+        parts.append(f"The family with the lowest held-out log error, **{audit.best_family}** (`{best['formula']}`), "
+                     f"predicts held-out problems with a typical error of ×{np.exp(float(best['lopo_log_rmse'])):.3f} "
+                     f"(log-RMSE {_fixed_ci(best, 'lopo_log_rmse', '.3f')}; linear LOPO R² = "
+                     f"{_fixed_ci(best, 'lopo_r2', '.3f')}).")
+    aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
+    if {"slope", "intercept_s"} <= set(aff.index):
+        a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
+        parts.append(f"Affine map: {audit.target} ≈ {_fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
+                     f"{_fixed_ci(b, 'estimate', '.1f', 'ci_')} ms.")
+    ba = audit.bland_altman
+    if ba is not None:
+        parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
+                     f"{audit.source} one, and 95 % of single cells lie within ×{np.exp(ba.lower.estimate):.3f} .. "
+                     f"×{np.exp(ba.upper.estimate):.3f}.")
+    if audit.spearman_raw is not None:
+        text = (f"Scores against the stored pool rank re-run solutions like the fresh pool with Spearman ρ = "
+                f"{format_interval(audit.spearman_raw)}")
+        if audit.spearman_calibrated is not None:
+            text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
+        parts.append(text + ".")
+    if audit.best_family is not None:  # (else what to do was said above)
+        from audits.checks.calibration import calibration_advice
+
+        parts.append(f"**What to do**: {calibration_advice(audit)}.")  # from the findings, as in the JSON
+    return " ".join(parts)

@@ -1,0 +1,348 @@
+"""What every page's prose shares: values and intervals as text, the findings display (and its
+machine-readable output for the index), Markdown, figures and their notes.
+
+Part of :mod:`audits.report.narrative` (which re-exports every public name).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
+
+__all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
+           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png",
+           "show_plot", "figure_notes"]
+
+
+FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
+
+
+_BADGE = {"pass": ("PASS", "#1a7f37", "#dafbe1"), "warn": ("WARN", "#9a6700", "#fff8c5"),
+          "fail": ("FAIL", "#cf222e", "#ffebe9"), NA: ("n/a", "#57606a", "#eaeef2")}
+
+
+#: Worst first; n/a (not measurable) last: it is never a pass and never the worst.
+_RANK = {"fail": 0, "warn": 1, "pass": 2, NA: 3}
+
+
+def format_value(value, digits: int = 3) -> str:
+    """Short text for a number (``'-'`` for None/NaN), ``digits`` significant digits.
+
+    >>> format_value(0.123456), format_value(float("nan")), format_value(12345.0)
+    ('0.123', '-', '1.23e+04')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):  # NaN or inf (e.g. repeats needed without variance): not measured
+            return "-"
+        return f"{float(value):.{digits}g}"
+    return str(value)
+
+
+def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "") -> str:
+    """``estimate [low, high] (n=...)`` for a :class:`stats.bootstrap.Interval` (or a dict of one).
+
+    >>> from stats.bootstrap import Interval
+    >>> format_interval(Interval(0.05, 0.04, 0.061, 20))
+    '0.05 [0.04, 0.061] (n=20)'
+    >>> format_interval(Interval(0.05, 0.04, 0.061, 20), scale=100, unit="%")
+    '5% [4%, 6.1%] (n=20)'
+    """
+    if interval is None:
+        return "-"
+    if isinstance(interval, dict):
+        est, low, high, n = (interval.get("estimate"), interval.get("ci_low", interval.get("low")),
+                             interval.get("ci_high", interval.get("high")), interval.get("n"))
+    else:
+        est, low, high, n = interval.estimate, interval.low, interval.high, interval.n
+
+    def f(x):
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format_value(x * scale, digits) + unit
+
+    return f"{f(est)} [{f(low)}, {f(high)}] (n={n})"
+
+
+def rank_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings ordered worst first (fail, warn, pass, then n/a), keeping the audit's order within a level."""
+    return sorted(findings, key=lambda f: _RANK[f.level])
+
+
+def _level_counts(findings) -> dict[str, int]:
+    counts = dict.fromkeys(ALL_LEVELS, 0)
+    for f in findings:
+        counts[f.level] += 1
+    return counts
+
+
+def _finding_text(f: Finding) -> str:
+    where = f"[{f.where}] " if f.where else ""
+    return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
+
+
+def verdict_sentence(findings: Iterable[Finding]) -> str:
+    """One sentence: overall level, counts per level and the worst finding.
+
+    The overall level is the worst finding's (:func:`audits.protocol.findings.worst_level`).
+    """
+    rows = rank_findings(findings)
+    if not rows:
+        return "Verdict: no findings (the audit had nothing to judge on this corpus)."
+    counts = _level_counts(rows)
+    level = worst_level(rows)
+    na = f", {counts[NA]} n/a" if counts[NA] else ""
+    text = (f"Verdict: {level if level == NA else level.upper()} ({counts['fail']} fail, {counts['warn']} warn, "
+            f"{counts['pass']} pass{na}). Worst: {_finding_text(rows[0])}")
+    return text
+
+
+def findings_frame(findings: Iterable[Finding], *, audit: str | None = None) -> pd.DataFrame:
+    """Findings as a tidy table (one row per finding, worst first)."""
+    rows = [f.to_dict() for f in rank_findings(findings)]
+    frame = pd.DataFrame(rows, columns=["level", "metric", "value", "threshold", "message", "environment",
+                                        "campaign", "subject", "reason"])
+    if audit is not None:
+        frame.insert(0, "audit", audit)
+    return frame
+
+
+class FindingsDisplay:
+    """Rich display of findings: an HTML table plus a JSON copy for the index page."""
+
+    def __init__(self, findings: Sequence[Finding], *, audit: str, title: str | None = None):
+        self.findings = tuple(rank_findings(findings))
+        self.audit = audit
+        self.title = title
+
+    def to_dict(self) -> dict:
+        return {"audit": self.audit, "worst": worst_level(self.findings),
+                "findings": [f.to_dict() for f in self.findings]}
+
+    def _repr_html_(self) -> str:
+        head = f"<h3>{html.escape(self.title)}</h3>" if self.title else ""
+        sentence = html.escape(verdict_sentence(self.findings))
+        rows = []
+        for f in self.findings:
+            label, fg, bg = _BADGE[f.level]
+            rows.append(
+                "<tr>"
+                f"<td><span class='sa-badge sa-{f.level}' style='font-weight:bold;color:{fg};background:{bg};"
+                f"padding:1px 6px;border-radius:4px'>{label}</span></td>"
+                f"<td>{html.escape(f.where)}</td>"
+                f"<td><code>{html.escape(f.metric)}</code></td>"
+                f"<td>{html.escape(format_value(f.value))}</td>"
+                f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
+                f"<td>{html.escape(f.message)}</td>"
+                "</tr>")
+        table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>run</th><th>metric</th>"
+                 "<th>value</th><th>threshold</th><th>what it means / what to do</th>"
+                 "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        style = "<style>.sa-findings td, .sa-findings th {text-align: left !important;}</style>"
+        return f"{style}{head}<p class='sa-verdict'><b>{sentence}</b></p>{table}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self._repr_html_(), "text/plain": verdict_sentence(self.findings),
+                FINDINGS_MIMETYPE: to_jsonable(self.to_dict())}
+
+
+def show_findings(findings: Sequence[Finding], *, audit: str, title: str | None = None) -> FindingsDisplay:
+    """Display object for a notebook cell: verdict sentence + findings table (+ JSON for the index)."""
+    return FindingsDisplay(findings, audit=audit, title=title)
+
+
+class Markdown:
+    """Markdown text for a notebook output (a minimal stand-in that does not need IPython)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def figure_png(fig, *, dpi: int = 110) -> bytes:
+    """PNG bytes of a matplotlib Figure (tight bounding box)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def show_figure(fig, *, dpi: int = 110):
+    """Display a matplotlib Figure once, as a PNG, and close it.
+
+    The PNG is rendered here rather than by the notebook's inline backend: the plot modules select the
+    Agg backend, under which IPython has no figure formatter (the cell would show ``<Figure ...>``).
+    nbconvert turns the PNG into a data URI, so the HTML stays self-contained.
+    """
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    try:
+        display(Image(data=figure_png(fig, dpi=dpi), format="png"))
+    finally:
+        plt.close(fig)
+
+
+def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
+    """``column == value`` as a bool array, fast for categoricals (compares codes, no object array)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = column.cat.categories
+        if value not in categories:
+            return np.zeros(len(column), dtype=bool)
+        return column.cat.codes.to_numpy() == categories.get_loc(value)
+    return (column.astype(object) == value).to_numpy()
+
+
+def _skipped(audit) -> bool:
+    return bool(getattr(audit, "skipped", False))
+
+
+def _plot_name(plot) -> str:
+    return getattr(plot, "__name__", type(plot).__name__)
+
+
+def _na_reasons(findings) -> str:
+    return "; ".join(dict.fromkeys(f"{f.where + ': ' if f.where else ''}{f.reason}" for f in findings))
+
+
+def _no_interval(interval) -> bool:
+    return interval is not None and not (np.isfinite(interval.low) and np.isfinite(interval.high))
+
+
+def _why_no_intervals(audit) -> str:
+    n_boot = getattr(audit, "n_boot", None)
+    return "n_boot = 0 draws no resamples" if n_boot == 0 else "intervals resample problems and need >= 2"
+
+
+def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None, list[str]]:
+    """What a page's figure cannot show on this corpus, as sentences: ``(not_drawn, notes)``.
+
+    ``not_drawn`` says why the figure is not drawn at all (None: it is drawn): a skipped audit, every finding
+    on ``metric`` (the figure's quantity) ``n/a``, or nothing to draw (fewer than 2 paired cells for the
+    calibration figures, no run with >= 2 repeats for the aggregation figure, no reward environment
+    simulated). ``notes`` say what a drawn figure leaves out: the runs whose ``metric`` is ``n/a``, the bands
+    it cannot draw (no intervals with one problem or ``n_boot = 0``, no spread across repeat pairs with one
+    repeat), a calibration whose leave-one-problem-out R² could not be measured. Every sentence comes from
+    the audit's own numbers and ``n/a`` reasons.
+
+    Examples
+    --------
+    >>> from audits.protocol.findings import Finding
+    >>> class Audit:  # any result with findings
+    ...     findings = (Finding.not_available("icc", "one repeat", environment="busy", campaign="c0"),)
+    >>> figure_notes(lambda audit: None, Audit(), metric="icc")[0]
+    'icc is not measurable on this corpus (busy · c0: one repeat)'
+    """
+    if _skipped(audit):
+        return f"not measured: {audit.reason}", []
+    notes: list[str] = []
+    if metric is not None:
+        about = [f for f in getattr(audit, "findings", ()) if f.metric == metric]
+        if about and all(f.level == NA for f in about):
+            return f"{metric} is not measurable on this corpus ({_na_reasons(about)})", []
+        missing = [f for f in about if f.level == NA]
+        if missing:
+            notes.append(f"Not in the figure ({metric} n/a): {_na_reasons(missing)}.")
+    name = _plot_name(plot)
+    if name in ("calibration_scatter", "bland_altman_plot"):
+        pairing = audit.pairing
+        if pairing.n_pairs < 2 or (name == "bland_altman_plot" and audit.bland_altman is None):
+            return (f"{pairing.n_pairs} paired (problem, test, solution) cell{'' if pairing.n_pairs == 1 else 's'} "
+                    "between the two runs; a map and the agreement need >= 2: time the same reference solutions "
+                    "on the same problems on both runs"), []
+        if name == "calibration_scatter" and pairing.n_problems < 2:
+            notes.append(f"The families are fitted on all {pairing.n_pairs:,} pairs; their leave-one-problem-out R² "
+                         f"is not measured ({pairing.n_problems} problem pairs up; it needs >= 2).")
+        if name == "bland_altman_plot" and _no_interval(audit.bland_altman.bias):
+            notes.append(f"The bias and the limits of agreement are drawn without their CI bands "
+                         f"({_why_no_intervals(audit) if pairing.n_problems >= 2 else '1 problem pairs up'}).")
+    elif name == "stability_range_figure":
+        left = [f for f in getattr(audit, "findings", ()) if f.metric == "repeats" and f.level == NA]
+        if not getattr(audit, "comparisons", ()):
+            return f"no run was compared ({_na_reasons(left) or 'no run given'})", []
+        if left:
+            notes.append(f"Not in the figure: {_na_reasons(left)}.")
+        table = audit.table
+        if len(table) and not np.isfinite(table[["stability_low", "stability_high"]].to_numpy(dtype=float)).any():
+            notes.append("No error bars: no bootstrap intervals (one problem per run, or n_boot = 0).")
+    elif name in ("reward_curves", "zero_advantage_by_group_size"):
+        d = audit.diagnostics
+        if d.empty:
+            return "no reward environment was simulated", []
+        if (d["level"] == NA).all():  # nothing measured (e.g. no rollout scored): a sentence, not empty axes
+            verdicts = [f for f in getattr(audit, "findings", ()) if f.metric == "verdict" and f.level == NA]
+            return f"nothing was measured ({_na_reasons(verdicts) or 'every diagnostic is n/a'})", []
+        if name == "reward_curves" and (d["n_pairs"] < 2).all():
+            notes.append("No ±1 sd band: the curves come from one repeat, so their spread across repeat pairs "
+                         "(timing noise) is not measured; collect >= 2 repeats.")
+    return None, notes
+
+
+def show_plot(plot, audit, *, metric: str | None = None, **options):
+    """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
+
+    What the corpus does not let it draw is said in a sentence instead (:func:`figure_notes`): a skipped
+    audit (e.g. :class:`audits.report.render.CalibrationSkipped`), every finding on ``metric`` (the figure's
+    quantity) ``n/a``, nothing to draw; and below a drawn figure, what it leaves out (runs, bands).
+    """
+    from IPython.display import display
+
+    not_drawn, notes = figure_notes(plot, audit, metric=metric)
+    if not_drawn is not None:
+        display(Markdown(f"*Figure not drawn: {not_drawn}.*"))
+        return
+    show_figure(plot(audit, **options))
+    if notes:
+        display(Markdown("*" + " ".join(notes) + "*"))
+
+
+def _fixed(value, spec: str) -> str:
+    """``value`` in the format ``spec``; ``-`` where undefined (None, NaN: no interval without resamples)."""
+    return "-" if value is None or not np.isfinite(float(value)) else format(float(value), spec)
+
+
+def _fixed_ci(row, column: str, spec: str, prefix: str | None = None) -> str:
+    """``estimate [low, high]`` in the format ``spec`` (:func:`_fixed`); the bounds are ``column_low`` /
+    ``column_high``, or ``prefix + "low"`` / ``prefix + "high"``."""
+    low, high = ((row[f"{column}_low"], row[f"{column}_high"]) if prefix is None
+                 else (row[prefix + "low"], row[prefix + "high"]))
+    return f"{_fixed(row[column], spec)} [{_fixed(low, spec)}, {_fixed(high, spec)}]"
+
+
+def _finding_of(findings, run, metric: str) -> Finding | None:
+    """The audit's finding on ``metric`` for ``run`` (the narrative reads verdicts, it never judges)."""
+    for f in findings:
+        if f.environment == run.environment and f.campaign == run.campaign and f.metric == metric:
+            return f
+    return None
+
+
+def _run_index(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["environment", "campaign"]).set_index(
+        ["environment", "campaign"])
+
+
+def _ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
+    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high`` (a bound
+    the row lacks, as without resamples, shows as ``-``)."""
+    return (f"{format_value(row[column], digits)} [{format_value(row.get(column + low), digits)}, "
+            f"{format_value(row.get(column + high), digits)}]")
+
+
+def _sim_ci(row, column: str) -> str:
+    return _ci_text(row, column, 2, low="_ci_low", high="_ci_high")

@@ -1,0 +1,181 @@
+"""The reliability page's prose: repeatability, discriminability and contention per run.
+
+Part of :mod:`audits.report.narrative` (which re-exports every public name).
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+
+from audits.protocol.findings import NA
+from audits.report.narrative.common import _finding_of, _run_index, format_interval, format_value
+
+__all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
+           "contention_table", "describe_contention"]
+
+
+def reliability_table(audit) -> pd.DataFrame:
+    """Headline reliability metrics, one row per run (environment, campaign), CIs as text."""
+    rows = []
+    for run, env in audit.runs.items():
+        rows.append({
+            "environment": run.environment, "campaign": run.campaign, "problems": env.n_problems,
+            "repeats": env.n_repeats,
+            "median repeat CV": format_interval(env.median_repeat_cv),
+            "median sd (ms)": format_interval(env.median_abs_sd_ms),
+            "mean rank range (points)": format_interval(env.drift.mean_range),
+            "mean rank sd (points)": format_interval(env.drift.mean_sd),
+            "worst rank range": format_value(env.drift.worst_range),
+            "ICC(A,1)": format_interval(env.icc_agreement),
+            "significant pairs": format_interval(env.significance.share),
+            "repeats needed": format_value(env.repeats_needed),
+        })
+    return _run_index(rows)
+
+
+def describe_reliability(audit) -> str:
+    """One paragraph per run: repeat CV, rank drift, ICC and repeats needed, with what to do (from the findings)."""
+    paragraphs = []
+    t = audit.thresholds
+    for run, env in audit.runs.items():
+        cv = env.median_repeat_cv
+        unit = "processes" if env.variance.nested else "repeats"
+        stated = env.run_summary.repeats_text if env.run_summary is not None else f"{env.n_repeats} repeats"
+        text = (f"**{run}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+                f"cells of correct references; CI over problems), an absolute sd of "
+                f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
+                f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
+                f"(range over {env.n_repeats} {unit}; worst {format_value(env.drift.worst_range)}), a within-problem "
+                f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
+                f"{format_interval(env.icc_agreement)}; "
+                f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
+                f"{env.target_reliability:g}.")
+        finding = _finding_of(audit.findings, run, "median_repeat_cv")
+        level = None if finding is None else finding.level
+        if level == "fail":
+            text += (f" **Too noisy** (fail at {t.repeat_cv_fail:g}): do not reward on single timings here; run "
+                     "fewer workers per machine, pin CPUs or take the median of several repeats.")
+        elif level == "warn" and np.isfinite(cv.estimate):
+            text += f" **Noisy** (warn at {t.repeat_cv_warn:g}): use the median of repeats for rewards."
+        elif level == "pass":
+            text += f" Repeatable at the {t.repeat_cv_warn:g} warn threshold."
+        elif finding is not None:
+            text += f" Repeat noise: {finding.message}."
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No run had repeated reference timings."
+
+
+def discriminability_table(audit) -> pd.DataFrame:
+    """Headline discriminability metrics, one row per run (environment, campaign), CIs as text."""
+    rows = []
+    for run, env in audit.runs.items():
+        rows.append({
+            "environment": run.environment, "campaign": run.campaign, "problems": len(env.problems),
+            "filterable share": format_interval(env.filterable_share),
+            "filterable (noise-aware)": format_interval(env.filterable_share_noise_aware),
+            "median robust CV": format_interval(env.median_robust_cv),
+            "strong-weak gap (points)": format_interval(env.gap.gap),
+            "floor (ms)": format_value(env.floor_s * 1000 if env.floor_s is not None else None),
+            "tests near floor": format_value(env.near_floor_test_share),
+            "problems near floor": len(env.flagged_problems),
+        })
+    return _run_index(rows)
+
+
+def describe_discriminability(audit) -> str:
+    """One paragraph per run: filterable share, strong-weak gap and the floor, with what to do."""
+    paragraphs = []
+    t = audit.thresholds
+    for run, env in audit.runs.items():
+        share = env.filterable_share
+        repeats = "" if env.run_summary is None else f" ({env.run_summary.repeats_text})"
+        text = (f"**{run}**{repeats}: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
+                f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
+                f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
+                f"repeat noise is discounted. The slowest quarter of references scores "
+                f"{format_interval(env.gap.gap)} points worse than the fastest quarter (strong-weak gap). The "
+                f"sandbox floor is {format_value(env.floor_s * 1000)} ms ({env.floor_source}); "
+                f"{format_value(env.near_floor_test_share * 100)} % of optimization tests have a reference median "
+                f"within {t.near_floor_factor:g}× of it.")
+        if env.flagged_problems:
+            shown = ", ".join(env.flagged_problems[:8]) + (" …" if len(env.flagged_problems) > 8 else "")
+            text += (f" Flagged problems (most tests near the floor: their ranks are start-up noise): {shown}. "
+                     "Enlarge their inputs or drop those tests from the speed score.")
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs) if paragraphs else "No run had reference timings."
+
+
+def _contention_of(env):
+    """A run's :class:`audits.checks.clocks.Contention`, or None (a result computed before contention existed)."""
+    return getattr(env, "contention", None)
+
+
+def contention_table(audit) -> pd.DataFrame:
+    """Contention evidence per run: median wall/CPU of the executions used (single-threaded, ok, of at least
+    :data:`audits.checks.clocks.CONTENTION_MIN_CPU_S` CPU seconds; multi-threaded ones counted aside), load, verdict.
+
+    The verdict is the audit's ``contention`` finding for the run (judged once, by the audit); ``n/a``
+    when the corpus has no CPU times.
+
+    Examples
+    --------
+    >>> from audits.corpus.synthetic import synthesize
+    >>> from audits.checks.reliability import run_reliability_audit
+    >>> corpus = synthesize(n_problems=3, n_tests=2, n_solutions=4, n_repeats=2, base_seconds=(0.5, 1.0),
+    ...                     seed=0).corpus
+    >>> corpus["cpu_s"] = corpus["duration_s"]                 # every program waits 1.5 times its CPU time
+    >>> corpus["duration_s"] = corpus["duration_s"] * 2.5
+    >>> contention_table(run_reliability_audit(corpus, n_boot=20))[["median wall/CPU", "verdict"]].values.tolist()
+    [['2.5', 'fail']]
+    """
+    rows = []
+    for run, env in audit.runs.items():
+        c = _contention_of(env)
+        finding = _finding_of(audit.findings, run, "contention")
+        level = finding.level if finding is not None else (c.level if c is not None else NA)
+        rows.append({
+            "environment": run.environment, "campaign": run.campaign,
+            "median wall/CPU": format_value(None if c is None else c.median_wall_cpu),
+            "executions used": format_value(None if c is None else c.n_single),
+            "multi-threaded (left out)": format_value(None if c is None else c.n_multi),
+            "median load_1m": format_value(None if c is None else c.median_load_1m),
+            "max load_1m": format_value(None if c is None else c.max_load_1m),
+            "verdict": level,
+        })
+    return _run_index(rows)
+
+
+def describe_contention(audit) -> str:
+    """What the contention evidence says per run, and why it is ``n/a`` where it cannot be measured.
+
+    The limits are the audit's thresholds (``wall_cpu_warn`` / ``wall_cpu_fail``); each run's sentence
+    is its ``contention`` finding's message (what was measured, and what to do when contended).
+    """
+    from audits.checks.clocks import CONTENTION_MIN_CPU_S
+
+    t = audit.thresholds
+    warn, fail = t.wall_cpu_warn, t.wall_cpu_fail
+    head = (f"**Contention**: a program that has a core to itself spends about its CPU time in wall time "
+            f"(wall/CPU 1.0-1.2: start-up and its own I/O); a run whose median wall/CPU ratio of single-threaded "
+            f"ok executions (of at least {CONTENTION_MIN_CPU_S:g} s of CPU time: in shorter ones the start-up "
+            f"cost dominates) reaches {warn:g} warns and {fail:g} fails: its programs waited for a core, so its "
+            f"wall times carry the machine's other work. The 1-minute load average recorded at each execution's "
+            f"start is shown beside it, not judged (its meaning depends on the machine's core count).")
+    paragraphs = [head]
+    for run, env in audit.runs.items():
+        c = _contention_of(env)
+        finding = _finding_of(audit.findings, run, "contention")
+        if c is None and finding is None:
+            paragraphs.append(f"**{run}**: contention n/a: this result carries no contention evidence.")
+            continue
+        level = finding.level if finding is not None else c.level
+        if level == NA:
+            reason = (finding.reason if finding is not None and finding.reason
+                      else c.message.removeprefix("contention cannot be measured: "))
+            paragraphs.append(f"**{run}**: contention n/a: {reason}.")
+        else:
+            message = finding.message if finding is not None else c.message
+            paragraphs.append(f"**{run}** ({level.upper()}): {message}.")
+    return "\n\n".join(paragraphs)
