@@ -20,6 +20,17 @@ and, on the *quietest* run, the within-problem rank agreement of each measure wi
 (Kendall's tau-b of the solutions' scores q, :func:`scipy.stats.kendalltau`, per problem; the
 mean over problems): does CPU time order solutions as wall time does?
 
+Issue 25's three questions of a clock, per run and measure, in the same table:
+
+* **stability**: ``mean_rank_sd``, the score's repeat sd (points of 100*q) under that clock;
+* **faithfulness** (``faithfulness``, with a ``reference`` run named, e.g. a long quiet CPU-time campaign):
+  the mean over problems of Kendall's tau-b between the solutions' q under the measure and their q under
+  ``reference_measure`` on the reference run (its own pool). NaN without a reference, for a problem set the
+  two runs do not share, or where the reference run lacks the measure;
+* **cost**: ``executions`` (the run's rows) and ``seconds`` (the sum of their wall times, ``duration_s``,
+  floor rows included): what collecting the run took. A counted (valgrind) campaign's wall time is the
+  counted run's, so its cost is what the instruction clock costs.
+
 The quietest run: the lowest median ``load_1m`` when every run has it, else the lowest median
 wall/CPU ratio, else the lowest median wall-time repeat CV; ties go to the run named first
 in sorted order. :func:`use_measure` puts a measure in place of ``duration_s`` (the
@@ -493,8 +504,38 @@ def _run_mask(frame: pd.DataFrame, environment: str, campaign: str) -> np.ndarra
     return _label_is(frame["environment"], environment) & _label_is(frame["campaign"], campaign)
 
 
+def _faithfulness(corpus, q_by, table, reference, measure: str, swapped, source: str) -> np.ndarray:
+    """Per row of ``table`` (run, measure): mean over problems of Kendall's tau-b between the solutions' q
+    under the row's measure and under ``measure`` on the ``reference`` run; NaN without a reference."""
+    out = np.full(len(table), math.nan)
+    if reference is None:
+        return out
+    frame = swapped[measure] if measure in swapped else use_measure(corpus, measure, source=source)
+    rows = frame.loc[_run_mask(frame, reference.environment, reference.campaign)]
+    if not len(rows):
+        raise UserError(f"{source}: the reference run {reference} has no ok execution with a {measure}")
+    truth = _q(rows)
+    for i, (env, camp, m) in enumerate(zip(table["environment"], table["campaign"], table["measure"])):
+        taus = _agreement(truth, _q(*q_by[(env, camp, m)]))["kendall_tau"].to_numpy(dtype=float)
+        out[i] = float(np.mean(taus[np.isfinite(taus)])) if np.isfinite(taus).any() else math.nan
+    return out
+
+
+def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
+    """Per run: its executions (rows, floor included) and the wall seconds they took (sum of ``duration_s``)."""
+    rows = []
+    wall = corpus["duration_s"].to_numpy(dtype=float)
+    for env, camp in runs:
+        mask = _run_mask(corpus, env, camp)
+        spent = wall[mask]
+        rows.append({"environment": env, "campaign": camp, "executions": int(mask.sum()),
+                     "seconds": math.fsum(spent[np.isfinite(spent)])})  # exact: the same for any row order
+    return pd.DataFrame(rows, columns=["environment", "campaign", "executions", "seconds"])
+
+
 def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = None, n_boot: int = 200,
-                     seed: int = 0, source: str = "the corpus", thresholds=None, context=None) -> ClocksAudit:
+                     seed: int = 0, source: str = "the corpus", thresholds=None, context=None,
+                     reference: Run | None = None, reference_measure: str = "cpu_s") -> ClocksAudit:
     """Compare measures (clocks) side by side per run (see the module docstring).
 
     Parameters
@@ -510,6 +551,10 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
     context : AuditContext, optional
         The shared context of ``corpus`` (the whole audit's): the wall-time figures then read each run's
         pool and per-repeat scores from it instead of building them again (the same values).
+    reference : Run, optional
+        The reference run of ``faithfulness`` (see the module docstring); None: the column is NaN.
+    reference_measure : str, default ``cpu_s``
+        The reference run's clock.
 
     Returns
     -------
@@ -549,6 +594,8 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
                          "median_wall_cpu": ratio})
             q_by[(env, camp, m)] = (run, shared(frame, env, camp))
     table = pd.DataFrame(rows)
+    table["faithfulness"] = _faithfulness(corpus, q_by, table, reference, reference_measure, swapped, source)
+    table = table.merge(_cost(corpus, runs), on=["environment", "campaign"], how="left", sort=False)
     quietest, how = _quietest(runs, table)
     parts = []
     if quietest is not None and len(measures) > 1:

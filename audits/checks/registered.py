@@ -192,8 +192,15 @@ class Clocks(_EveryRun):
         corpus = ctx.corpus
         if len(units) != len(ctx.runs):
             corpus = select_rows(corpus, [u.run for u in units])
+        reference = None
+        if options.reference_environment is not None or options.reference_campaign is not None:
+            from audits.corpus.runs import one_run
+
+            reference = one_run(ctx.runs, environment=options.reference_environment,
+                                campaign=options.reference_campaign).run
         return run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
-                                source=options.source,
+                                source=options.source, reference=reference,
+                                reference_measure=options.reference_measure,
                                 thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
 
 

@@ -133,3 +133,50 @@ def test_audit_clocks_cli_reports_both_clocks_and_refuses_an_unknown_one(corpus,
     one = load_corpus(path).drop(columns="cpu_s")
     only = run_clocks_audit(one, n_boot=20)
     assert only.measures == ("duration_s",) and "n/a" in only.summary()
+
+
+def _two_runs_with_an_exact_clock():
+    """Two campaigns of one environment: ``cpu_s`` is each cell's planted true time (the same in both runs,
+    no repeat noise), the wall time of c1 carries heavy multiplicative noise, c0's a little."""
+    c = synthesize(n_problems=5, n_tests=3, n_solutions=6, n_repeats=3, seed=4,
+                   campaigns=(("c0", 1.0, 0.0), ("c1", 1.0, 0.0))).corpus
+    truth = c.groupby(["problem", "test", "solution"], observed=True)["duration_s"].transform("median")
+    c["cpu_s"] = truth.to_numpy()
+    rng = np.random.default_rng(9)
+    noisy = (c["campaign"] == "c1").to_numpy()
+    c["duration_s"] = c["cpu_s"] * np.where(noisy, rng.lognormal(0, 0.6, len(c)), rng.lognormal(0, 0.01, len(c)))
+    return c
+
+
+def test_faithfulness_against_a_reference_run_and_the_cost_of_each_run():
+    """Planted truth: the exact clock (cpu_s) orders solutions as the reference does on every run (tau-b 1);
+    the noisy run's wall time less so than the quiet run's. Cost: rows and summed wall seconds per run, as
+    pandas counts them. Rows in another order: the same table."""
+    from audits.corpus.runs import Run
+
+    c = _two_runs_with_an_exact_clock()
+    audit = run_clocks_audit(c, measures=["duration_s", "cpu_s"], n_boot=0, reference=Run("quiet", "c0"))
+    t = audit.table.set_index(["campaign", "measure"])
+    assert t.loc[("c0", "cpu_s"), "faithfulness"] == 1.0 and t.loc[("c1", "cpu_s"), "faithfulness"] == 1.0
+    assert t.loc[("c1", "duration_s"), "faithfulness"] < t.loc[("c0", "duration_s"), "faithfulness"] < 1.0
+    by_run = c.groupby("campaign", observed=True)["duration_s"]
+    for camp in ("c0", "c1"):
+        assert t.loc[(camp, "cpu_s"), "executions"] == by_run.size()[camp]
+        assert t.loc[(camp, "cpu_s"), "seconds"] == pytest.approx(by_run.sum()[camp], rel=1e-12)
+    shuffled = c.iloc[np.random.default_rng(2).permutation(len(c))].reset_index(drop=True)
+    again = run_clocks_audit(shuffled, measures=["duration_s", "cpu_s"], n_boot=0, reference=Run("quiet", "c0"))
+    assert json.dumps(again.to_dict(), sort_keys=True) == json.dumps(audit.to_dict(), sort_keys=True)
+    # without a reference the column is NaN (JSON null), never a number
+    plain = run_clocks_audit(c, measures=["duration_s", "cpu_s"], n_boot=0)
+    assert plain.table["faithfulness"].isna().all()
+    assert all(row["faithfulness"] is None for row in plain.to_dict()["table"])
+
+
+def test_audit_clocks_cli_names_the_reference_run(tmp_path):
+    path = tmp_path / "two.parquet"
+    save_corpus(_two_runs_with_an_exact_clock(), path)
+    out = tmp_path / "clocks.json"
+    assert main(["audit", "clocks", str(path), "--n-boot", "0", "--measure", "duration_s", "--measure", "cpu_s",
+                 "--reference-environment", "quiet", "--reference-campaign", "c0", "--json", str(out)]) in (0, 1)
+    rows = {(r["campaign"], r["measure"]): r for r in json.loads(out.read_text())["table"]}
+    assert rows[("c1", "cpu_s")]["faithfulness"] == 1.0 and rows[("c1", "duration_s")]["faithfulness"] < 1.0

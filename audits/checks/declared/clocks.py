@@ -64,4 +64,11 @@ class ClocksOptions(Options):
                                     help="the measures to compare (the first is the base)")
     n_boot: int = n_boot_option(200, shared=False, what="behind the figures")
     seed: int = seed_option()
+    reference_environment: str | None = option(
+        None, Text(), NoneOk(), shared=False, metavar="NAME",
+        help="environment of the reference run for faithfulness (a long quiet campaign; with --reference-campaign)")
+    reference_campaign: str | None = option(None, Text(), NoneOk(), shared=False, metavar="NAME",
+                                            help="campaign of the reference run for faithfulness")
+    reference_measure: str = option("cpu_s", Text(), shared=False, metavar="COLUMN",
+                                    help="the reference run's clock whose within-problem order is the truth")
     source: str = option("the corpus", Text(), cli=False, help="how error messages name the corpus (its file)")
