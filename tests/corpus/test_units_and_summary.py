@@ -45,6 +45,20 @@ def test_floor_over_a_second_suggests_the_unit():
     assert unit_warnings(normalize(MS_FLOAT, unit="ms"), unit="ms") == ()
 
 
+def test_a_counted_floor_over_a_second_is_the_counter_s_start_up_not_another_unit():
+    """collect --measure instructions runs the floor under valgrind (1.7 s for Python here): those floor rows
+    carry an instruction count and say nothing about the unit; the same floor without counts still warns."""
+    counted = _corpus(list(RNG.uniform(2.0, 9.0, 24)), floor=[1.72, 1.69, 1.75])
+    counted["instructions"] = np.where(counted["role"] == "floor", 2.9e7, 4.1e9)
+    assert unit_warnings(normalize(counted)) == ()
+    plain = counted.drop(columns="instructions")
+    (warning,) = unit_warnings(normalize(plain))
+    assert "the floor (the empty program, role 'floor') takes a median of 1.72 s" in warning
+    # a floor whose count is missing (n/a: e.g. a fork) is judged as any uncounted floor
+    counted.loc[counted["role"] == "floor", "instructions"] = np.nan
+    assert len(unit_warnings(normalize(counted))) == 1
+
+
 @pytest.mark.parametrize("frame, unit", [(MS_INT, "ms"), (US_INT, "us")])
 def test_whole_numbers_above_1000_suggest_the_unit(frame, unit):
     (warning,) = unit_warnings(normalize(frame))
