@@ -90,7 +90,8 @@ def test_one_repeat_is_na_with_the_reason(files):
     (("--a", "A", "--b", "C"), "set B (the solution prefix 'C') names no execution; prefix values: A, B, accepted"),
     (("--by", "model", "--a", "x", "--b", "y"), "--by model: no such column"),
     (("--a", "@missing.txt", "--b", "B"), "@missing.txt: no such file of solution ids"),
-    (("--a", "A", "--b", "B", "--confidence", "0.3"), "--confidence must lie in (0.5, 1)"),
+    # the registry's one validation format (audits.protocol.params), the flag named
+    (("--a", "A", "--b", "B", "--confidence", "0.3"), "confidence must be a number in (0.5, 1) (--confidence), got"),
     (("--a", "A", "--b", "B", "--campaign", "other"), "no run has campaign 'other'"),
 ])
 def test_bad_input_gets_a_clear_message(files, args, message):
