@@ -48,23 +48,13 @@ class CorpusCounts:
                             self.solutions + other.solutions, runs)
 
 
-def _equal(column: pd.Series, value: str) -> np.ndarray:
-    """``column == value`` as a bool array, comparing codes for a categorical (no object array)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = column.cat.categories
-        if value not in categories:
-            return np.zeros(len(column), dtype=bool)
-        return column.cat.codes.to_numpy() == categories.get_loc(value)
-    return (column.astype(object) == value).to_numpy()
-
-
 def corpus_counts(corpus: pd.DataFrame) -> CorpusCounts:
     """The :class:`CorpusCounts` of one frame (floor rows: executions only). Vectorised (dense group codes and
     ``np.bincount``), seconds at 10^7 rows."""
-    from stats._groups import group_codes
+    from stats._groups import group_codes, label_mask
 
-    body = ~_equal(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
-    ok = _equal(corpus["status"], "ok")
+    body = ~label_mask(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
+    ok = label_mask(corpus["status"], "ok")
     problem = group_codes(corpus, ["problem"])[0]
     solution, n_solutions = group_codes(corpus, ["problem", "solution"])
     run, n_runs = group_codes(corpus, ["environment", "campaign"])

@@ -198,16 +198,6 @@ def show_figure(fig, *, dpi: int = 110):
         plt.close(fig)
 
 
-def _mask_equal(column: pd.Series, value: str) -> np.ndarray:
-    """``column == value`` as a bool array, fast for categoricals (compares codes, no object array)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = column.cat.categories
-        if value not in categories:
-            return np.zeros(len(column), dtype=bool)
-        return column.cat.codes.to_numpy() == categories.get_loc(value)
-    return (column.astype(object) == value).to_numpy()
-
-
 def _skipped(audit) -> bool:
     return bool(getattr(audit, "skipped", False))
 
