@@ -75,9 +75,8 @@ def _labels(corpus: pd.DataFrame, by: str, source: str) -> pd.Series:
         solution = corpus["solution"]
         if isinstance(solution.dtype, pd.CategoricalDtype):  # one split per distinct id, not per row
             prefixes = solution.cat.categories.astype(str).str.split("/", n=1).str[0].to_numpy(dtype=object)
-            codes = solution.cat.codes.to_numpy()
-            out = np.where(codes >= 0, prefixes[np.maximum(codes, 0)] if len(prefixes) else "nan", "nan")
-            return pd.Series(out, index=corpus.index, dtype=object)
+            prefixes = np.append(prefixes, "nan")  # code -1 (a missing id) takes the last entry, as astype(str)
+            return pd.Series(prefixes[solution.cat.codes.to_numpy()], index=corpus.index, dtype=object)
         return solution.astype(str).str.split("/", n=1).str[0]
     if by not in corpus.columns:
         raise UserError(f"{source}: --by {by}: no such column (columns: {', '.join(map(str, corpus.columns))})\n"

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
@@ -103,8 +104,6 @@ class Calibration(Audit):
         return choices
 
     def part(self, ctx, unit, options, thresholds):
-        from dataclasses import replace
-
         from audits.checks.calibration import run_calibration_audit
         from audits.corpus.selection import PairChoice
 

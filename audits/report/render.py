@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -353,8 +353,6 @@ def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **opt
 
         return CalibrationSkipped(source_run, target_run, no_pair_reason(ctx.runs))
     from audits.checks.calibration import run_calibration_audit
-
-    from dataclasses import replace
 
     from audits.corpus.selection import PAIR_RULES
 
