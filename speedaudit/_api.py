@@ -67,17 +67,21 @@ def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | Non
 
 
 def collect(suite: str | os.PathLike, /, *, out: str | os.PathLike, environment: str = "default",
-            campaign: str = "c0", problems: Sequence[str] | None = None, progress: bool = False, **spec):
+            campaign: str = "c0", problems: Sequence[str] | None = None, progress: bool = False,
+            optimization_tests: int | None = None, submissions: Sequence[str] | None = None, **spec):
     """Time a suite's submissions in a sandbox and write the corpus to ``out`` (``speedaudit collect``).
 
     ``suite`` is a folder of Kattis problem packages (:func:`audits.collect.suite.load_suite`; ``problems``
-    keeps some of them); ``spec`` holds the other fields of :class:`audits.collect.campaign.CampaignSpec`
+    keeps some of them, ``optimization_tests`` each one's N largest optimization tests and ``submissions``
+    the submissions whose ``PROBLEM/SOLUTION`` id matches one of these fnmatch patterns, as the CLI's
+    ``--optimization-tests`` and ``--submission``); ``spec`` holds the other fields of :class:`audits.collect.campaign.CampaignSpec`
     (``sandbox``, ``repeats``, ``workers``, ``limits``, ``seed``, ...). Returns the
     :class:`audits.collect.campaign.CampaignResult` (``.summary()``; the corpus is in ``out``).
     """
     from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
     from audits.collect.suite import load_suite
 
-    plan = plan_campaign(load_suite(suite, problems=problems),
+    plan = plan_campaign(load_suite(suite, problems=problems, optimization_tests=optimization_tests,
+                                    submissions=submissions),
                          CampaignSpec(environment=environment, campaign=campaign, **spec))
     return run_campaign(plan, out=out, progress=progress)

@@ -48,6 +48,9 @@ instruction counts (--measure instructions; docs/collecting.md "Instruction coun
 
 examples:
   speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 --out corpus.parquet
+  speedaudit collect fixtures/suites/speedbench --optimization-tests 2 --tests optimization \\
+      --submission 'lis/accepted/bisect_tails.py' --submission 'lis/wrong_answer/*' --repeats 2 \\
+      --timeout 3 --out subset.parquet
   speedaudit collect fixtures/suites/speedbench --problems twosum --adaptive --confidence 0.95 \\
       --max-repeats 6 --timeout 1 --out adaptive.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
@@ -90,6 +93,40 @@ def _size(text: str) -> int:
 
 def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+SUBSET_HELP = {
+    "optimization_tests": "keep only each problem's N largest optimization tests (by input bytes, ties by name), "
+                          "e.g. 3 for a campaign of 3 optimization tests per problem (default: all)",
+    "submission": "keep only the submissions whose PROBLEM/SOLUTION id matches this fnmatch pattern, e.g. "
+                  "'lis/accepted/*' or '*/accepted/*.cpp' (the id is the corpus's problem and solution columns, "
+                  "e.g. lis/accepted/bisect_tails.py; a name equal to the pattern matches too); repeatable, never "
+                  "split on commas; a pattern that matches nothing is an error",
+    "submissions_from": "the same patterns from a file, one per line taken as written (lines starting with # and "
+                        "blank lines ignored)",
+}
+
+
+def add_subset_options(group) -> None:
+    """--optimization-tests, --submission, --submissions-from (``speedaudit collect`` and ``speedaudit suite``)."""
+    group.add_argument("--optimization-tests", type=_whole(1), default=None, metavar="N",
+                       help=SUBSET_HELP["optimization_tests"])
+    group.add_argument("--submission", action="append", default=None, metavar="PATTERN",
+                       help=SUBSET_HELP["submission"])
+    group.add_argument("--submissions-from", default=None, metavar="FILE", help=SUBSET_HELP["submissions_from"])
+
+
+def subset_patterns(args: argparse.Namespace) -> list[str] | None:
+    """The submission patterns of --submission and --submissions-from (None when neither is given)."""
+    from audits.collect.suite import SuiteError, read_patterns
+
+    patterns = list(args.submission or [])
+    if args.submissions_from is not None:
+        try:
+            patterns += read_patterns(args.submissions_from)
+        except SuiteError as exc:
+            raise UserError(f"--submissions-from {exc}") from None
+    return patterns if (args.submission is not None or args.submissions_from is not None) else None
 
 
 def _pins(text: str | None):
@@ -158,7 +195,10 @@ def _run(args: argparse.Namespace) -> int:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
         problems = _names(args.problems) if args.problems else None
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, problems=problems,
-                           python=args.python, sandbox=args.sandbox, progress=not args.no_progress)
+                           python=args.python, sandbox=args.sandbox, progress=not args.no_progress,
+                           optimization_tests=args.optimization_tests, submissions=subset_patterns(args))
+        for line in suite.selection:
+            print(f"selection: {line}", file=sys.stderr)
         if not args.no_probe:
             # the choice is kept beside --out, so that a resumed campaign times the same tests
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, python=args.python,
@@ -281,6 +321,7 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default: 6)")
+    add_subset_options(g)
     g.add_argument("--candidates", action="append", metavar="NAME=DIR",
                    help="also time the programs in DIR (one sub-folder per problem id) as role candidate, solution "
                         "ids NAME/<program>, shuffled into the same campaign as the references (repeatable: "

@@ -20,6 +20,7 @@ def _nonnegative(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from audits.cli.collect import subset_patterns
     from audits.collect.sandbox import SandboxError
     from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
 
@@ -28,7 +29,8 @@ def _run(args: argparse.Namespace) -> int:
         suite = load_suite(args.suite, n_largest_optimization=args.n_largest, include_samples=not args.no_samples,
                            progress=True,
                            problems=problems, build_dir=args.build_dir, python=args.python,
-                           sandbox=args.sandbox, build_submissions=not args.no_build, cxx_std=args.cxx_std)
+                           sandbox=args.sandbox, build_submissions=not args.no_build, cxx_std=args.cxx_std,
+                           optimization_tests=args.optimization_tests, submissions=subset_patterns(args))
         if not args.no_probe:
             suite = probe_optimization_tests(suite, sandbox=args.sandbox, build_dir=args.build_dir,
                                              python=args.python, progress=True)
@@ -50,6 +52,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands, audit_commands) -> None:
+    from audits.cli.collect import add_subset_options
+
     p = commands.add_parser(
         "suite", help="load a folder of Kattis problem packages and print problems, tests, submissions, skips",
         description="Load a suite (a folder of problem packages in the Kattis format, or one package) and print: "
@@ -58,13 +62,16 @@ def register(commands, audit_commands) -> None:
                     "non-compiling Python, tests without .in or .ans, malformed problem.yaml, validators that do "
                     "not build), per problem with counts. When the optimization tests cannot be told apart by "
                     "size, a probe run (each of up to 3 accepted references once on each tied test) picks the "
-                    "heaviest and the summary says so. Exit 1 when the path is not a suite or no problem is usable.")
+                    "heaviest and the summary says so. With --optimization-tests, --submission or --submissions-from it loads the "
+                    "campaign subset 'speedaudit collect' would time with the same options and prints the selection "
+                    "first. Exit 1 when the path is not a suite, no problem is usable or a pattern matches nothing.")
     p.add_argument("suite", help="folder of problem packages, or one package (a folder with problem.yaml)")
     p.add_argument("--n-largest", type=_nonnegative, default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default 6)")
     p.add_argument("--no-samples", action="store_true", help="leave out data/sample tests")
     p.add_argument("--problem", action="append", metavar="ID[,ID...]", help="load only these problems (repeatable)")
+    add_subset_options(p)
     p.add_argument("--build-dir", default=None,
                    help="where custom output validators are compiled (default ~/.cache/speedaudit/build)")
     p.add_argument("--python", default=None,

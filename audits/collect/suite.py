@@ -59,6 +59,21 @@ Decisions (where the issue is silent are marked *decision*):
   BAPCtools ``.timelimit`` file, else ``timelimit`` in ``domjudge-problem.ini``,
   else None (the legacy format derives it from the judge solutions).
 * Hidden files and folders (``.gitkeep``, ``.git``) are ignored silently.
+* **Campaign subsets** (:func:`load_suite` ``optimization_tests`` and
+  ``submissions``; ``--optimization-tests``, ``--submission``,
+  ``--submissions-from`` of ``speedaudit collect`` and ``speedaudit suite``):
+  applied here, so that every way to collect gets them from one place.
+  ``optimization_tests=N`` keeps each problem's N largest optimization tests
+  (input bytes, ties by name in natural order) and leaves the others out of
+  the problem; without ``data/secret/optimization/`` it takes the N largest of
+  the ``n_largest_optimization`` chosen secret inputs, and the secret inputs
+  left out stay correctness tests, as every secret input not chosen is
+  (*decision*: the probe of same-size inputs then still decides among them).
+  ``submissions`` keeps the submissions whose ``PROBLEM/SOLUTION`` id
+  (``lis/accepted/bisect_tails.py``, the corpus's ``problem`` and ``solution``)
+  equals or matches (:func:`fnmatch.fnmatchcase`) one of the patterns; a
+  problem left with none is left out, and a pattern that matches nothing is a
+  :class:`SuiteError` naming it. :attr:`Suite.selection` says what was kept.
 
 Example
 -------
@@ -69,6 +84,7 @@ Example
 from __future__ import annotations
 
 import configparser
+import fnmatch
 import os
 import sys
 import re
@@ -89,7 +105,7 @@ from audits.errors import UserError
 __all__ = [
     "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
     "CORRECT_VERDICTS", "INCORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
-    "probe_optimization_tests", "refuse_links", "GUARDED_PARTS",
+    "probe_optimization_tests", "refuse_links", "GUARDED_PARTS", "matches", "read_patterns", "submission_id",
 ]
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow; brute_force, 2023-07:
@@ -224,6 +240,9 @@ class Suite:
     root: Path
     problems: tuple[Problem, ...]
     skipped: tuple[Skipped, ...]
+    #: the campaign subset applied at load time (``optimization_tests``, ``submissions``), one line each, in
+    #: words; empty when the whole suite is loaded
+    selection: tuple[str, ...] = ()
 
     def problem(self, problem_id: str) -> Problem:
         for p in self.problems:
@@ -266,7 +285,7 @@ class Suite:
 
     def to_dict(self) -> dict:
         return {"root": str(self.root), "problems": [p.to_dict() for p in self.problems],
-                "skipped": [s.to_dict() for s in self.skipped]}
+                "skipped": [s.to_dict() for s in self.skipped], "selection": list(self.selection)}
 
     def warnings(self, *, timeout_s: float | None = None) -> list[str]:
         """What the suite cannot measure, one line per problem and cause (issue 24).
@@ -302,8 +321,11 @@ class Suite:
         verdicts = Counter((s.expected, s.correct) for s in self.submissions)
         by_header = Counter((s.expected, s.correct) for s in self.submissions if s.expected_results)
         languages = Counter(s.language for s in self.submissions)
-        lines = [f"suite {self.root}",
-                 f"  problems: {len(self.problems)}",
+        lines = [f"suite {self.root}"]
+        if self.selection:
+            lines.append("  selection:")
+            lines.extend(f"    {line}" for line in self.selection)
+        lines += [f"  problems: {len(self.problems)}",
                  f"  tests: {len(self.tests)} ({kinds.get('correctness', 0)} correctness, "
                  f"{kinds.get('optimization', 0)} optimization)"
                  + (f"; {sum(p.unusable_tests for p in self.problems)} unusable (listed below)"
@@ -946,8 +968,8 @@ def _built(submissions: list[Submission], skipped: list[Skipped], build_dir: Pat
 
 def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
                  build_dir: Path | None = None, python: str | None = None, cxx: str = "g++",
-                 sandbox: str = "auto", build_submissions: bool = False, cxx_std: str | None = None
-                 ) -> tuple[Problem | None, tuple[Skipped, ...]]:
+                 sandbox: str = "auto", build_submissions: bool = False, cxx_std: str | None = None,
+                 optimization_tests: int | None = None) -> tuple[Problem | None, tuple[Skipped, ...]]:
     """Load one problem package.
 
     Returns ``(problem, skipped)``: ``problem`` is None when the whole package
@@ -1004,6 +1026,24 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
 
         raw, unusable = _collect_tests(pid, root, include_samples=include_samples, skipped=skipped)
         kinds, choice, candidates, slots = _kinds(raw, n_largest_optimization)
+        if optimization_tests is not None and not any(group == "secret/optimization" or
+                                                      group.startswith("secret/optimization/")
+                                                      for _rel, group, *_ in raw):
+            # no folder: the N largest secret inputs (the others stay correctness tests, as unchosen ones are)
+            n_opt = sum(k == "optimization" for k in kinds)
+            if optimization_tests < n_opt:
+                kinds, choice, candidates, slots = _kinds(raw, optimization_tests)
+                choice = f"{choice} (--optimization-tests {optimization_tests} of {n_opt})"
+        elif optimization_tests is not None:  # the folder's tests beyond the N largest are left out
+            opt = sorted((i for i, k in enumerate(kinds) if k == "optimization"),
+                         key=lambda i: (-raw[i][4], _natural_key(raw[i][0])))
+            if optimization_tests < len(opt):
+                dropped = set(opt[optimization_tests:])
+                raw = [t for i, t in enumerate(raw) if i not in dropped]
+                kinds = [k for i, k in enumerate(kinds) if i not in dropped]
+                choice = (f"the {optimization_tests} largest of the {len(opt)} tests under "
+                          f"data/secret/optimization/ ({_smallest_kept(raw, kinds):,}+ "
+                          f"bytes; --optimization-tests {optimization_tests})")
         tests = []
         for (rel, group, inp, ans, size), kind in zip(raw, kinds):
             flags = _group_flags(group, testdata)
@@ -1031,6 +1071,109 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
     return problem, tuple(skipped)
 
 
+def _smallest_kept(raw: list[tuple[str, str, Path, Path, int]], kinds: list[str]) -> int:
+    """Input bytes of the smallest optimization test."""
+    return min(t[4] for t, k in zip(raw, kinds) if k == "optimization")
+
+
+def submission_id(problem: str, solution: str) -> str:
+    """The id a ``submissions`` pattern is matched against: ``PROBLEM/SOLUTION`` (``lis/accepted/a.py``)."""
+    return f"{problem}/{solution}"
+
+
+def matches(pattern: str, ident: str) -> bool:
+    """``ident`` equals ``pattern`` or matches it as an :func:`fnmatch.fnmatchcase` pattern.
+
+    Equality first, so that a name holding ``[`` or ``*`` is selected by itself.
+
+    >>> matches("lis/accepted/*.cpp", "lis/accepted/fast.cpp"), matches("lis/accepted/a[1].py", "lis/accepted/a[1].py")
+    (True, True)
+    >>> matches("lis/*", "lisp/accepted/a.py")
+    False
+    """
+    return pattern == ident or fnmatch.fnmatchcase(ident, pattern)
+
+
+def read_patterns(path) -> list[str]:
+    """Submission patterns from a file: one per line, lines starting with ``#`` and blank lines ignored.
+
+    A line is taken as it is (only its line ending removed): names may hold spaces, commas and ``#``.
+    Raises :class:`SuiteError` for a file that cannot be read or holds no pattern.
+    """
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot read the submission patterns ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{path}: not UTF-8 text (byte {exc.start}); write one pattern per line") from None
+    patterns = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not patterns:
+        raise SuiteError(f"{path}: no submission pattern in it (one PROBLEM/SOLUTION pattern per line; lines "
+                         f"starting with # are comments)")
+    return patterns
+
+
+def _skipped_id(s: Skipped) -> str | None:
+    """``PROBLEM/SOLUTION`` of a skipped submission (None when it is not one)."""
+    if s.what != "submission" or s.problem is None:
+        return None
+    parts = Path(s.path).parts
+    if "submissions" not in parts:
+        return None
+    at = len(parts) - 1 - parts[::-1].index("submissions")
+    return submission_id(s.problem, "/".join(parts[at + 1:]))
+
+
+def _select_submissions(problems: list[Problem], skipped: list[Skipped], patterns: list[str]
+                        ) -> tuple[list[Problem], list[Skipped], str]:
+    """Keep the submissions (and the skips of submissions) matching a pattern; the selection in words."""
+    import dataclasses
+
+    used = {pattern: 0 for pattern in patterns}
+    kept_problems = []
+    total = 0
+    for problem in problems:
+        keep = []
+        for sub in problem.submissions:
+            hit = [pat for pat in patterns if matches(pat, submission_id(problem.id, sub.name))]
+            for pat in hit:
+                used[pat] += 1
+            if hit:
+                keep.append(sub)
+        total += len(problem.submissions)
+        if keep:
+            kept_problems.append(dataclasses.replace(problem, submissions=tuple(keep)))
+    kept_skips, skipped_hits = [], {pattern: [] for pattern in patterns}
+    for s in skipped:
+        ident = _skipped_id(s)
+        if ident is None:
+            if s.what == "package" or s.problem in {p.id for p in kept_problems}:
+                kept_skips.append(s)
+            continue
+        hit = [pat for pat in patterns if matches(pat, ident)]
+        for pat in hit:
+            skipped_hits[pat].append(ident)
+        if hit:
+            kept_skips.append(s)
+    unused = [pat for pat, n in used.items() if n == 0]
+    if unused:
+        lines = []
+        for pat in unused:
+            only = skipped_hits[pat]
+            lines.append(f"{pat!r} matches only skipped submissions ({', '.join(only[:3])}"
+                         f"{', ...' if len(only) > 3 else ''}; see 'speedaudit suite')" if only else
+                         f"{pat!r} matches no submission")
+        example = next((submission_id(p.id, p.submissions[0].name) for p in problems if p.submissions), None)
+        raise SuiteError("submission pattern(s): " + "; ".join(lines) + ". Patterns are matched against "
+                         "PROBLEM/SOLUTION ids" + (f" such as {example!r}" if example else "")
+                         + " (fnmatch: * ? [...]; the whole id)")
+    n_kept = sum(len(p.submissions) for p in kept_problems)
+    shown = ", ".join(map(repr, patterns[:5])) + (f" and {len(patterns) - 5} more" if len(patterns) > 5 else "")
+    return kept_problems, kept_skips, (f"submissions: {n_kept} of {total} matching {len(patterns)} pattern(s) "
+                                       f"({shown}), in {len(kept_problems)} of {len(problems)} problems")
+
+
 def _looks_like_package(path: Path) -> bool:
     return any((path / part).exists() for part in ("problem.yaml", "data", "submissions", "problem_statement"))
 
@@ -1038,7 +1181,8 @@ def _looks_like_package(path: Path) -> bool:
 def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool = True,
                problems: Sequence[str] | None = None, build_dir: Path | None = None,
                python: str | None = None, cxx: str = "g++", sandbox: str = "auto",
-               build_submissions: bool = False, cxx_std: str | None = None, progress: bool = False) -> Suite:
+               build_submissions: bool = False, cxx_std: str | None = None, progress: bool = False,
+               optimization_tests: int | None = None, submissions: Sequence[str] | None = None) -> Suite:
     """Load a suite: a folder of problem packages, or one package (a folder with problem.yaml).
 
     Parameters
@@ -1064,6 +1208,19 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         C++ standard (``c++20``, ``gnu++23``); default the newest ``cxx`` supports.
     progress : bool, default False
         A tqdm bar of the packages loaded (and built), with count and ETA, on stderr.
+    optimization_tests : int, optional
+        Keep only each problem's this-many largest optimization tests (by input
+        bytes, ties by name in natural order); the others are left out of the
+        problem (without ``data/secret/optimization/``: they stay correctness
+        tests, see the module's decisions). None (default): all. At least 1.
+    submissions : sequence of str, optional
+        Keep only the submissions whose ``PROBLEM/SOLUTION`` id (e.g.
+        ``lis/accepted/bisect_tails.py``; SOLUTION as in a corpus's
+        ``solution`` column) equals or :func:`fnmatch.fnmatchcase`-matches one
+        of these patterns (``"lis/accepted/*"``, ``"*/accepted/*.cpp"``). A
+        pattern is never split (names may hold commas and spaces). Problems
+        left without a submission are left out; skipped submissions that match
+        no pattern are not listed. None (default): all.
 
     Returns
     -------
@@ -1074,8 +1231,10 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
     Raises
     ------
     SuiteError
-        ``path`` does not exist, is not a folder, holds no problem package, or
-        ``problems`` names ids that are not there.
+        ``path`` does not exist, is not a folder, holds no problem package,
+        ``problems`` names ids that are not there, ``optimization_tests`` is
+        below 1, or a ``submissions`` pattern matches no submission (the
+        message names it).
 
     Examples
     --------
@@ -1086,6 +1245,18 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
     if isinstance(n_largest_optimization, bool) or not isinstance(n_largest_optimization, int) \
             or n_largest_optimization < 0:
         raise SuiteError(f"n_largest_optimization must be a non-negative integer, got {n_largest_optimization!r}")
+    if optimization_tests is not None and (isinstance(optimization_tests, bool) or not isinstance(
+            optimization_tests, int) or optimization_tests < 1):
+        raise SuiteError(f"optimization_tests must be a whole number >= 1 (the largest tests kept per problem), or "
+                         f"None for all; got {optimization_tests!r}")
+    if submissions is not None:
+        if isinstance(submissions, str):  # one pattern, never split
+            submissions = [submissions]
+        submissions = list(dict.fromkeys(submissions))
+        bad = [pat for pat in submissions if not isinstance(pat, str) or not pat]
+        if bad or not submissions:
+            raise SuiteError(f"submissions: give PROBLEM/SOLUTION patterns (non-empty strings), got "
+                             f"{bad[0] if bad else 'none'!r}")
     root = Path(path)
     if not root.exists():
         raise SuiteError(f"{root}: no such folder; give a folder of problem packages or one package "
@@ -1133,11 +1304,20 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
             continue
         problem, skips = load_problem(candidate, n_largest_optimization=n_largest_optimization,
                                       include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx,
-                                      sandbox=sandbox, build_submissions=build_submissions, cxx_std=cxx_std)
+                                      sandbox=sandbox, build_submissions=build_submissions, cxx_std=cxx_std,
+                                      optimization_tests=optimization_tests)
         skipped.extend(skips)
         if problem is not None:
             loaded.append(problem)
-    return Suite(suite_root, tuple(loaded), tuple(skipped))
+    selection = []
+    if submissions is not None:
+        loaded, skipped, text = _select_submissions(loaded, skipped, submissions)
+        selection.append(text)
+    if optimization_tests is not None:
+        n_opt = sum(t.kind == "optimization" for p in loaded for t in p.tests)
+        selection.insert(0, f"optimization tests: the {optimization_tests} largest per problem (input bytes, ties "
+                            f"by name; {n_opt} in {len(loaded)} problems)")
+    return Suite(suite_root, tuple(loaded), tuple(skipped), tuple(selection))
 
 
 #: A probe's choice is called weak when its lightest chosen test costs less than this times the heaviest left out.
@@ -1294,7 +1474,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
         tmp = Path(record).with_name(Path(record).name + ".tmp")
         tmp.write_text(json.dumps(kept, indent=1))
         os.replace(tmp, record)
-    return Suite(suite.root, tuple(problems[p.id] for p in suite.problems), suite.skipped)
+    return Suite(suite.root, tuple(problems[p.id] for p in suite.problems), suite.skipped, suite.selection)
 
 
 def _ms(seconds: float, wall_s: float) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -579,3 +581,172 @@ def test_submissions_yaml_2025_09_decides_by_folder_or_file_and_patterns_make_it
     assert "either.py" in reasons and "ac_really.py" in reasons and "wrong.py" not in reasons
     assert subs["needs_wa/wrong.py"] is False
     assert "a pattern there (not read by speedaudit) may apply" in reasons["ac_really.py"]
+
+
+# ---------------------------------------------------------------- campaign subsets (issue 25)
+
+SPEEDBENCH = Path(__file__).resolve().parents[2] / "fixtures" / "suites" / "speedbench"
+ODD_NAME = "a, b c [1].py"   # a comma, spaces and brackets: names are data
+
+
+def speedbench_copy(root: Path, *problems: str) -> Path:
+    """tmp copies of shipped speedbench problems, lis with one more accepted program under an odd name and a
+    second copy of its largest optimization test (same bytes: a tie broken by name)."""
+    for pid in problems:
+        shutil.copytree(SPEEDBENCH / pid, root / pid, ignore=shutil.ignore_patterns("__pycache__"))
+    if "lis" in problems:
+        acc = root / "lis" / "submissions" / "accepted"
+        shutil.copy(acc / "bisect_tails.py", acc / ODD_NAME)
+        opt = root / "lis" / "data" / "secret" / "optimization"
+        for ext in (".in", ".ans"):
+            shutil.copy(opt / f"opt-6-n61440{ext}", opt / f"opt-0-copy{ext}")
+    return root
+
+
+def largest_by_bytes(problem_dir: Path, n: int) -> list[str]:
+    """The n largest optimization inputs on disk, ties by name: computed from the files, not the loader."""
+    files = sorted((problem_dir / "data" / "secret" / "optimization").glob("*.in"),
+                   key=lambda f: (-f.stat().st_size, f.stem))
+    return sorted(f"secret/optimization/{f.stem}" for f in files[:n])
+
+
+def test_optimization_tests_keeps_the_n_largest_by_bytes(tmp_path):
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    full = load_suite(root, sandbox="local")
+    for n in (1, 2, 3, 7, 50):
+        suite = load_suite(root, optimization_tests=n, sandbox="local")
+        for problem, whole in zip(suite.problems, full.problems):
+            opt = sorted(t.name for t in problem.tests_of_kind("optimization"))
+            assert opt == largest_by_bytes(root / problem.id, n), (problem.id, n)
+            # correctness tests and submissions are untouched; the optimization tests left out are gone
+            assert problem.tests_of_kind("correctness") == whole.tests_of_kind("correctness")
+            assert problem.submissions == whole.submissions
+            assert len(problem.tests) == len(whole.tests_of_kind("correctness")) + len(opt)
+        assert suite.selection[0].startswith(f"optimization tests: the {n} largest per problem")
+    # the tie: opt-0-copy and opt-6-n61440 have the same bytes, the name decides
+    one = load_suite(root, optimization_tests=1, problems=["lis"], sandbox="local").problems[0]
+    assert [t.name for t in one.tests_of_kind("optimization")] == ["secret/optimization/opt-0-copy"]
+    assert "the 1 largest of the 7 tests under data/secret/optimization/" in one.optimization_choice
+    assert full.selection == ()
+
+
+def test_optimization_tests_without_an_optimization_folder_takes_the_largest_secret_inputs(tmp_path):
+    basic_package(tmp_path / "suite" / "sum")
+    whole = load_suite(tmp_path / "suite", n_largest_optimization=4).problems[0]
+    (problem,) = load_suite(tmp_path / "suite", n_largest_optimization=4, optimization_tests=2).problems
+    secret = sorted((t for t in whole.tests if t.group.startswith("secret")), key=lambda t: -t.input_bytes)
+    assert {t.name for t in problem.tests_of_kind("optimization")} == {t.name for t in secret[:2]}
+    # the other secret inputs stay correctness tests, as every secret input not chosen is
+    assert {t.name for t in problem.tests} == {t.name for t in whole.tests}
+    assert "--optimization-tests 2 of 4" in problem.optimization_choice
+
+
+def test_submission_patterns_select_by_problem_and_solution_id(tmp_path):
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    full = load_suite(root, sandbox="local")
+    ids = [f"{p.id}/{s.name}" for p in full.problems for s in p.submissions]
+    assert f"lis/accepted/{ODD_NAME}" in ids
+    for patterns in (["lis/accepted/*"], ["*/wrong_answer/*", "twosum/accepted/counter*"],
+                     [f"lis/accepted/{ODD_NAME}"], ["lis/accepted/a, b c*"], ["*"]):
+        suite = load_suite(root, submissions=patterns, sandbox="local")
+        got = [f"{p.id}/{s.name}" for p in suite.problems for s in p.submissions]
+        # independent: the ids that equal a pattern or match it with fnmatch
+        expected = [i for i in ids if any(i == pat or fnmatch.fnmatchcase(i, pat) for pat in patterns)]
+        assert got == expected and got, patterns
+        assert {p.id for p in suite.problems} == {i.split("/")[0] for i in expected}
+        assert f"submissions: {len(expected)} of {len(ids)} matching {len(patterns)} pattern(s)" \
+            in suite.selection[0]
+    # a name with a comma and brackets is one pattern, matched by equality (fnmatch alone reads [1] as a class)
+    (only,) = load_suite(root, submissions=f"lis/accepted/{ODD_NAME}", sandbox="local").submissions
+    assert only.name == f"accepted/{ODD_NAME}"
+    assert not fnmatch.fnmatchcase(f"lis/accepted/{ODD_NAME}", f"lis/accepted/{ODD_NAME}")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"submissions": ["lis/accepted/nothing*"]}, "'lis/accepted/nothing*' matches no submission"),
+    ({"submissions": ["lis/accepted/bisect_tails.py", "lis,twosum"]}, "'lis,twosum' matches no submission"),
+    ({"submissions": [""]}, "non-empty strings"),
+    ({"optimization_tests": 0}, "optimization_tests must be a whole number >= 1"),
+    ({"optimization_tests": True}, "optimization_tests must be a whole number >= 1"),
+])
+def test_subset_errors_name_the_pattern(tmp_path, kwargs, message):
+    root = speedbench_copy(tmp_path / "suite", "lis")
+    with pytest.raises(SuiteError) as info:
+        load_suite(root, sandbox="local", **kwargs)
+    assert message in str(info.value)
+
+
+def test_a_pattern_matching_only_a_skipped_submission_says_so(tmp_path):
+    root = speedbench_copy(tmp_path / "suite", "lis")
+    (root / "lis" / "submissions" / "accepted" / "old.py").write_text("print 'hi'\n")   # Python 2: skipped
+    with pytest.raises(SuiteError, match=r"'lis/accepted/old\*' matches only skipped submissions "
+                                         r"\(lis/accepted/old.py"):
+        load_suite(root, submissions=["lis/accepted/old*"], sandbox="local")
+    suite = load_suite(root, submissions=["lis/accepted/[ob]*"], sandbox="local")
+    assert [s.name for s in suite.submissions] == ["accepted/bisect_tails.py"]
+    assert [Path(s.path).name for s in suite.skipped] == ["old.py"]          # a skip it selected stays listed
+    suite = load_suite(root, submissions=["lis/accepted/bisect*"], sandbox="local")
+    assert suite.skipped == ()                                                # one it did not select goes
+
+
+def test_cli_suite_shows_the_selection_and_reads_a_pattern_file(tmp_path, capsys):
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    patterns = tmp_path / "keep.txt"
+    patterns.write_text(f"# the demo's subset\n\nlis/accepted/{ODD_NAME}\n   # indented comment\n"
+                        "twosum/accepted/*\n")
+    code = main(["suite", str(root), "--optimization-tests", "2", "--submissions-from", str(patterns),
+                 "--submission", "lis/wrong_answer/*", "--no-probe", "--no-build"])
+    out = capsys.readouterr().out
+    assert code == 0
+    n_twosum = len(list((root / "twosum" / "submissions" / "accepted").iterdir()))
+    assert "selection:\n    optimization tests: the 2 largest per problem (input bytes, ties by name; 4 in 2 " \
+           "problems)" in out
+    assert f"submissions: {1 + 2 + n_twosum} of " in out and "matching 3 pattern(s)" in out
+    assert "lis     tests   6 corr +   2 opt  submissions   1 correct +   2 incorrect" in out
+
+
+def test_cli_subset_errors_are_clean(tmp_path):
+    root = speedbench_copy(tmp_path / "suite", "lis")
+    for args, status, message in (
+            (["--submission", "lis/accepted/x, y*"], 1, "'lis/accepted/x, y*' matches no submission"),
+            (["--submissions-from", str(tmp_path / "missing.txt")], 1, "missing.txt: cannot read"),
+            (["--optimization-tests", "0"], 2, "--optimization-tests: must be >= 1")):
+        for command in (["suite", str(root), "--no-probe", "--no-build"],
+                        ["collect", str(root), "--out", str(tmp_path / "o.parquet"), "--no-progress"]):
+            proc = subprocess.run([*CLI, *command, *args], capture_output=True, text=True, timeout=300)
+            assert proc.returncode == status, (command, args, proc.stderr)
+            assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_collect_of_a_subset_writes_only_its_rows(tmp_path):
+    from audits.corpus.io import load_corpus
+
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    out = tmp_path / "subset.parquet"
+    proc = subprocess.run([*CLI, "collect", str(root), "--out", str(out), "--repeats", "1", "--timeout", "10",
+                           "--tests", "optimization", "--optimization-tests", "2", "--no-progress",
+                           "--submission", f"lis/accepted/{ODD_NAME}", "--submission", "lis/wrong_answer/non_*"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "selection: submissions: 2 of" in proc.stderr
+    corpus = load_corpus(out)
+    ref = corpus[corpus["role"] == "reference"]
+    cells = set(zip(ref["problem"].astype(str), ref["solution"].astype(str), ref["test"].astype(str)))
+    assert cells == {("lis", sol, test) for sol in (f"accepted/{ODD_NAME}", "wrong_answer/non_strict.py")
+                     for test in largest_by_bytes(root / "lis", 2)}
+    assert len(ref) == 4
+    assert set(corpus["role"].astype(str)) == {"reference", "floor"}
+
+
+def test_the_python_api_collect_takes_the_same_subset(tmp_path):
+    import speedaudit
+    from audits.corpus.io import load_corpus
+
+    root = speedbench_copy(tmp_path / "suite", "lis")
+    out = tmp_path / "api.parquet"
+    speedaudit.collect(root, out=out, submissions=[f"lis/accepted/{ODD_NAME}"], optimization_tests=1,
+                       test_kinds=("optimization",), repeats=1)
+    ref = load_corpus(out).query("role == 'reference'")
+    assert list(zip(ref["solution"].astype(str), ref["test"].astype(str))) == \
+        [(f"accepted/{ODD_NAME}", largest_by_bytes(root / "lis", 1)[0])]
