@@ -175,6 +175,30 @@ def first_rows(codes: np.ndarray, n_groups: int) -> np.ndarray:
     return first
 
 
+def grouped_order(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``np.lexsort((values, codes))``: row positions by group code, then by value, ties in row order.
+
+    The same permutation, built as two stable sorts (values, then codes) instead of lexsort's: when the codes
+    span fewer than 2^16 values the second sort is numpy's radix sort of 16-bit keys. Written here because
+    neither numpy nor pandas offers a faster two-key stable sort: on 2*10^6 rows of 1,000 groups it measured
+    1.0 s for lexsort against 0.34 s (stable value sort plus radix sort of the codes; 2026-12-03, loaded box).
+    NaN values sort last within their group, as with lexsort.
+
+    >>> v, c = np.array([3.0, 1.0, 2.0, 1.0]), np.array([1, 0, 1, 0])
+    >>> grouped_order(v, c).tolist() == np.lexsort((v, c)).tolist() == [1, 3, 2, 0]
+    True
+    """
+    values, codes = np.asarray(values), np.asarray(codes)
+    if len(codes) == 0 or codes.dtype.kind not in "iu":
+        return np.lexsort((values, codes))
+    low = int(codes.min())
+    if int(codes.max()) - low >= 1 << 16:
+        return np.lexsort((values, codes))
+    by_value = np.argsort(values, kind="stable")
+    narrow = (codes[by_value] - low).astype(np.uint16)
+    return by_value[np.argsort(narrow, kind="stable")]
+
+
 def grouped_median(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
     """Median of ``values`` within each group (groups without values get NaN).
 
@@ -232,4 +256,4 @@ def canonical_order(frame: pd.DataFrame, columns: Sequence[str], value: str = "d
     codes, n_groups = group_codes(frame, keys)
     if n_groups == len(frame) or value not in frame.columns:
         return np.argsort(codes, kind="stable")
-    return np.lexsort((frame[value].to_numpy(dtype=float), codes))
+    return grouped_order(frame[value].to_numpy(dtype=float), codes)

@@ -82,7 +82,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from stats._groups import first_rows, group_codes, grouped_median
+from stats._groups import first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import check_n_boot
 from stats.ranking import _joint_codes, pool_join, test_percentiles
@@ -338,7 +338,7 @@ class AggregationContext:
         if mask is not None:
             use &= mask
         idx = np.flatnonzero(use)
-        order = np.lexsort((key[idx], self.codes[idx]))
+        order = grouped_order(key[idx], self.codes[idx])
         rows = idx[order]
         codes = self.codes[rows]
         count = np.bincount(codes, minlength=self.n_groups)
@@ -1081,7 +1081,7 @@ def mean_pairwise_abs_diff(codes: np.ndarray, values: np.ndarray, n_groups: int)
     """
     use = np.isfinite(values)
     codes, values = codes[use], values[use]
-    order = np.lexsort((values, codes))
+    order = grouped_order(values, codes)
     c, v = codes[order], values[order]
     n = np.bincount(c, minlength=n_groups)
     start = np.concatenate(([0], np.cumsum(n)[:-1]))

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stats._groups import grouped_order
+
 __all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci", "check_n_boot"]
 
 
@@ -127,7 +129,7 @@ def cluster_bootstrap_ci(
         estimate = float(np.median(values))
         if counts is None:
             return Interval(estimate, np.nan, np.nan, k, level)
-        order = np.lexsort((values, codes))
+        order = grouped_order(values, codes)
         v_sorted, c_sorted = values[order], codes[order]
         sizes = np.bincount(c_sorted, minlength=k)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from stats._groups import canonical_order, first_rows, group_codes, grouped_median
+from stats._groups import canonical_order, first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
 from stats.reliability import grouped_icc
@@ -64,7 +64,7 @@ def grouped_quantile(codes: np.ndarray, values: np.ndarray, n_groups: int, q: fl
     out = np.full(n_groups, np.nan)
     if len(values) == 0:
         return out
-    order = np.lexsort((values, codes))
+    order = grouped_order(values, codes)
     v = values[order]
     counts = np.bincount(codes, minlength=n_groups)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))

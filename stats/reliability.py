@@ -46,7 +46,7 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import gammaln
 
-from stats._groups import canonical_order, first_rows, group_codes
+from stats._groups import canonical_order, first_rows, group_codes, grouped_order
 from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import percentile_table, problem_scores, reference_pools, solution_cells
@@ -1301,7 +1301,7 @@ def pairwise_significance(
     remap = np.full(n_sol, -1)
     remap[sol_ids] = np.arange(len(sol_ids))
     cu = remap[codes_u]
-    order = np.lexsort((x_u, cu))
+    order = grouped_order(x_u, cu)
     mat = x_u[order].reshape(len(sol_ids), R)  # sorted repeats per solution
     med = np.median(mat, axis=1)
     first = first_rows(codes, n_sol)[sol_ids]

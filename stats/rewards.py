@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from stats._groups import first_rows, group_codes, grouped_median, label_mask
+from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask
 from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
 from stats.pass_at_k import pass_at_k
@@ -565,7 +565,7 @@ def _pool_percentile(pool_test: np.ndarray, pool_d: np.ndarray, n_tests: int, p:
     out = np.full(n_tests, np.nan)
     if len(pool_d) == 0:
         return out
-    order = np.lexsort((pool_d, pool_test))
+    order = grouped_order(pool_d, pool_test)
     values = pool_d[order]
     sizes = np.bincount(pool_test, minlength=n_tests)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
