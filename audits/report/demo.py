@@ -7,8 +7,15 @@ Steps (each prints progress; the whole run is sized for well under 10 minutes on
    background load) and a *busy* one (workers competing with a background CPU/memory load, the
    situation of a busy RL training worker). The campaign is short: ``--repeats 3``, the optimization
    tests of four problems (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time
-   limit. Both land in ``reports/demo/`` (git-ignored) under the campaign name ``today``; a rerun
-   reuses them (an interrupted collection resumes from its journal; ``--fresh`` measures again).
+   limit. Of those problems it times only the programs the stored campaign it is compared with holds
+   (:func:`stored_run`), at most :data:`DEMO_PROGRAMS_PER_PROBLEM` per problem
+   (:func:`demo_submissions`: every incorrect and time-limit-exceeded one, and accepted ones spread from
+   the fastest to the slowest of the stored run), passed to ``speedaudit collect --submissions-from``;
+   so ``make demo`` keeps its length as the suite's pools grow (issue 25), the stored->fresh
+   calibration compares the same cells, and the demo prints which subset it times
+   (``--all-programs`` times every program). Both corpora land in ``reports/demo/`` (git-ignored)
+   under the campaign name ``today``; a rerun reuses them (an interrupted collection resumes from its
+   journal; ``--fresh`` measures again).
 2. **Render** every report (``speedaudit report``) into ``reports/`` from today's corpora plus the
    shipped corpora in ``fixtures/corpora`` (collected from the same suite earlier on a real machine),
    so calibration compares today's quiet run with the stored one and quiet with busy.
@@ -33,11 +40,15 @@ from pathlib import Path
 from audits.report.render import ReportError, render_reports, repo_root
 
 __all__ = ["DemoRun", "DemoError", "demo_runs", "demo_parameters", "shipped_corpora", "stored_run", "collect",
-           "main"]
+           "demo_submissions", "DemoSelection", "main"]
 
 CAMPAIGN = "today"
 #: Problems of the short demo campaign: two filterable (wide workload span) and two that are not.
 DEMO_PROBLEMS = ("lis", "sortdedup", "twosum", "unionfind")
+#: Programs timed per problem: the demo's pools before issue 25 grew the suite (5-6 accepted + 1
+#: time_limit_exceeded + 2 wrong_answer = 8-9), so that ``make demo`` keeps its length (issue 25: "a subset
+#: of problems/solutions is fine") while the shipped pools grow to 20+ programs.
+DEMO_PROGRAMS_PER_PROBLEM = 9
 
 
 @dataclass(frozen=True)
@@ -67,8 +78,72 @@ def shipped_corpora() -> list[Path]:
     return sorted((repo_root() / "fixtures" / "corpora").glob("*.parquet"))
 
 
+@dataclass(frozen=True)
+class DemoSelection:
+    """The programs the demo times: ``PROBLEM/SOLUTION`` ids per problem, and how they were chosen."""
+
+    ids: dict[str, tuple[str, ...]]
+    available: dict[str, int]
+    source: str
+
+    @property
+    def patterns(self) -> list[str]:
+        return [i for ids in self.ids.values() for i in ids]
+
+    def describe(self, tests: dict[str, int]) -> str:
+        per = ", ".join(f"{p} {len(ids)} of {self.available[p]}" for p, ids in self.ids.items())
+        n_tests = sum(tests.get(p, 0) for p in self.ids)
+        return (f"{len(self.ids)} problems ({', '.join(self.ids)}), {len(self.patterns)} programs ({per}; "
+                f"{self.source}), {n_tests} optimization tests")
+
+
+def demo_submissions(stored_rows, suite: Path, problems, *, per_problem: int = DEMO_PROGRAMS_PER_PROBLEM
+                     ) -> DemoSelection | None:
+    """The programs of ``problems`` the demo times, chosen from the stored run's rows (a corpus frame).
+
+    Per problem: the solutions of the stored run's reference rows that are still in ``suite``; when there
+    are more than ``per_problem``, every one outside ``accepted/`` (wrong answers and time-limit-exceeded
+    programs, whose statuses the reports show) and accepted ones evenly spaced over the stored run's
+    order by median ``duration_s`` on the problem's largest test (most input bytes; on small tests the
+    interpreter's start-up hides the order), fastest and slowest included, so the subset keeps the pool's
+    spread of speeds (ties by name). None when no problem has a stored program in the suite.
+    """
+    import numpy as np
+
+    ref = stored_rows[stored_rows["role"].astype(str) == "reference"]
+    ids: dict[str, tuple[str, ...]] = {}
+    available: dict[str, int] = {}
+    for problem in problems:
+        rows = ref[ref["problem"].astype(str) == problem]
+        if rows.empty:
+            continue
+        largest = rows[rows["input_bytes"] == rows["input_bytes"].max()]
+        median = largest.groupby(largest["solution"].astype(str), observed=True)["duration_s"].median()
+        present = sorted(s for s in set(rows["solution"].astype(str))
+                         if (suite / problem / "submissions" / s).exists())
+        if not present:
+            continue
+        available[problem] = len(present)
+        chosen = present
+        if len(present) > per_problem:
+            others = [s for s in present if not s.startswith("accepted/")]
+            accepted = sorted((s for s in present if s.startswith("accepted/")),
+                              key=lambda s: (median.get(s, float("inf")), s))
+            slots = max(2, per_problem - len(others))
+            picks = sorted({int(round(x)) for x in np.linspace(0, len(accepted) - 1, min(slots, len(accepted)))})
+            chosen = sorted(others + [accepted[i] for i in picks])
+        ids[problem] = tuple(f"{problem}/{s}" for s in chosen)
+    if not ids:
+        return None
+    return DemoSelection(ids, available, f"those of the stored run, at most {per_problem} per problem")
+
+
+def _optimization_tests(suite: Path, problem: str) -> int:
+    return len(list((suite / problem / "data" / "secret" / "optimization").glob("*.in")))
+
+
 def _collect_command(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None,
-                     timeout: float, fresh: bool) -> list[str]:
+                     timeout: float, fresh: bool, submissions_file: Path | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "audits.cli", "collect", str(suite), "--sandbox", "local",
            "--repeats", str(repeats), "--campaign", CAMPAIGN, "--environment", run.environment,
            "--workers", str(run.workers), "--timeout", f"{timeout:g}", "--tests", "optimization",
@@ -77,6 +152,8 @@ def _collect_command(run: DemoRun, suite: Path, out: Path, *, repeats: int, prob
         cmd += ["--load", run.load]
     if problems:
         cmd += ["--problems", problems]
+    if submissions_file is not None:
+        cmd += ["--submissions-from", str(submissions_file)]
     if fresh:
         cmd += ["--overwrite", "--restart"]
     return cmd
@@ -87,10 +164,11 @@ def _say(text: str) -> None:
 
 
 def collect(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None, timeout: float,
-            fresh: bool, step: str) -> Path:
+            fresh: bool, step: str, submissions_file: Path | None = None) -> Path:
     """Run ``speedaudit collect`` for one environment (output streamed); on failure print why and what to do
     and raise :class:`DemoError`."""
-    cmd = _collect_command(run, suite, out, repeats=repeats, problems=problems, timeout=timeout, fresh=fresh)
+    cmd = _collect_command(run, suite, out, repeats=repeats, problems=problems, timeout=timeout, fresh=fresh,
+                           submissions_file=submissions_file)
     _say(f"{step} collecting {suite.name} in the {run.environment} environment ({run.description}), "
          f"{repeats} repeats -> {out}")
     start = time.perf_counter()
@@ -122,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "would otherwise dominate the demo's run time)")
     p.add_argument("--n-boot", type=int, default=500, help="bootstrap resamples in the reports (default 500)")
     p.add_argument("--fresh", action="store_true", help="measure again even if today's corpora exist")
+    p.add_argument("--all-programs", action="store_true",
+                   help=f"time every program of the problems (default: those of the stored campaign, at most "
+                        f"{DEMO_PROGRAMS_PER_PROBLEM} per problem, so that the demo keeps its length)")
     p.add_argument("--skip-collect", action="store_true",
                    help="render from the corpora already collected in OUT/demo (no new measurements)")
     return p
@@ -141,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
          f"is longer, collect warns about it: expected in the demo (only the time-limit-exceeded submissions "
          f"reach the cut; pass --timeout to change it)")
     shipped = shipped_corpora()
+    stored = stored_run(shipped)
+    submissions_file = None
+    if not args.skip_collect and suite.is_dir():
+        submissions_file = _announce_subset(args, suite, shipped, stored, work)
     fresh = []
     runs = demo_runs(workers=args.workers)
     for i, run in enumerate(runs, 1):
@@ -158,14 +243,13 @@ def main(argv: list[str] | None = None) -> int:
             problems = None if args.problems == "all" else args.problems
             try:
                 collect(run, suite, path, repeats=args.repeats, problems=problems, timeout=args.timeout,
-                        fresh=args.fresh, step=step)
+                        fresh=args.fresh, step=step, submissions_file=submissions_file)
             except DemoError:
                 return 1
         fresh.append(path)
     corpora = fresh + shipped
     _say(f"[report] rendering the reports from {len(fresh)} fresh and {len(shipped)} shipped corpora "
          f"into {out}")
-    stored = stored_run(shipped)
     if stored is None:
         _say("speedaudit demo: note: no stored quiet campaign in fixtures/corpora/*.parquet (incomplete checkout?); "
              "the calibration of stored reference timings is skipped")
@@ -179,6 +263,38 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"speedaudit demo: done in {time.perf_counter() - started:.0f} s; open this page in a browser:")
     _say(str(index.path))
     return 0
+
+
+def _announce_subset(args, suite: Path, shipped: list[Path], stored: list[str] | None, work: Path) -> Path | None:
+    """Choose the programs to time (:func:`demo_submissions`), write them as a --submissions-from file in
+    ``work`` and print the subset; None (and the reason printed) when every program is timed."""
+    if args.problems == "all":
+        problems = sorted(p.parent.name for p in suite.glob("*/problem.yaml"))
+    else:
+        problems = [p for p in args.problems.split(",") if p]
+    tests = {p: _optimization_tests(suite, p) for p in problems}
+    selection = None
+    why = "--all-programs"
+    if not args.all_programs:
+        why = "no stored campaign to choose from"
+        if stored is not None:
+            from audits.report.render import load_corpora
+
+            corpus = load_corpora(shipped)
+            rows = corpus[(corpus["environment"].astype(str) == stored[0])
+                          & (corpus["campaign"].astype(str) == stored[1])]
+            selection = demo_submissions(rows, suite, problems)
+            why = f"no program of the stored run {stored[0]}/{stored[1]} is in {suite}"
+    if selection is None:
+        _say(f"speedaudit demo: timing every program of {len(problems)} problems ({', '.join(problems)}), "
+             f"{sum(tests.values())} optimization tests ({why})")
+        return None
+    path = work / "demo-submissions.txt"
+    path.write_text(f"# the programs make demo times (python -m audits.report.demo; from the stored run "
+                    f"{stored[0]}/{stored[1]})\n" + "".join(f"{i}\n" for i in selection.patterns))
+    _say(f"speedaudit demo: timing {selection.describe(tests)}; --all-programs times every program "
+         f"(list: {path})")
+    return path
 
 
 def stored_run(shipped: list[Path]) -> list[str] | None:
