@@ -80,7 +80,8 @@ def shipped_corpora() -> list[Path]:
 
 @dataclass(frozen=True)
 class DemoSelection:
-    """The programs the demo times: ``PROBLEM/SOLUTION`` ids per problem, and how they were chosen."""
+    """The programs the demo times: ``PROBLEM/SOLUTION`` ids per problem, the suite's number of programs per
+    problem (``available``), and how they were chosen."""
 
     ids: dict[str, tuple[str, ...]]
     available: dict[str, int]
@@ -123,7 +124,9 @@ def demo_submissions(stored_rows, suite: Path, problems, *, per_problem: int = D
                          if (suite / problem / "submissions" / s).exists())
         if not present:
             continue
-        available[problem] = len(present)
+        subs = suite / problem / "submissions"
+        available[problem] = sum(1 for verdict in subs.iterdir() if verdict.is_dir() and not verdict.name.startswith(".")
+                                 for entry in verdict.iterdir() if not entry.name.startswith("."))
         chosen = present
         if len(present) > per_problem:
             others = [s for s in present if not s.startswith("accepted/")]
