@@ -33,7 +33,7 @@ import pandas as pd
 from stats._groups import canonical_order, first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
-from stats.reliability import grouped_icc
+from stats.reliability import log_duration_icc
 
 __all__ = [
     "grouped_quantile",
@@ -418,7 +418,8 @@ def strong_weak_gap(scores: pd.DataFrame, *, quantile: float = 0.25, n_boot: int
 
 
 def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, factor: float = 2.0,
-                        pools: pd.DataFrame | None = None) -> pd.DataFrame:
+                        pools: pd.DataFrame | None = None, tests: pd.DataFrame | None = None,
+                        icc: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per optimization test: how well it separates the references.
 
     Columns: ``problem, test, n_refs, median_s, spread`` (IQR / median of
@@ -427,19 +428,21 @@ def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, fact
     repeats: the share of one repeat's variance that is between solutions,
     i.e. whether a repeat orders the solutions as the others do) and
     ``near_floor`` (median_s <= factor x floor; False when the floor is unknown).
+
+    ``tests`` and ``icc``: :func:`test_table` of ``run`` and :func:`stats.reliability.log_duration_icc` of its
+    correct references on optimization tests, when the caller has them already (the run context's).
     """
-    tests = test_table(run, pools=pools)
-    d = run["duration_s"].to_numpy(dtype=float)
-    mask = (run["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
-    for column, value in (("role", "reference"), ("test_kind", "optimization")):
-        if column in run.columns:
-            mask &= (run[column] == value).to_numpy()
-    if "correct" in run.columns:
-        mask &= run["correct"].to_numpy(dtype=bool)
-    refs = run.loc[mask]
-    if "repeat" in refs.columns:
-        icc_tab = grouped_icc(refs.assign(_y=np.log(d[mask])), targets="solution", raters="repeat", ratings="_y",
-                              groups=["problem", "test"])
+    tests = (test_table(run, pools=pools) if tests is None else tests).copy()
+    if "repeat" in run.columns:
+        if icc is None:
+            mask = np.ones(len(run), dtype=bool)
+            for column, value in (("role", "reference"), ("test_kind", "optimization")):
+                if column in run.columns:
+                    mask &= (run[column] == value).to_numpy()
+            if "correct" in run.columns:
+                mask &= run["correct"].to_numpy(dtype=bool)
+            icc = log_duration_icc(run.loc[mask])
+        icc_tab = icc
         key = icc_tab["problem"].astype(str) + "\x00" + icc_tab["test"].astype(str)
         lookup = pd.Series(icc_tab["ICC3"].to_numpy(), index=key.to_numpy())
         tkey = tests["problem"].astype(str) + "\x00" + tests["test"].astype(str)

@@ -64,6 +64,7 @@ __all__ = [
     "RankDrift",
     "rank_drift",
     "icc",
+    "log_duration_icc",
     "grouped_icc",
     "VarianceComponents",
     "variance_components",
@@ -684,6 +685,33 @@ def grouped_icc(
         value = np.where(np.isfinite(value), value, np.nan)
         out[name] = value
     return out
+
+
+def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
+    """:func:`grouped_icc` of every (problem, test): solutions x repeats of log ``duration_s``.
+
+    Reads the ``ok`` rows with a positive finite duration (a timeout's limit or a crash is not a rating);
+    without a ``repeat`` column every row is repeat 0. What the reliability audit's ICC, the
+    discriminability audit's ICC(3,1) column and the clock audit's ICC read, from the same rows.
+
+    Parameters
+    ----------
+    references : DataFrame
+        Correct reference executions on optimization tests (``problem, test, solution, repeat,
+        duration_s, status``).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"problem": "p", "test": "t", "solution": list("aabbcc"), "repeat": [0, 1] * 3,
+    ...                      "duration_s": [1.0, 1.1, 2.0, 2.1, 4.0, 4.4], "status": "ok"})
+    >>> round(float(log_duration_icc(rows)["ICC2"].iloc[0]), 4)   # pingouin's ICC(A,1) of the same logs
+    0.9929
+    """
+    runs = references if "repeat" in references.columns else references.assign(repeat=0)
+    d = runs["duration_s"].to_numpy(dtype=float)
+    good = (runs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
+    logs = runs.loc[good].assign(_log=np.log(d[good]))
+    return grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
 
 
 def icc(data: pd.DataFrame, *, targets: str | Sequence[str], raters: str, ratings: str) -> pd.DataFrame:

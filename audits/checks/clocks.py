@@ -253,26 +253,22 @@ def _refs(run: pd.DataFrame) -> pd.DataFrame:
 
 def _figures(run: pd.DataFrame, *, n_boot: int, seed: int, shared=None) -> dict:
     """The five figures of one run under the measure in its ``duration_s`` (``shared``: the run's
-    :class:`audits.protocol.context.RunContext` when the measure is the wall time: its pool and per-repeat
-    scores, built once for every audit)."""
+    :class:`audits.protocol.context.RunContext` when the measure is the wall time: its repeat cells, test ICCs,
+    test table and per-repeat scores, built once for every audit)."""
     from stats.discriminability import robust_cv, strong_weak_gap, test_table
-    from stats.reliability import grouped_icc, per_repeat_scores, rank_drift, repeat_cv, summarize_repeat_cv
+    from stats.reliability import log_duration_icc, per_repeat_scores, rank_drift, repeat_cv, summarize_repeat_cv
 
-    refs = _refs(run)
-    cells = repeat_cv(refs)
+    if shared is None:
+        refs = _refs(run)
+        cells, icc, scores, tests = repeat_cv(refs), log_duration_icc(refs), per_repeat_scores(run), test_table(run)
+    else:  # the tables the reliability and discriminability audits of the run read too
+        cells, icc, scores, tests = shared.repeat_cells, shared.test_icc, shared.repeat_scores, shared.test_table
     cv = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)["median_repeat_cv"].estimate
-    scores = per_repeat_scores(run) if shared is None else shared.repeat_scores
     drift = rank_drift(scores, n_boot=n_boot, seed=seed).mean_sd.estimate
-    d = refs["duration_s"].to_numpy(dtype=float)
-    good = _ok(refs) & np.isfinite(d) & (d > 0)
-    logs = refs.loc[good].assign(_log=np.log(d[good]))
-    if "repeat" not in logs.columns:
-        logs = logs.assign(repeat=0)
-    icc = grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
     icc2 = icc["ICC2"].to_numpy(dtype=float) if len(icc) else np.zeros(0)
     ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
     gap = strong_weak_gap(ref_scores, n_boot=n_boot, seed=seed).gap.estimate
-    rcv = robust_cv(test_table(run, pools=None if shared is None else shared.pools))
+    rcv = robust_cv(tests)
     finite = np.isfinite(rcv["robust_cv"].to_numpy(dtype=float))
     return {"median_repeat_cv": float(cv), "mean_rank_sd": float(drift),
             "icc": float(np.nanmedian(icc2)) if np.isfinite(icc2).any() else math.nan,

@@ -192,20 +192,24 @@ def _run_floor(floors: pd.DataFrame, run: Run, floor_s: float | None, has_langua
 
 def per_problem_tables(run: pd.DataFrame, floors: pd.DataFrame, which: Run, *, floor_s: float | None,
                        t: DiscriminabilityThresholds, method: str, pools: pd.DataFrame | None = None,
-                       scores: pd.DataFrame | None = None) -> dict:
+                       scores: pd.DataFrame | None = None, shared=None) -> dict:
     """The per-test and per-problem tables of one run's (non-floor) rows: every figure of the audit is a
     function of these (:func:`combine_problem_tables`), so they can be computed partition by partition.
 
     Returns ``{"tests", "problems", "scores", "language_counts"}``: :func:`stats.discriminability.test_discrimination`
     (near-floor flags by language where there are per-language floors), :func:`noise_aware_robust_cv` with the
     near-floor counts, the references' per-repeat scores against the pool, and the reference rows per language.
+    ``shared``: the run's :class:`audits.protocol.context.RunContext` when ``run`` is its rows (its test table
+    and ICCs, built once for every audit).
     """
     floor, _, language_floors = _run_floor(floors, which, floor_s, "language" in run.columns)
     if "role" in run.columns:
         run = run.loc[(run["role"] != "floor").to_numpy()]
     if pools is None:
         pools = reference_pools(run)  # built once: reused by the test table and the per-repeat scores
-    tests = test_discrimination(run, floor_s=floor, factor=t.near_floor_factor, pools=pools)
+    tests = test_discrimination(run, floor_s=floor, factor=t.near_floor_factor, pools=pools,
+                                tests=None if shared is None else shared.test_table,
+                                icc=None if shared is None else shared.test_icc)
     counts = {}
     if language_floors:  # every test is checked against the floor of its references' language
         tests = _near_floor_by_language(run, pools, tests, language_floors, t.near_floor_factor)
@@ -450,7 +454,7 @@ def run_discriminability_audit(
         run_ctx = ctx.run(summary)
         per_run[summary.run] = per_problem_tables(run_ctx.rows, ctx.floors, summary.run, floor_s=floor_s,
                                                   t=thresholds, method=method, pools=run_ctx.pools,
-                                                  scores=run_ctx.reference_repeat_scores())
+                                                  scores=run_ctx.reference_repeat_scores(), shared=run_ctx)
     return combine_problem_tables(per_run, {s.run: s for s in chosen}, ctx.floors, floor_s=floor_s, t=thresholds,
                                   method=method, n_boot=n_boot, seed=seed,
                                   has_language="language" in ctx.corpus.columns)

@@ -49,7 +49,7 @@ from stats.reliability import (
     PairSignificance,
     RankDrift,
     VarianceComponents,
-    grouped_icc,
+    log_duration_icc,
     pairwise_significance,
     per_repeat_scores,
     process_level,
@@ -257,7 +257,7 @@ def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:
     return corpus.loc[mask]
 
 
-def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None) -> dict:
+def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None, shared=None) -> dict:
     """The per-problem parts of one run's reliability figures, from its (non-floor) rows of whole problems.
 
     Every figure of the audit is a function of these (:func:`combine_problem_tables`), so they can be
@@ -269,17 +269,18 @@ def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None
     (:func:`stats.reliability.per_repeat_scores`; ``scores`` when the run context has them), the ICCs of every
     optimization test, the per-problem sufficient statistics of the variance components
     (:func:`stats.reliability.variance_partials`) and, with nested repeats, the histogram of processes per
-    (problem, test, solution) (else None).
+    (problem, test, solution) (else None). ``shared``: the run's :class:`audits.protocol.context.RunContext`
+    when ``rows`` are its rows (its reference rows, cells, ICCs and scores, built once for every audit).
     """
-    refs = _reference_rows(rows)
-    cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
+    if shared is not None:
+        refs, cells, test_icc, scores = (shared.reference_rows, shared.repeat_cells, shared.test_icc,
+                                         shared.repeat_scores)
+    else:
+        refs = _reference_rows(rows)
+        cells = repeat_cv(refs, by=("campaign", "problem", "test", "solution"))
+        test_icc = log_duration_icc(refs)
     if scores is None:  # the run context's shared per-repeat scores, else computed here
         scores = per_repeat_scores(rows)
-    run_refs = refs if "repeat" in refs.columns else refs.assign(repeat=0)
-    d = run_refs["duration_s"].to_numpy(dtype=float)
-    good = (run_refs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
-    logs = run_refs.loc[good].assign(_log=np.log(d[good]))
-    test_icc = grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
     variance = variance_partials(refs)
     tally = None
     if "run" in refs.columns and len(refs):  # nested repeats: the independent repeat is the process (``run``)
@@ -342,8 +343,10 @@ def _contention(rows: pd.DataFrame, t: ReliabilityThresholds) -> Contention:
 
 def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
          target_reliability: float, target_precision: float, max_pairs: int,
-         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None) -> RunReliability:
-    return combine_problem_tables(per_problem_tables(rows, scores=scores), summary, n_boot=n_boot, seed=seed,
+         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None,
+         shared=None) -> RunReliability:
+    tables = per_problem_tables(rows, scores=scores, shared=shared)
+    return combine_problem_tables(tables, summary, n_boot=n_boot, seed=seed,
                                   target_reliability=target_reliability, target_precision=target_precision,
                                   max_pairs=max_pairs,
                                   contention=_contention(rows, thresholds or ReliabilityThresholds()))
@@ -618,8 +621,7 @@ def run_reliability_audit(
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and scores per run built once
     for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
         run_ctx = ctx.run(summary)
-        result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, scores=run_ctx.repeat_scores,
-                      thresholds=thresholds,
+        result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, shared=run_ctx, thresholds=thresholds,
                       target_reliability=target_reliability, target_precision=target_precision, max_pairs=max_pairs)
         results[summary.run] = result
         findings.extend(_findings(result, thresholds))

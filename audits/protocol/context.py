@@ -135,6 +135,35 @@ class RunContext:
             return per_repeat_scores(self.rows)
         return per_repeat_scores(self.rows, pools=self.pools, table=self.repeat_percentiles)
 
+    @cached_property
+    def reference_rows(self) -> pd.DataFrame:
+        """Correct reference executions of the run on optimization tests (:func:`reference_rows`)."""
+        return reference_rows(self.rows)
+
+    @cached_property
+    def repeat_cells(self) -> pd.DataFrame:
+        """:func:`stats.reliability.repeat_cv` of every (campaign, problem, test, solution) cell of
+        :attr:`reference_rows` (the reliability and clock audits' repeat CV)."""
+        from stats.reliability import repeat_cv
+
+        return repeat_cv(self.reference_rows, by=("campaign", "problem", "test", "solution"))
+
+    @cached_property
+    def test_icc(self) -> pd.DataFrame:
+        """:func:`stats.reliability.log_duration_icc` of :attr:`reference_rows`: the ICCs of every
+        optimization test (the reliability, discriminability and clock audits')."""
+        from stats.reliability import log_duration_icc
+
+        return log_duration_icc(self.reference_rows)
+
+    @cached_property
+    def test_table(self) -> pd.DataFrame:
+        """:func:`stats.discriminability.test_table` of the run against :attr:`pools` (the discriminability
+        and clock audits' per-test medians and spreads)."""
+        from stats.discriminability import test_table
+
+        return test_table(self.rows, pools=self.pools)
+
     def reference_repeat_scores(self) -> pd.DataFrame:
         """:attr:`repeat_scores` of the references only (a reference's score does not depend on the
         candidates: the pool is fixed), in the order :func:`per_repeat_scores` gives them; scored against

@@ -86,6 +86,38 @@ def test_each_runs_tables_are_built_once_during_audit_all(corpus, calls):
     assert Counter(name for name, *_ in calls)["cell_codes"] == len(runs)
 
 
+def test_reliability_tables_are_built_once_per_run(corpus, monkeypatch):
+    """The repeat cells, the per-test ICCs and the test table of a run (read by the reliability,
+    discriminability and clock audits) are computed once per run in ``audit all``: each counted function is
+    called over a whole run's reference rows (or, for the test table, its rows) exactly once. Before, the
+    clock audit computed all three again and the discriminability audit its ICCs."""
+    import stats.discriminability
+    import stats.reliability
+
+    seen: list[tuple] = []
+    for module, name in ((stats.reliability, "repeat_cv"), (stats.reliability, "log_duration_icc"),
+                         (stats.discriminability, "test_table")):
+        real = getattr(module, name)
+
+        def counting(frame, *args, _real=real, _name=name, **kwargs):
+            seen.append((_name, _runs_of(frame), len(frame)))
+            return _real(frame, *args, **kwargs)
+
+        for loaded in list(sys.modules.values()):
+            if getattr(loaded, "__name__", "").startswith(("stats", "audits")) and getattr(loaded, name, None) is real:
+                monkeypatch.setattr(loaded, name, counting)
+    _whole(corpus)
+    ctx = AuditContext(corpus)
+    for summary in ctx.runs:
+        run = ctx.run(summary)
+        key = (str(summary.environment), str(summary.campaign))
+        sizes = {"repeat_cv": len(run.reference_rows), "log_duration_icc": len(run.reference_rows),
+                 "test_table": len(run.rows)}
+        for name, size in sizes.items():
+            hits = [c for c in seen if c[0] == name and c[1] == frozenset({key}) and c[2] == size]
+            assert len(hits) == 1, (name, key, hits)
+
+
 def test_audit_all_json_equals_the_separate_audits(corpus):
     whole = _whole(corpus).to_dict()
     for name in ("reliability", "discriminability", "aggregation", "clocks", "simulation", "calibration"):
