@@ -653,9 +653,9 @@ def _scored_frame(runs: pd.DataFrame, *, roles: Sequence[str], per_repeat: bool)
     scored = runs
     if "role" in runs.columns:
         scored = runs.loc[runs["role"].isin(list(roles)).to_numpy()]
-    if per_repeat:
+    if per_repeat:  # language: an execution joins its own language's pool where the pool is split
         cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "role", "correct",
-                            "test_kind") if c in scored.columns]
+                            "test_kind", "language") if c in scored.columns]
         return scored[cols].reset_index(drop=True)
     return solution_cells(scored)
 
@@ -666,12 +666,15 @@ def base_percentiles(
     pools: pd.DataFrame,
     roles: Sequence[str] = ("reference", "candidate"),
     per_repeat: bool = True,
+    percentiles: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-test percentiles of the rows :func:`apply_environment` scores, before any environment acts.
 
     Pass the result as ``apply_environment(..., percentiles=...)`` when applying
     many environments to the same runs: it replaces one ranking pass per
-    environment with one in all (the results are identical).
+    environment with one in all (the results are identical). ``percentiles``: with ``per_repeat``, the
+    per-test percentile of every row of ``runs`` against ``pools`` (aligned with its rows, e.g. the run
+    context's per-repeat table) when already computed: the scored rows' are picked from it.
 
     Examples
     --------
@@ -683,6 +686,11 @@ def base_percentiles(
     >>> base_percentiles(runs, pools=reference_pools(runs)).tolist()
     [0.0, 100.0, 50.0]
     """
+    if percentiles is not None and per_repeat:
+        keep = np.ones(len(runs), dtype=bool)
+        if "role" in runs.columns:  # the rows _scored_frame keeps (floor rows are never among ``roles``)
+            keep = runs["role"].isin([r for r in roles if r != "floor"]).to_numpy()
+        return np.asarray(percentiles, dtype=float)[keep]
     runs = _without_floor(runs)
     return test_percentiles(_scored_frame(runs, roles=roles, per_repeat=per_repeat), pools)
 

@@ -121,12 +121,15 @@ def within_group_rank(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None,
-                   include_incorrect: bool = False) -> pd.DataFrame:
+                   include_incorrect: bool = False, percentiles: np.ndarray | None = None) -> pd.DataFrame:
     """q (``mean_pct``, no filter or limit) of every correct reference solution on every repeat.
 
     ``pools`` (``stats.ranking.reference_pools(runs)``) may be passed when already computed.
     With ``include_incorrect`` the incorrect references are scored too (their
     failed tests count as percentile 100, so they rank as slow programs).
+    Each execution is ranked against the pool of its test (of its language, where the pool is split by
+    language: :func:`stats.ranking.pool_join`). ``percentiles``: those per-test percentiles of every row of
+    ``runs`` (aligned with its rows, e.g. the run context's per-repeat table) when already computed.
 
     Returns
     -------
@@ -139,12 +142,13 @@ def repeat_quality(runs: pd.DataFrame, *, pools: pd.DataFrame | None = None,
         pools = reference_pools(runs.loc[mask])
     if "correct" in runs.columns and not include_incorrect:
         mask &= runs["correct"].to_numpy(dtype=bool)
-    cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "test_kind")
+    cols = [c for c in ("problem", "test", "solution", "repeat", "duration_s", "status", "test_kind", "language")
             if c in runs.columns]
     frame = runs.loc[mask, cols].reset_index(drop=True)
     if "repeat" not in frame.columns:
         frame["repeat"] = 0
-    frame["percentile"] = test_percentiles(frame, pools)
+    frame["percentile"] = (test_percentiles(frame, pools) if percentiles is None
+                           else np.asarray(percentiles, dtype=float)[mask])
     scores = problem_scores(frame, by=["problem", "solution", "repeat"])
     return scores[["problem", "solution", "repeat", "q"]]
 

@@ -26,8 +26,8 @@ from audits.corpus.runs import Runs, RunSummary, one_run
 from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
 from audits.checks.declared.simulation import SimulationThresholds
 from stats.bootstrap import check_n_boot
-from stats.rewards import RewardEnvironment, apply_environment, p_tau
-from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, simulate_grid
+from stats.rewards import RewardEnvironment, apply_environment, base_percentiles, p_tau
+from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality, simulate_grid
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
            "choose_run", "columns_lacking", "usable_reward_environments", "combine_simulation_results"]
@@ -327,7 +327,13 @@ def run_simulation_audit(
         raise ValueError(_no_references(run))
     left_out, usable = usable_reward_environments(
         reward_environments, lambda column: column in runs.columns and bool(runs[column].notna().any()), run)
-    _, results = simulate_grid(runs, usable, pools=run_ctx.pools, n_bins=n_bins, group_sizes=group_sizes,
+    # every row of the run is ranked once, in the shared per-repeat table: the repeat quality and the reward
+    # environments' base percentiles are subsets of it (aligned with the run's non-floor rows)
+    rows, ranked = run_ctx.rows, run_ctx.repeat_percentiles["percentile"].to_numpy()
+    quality = repeat_quality(rows, pools=run_ctx.pools, include_incorrect=include_incorrect, percentiles=ranked)
+    percentiles = base_percentiles(rows, pools=run_ctx.pools, roles=("reference",), percentiles=ranked)
+    _, results = simulate_grid(runs, usable, pools=run_ctx.pools, quality=quality, percentiles=percentiles,
+                               n_bins=n_bins, group_sizes=group_sizes,
                                quality_distribution=quality_distribution, thresholds=_degeneracy(th),
                                n_boot=n_boot, seed=seed, include_incorrect=include_incorrect)
     return combine_simulation_results(run, results, left_out, thresholds=th, include_incorrect=include_incorrect)

@@ -230,3 +230,44 @@ def test_clocks_from_the_shared_tables_equal_the_clocks_audit_alone(corpus):
     assert shared.quietest == ("quiet", "c0")
     for other in (alone, shuffled):
         assert shared.to_dict() == other.to_dict()
+
+
+def test_simulator_quality_ranks_each_reference_in_its_own_languages_pool():
+    """The simulator's per-repeat quality (and so the simulation audit) ranks a reference of a problem whose
+    references mix languages among the references of its own language, like every other table: checked by hand
+    with pandas. Before, its per-repeat frame dropped ``language`` and ranked the 30x slower Python references
+    among the C++ ones too."""
+    from stats.simulator import repeat_quality
+
+    corpus = _language_corpus()
+    run = corpus[corpus["campaign"] == "c0"]
+    refs = run[(run["role"] == "reference") & run["correct"]]
+    ok = refs["status"] == "ok"
+    pool = (refs[ok].groupby(["problem", "test", "solution"], observed=True)
+            .agg(d=("duration_s", "median"), language=("language", "first")).reset_index())
+    expected = []
+    for (problem, solution, repeat), rows in refs.groupby(["problem", "solution", "repeat"], observed=True):
+        pct = []
+        for row in rows.itertuples():
+            mine = pool[(pool["problem"] == problem) & (pool["test"] == row.test) & (pool["solution"] != solution)]
+            if problem == "mix":
+                mine = mine[mine["language"] == row.language]
+            d = mine["d"].to_numpy()
+            pct.append(100.0 if row.status != "ok" else
+                       100.0 * ((d < row.duration_s).sum() + 0.5 * (d == row.duration_s).sum()) / len(d))
+        expected.append({"problem": problem, "solution": solution, "repeat": repeat, "q": np.mean(pct) / 100})
+    want = pd.DataFrame(expected).sort_values(["problem", "solution", "repeat"]).reset_index(drop=True)
+    got = repeat_quality(run, pools=reference_pools(run))
+    got = got.assign(**{c: got[c].astype(str) for c in ("problem", "solution")})
+    got = got.sort_values(["problem", "solution", "repeat"]).reset_index(drop=True)
+    want = want.assign(**{c: want[c].astype(str) for c in ("problem", "solution")})
+    pd.testing.assert_frame_equal(got[["problem", "solution", "repeat"]], want[["problem", "solution", "repeat"]],
+                                  check_dtype=False)
+    np.testing.assert_allclose(got["q"].to_numpy(dtype=float), want["q"].to_numpy(dtype=float), rtol=0, atol=1e-12)
+    # and the simulation audit of the whole corpus reads the same ranking as the shared per-repeat table
+    ctx = AuditContext(corpus)
+    shared = ctx.run(("quiet", "c0"))
+    fresh = repeat_quality(shared.rows, pools=shared.pools,
+                           percentiles=shared.repeat_percentiles["percentile"].to_numpy())
+    pd.testing.assert_frame_equal(fresh.reset_index(drop=True),
+                                  repeat_quality(shared.rows, pools=shared.pools).reset_index(drop=True))
