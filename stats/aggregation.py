@@ -314,9 +314,14 @@ class AggregationContext:
         use = np.isfinite(values)
         if mask is not None:
             use &= mask
-        w = np.ones(use.sum()) if weights is None else np.asarray(weights, dtype=float)[use]
-        num = np.bincount(self.codes[use], weights=w * values[use], minlength=self.n_groups)
-        den = np.bincount(self.codes[use], weights=w, minlength=self.n_groups)
+        codes = self.codes[use]  # one gather for both sums
+        if weights is None:  # unweighted: the count is exact as an integer, the sum needs no product
+            num = np.bincount(codes, weights=values[use], minlength=self.n_groups)
+            den = np.bincount(codes, minlength=self.n_groups).astype(float)
+        else:
+            w = np.asarray(weights, dtype=float)[use]
+            num = np.bincount(codes, weights=w * values[use], minlength=self.n_groups)
+            den = np.bincount(codes, weights=w, minlength=self.n_groups)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
