@@ -127,6 +127,23 @@ def unique_ints(keys: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
+def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``np.unique(values, return_inverse=True)``'s inverse and the number of distinct values.
+
+    Integers in a small non-negative range are ranked through a presence table (no sort, no hash: numpy 2's
+    ``unique`` hashes, 0.09 s on the 10^6 cluster codes of one bootstrap); anything else goes to ``np.unique``.
+
+    >>> dense_ranks(np.array([7, 3, 7, 5]))[0].tolist(), dense_ranks(np.array([7, 3, 7, 5]))[1]
+    ([2, 0, 2, 1], 3)
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "iu" and _dense_range(values):
+        rank = np.cumsum(np.bincount(values) > 0) - 1
+        return rank[values].astype(np.int64, copy=False), int(rank[-1]) + 1
+    uniques, inverse = np.unique(values, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64, copy=False), len(uniques)
+
+
 def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """Dense code per row for the combination of ``columns``.
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stats._groups import grouped_order
+from stats._groups import dense_ranks, grouped_order
 
 __all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci", "check_n_boot"]
 
@@ -113,8 +113,7 @@ def cluster_bootstrap_ci(
     values, clusters = values[keep], clusters[keep]
     if len(values) == 0:
         return Interval(np.nan, np.nan, np.nan, 0, level)
-    _, codes = np.unique(clusters, return_inverse=True)
-    k = int(codes.max()) + 1
+    codes, k = dense_ranks(clusters)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k > 1 and check_n_boot(n_boot) else None
     alpha = (1 - level) / 2

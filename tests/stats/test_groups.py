@@ -26,3 +26,14 @@ def test_grouped_order_edges():
     values = np.array([2.0, 1.0, 2.0])
     labels = np.array(["b", "a", "b"])  # non-integer codes: lexsort itself
     assert grouped_order(values, labels).tolist() == np.lexsort((values, labels)).tolist()
+
+
+@pytest.mark.parametrize("values", [np.array([5, 1, 5, 3]), np.array([-2, 4, -2]), np.array([2.5, 1.0, 2.5]),
+                                    np.arange(10**4) * 997 % 4093, np.array([0, 10**12, 0])])
+def test_dense_ranks_is_unique_inverse(values):
+    from stats._groups import dense_ranks
+
+    uniques, inverse = np.unique(values, return_inverse=True)
+    codes, k = dense_ranks(values)
+    np.testing.assert_array_equal(codes, inverse)
+    assert k == len(uniques)
