@@ -1,5 +1,10 @@
 """The shipped speedbench suite and the corpora collected from it.
 
+* every problem has a reference pool like a leaderboard (issue 25): >= 20 accepted submissions, >= 4
+  of them C++;
+* EVERY accepted submission, Python and C++, is correct on EVERY test of its problem (sample,
+  correctness and optimization; slow: one test per problem, so a failure names the problem, program
+  and test);
 * every accepted and time_limit_exceeded submission passes every correctness test (samples and
   ``data/secret/correctness``: all small, so the slow-but-correct programs finish quickly);
 * every wrong_answer submission fails at least one of those tests;
@@ -8,7 +13,9 @@
 * each shipped corpus validates with ``audits.corpus.io.load_corpus`` and matches its manifest.
 
 Programs run for real with the interpreter the corpora were collected with (Debian's
-``/usr/bin/python3``, the default of ``speedaudit collect``), checked with the suite's own checker.
+``/usr/bin/python3``, the default of ``speedaudit collect``); C++ programs are compiled once per
+module through ``audits.collect.languages.prepare`` (the collector's build: ``g++ -O2``, the newest
+standard, in the build sandbox). Outputs are checked with the suite's own checker.
 """
 from __future__ import annotations
 
@@ -23,13 +30,17 @@ import pandas as pd
 import pytest
 
 from audits.corpus.io import load_corpus
-from audits.collect.languages import DEFAULT_PYTHON
+from audits.collect.languages import DEFAULT_PYTHON, prepare
 from audits.collect.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "fixtures" / "suites" / "speedbench"
 CORPORA = ROOT / "fixtures" / "corpora"
-RUN_TIMEOUT_S = 20.0   # generous: the machine is shared; correctness tests take ~20 ms each
+RUN_TIMEOUT_S = 20.0   # generous: the machine is shared; correctness tests take ~20 ms each, the largest
+#                        optimization tests at most ~1 s for the slowest accepted program on a quiet machine
+#: Issue 25: a reference pool like a leaderboard.
+MIN_ACCEPTED, MIN_ACCEPTED_CPP = 20, 4
+PROBLEM_IDS = sorted(p.parent.name for p in SUITE.glob("*/problem.yaml"))
 
 
 
@@ -52,11 +63,26 @@ def suite():
     return load_suite(SUITE)
 
 
-def _run(program: Path, test) -> tuple[bytes | None, str]:
+@pytest.fixture(scope="module")
+def commands(suite, tmp_path_factory):
+    """{(problem, submission): argv}: Python run from its file, C++ compiled once (the collector's build)."""
+    build = tmp_path_factory.mktemp("cxx-build")
+    jobs = [(p.id, s) for p in suite.problems for s in p.submissions]
+
+    def command(job):
+        pid, sub = job
+        if sub.language == "python":
+            return (pid, sub.name), [DEFAULT_PYTHON, str(sub.path)]
+        return (pid, sub.name), list(prepare(sub, build).argv)   # BuildError names the file and first error
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(command, jobs))
+
+
+def _run(argv: list[str], test) -> tuple[bytes | None, str]:
     with open(test.input_path, "rb") as fin:
         try:
-            proc = subprocess.run([DEFAULT_PYTHON, str(program)], stdin=fin, capture_output=True,
-                                  timeout=RUN_TIMEOUT_S)
+            proc = subprocess.run(argv, stdin=fin, capture_output=True, timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return None, "timeout"
     if proc.returncode != 0:
@@ -64,22 +90,28 @@ def _run(program: Path, test) -> tuple[bytes | None, str]:
     return proc.stdout, "ok"
 
 
+def _judge(problem, sub, test, argv, work: Path) -> tuple[str, str, str, bool, str]:
+    """Run one program on one test and judge its output with the problem's checker."""
+    out, reason = _run(argv, test)
+    if out is None:
+        return problem.id, sub.name, test.name, False, reason
+    out_path = work / f"{problem.id}-{sub.name.replace('/', '_')}-{test.name.replace('/', '_')}.out"
+    out_path.write_bytes(out)
+    ok, why = problem.checker_for(test).check(out_path, input_path=test.input_path,
+                                              answer_path=test.answer_path, workdir=work)
+    out_path.unlink()
+    return problem.id, sub.name, test.name, ok, why
+
+
 @pytest.fixture(scope="module")
-def verdicts(suite, tmp_path_factory):
+def verdicts(suite, commands, tmp_path_factory):
     """{(problem, submission): [(test, passed, reason), ...]} over every correctness test."""
     work = tmp_path_factory.mktemp("runs")
     jobs = [(p, s, t) for p in suite.problems for s in p.submissions for t in p.tests_of_kind("correctness")]
 
     def judge(job):
         problem, sub, test = job
-        out, reason = _run(sub.path, test)
-        if out is None:
-            return problem.id, sub.name, test.name, False, reason
-        out_path = work / f"{problem.id}-{sub.name.replace('/', '_')}-{test.name.replace('/', '_')}.out"
-        out_path.write_bytes(out)
-        ok, why = problem.checker_for(test).check(out_path, input_path=test.input_path,
-                                                  answer_path=test.answer_path, workdir=work)
-        return problem.id, sub.name, test.name, ok, why
+        return _judge(problem, sub, test, commands[(problem.id, sub.name)], work)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(judge, jobs))
@@ -92,12 +124,16 @@ def verdicts(suite, tmp_path_factory):
 def test_suite_loads_completely_with_the_promised_shape(suite):
     assert suite.skipped == ()
     assert len(suite.problems) >= 12
+    assert [p.id for p in suite.problems] == PROBLEM_IDS
     for p in suite.problems:
         by_verdict = {}
         for s in p.submissions:
             by_verdict.setdefault(s.expected, []).append(s)
-            assert s.language == "python"
-        assert len(by_verdict.get("accepted", [])) >= 5, p.id
+            assert s.language in ("python", "cpp"), s.name
+        accepted = by_verdict.get("accepted", [])
+        assert len(accepted) >= MIN_ACCEPTED, f"{p.id}: {len(accepted)} accepted, issue 25 wants {MIN_ACCEPTED}"
+        n_cpp = sum(s.language == "cpp" for s in accepted)
+        assert n_cpp >= MIN_ACCEPTED_CPP, f"{p.id}: {n_cpp} accepted C++ programs, issue 25 wants {MIN_ACCEPTED_CPP}"
         assert len(by_verdict.get("wrong_answer", [])) >= 2, p.id
         assert len(by_verdict.get("time_limit_exceeded", [])) >= 1, p.id
         opt = p.tests_of_kind("optimization")
@@ -108,9 +144,35 @@ def test_suite_loads_completely_with_the_promised_shape(suite):
         assert p.time_limit_s == 3 and p.memory_limit_mb == 1024, p.id
 
 
+# 32 MB (was 20): issue 25 asks for larger optimization tests (the median accepted Python solution at >= 100 ms
+# of CPU on the largest test), so each problem gained a test of up to ~1.5 MB (the pool helpers' cap) with its
+# answer: 12 x ~1.5 MB on top of the ~10 MB before, with room for the 20+ programs per problem.
+SUITE_CAP_MB = 32
+
+
 def test_suite_stays_small():
     total = sum(f.stat().st_size for f in SUITE.rglob("*") if f.is_file())
-    assert total < 20 * 2**20, f"suite is {total / 2**20:.1f} MB; the issue allows 20 MB"
+    assert total < SUITE_CAP_MB * 2**20, f"suite is {total / 2**20:.1f} MB; the cap is {SUITE_CAP_MB} MB"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem_id", PROBLEM_IDS)
+def test_every_accepted_submission_is_correct_on_every_test(problem_id, suite, commands, tmp_path):
+    """Issue 25: every accepted program, Python and C++, on every test (sample, correctness, optimization)."""
+    problem = suite.problem(problem_id)
+    accepted = [s for s in problem.submissions if s.expected == "accepted"]
+    jobs = [(s, t) for s in accepted for t in problem.tests]
+    assert accepted and {t.kind for t in problem.tests} == {"correctness", "optimization"}
+
+    def judge(job):
+        sub, test = job
+        return _judge(problem, sub, test, commands[(problem.id, sub.name)], tmp_path)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(judge, jobs))
+    failures = [f"{problem_id}/{sub} on {test}: {why}" for _pid, sub, test, ok, why in results if not ok]
+    assert not failures, f"{len(failures)} of {len(results)} runs wrong:\n" + "\n".join(failures)
+    assert len(results) == len(accepted) * len(problem.tests) >= MIN_ACCEPTED * 10
 
 
 def test_correct_submissions_pass_every_correctness_test(suite, verdicts):
