@@ -299,7 +299,10 @@ def _agreement(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
             result = kendalltau(group["q_a"].to_numpy()[keep], group["q_b"].to_numpy()[keep])
             tau = float(result.statistic)
         rows.append({"problem": problem, "n_solutions": n, "kendall_tau": tau})
-    return pd.DataFrame(rows, columns=["problem", "n_solutions", "kendall_tau"])
+    # typed even when empty (a measure the quietest run lacks): concatenated with other measures' rows, an
+    # untyped empty frame would turn kendall_tau into objects
+    return pd.DataFrame(rows, columns=["problem", "n_solutions", "kendall_tau"]).astype(
+        {"n_solutions": np.int64, "kendall_tau": np.float64})
 
 
 @dataclass(frozen=True)

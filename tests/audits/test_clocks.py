@@ -48,6 +48,20 @@ def test_a_multiple_of_the_wall_time_keeps_every_figure_and_every_order(corpus):
     assert audit.agreement["kendall_tau"].tolist() == pytest.approx([1.0] * 5)
 
 
+def test_the_clock_audit_reports_wall_cpu_and_instructions_side_by_side(corpus):
+    """Issue 25: every clock the corpus carries, each with stability, cost and (with a reference) faithfulness."""
+    from audits.corpus.runs import Run
+
+    audit = run_clocks_audit(corpus, n_boot=20, reference=Run("quiet", "c0"))
+    assert list(audit.measures) == ["duration_s", "cpu_s", "instructions"]
+    assert sorted(audit.table["measure"]) == ["cpu_s", "duration_s", "instructions"]
+    table = audit.table.set_index("measure")
+    assert np.isfinite(table[["mean_rank_sd", "faithfulness", "seconds"]].to_numpy(dtype=float)).all()
+    # against the run itself under CPU time: the CPU clock agrees perfectly, the others do not have to
+    assert table.loc["cpu_s", "faithfulness"] == pytest.approx(1.0)
+    assert sorted(set(audit.agreement["measure"])) == ["cpu_s", "instructions"]
+
+
 def test_a_reversed_clock_reverses_every_order(corpus):
     # an odd number of repeats: a cell's median is one of its executions, so 1/median = median of 1/d
     # (with an even number the middle two are averaged and close cells could swap); no failed executions
@@ -180,3 +194,18 @@ def test_audit_clocks_cli_names_the_reference_run(tmp_path):
                  "--reference-environment", "quiet", "--reference-campaign", "c0", "--json", str(out)]) in (0, 1)
     rows = {(r["campaign"], r["measure"]): r for r in json.loads(out.read_text())["table"]}
     assert rows[("c1", "cpu_s")]["faithfulness"] == 1.0 and rows[("c1", "duration_s")]["faithfulness"] < 1.0
+
+
+def test_a_clock_only_one_run_carries_is_audited_where_it_exists():
+    """Regression (found on the shipped design corpora): instruction counts in one campaign only gave the
+    quietest run an empty agreement, whose untyped column broke the mean agreement and the finding."""
+    c = synthesize(n_problems=3, n_tests=3, n_solutions=5, n_incorrect=0, n_candidates=0, n_repeats=3, seed=5,
+                   campaigns=(("c0", 1.0, 0.0), ("c1", 1.0, 0.0))).corpus
+    c["cpu_s"] = c["duration_s"] * 0.9
+    c["instructions"] = np.where(c["campaign"].astype(str) == "c1", c["duration_s"] * 3e9, np.nan)
+    audit = run_clocks_audit(c, measures=["duration_s", "cpu_s", "instructions"], n_boot=20)
+    table = audit.table.set_index(["campaign", "measure"])
+    assert np.isfinite(table.loc[("c1", "instructions"), "mean_rank_sd"])
+    assert np.isnan(table.loc[("c0", "instructions"), "mean_rank_sd"])  # n/a where the clock was not read
+    assert audit.agreement["kendall_tau"].dtype == np.float64
+    assert set(audit.mean_agreement()) <= {"cpu_s", "instructions"}
