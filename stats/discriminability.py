@@ -33,7 +33,7 @@ import pandas as pd
 from stats._groups import canonical_order, first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
-from stats.reliability import log_duration_icc
+from stats.reliability import correct_reference_rows, log_duration_icc
 
 __all__ = [
     "grouped_quantile",
@@ -435,16 +435,9 @@ def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, fact
     tests = (test_table(run, pools=pools) if tests is None else tests).copy()
     if "repeat" in run.columns:
         if icc is None:
-            mask = np.ones(len(run), dtype=bool)
-            for column, value in (("role", "reference"), ("test_kind", "optimization")):
-                if column in run.columns:
-                    mask &= (run[column] == value).to_numpy()
-            if "correct" in run.columns:
-                mask &= run["correct"].to_numpy(dtype=bool)
-            icc = log_duration_icc(run.loc[mask])
-        icc_tab = icc
-        key = icc_tab["problem"].astype(str) + "\x00" + icc_tab["test"].astype(str)
-        lookup = pd.Series(icc_tab["ICC3"].to_numpy(), index=key.to_numpy())
+            icc = log_duration_icc(correct_reference_rows(run))
+        key = icc["problem"].astype(str) + "\x00" + icc["test"].astype(str)
+        lookup = pd.Series(icc["ICC3"].to_numpy(), index=key.to_numpy())
         tkey = tests["problem"].astype(str) + "\x00" + tests["test"].astype(str)
         tests["icc"] = lookup.reindex(tkey.to_numpy()).to_numpy()
     else:

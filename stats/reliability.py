@@ -53,6 +53,7 @@ from stats.ranking import percentile_table, problem_scores, reference_pools, sol
 
 __all__ = [
     "CELL",
+    "correct_reference_rows",
     "c4_constant",
     "d2_constant",
     "chi2_median_factor",
@@ -86,6 +87,27 @@ _ICC_DESCRIPTIONS = {
     "ICC2k": "Average random raters",
     "ICC3k": "Average fixed raters",
 }
+
+
+def correct_reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The correct reference executions on optimization tests: the rows the repeat CV, the ICC and the rank
+    figures read (a column the frame lacks restricts nothing).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"role": ["reference", "reference", "candidate"], "correct": [True, False, True],
+    ...                      "test_kind": "optimization"})
+    >>> correct_reference_rows(rows).index.tolist()
+    [0]
+    """
+    mask = np.ones(len(rows), dtype=bool)
+    if "role" in rows.columns:
+        mask &= (rows["role"] == "reference").to_numpy()
+    if "correct" in rows.columns:
+        mask &= rows["correct"].to_numpy(dtype=bool)
+    if "test_kind" in rows.columns:
+        mask &= (rows["test_kind"] == "optimization").to_numpy()
+    return rows.loc[mask]
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:

@@ -222,12 +222,8 @@ def audit_context(corpus) -> AuditContext:
 
 
 def reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Correct reference executions on optimization tests (what the reliability and clocks figures read)."""
-    mask = np.ones(len(rows), dtype=bool)
-    if "role" in rows.columns:
-        mask &= (rows["role"] == "reference").to_numpy()
-    if "correct" in rows.columns:
-        mask &= rows["correct"].to_numpy(dtype=bool)
-    if "test_kind" in rows.columns:
-        mask &= (rows["test_kind"] == "optimization").to_numpy()
-    return rows.loc[mask]
+    """Correct reference executions on optimization tests (what the reliability and clocks figures read;
+    :func:`stats.reliability.correct_reference_rows`, the one rule the stats layer uses too)."""
+    from stats.reliability import correct_reference_rows
+
+    return correct_reference_rows(rows)
