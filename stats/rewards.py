@@ -38,6 +38,7 @@ q <= tau/100 and estimates pass@k without bias (:func:`pass_at_k`).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,6 +85,7 @@ REWARD_SCHEMES = (
     "two_gate",
     "two_gate_graded",
     "noise_aware",
+    "noise_gate",
 )
 
 
@@ -374,12 +376,17 @@ class Environment:
         description = data.get("description", "")
         if not isinstance(description, str):
             raise EnvironmentSpecError("description", f"expected a string, got {description!r}")
+        post, reward = PostRanking.from_dict(data["post"]), RewardSpec.from_dict(data.get("reward"))
+        if reward.scheme == "noise_gate" and post.aggregator != "mean_pct":
+            # P(q <= tau) comes from the noise model's draws of the mean per-test percentile: no other q
+            raise EnvironmentSpecError("post.aggregator", f"the noise_gate reward gates the mean per-test "
+                                                          f"percentile; use mean_pct, not {post.aggregator!r}")
         return cls(
             name=env_name.strip(),
-            post=PostRanking.from_dict(data["post"]),
+            post=post,
             pre=PreFilter.from_dict(data.get("pre")),
             limit=Limit.from_dict(data.get("limit")),
-            reward=RewardSpec.from_dict(data.get("reward")),
+            reward=reward,
             description=description,
         )
 
@@ -456,7 +463,8 @@ class EnvironmentRun:
     scored : DataFrame
         The rows scored after the filter and the limit, with their ``percentile``.
         For the ``noise_aware`` reward, ``scores`` also holds ``q_expected`` (E[q],
-        :mod:`stats.noise`) and ``scored`` the ``expected_percentile``.
+        :mod:`stats.noise`) and ``scored`` the ``expected_percentile``; for ``noise_gate``,
+        ``scores`` holds ``p_gate`` (P(q <= tau/100), 0 for a hard failure).
     """
 
     scores: pd.DataFrame
@@ -832,6 +840,8 @@ def apply_environment(
         scores = filled
     if env.reward.scheme == "noise_aware":
         scores["q_expected"], frame["expected_percentile"] = _expected_q(runs, frame, scores, by, per_repeat)
+    if env.reward.scheme == "noise_gate":
+        scores["p_gate"] = _gate_probability(runs, frame, scores, by, per_repeat, tau=env.post.tau)
     return EnvironmentRun(scores=scores, tests=tests, n_executions=len(frame), n_limited=int(hit.sum()),
                           scored=frame)
 
@@ -860,6 +870,33 @@ def _expected_q(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, b
     q = problem_scores(frame.assign(percentile=pct), by=by)
     unit = _row_lookup(scores, q, by)
     return np.where(unit >= 0, q["q"].to_numpy(dtype=float)[np.maximum(unit, 0)], np.nan), pct
+
+
+def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
+                      per_repeat: bool, *, tau: float) -> np.ndarray:
+    """P(q <= tau/100) of every unit under the repeat-noise model (:func:`stats.noise.noise_aware_scores`,
+    2,000 posterior draws); 0 for a unit with a hard optimization failure, NaN where q is undefined.
+
+    The model is fitted on every repeat of ``runs``; a scored execution (``per_repeat``) is one repeat,
+    a collapsed cell keeps all of its repeats (as :func:`_expected_q`). Each problem draws from its own
+    stream, seeded by its name (CRC-32 of the UTF-8 bytes): a problem's P depends on its rows alone, so a
+    Dask partition of problems, another problem set or another row order gives the same values. The noise
+    model pools variances within a test only, so fitting it per problem changes nothing.
+    """
+    from stats.noise import fit_noise, noise_aware_scores  # stats.noise builds on stats.ranking only
+
+    p = np.full(len(scores), np.nan)
+    run_problem = runs["problem"].astype(str).to_numpy()
+    frame_problem = frame["problem"].astype(str).to_numpy()
+    for problem in sorted(set(frame_problem)):
+        seed = [0, zlib.crc32(problem.encode("utf-8", "surrogatepass"))]
+        model = fit_noise(runs.loc[run_problem == problem])
+        mine = frame.loc[frame_problem == problem]
+        scored = (noise_aware_scores(model, tau=tau, roles=None, executions=mine, seed=seed) if per_repeat
+                  else noise_aware_scores(model, tau=tau, roles=None, cells=mine, seed=seed)).scores
+        unit = _row_lookup(scores, scored, by)
+        p = np.where(unit >= 0, scored["p_gate"].to_numpy(dtype=float)[np.maximum(unit, 0)], p)
+    return np.where(scores["hard_fail"].to_numpy(dtype=bool), 0.0, p)
 
 
 # --------------------------------------------------------------------------------------------
@@ -902,13 +939,18 @@ def reward(
     ``noise_aware``             the same formula with q = E[q], the expected true q under
                                 the repeat-noise model of :mod:`stats.noise` (pass E[q] as q;
                                 :func:`environment_rewards` does)
+    ``noise_gate``              R = -1 when c = 0, else 2 P(q <= tau) - 1, P the posterior probability
+                                of passing the gate under the repeat-noise model (pass it as q;
+                                :func:`environment_rewards` does): the collapsed reward's expectation
+                                over the timing noise; an undefined P gives -1, as g = 0 would
     ==========================  =====================================================
 
     Parameters
     ----------
     c, g : array of bool
     q : array of float, optional
-        Needed by ``optimization_bucketed``, ``two_gate_graded`` and ``noise_aware`` (E[q]).
+        Needed by ``optimization_bucketed``, ``two_gate_graded``, ``noise_aware`` (E[q]) and ``noise_gate``
+        (P(q <= tau), in [0, 1]).
     thresholds : sequence of float
         Percentile points (0-100), strictly increasing (``optimization_bucketed``).
     draws : array of float, optional
@@ -959,6 +1001,9 @@ def reward(
     if scheme in ("two_gate_graded", "noise_aware"):
         graded = np.where(np.isfinite(q), 1.0 - np.clip(q, 0.0, 1.0), 0.0)
         return np.where(c, graded, -1.0)
+    if scheme == "noise_gate":
+        expected = np.where(np.isfinite(q), 2.0 * np.clip(q, 0.0, 1.0) - 1.0, -1.0)
+        return np.where(c, expected, -1.0)
     if scheme == "optimization_bucketed":
         cuts = np.asarray(thresholds, dtype=float)
         if cuts.size == 0 or np.any(np.diff(cuts) <= 0):
@@ -978,7 +1023,8 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
     """:func:`reward` of an :class:`EnvironmentRun` score table under a :class:`RewardSpec`.
 
     For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1; ``noise_aware``
-    uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it.
+    uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it, ``noise_gate`` its
+    ``p_gate`` column.
     """
     hard = scores["hard_fail"].to_numpy(dtype=bool) if "hard_fail" in scores.columns else None
     q_column = "q"
@@ -987,6 +1033,11 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
             raise ValueError("the noise_aware reward needs E[q] (column q_expected): apply the environment "
                              "with stats.rewards.apply_environment, which computes it for this scheme")
         q_column = "q_expected"
+    if spec.scheme == "noise_gate":
+        if "p_gate" not in scores.columns:
+            raise ValueError("the noise_gate reward needs P(q <= tau) (column p_gate): apply the environment "
+                             "with stats.rewards.apply_environment, which computes it for this scheme")
+        q_column = "p_gate"
     return reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
                   scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
                   p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,

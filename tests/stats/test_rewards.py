@@ -67,6 +67,17 @@ def test_two_gate_graded_every_combination(c, g, q):
     assert got == pytest.approx(expected)
 
 
+NOISE_GATE = {0.0: -1.0, 0.2: -0.6, 0.5: 0.0, 1.0: 1.0}   # correct programs: 2 P(q <= tau) - 1
+
+
+@pytest.mark.parametrize("c,g,q", COMBOS)
+def test_noise_gate_every_combination(c, g, q):
+    """q here is P(q <= tau): a certain pass pays +1 and a certain fail -1, as the binary gate; g plays no part."""
+    got = reward([c], [g], [q], scheme="noise_gate")[0]
+    expected = -1.0 if c == 0 or math.isnan(q) else NOISE_GATE[q]
+    assert got == pytest.approx(expected)
+
+
 @pytest.mark.parametrize("hard", (False, True))
 @pytest.mark.parametrize("c,g,q", COMBOS)
 def test_bucketed_every_combination(c, g, q, hard):
@@ -428,3 +439,76 @@ def test_floor_durations_given_with_floor_free_rows_equal_the_floor_rows_themsel
     assert not np.allclose(moved["q"].to_numpy(dtype=float), whole["q"].to_numpy(dtype=float), equal_nan=True)
     with pytest.raises(ValueError, match="without floor rows"):
         apply_environment(runs, env, floor_durations=floor_d)
+
+
+# ------------------------------------------------------------------ the noise-aware gate (issue 25 item 5)
+
+def _noise_gate_env(tau=30, aggregator="mean_pct"):
+    return Environment.from_dict({"name": "ng", "post": {"aggregator": aggregator, "tau": tau},
+                                  "reward": {"scheme": "noise_gate"}})
+
+
+@pytest.mark.parametrize("per_repeat", (True, False))
+def test_noise_gate_is_each_problems_noise_model_probability(runs, per_repeat):
+    """p_gate equals stats.noise's P(q <= tau) computed problem by problem here (its own fit and seed), 0 after a
+    hard failure; the reward is 2 p - 1 for a correct unit and -1 for a wrong one."""
+    import zlib
+
+    from stats.noise import fit_noise, noise_aware_scores
+
+    out = apply_environment(runs, _noise_gate_env(), per_repeat=per_repeat).scores
+    by = ["problem", "solution"] + (["repeat"] if per_repeat else [])
+    rows = runs[runs["role"] != "floor"]
+    expected = []
+    for problem, block in rows.groupby("problem", observed=True):
+        scored = block[block["role"].isin(["reference", "candidate"])]
+        if not per_repeat:
+            scored = scored.groupby(["problem", "test", "solution"], observed=True).agg(
+                status=("status", lambda s: "ok" if (s == "ok").all() else "timeout"),
+                role=("role", "first"), correct=("correct", "first"), test_kind=("test_kind", "first")).reset_index()
+        seed = [0, zlib.crc32(str(problem).encode())]
+        model = fit_noise(block)
+        na = (noise_aware_scores(model, tau=30, roles=None, executions=scored, seed=seed) if per_repeat
+              else noise_aware_scores(model, tau=30, roles=None, cells=scored, seed=seed))
+        expected.append(na.scores[by + ["p_gate"]])
+    expected = pd.concat(expected).astype({k: str for k in by if k != "repeat"})
+    got = out.astype({k: str for k in by if k != "repeat"}).merge(expected, on=by, suffixes=("", "_here"))
+    assert len(got) == len(out) > 0
+    want = np.where(got["hard_fail"], 0.0, got["p_gate_here"])
+    np.testing.assert_allclose(got["p_gate"].to_numpy(), want, rtol=0, atol=1e-12, equal_nan=True)
+    r = environment_rewards(out, _noise_gate_env().reward)
+    p = out["p_gate"].to_numpy()
+    np.testing.assert_allclose(r, np.where(out["c"], np.where(np.isfinite(p), 2 * p - 1, -1.0), -1.0), atol=1e-12)
+
+
+def test_noise_gate_recovers_the_point_gate_where_noise_cannot_move_it():
+    """Planted truth: with 0.1 % repeat noise and speeds far apart (log sd 1), every correct unit's P(q <= tau) is 0 or 1
+    and equals the point gate g, so the noise-aware reward is the binary one."""
+    synth = synthesize(n_problems=3, n_tests=3, n_correctness_tests=0, n_solutions=10, n_incorrect=0,
+                       n_candidates=0, n_repeats=4, seed=9, noise_cv=0.001, noise_add_s=0.0, constant_sd=1.0,
+                       exponent_range=(1.0, 1.0))  # one exponent: solutions never cross, so no near-tie on a test
+    runs = select_runs(synth.corpus, environment="quiet", campaign="c0")
+    out = apply_environment(runs, _noise_gate_env(tau=50)).scores
+    binary = apply_environment(runs, Environment.from_dict({"name": "b", "post": {"tau": 50}})).scores
+    assert np.array_equal(out["g"].to_numpy(), binary["g"].to_numpy())
+    correct = out["c"].to_numpy()
+    np.testing.assert_allclose(out.loc[correct, "p_gate"], binary.loc[correct, "g"].astype(float), atol=0.01)
+
+
+def test_noise_gate_is_invariant_to_row_order_and_to_the_other_problems(runs):
+    whole = apply_environment(runs, _noise_gate_env()).scores
+    shuffled = apply_environment(runs.sample(frac=1.0, random_state=5).reset_index(drop=True), _noise_gate_env()).scores
+    keys = ["problem", "solution", "repeat"]
+    a = whole.sort_values(keys).reset_index(drop=True)
+    b = shuffled.sort_values(keys).reset_index(drop=True)
+    np.testing.assert_array_equal(a["p_gate"].to_numpy(), b["p_gate"].to_numpy())
+    first = str(runs["problem"].iloc[0])
+    alone = apply_environment(runs[runs["problem"].astype(str) == first].reset_index(drop=True),
+                              _noise_gate_env()).scores
+    mine = a[a["problem"].astype(str) == first].sort_values(keys)["p_gate"].to_numpy()
+    np.testing.assert_array_equal(alone.sort_values(keys)["p_gate"].to_numpy(), mine)
+
+
+def test_noise_gate_refuses_an_aggregator_it_cannot_gate():
+    with pytest.raises(EnvironmentSpecError, match="post.aggregator.*mean_pct"):
+        _noise_gate_env(aggregator="worst_pct")
