@@ -24,10 +24,11 @@ N_BOOT = 40
 def _reward_environments():
     """The shipped examples (filters, limits, input length) and the schemes a partition could get wrong: a
     continuous reward (many distinct values), a seeded coin per rollout (multitask), an aggregator that reads the
-    run's floor rows (floor_pct)."""
+    run's floor rows (floor_pct), a reward drawn from the noise model (noise_gate: each problem its own stream)."""
     extra = [{"name": "graded", "post": {"tau": 30}, "reward": {"scheme": "two_gate_graded"}},
              {"name": "coin", "post": {"tau": 30}, "reward": {"scheme": "multitask", "p_correctness": 0.4, "seed": 3}},
-             {"name": "floor30", "post": {"aggregator": "floor_pct", "tau": 30}}]
+             {"name": "floor30", "post": {"aggregator": "floor_pct", "tau": 30}},
+             {"name": "gate_p", "post": {"tau": 30}, "reward": {"scheme": "noise_gate"}}]
     return list(_example_reward_environments()) + [RewardEnvironment.from_dict(e) for e in extra]
 
 
@@ -64,7 +65,7 @@ def _both(dataset, client, loaded, **options):
 def test_simulation_on_dask_equals_in_memory(dataset, client, loaded):
     memory, dask = _both(dataset, client, loaded, environment="quiet")
     assert _close(dask, memory) == []
-    assert len(memory["ranking"]) == 10 and memory["left_out"] == []
+    assert len(memory["ranking"]) == 11 and memory["left_out"] == []
     assert memory["campaign"] == "c0"
     # the coin is a draw per rollout, not a function of q: the seed matters (the comparison can fail)
     other = run_partitioned_simulation(dataset, client=client, environment="quiet", n_boot=N_BOOT,
