@@ -5,9 +5,9 @@ Steps (each prints progress; the whole run is sized for well under 10 minutes on
 1. **Collect** the shipped suite ``fixtures/suites/speedbench`` on this machine twice, with
    ``speedaudit collect`` in real sandboxed processes: a *quiet* environment (one worker, no
    background load) and a *busy* one (workers competing with a background CPU/memory load, the
-   situation of a busy RL training worker). The campaign is short: ``--repeats 3``, the optimization
-   tests of four problems (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time
-   limit. Of those problems it times only the programs the stored campaign it is compared with holds
+   situation of a busy RL training worker). The campaign is short: ``--repeats 3``, the 3 largest
+   optimization tests (:data:`DEMO_OPTIMIZATION_TESTS`, those of the shipped corpora) of four problems
+   (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time limit. Of those problems it times only the programs the stored campaign it is compared with holds
    (:func:`stored_run`), at most :data:`DEMO_PROGRAMS_PER_PROBLEM` per problem
    (:func:`demo_submissions`: every incorrect and time-limit-exceeded one, and accepted ones spread from
    the fastest to the slowest of the stored run), passed to ``speedaudit collect --submissions-from``;
@@ -49,6 +49,9 @@ DEMO_PROBLEMS = ("lis", "sortdedup", "twosum", "unionfind")
 #: time_limit_exceeded + 2 wrong_answer = 8-9), so that ``make demo`` keeps its length (issue 25: "a subset
 #: of problems/solutions is fine") while the shipped pools grow to 20+ programs.
 DEMO_PROGRAMS_PER_PROBLEM = 9
+#: Optimization tests timed per problem: the 3 largest, those of every shipped corpus of the grown suite
+#: (``--optimization-tests 3``), so that every cell the demo times has a stored counterpart to calibrate on.
+DEMO_OPTIMIZATION_TESTS = 3
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,8 @@ def demo_submissions(stored_rows, suite: Path, problems, *, per_problem: int = D
 
 
 def _optimization_tests(suite: Path, problem: str) -> int:
-    return len(list((suite / problem / "data" / "secret" / "optimization").glob("*.in")))
+    """The optimization tests the demo times of ``problem``: its largest :data:`DEMO_OPTIMIZATION_TESTS`."""
+    return min(DEMO_OPTIMIZATION_TESTS, len(list((suite / problem / "data" / "secret" / "optimization").glob("*.in"))))
 
 
 def _collect_command(run: DemoRun, suite: Path, out: Path, *, repeats: int, problems: str | None,
@@ -150,7 +154,7 @@ def _collect_command(run: DemoRun, suite: Path, out: Path, *, repeats: int, prob
     cmd = [sys.executable, "-m", "audits.cli", "collect", str(suite), "--sandbox", "local",
            "--repeats", str(repeats), "--campaign", CAMPAIGN, "--environment", run.environment,
            "--workers", str(run.workers), "--timeout", f"{timeout:g}", "--tests", "optimization",
-           "--out", str(out)]
+           "--optimization-tests", str(DEMO_OPTIMIZATION_TESTS), "--out", str(out)]
     if run.load:
         cmd += ["--load", run.load]
     if problems:
