@@ -1,0 +1,161 @@
+"""fixtures/corpora/designs.py: issue 25's design table and reward comparison.
+
+Planted truth on a folder of synthetic campaigns named as the shipped ones (a design that *is* the
+reference ordering has tau-b 1, the reversed ordering -1, doubled durations cost 2x, constant counts have
+sd 0), the cost against an independent pandas merge, and the table of the real shipped corpora.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.corpus.io import save_corpus
+from audits.corpus.synthetic import synthesize
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = importlib.util.spec_from_file_location("designs", ROOT / "fixtures" / "corpora" / "designs.py")
+designs = importlib.util.module_from_spec(SPEC)
+sys.modules["designs"] = designs  # dataclasses look their module up there
+SPEC.loader.exec_module(designs)
+
+
+def _text(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for column in out.columns:
+        if isinstance(out[column].dtype, pd.CategoricalDtype):
+            out[column] = out[column].astype(str)
+    return out
+
+
+def _run(frame: pd.DataFrame, environment: str, campaign: str) -> pd.DataFrame:
+    return frame.assign(environment=environment, campaign=campaign)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """Synthetic campaigns under the shipped names, with planted relations to the reference (pool-a = quiet-b)."""
+    path = tmp_path_factory.mktemp("designs")
+    spec = dict(n_problems=4, n_tests=3, n_correctness_tests=0, n_solutions=8, n_incorrect=0, n_candidates=0,
+                n_repeats=5, filterable_share=0.0)  # narrow spans: no timeout, so a reversed clock reverses q
+    truth = _text(synthesize(seed=3, **spec).corpus)
+    truth["cpu_s"] = truth["duration_s"] * 0.9
+    noisy = _text(synthesize(seed=4, **spec).corpus)
+    noisy["cpu_s"] = noisy["duration_s"] * 0.95
+    ok = (truth["status"] == "ok").to_numpy()
+    assert ok.all() and (noisy["status"] == "ok").all()
+    files = {
+        "pool-a": _run(truth, "pool", "pool-a"),
+        "quiet-b": _run(truth, "quiet", "quiet-b"),
+        "quiet-a": _run(noisy, "quiet", "quiet-a"),
+        # the wall time is the reference's CPU time: the same ordering (tau-b 1)
+        "quiet-unpinned": _run(truth.assign(duration_s=truth["cpu_s"]), "quiet-unpinned", "quiet-u"),
+        # every execution of quiet-a twice as long: cost 2
+        "adaptive-a": _run(noisy.assign(duration_s=2 * noisy["duration_s"]), "quiet", "adaptive-a"),
+        # the reversed ordering (tau-b -1)
+        "busy-a": _run(truth.assign(duration_s=np.where(ok, 1.0 / truth["cpu_s"], truth["duration_s"])),
+                       "busy", "busy-a"),
+    }
+    counted = truth.copy()
+    cell_cpu = counted.groupby(["problem", "test", "solution"])["cpu_s"].transform("median")
+    counted["instructions"] = np.round(cell_cpu * 1e9)  # one count per cell: no repeat variation
+    files["counted-a"] = _run(counted, "quiet", "counted-a")
+    for name, frame in files.items():
+        save_corpus(frame, path / f"{name}.parquet")
+    return path
+
+
+@pytest.fixture(scope="module")
+def table(folder):
+    return designs.design_table(n_boot=20, folder=folder).set_index(["corpus", "measure"])
+
+
+def test_a_design_ordering_solutions_as_the_reference_has_tau_one_and_the_reversed_minus_one(table):
+    assert table.loc[("quiet-unpinned", "duration_s"), "tau_b"] == pytest.approx(1.0, abs=1e-12)
+    assert table.loc[("busy-a", "duration_s"), "tau_b"] == pytest.approx(-1.0, abs=1e-12)
+    assert table.loc[("counted-a", "instructions"), "tau_b"] == pytest.approx(1.0, abs=1e-12)
+    assert table.loc[("quiet-a", "duration_s"), "tau_b"] < 1.0  # another corpus: not the reference's order
+
+
+def test_cost_is_relative_to_five_fixed_wall_time_repeats_on_the_same_cells(table, folder):
+    assert table.loc[("quiet-a", "duration_s"), "cost"] == 1.0
+    assert table.loc[("quiet-a", "cpu_s"), "cost"] == 1.0  # the same campaign, read with another clock
+    assert table.loc[("adaptive-a", "duration_s"), "cost"] == pytest.approx(2.0, rel=1e-12)
+    # independent: a pandas merge of the design's cells onto quiet-a's executions
+    counted = pd.read_parquet(folder / "counted-a.parquet")
+    base = pd.read_parquet(folder / "quiet-a.parquet")
+    keys = ["problem", "test", "solution"]
+    counted, base = (f[f["role"].astype(str) != "floor"] for f in (counted, base))
+    cells = counted[keys].astype(str).drop_duplicates()
+    paid = base.astype({k: str for k in keys}).merge(cells, on=keys)["duration_s"].sum()
+    assert table.loc[("counted-a", "instructions"), "cost"] == pytest.approx(counted["duration_s"].sum() / paid,
+                                                                            rel=1e-12)
+
+
+def test_constant_counts_have_no_repeat_sd_and_the_target_names_what_is_missed(table):
+    assert table.loc[("counted-a", "instructions"), "score_sd"] == 0.0
+    assert table.loc[("busy-a", "duration_s"), "target"].startswith("missed:")
+    assert "tau-b 1.90 short" in table.loc[("busy-a", "duration_s"), "target"]
+    assert designs._missed(2.0, 0.95, 2.5) == "MET"
+    assert designs._missed(4.2, 0.95, 6.0) == "missed: sd 2.0x the 2.1; cost 2.0x the 3x"
+    assert designs._missed(math.nan, 0.95, 1.0) == "n/a: sd"
+
+
+def test_the_table_does_not_depend_on_row_order(folder, tmp_path):
+    for name in designs.DESIGNS[0].corpus, "pool-a":
+        frame = pd.read_parquet(folder / f"{name}.parquet")
+        save_corpus(frame.sample(frac=1.0, random_state=1).reset_index(drop=True), tmp_path / f"{name}.parquet")
+    for path in folder.glob("*.parquet"):
+        if not (tmp_path / path.name).exists():
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    a = designs.design_table(n_boot=20, folder=folder)
+    b = designs.design_table(n_boot=20, folder=tmp_path)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+
+
+def test_the_reward_table_ranks_the_three_rewards_of_every_clock(folder):
+    rewards = designs.reward_table(n_boot=20, folder=folder)
+    assert len(rewards) == len(designs.REWARD_RUNS) * len(designs.REWARD_ENVIRONMENTS)
+    for _, block in rewards.groupby(["corpus", "measure"]):
+        assert sorted(block["rank"]) == [1, 2, 3]
+        assert set(block["reward_environment"]) == set(designs.REWARD_ENVIRONMENTS)
+    assert np.isfinite(rewards["diagonal_deviation"]).all()
+
+
+@pytest.mark.slow
+def test_the_shipped_corpora_give_a_full_design_table():
+    """Every design of the shipped corpora measured: finite stability, faithfulness and cost, cost 1 at the
+    baseline, and the instruction clock the most stable (counts do not vary with the machine)."""
+    table = designs.design_table(n_boot=20).set_index(["corpus", "measure"])
+    assert len(table) == len(designs.DESIGNS)
+    assert np.isfinite(table[["score_sd", "tau_b", "cost"]].to_numpy(dtype=float)).all()
+    assert table.loc[("quiet-a", "duration_s"), "cost"] == 1.0
+    assert table["score_sd"].idxmin() == ("counted-a", "instructions")
+
+
+def test_the_design_campaigns_match_their_manifest():
+    """fixtures/corpora/designs/ (kept out of the shipped corpora): each file is one run, as its entry says."""
+    import json
+
+    from audits.corpus.io import load_corpus
+
+    folder = ROOT / "fixtures" / "corpora" / "designs"
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert {f.name for f in folder.glob("*.parquet")} == set(manifest["corpora"])
+    for name, entry in manifest["corpora"].items():
+        corpus = load_corpus(folder / name)
+        assert len(corpus) == entry["rows"], name
+        assert corpus["environment"].astype(str).unique().tolist() == [entry["environment"]], name
+        assert corpus["campaign"].astype(str).unique().tolist() == [entry["campaign"]], name
+        assert entry["command"].startswith("speedaudit collect fixtures/suites/speedbench"), name
+    counted = load_corpus(folder / "counted-a.parquet")
+    ok = counted["status"].astype(str) == "ok"
+    assert counted.loc[ok, "instructions"].notna().all()  # every ok run counted
+    per_cell = counted[ok].groupby(["problem", "test", "solution"], observed=True)["instructions"].nunique()
+    assert (per_cell == 1).all()  # counts repeat exactly (the counted run fixes PYTHONHASHSEED)
