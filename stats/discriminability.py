@@ -33,7 +33,7 @@ import pandas as pd
 from stats._groups import canonical_order, first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
-from stats.reliability import correct_reference_rows, log_duration_icc
+from stats.reliability import correct_reference_mask, correct_reference_rows, log_duration_icc
 
 __all__ = [
     "grouped_quantile",
@@ -131,13 +131,7 @@ def test_table(run: pd.DataFrame, *, pools: pd.DataFrame | None = None) -> pd.Da
         its cell medians are reused instead of sorting every execution again.
     """
     d = run["duration_s"].to_numpy(dtype=float)
-    mask = (run["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
-    if "role" in run.columns:
-        mask &= (run["role"] == "reference").to_numpy()
-    if "correct" in run.columns:
-        mask &= run["correct"].to_numpy(dtype=bool)
-    if "test_kind" in run.columns:
-        mask &= (run["test_kind"] == "optimization").to_numpy()
+    mask = (run["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0) & correct_reference_mask(run)
     refs = run.loc[mask]
     # Reduce in a canonical row order: grouped sums are then bit-identical for any row order.
     order = canonical_order(refs, ["problem", "test", "solution"])

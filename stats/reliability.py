@@ -54,6 +54,7 @@ from stats.ranking import percentile_table, problem_scores, reference_pools, sol
 __all__ = [
     "CELL",
     "correct_reference_rows",
+    "correct_reference_mask",
     "c4_constant",
     "d2_constant",
     "chi2_median_factor",
@@ -100,6 +101,11 @@ def correct_reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
     >>> correct_reference_rows(rows).index.tolist()
     [0]
     """
+    return rows.loc[correct_reference_mask(rows)]
+
+
+def correct_reference_mask(rows: pd.DataFrame) -> np.ndarray:
+    """The boolean mask of :func:`correct_reference_rows` (role ``reference``, ``correct``, optimization test)."""
     mask = np.ones(len(rows), dtype=bool)
     if "role" in rows.columns:
         mask &= (rows["role"] == "reference").to_numpy()
@@ -107,7 +113,7 @@ def correct_reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
         mask &= rows["correct"].to_numpy(dtype=bool)
     if "test_kind" in rows.columns:
         mask &= (rows["test_kind"] == "optimization").to_numpy()
-    return rows.loc[mask]
+    return mask
 
 
 def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
