@@ -53,19 +53,34 @@ def test_filterable_problems_are_the_ones_designed_to_span_a_wide_workload(corpu
         measured = dict(zip(result.problems["problem"].astype(str), result.problems["filterable"].astype(bool)))
         if run.environment == "busy":
             # On the busy machine every execution pays the contention's start-up delay, which flattens the
-            # ratio between small and large tests: problems can drop out (unionfind, 0.24), none appears.
-            assert {p for p, f in measured.items() if f} <= {p for p, f in designed.items() if f}, run
-            assert sum(measured.values()) >= 6, run
+            # ratio between small and large tests: designed problems can drop out, but most stay
+            assert sum(measured[p] for p, f in designed.items() if f) >= 6, run
         else:
-            assert measured == designed, run
+            assert all(measured[p] for p, f in designed.items() if f), run
+        # A problem designed with same-size tests is filterable only where the corpus's tests differ in size:
+        # the shipped corpora hold each problem's 3 largest optimization tests, and issue 25's opt-7 of
+        # gridbfs, intervals and twosum is 3-7x larger than their same-size tests (a size step, not noise).
+        rows = corpus[(corpus["environment"] == run.environment) & (corpus["campaign"] == run.campaign)
+                      & (corpus["role"] == "reference")]
+        for problem in (p for p, f in measured.items() if f and not designed[p]):
+            sizes = rows.loc[rows["problem"] == problem, "input_bytes"].astype(float)
+            assert sizes.max() >= 2 * sizes.min(), (run, problem)
 
 
 def test_busy_environment_has_a_slower_floor_than_the_quiet_one(corpus):
     audit = run_discriminability_audit(corpus, n_boot=50)
     floor_rows = corpus[(corpus["role"] == "floor") & (corpus["status"] == "ok")]
     for run, result in audit.runs.items():
+        mine = (corpus["environment"] == run.environment) & (corpus["campaign"] == run.campaign)
+        # the headline floor is the floor of the language with the most reference rows (Python here); every
+        # test is judged against its own language's floor (result.floors)
+        main = corpus.loc[mine & (corpus["role"] == "reference"), "language"].astype(str).value_counts().idxmax()
         rows = floor_rows[(floor_rows["environment"] == run.environment) & (floor_rows["campaign"] == run.campaign)]
-        assert result.floor_s == pytest.approx(np.median(rows["duration_s"]))
+        assert main == "python"
+        assert result.floor_s == pytest.approx(np.median(rows.loc[rows["language"] == main, "duration_s"]))
+        for language, floor in result.floors.items():
+            assert floor == pytest.approx(np.median(rows.loc[rows["language"] == language, "duration_s"]))
+        assert set(result.floors) == {"python", "cpp"}
     assert audit.result("busy").floor_s > max(audit.result("quiet", c).floor_s for c in ("quiet-a", "quiet-b"))
 
 
