@@ -7,8 +7,8 @@ Steps (each prints progress; the whole run is sized for well under 10 minutes on
    background load) and a *busy* one (workers competing with a background CPU/memory load, the
    situation of a busy RL training worker). The campaign is short: ``--repeats 3``, the 3 largest
    optimization tests (:data:`DEMO_OPTIMIZATION_TESTS`, those of the shipped corpora) of four problems
-   (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time limit. Of those problems it times only the programs the stored campaign it is compared with holds
-   (:func:`stored_run`), at most :data:`DEMO_PROGRAMS_PER_PROBLEM` per problem
+   (:data:`DEMO_PROBLEMS`, ``--problems all`` for every one) and a 1 s time limit. Of those problems it
+   times only the programs the stored campaign it is compared with holds (:func:`stored_run`), at most :data:`DEMO_PROGRAMS_PER_PROBLEM` per problem
    (:func:`demo_submissions`: every incorrect and time-limit-exceeded one, and accepted ones spread from
    the fastest to the slowest of the stored run), passed to ``speedaudit collect --submissions-from``;
    so ``make demo`` keeps its length as the suite's pools grow (issue 25), the stored->fresh

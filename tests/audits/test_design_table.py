@@ -26,12 +26,7 @@ sys.modules["designs"] = designs  # dataclasses look their module up there
 SPEC.loader.exec_module(designs)
 
 
-def _text(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for column in out.columns:
-        if isinstance(out[column].dtype, pd.CategoricalDtype):
-            out[column] = out[column].astype(str)
-    return out
+_text = designs._as_text  # categoricals as plain text, so synthetic corpora can be relabelled
 
 
 def _run(frame: pd.DataFrame, environment: str, campaign: str) -> pd.DataFrame:
