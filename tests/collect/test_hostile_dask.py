@@ -103,6 +103,11 @@ def suite(tmp_path_factory):
                              "gate_control.py": GATE_CONTROL},
                run_time_error={"memfd.py": MEMFD})
     pkg = root / "add"
+    # make_suite's answer (17) can occur in a temporary path (pytest-17), which the build's message names; a
+    # random 19-digit answer cannot, so "the answer is not in the reason" tests the sandbox, not the path.
+    a, b = (10 ** 18 + secrets.randbelow(10 ** 17) for _ in range(2))
+    (pkg / "data" / "secret" / "01.in").write_text(f"{a} {b}\n")
+    (pkg / "data" / "secret" / "01.ans").write_text(f"{a + b}\n")
     sources = _sources(pkg)
     for name in ("relative_include.cpp", "fill_bomb.cpp"):
         text = sources[name].replace("data/secret/1.ans", "data/secret/01.ans")  # make_suite's answer
