@@ -16,7 +16,7 @@ from audits.checks.clocks import run_clocks_audit
 from audits.corpus.synthetic import synthesize
 from audits.protocol.findings import Finding
 from audits.engine.whole_audit import WholeAudit, run_whole_audit
-from audits.protocol.saved import (FORMAT_VERSION, ResultsFileError, decode, dump_results, encode, load_results,
+from audits.protocol.saved import (FORMAT_VERSION, PACK_MIN_VALUES, ResultsFileError, decode, dump_results, encode, load_results,
                                    read_results)
 from audits.report.results import CorpusSummary, NotSaved
 from audits.report.render import CalibrationSkipped
@@ -129,3 +129,60 @@ def test_refused_files_name_the_file(tmp_path):
         read_results(older).value("f")
     with pytest.raises(TypeError, match=r"value\.x.*cannot write"):
         encode({"x": object()})
+
+
+def _long_frame(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    f = rng.standard_normal(n) * 10.0 ** rng.integers(-12, 4, n)  # nanoseconds to hours, in seconds
+    f[::7], f[1::11], f[2::13], f[3::17] = math.nan, math.inf, -math.inf, -0.0
+    return pd.DataFrame({"f": f, "f32": f.astype(np.float32), "i": rng.integers(-2 ** 62, 2 ** 62, n),
+                         "u8": rng.integers(0, 255, n).astype(np.uint8), "b": rng.random(n) < 0.3,
+                         "c": pd.Categorical(rng.choice([f"p{k}" for k in range(300)], n)),
+                         "s": pd.array(np.where(rng.random(n) < 0.1, None, rng.choice(["a", "b/c", "é"], n)),
+                                       dtype="string"),
+                         "n": pd.array(np.where(rng.random(n) < 0.2, None, rng.integers(0, 9, n)), dtype="Int64")},
+                        index=pd.Index(rng.permutation(n), name="cell"))
+
+
+@pytest.mark.parametrize("n", [PACK_MIN_VALUES - 1, PACK_MIN_VALUES, 5000])
+def test_long_numeric_columns_are_bytes_and_exact(n):
+    """At PACK_MIN_VALUES values and beyond, a numeric column (and a categorical's codes) is written as its bytes,
+    below as a JSON list; both read back bit for bit (NaN, infinities and -0.0 included)."""
+    frame = _long_frame(n)
+    value = {"frame": frame, "array": frame["f"].to_numpy().reshape(-1, 1), "series": frame["i"]}
+    doc = json.loads(json.dumps(encode(value), allow_nan=False))
+    columns = doc["frame"]["__frame__"]["data"]
+    packed = n >= PACK_MIN_VALUES
+    assert all(("packed" in c) == packed for c in columns[:5]) and ("codes_packed" in columns[5]) == packed
+    assert all(("levels" in c) == packed for c in columns[6:])  # extension columns: distinct values and codes
+    assert ("packed" in doc["array"]) == packed
+    back = decode(doc)
+    assert differences(value, back) == []
+    for name in ("f", "f32", "i"):  # bit for bit, not only equal: -0.0 stays -0.0
+        assert back["frame"][name].to_numpy().tobytes() == frame[name].to_numpy().tobytes()
+
+
+def test_a_version_1_file_with_long_list_columns_still_reads(tmp_path):
+    """Files written before the packing (format version 1: every column a JSON list) are read as before."""
+    frame = _long_frame(500)
+    doc = json.loads(dump_results({"frame": frame}, tmp_path / "new.json").read_text())
+    value = doc["results"]["frame"]["value"]["__frame__"]
+    for column in value["data"]:  # rewrite as version 1 wrote it
+        if "packed" in column:
+            array = np.asarray(decode({"__array__": np.dtype(column["dtype"]).str, "shape": [500],
+                                       "packed": column.pop("packed")}))
+            column["values"] = [None if math.isnan(x) else "inf" if x == math.inf else "-inf" if x == -math.inf
+                                else x for x in array.tolist()] if array.dtype.kind == "f" else array.tolist()
+        if "levels" in column:
+            source = frame[{"string": "s", "Int64": "n"}[column["dtype"]]]
+            column["values"] = [None if pd.isna(v) else encode(v) for v in source.tolist()]
+            del column["levels"], column["codes_dtype"], column["codes_packed"]
+        if "codes_packed" in column:
+            column["codes"] = np.asarray(decode({"__array__": column.pop("codes_dtype"), "shape": [500],
+                                                 "packed": column.pop("codes_packed")})).tolist()
+    value["index"]["values"].update(values=value["index"]["values"].pop("packed") and frame.index.tolist())
+    doc["format_version"] = 1
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc, allow_nan=False))
+    assert "packed" not in old.read_text()
+    assert differences(frame, load_results(old)["frame"]) == []
