@@ -206,8 +206,8 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     return stacked
 
 
-def resolve_run(corpus, value):
-    """The :class:`audits.corpus.runs.Run` a report parameter names.
+def resolve_run(corpus, value, *, runs=None):
+    """The :class:`audits.corpus.runs.Run` a report parameter names (among ``runs``, default the corpus's run table).
 
     ``value`` is ``[environment, campaign]`` (the form :func:`suggest_runs` writes), a mapping
     ``{environment: ..., campaign: ...}``, a Run, or a string, which is looked up (never split) as the
@@ -216,7 +216,7 @@ def resolve_run(corpus, value):
     """
     from audits.corpus.runs import Run, RunError, runs_of
 
-    runs = runs_of(corpus)
+    runs = runs if runs is not None else runs_of(corpus)
     if isinstance(value, str):
         matches = [r for r in runs.names if f"{r.environment}/{r.campaign}" == value]
         if len(matches) != 1:
@@ -262,11 +262,15 @@ def select_pair(corpus, source, target):
     return calibration_pair(corpus, source=pair.source, target=pair.target)
 
 
-def _named_pair(corpus, source, target):
-    """The :class:`audits.corpus.selection.PairChoice` (rule ``"named"``) of two run parameters."""
+def _named_pair(corpus, source, target, *, runs=None):
+    """The :class:`audits.corpus.selection.PairChoice` (rule ``"named"``) of two run parameters (among ``runs``,
+    default the corpus's run table, computed once)."""
+    from audits.corpus.runs import runs_of
     from audits.corpus.selection import choose_pairs
 
-    return choose_pairs(corpus, named=[(resolve_run(corpus, source), resolve_run(corpus, target))])[0]
+    runs = runs if runs is not None else runs_of(corpus)
+    named = [(resolve_run(corpus, source, runs=runs), resolve_run(corpus, target, runs=runs))]
+    return choose_pairs(corpus, named=named, runs=runs)[0]
 
 
 #: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
@@ -358,7 +362,7 @@ def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **opt
 
     if rule not in PAIR_RULES:
         raise ValueError(f"pair rule {rule!r} is not one of {', '.join(PAIR_RULES)}")
-    pair = _named_pair(corpus, source_run, target_run)
+    pair = _named_pair(corpus, source_run, target_run, runs=ctx.runs)  # the shared context's run table
     return replace(run_calibration_audit(ctx, source=pair.source, target=pair.target, **options), pair_rule=rule)
 
 
@@ -833,19 +837,21 @@ def render_reports(
     check_kernel(kernel_name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    handover: list[Path] = []  # the pages' results files this report writes, removed when the pages are done
+    # One slot per core used: a page rendering holds one, and so does computing the next results, so the pages
+    # started while results are computed share the cores with it instead of slowing it down.
+    cores = threading.BoundedSemaphore(render_workers(len(names), workers))
     if saved is not None:  # nothing is computed: every page reads the saved file
-        shared = None
-        params["results_path"] = str(saved.path.resolve())
+        page_params = {**params, "results_path": str(saved.path.resolve())}
+        jobs = ((i, name, page_params) for i, name in enumerate(names))
     else:
-        shared = _shared_results(names, declared, params, corpus if corpora is not None else None, out_dir, say)
-    if shared is not None:
-        params["results_path"] = str(Path(shared).resolve())  # the kernels run in another working directory
+        jobs = _pages_as_results_are_ready(names, declared, params, corpus if corpora is not None else None,
+                                           out_dir, say, handover, cores)
     try:
-        rendered = _render_all(names, out_dir, params, show_code, kernel_name, templates, say, workers)
+        rendered = _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores)
     finally:
-        if shared is not None:
-            shared.unlink(missing_ok=True)
-    params.pop("results_path", None)
+        for path in handover:
+            path.unlink(missing_ok=True)
     path = write_index(rendered, out_dir, corpora=params.get("corpora", ()),
                        parameters={k: v for k, v in params.items() if k != "corpora"})
     index = ReportIndex(path=path, reports=tuple(rendered))
@@ -863,17 +869,52 @@ PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "acros
                 "aggregation": ("aggregation", "corpus_summary"), "simulation": ("simulation", "corpus_summary")}
 
 
-def _shared_results(names, declared, params, corpus, out_dir, say):
-    """Compute every audit the selected pages show once (one shared context) and pickle them for the pages
-    (``results_path``); None when no page declares ``results_path``. Values come from ``params``, else from
-    the first selected template that declares the parameter (a page whose own values differ recomputes)."""
+def _pages_as_results_are_ready(names, declared, params, corpus, out_dir, say, handover, cores):
+    """Yield ``(position, page, its parameters)`` in the order the pages can start, computing the shared results
+    on the way: every result once, on one shared context (:class:`audits.report.results.ReportResults`), each
+    page as soon as the results it shows are computed. Each result is written once, into a file of the first page
+    that shows it (appended to ``handover``), and a page's ``results_path`` lists the files of its results. So the
+    pages render on the other cores while the next results are computed, and each page reads only the files of
+    its results (at 10^7 rows the reliability tables alone are 300 MB of JSON).
+
+    Pages that show no shared result start at once; then the pages needing fewest results (ties in the order
+    given); the overview, which shows every result, last. Parameter values come from ``params``, else from the
+    first selected template that declares the parameter (a page whose own values differ recomputes).
+    """
+    from audits.protocol.saved import encoded_entry, write_entries
+    from audits.report.results import PARAMETERS, RESULTS_FILE, ReportResults
+
+    values = _result_parameters(names, declared, params)
+    needs = {n: [r for r in PAGE_RESULTS.get(n, ()) if all(k in values for k in PARAMETERS[r])]
+             if "results_path" in declared[n] else [] for n in names}
+    order = sorted(range(len(names)), key=lambda i: (bool(needs[names[i]]), len(needs[names[i]])))
+    results = ReportResults(corpus if corpus is not None else values["corpora"], values)
+    held: dict[str, Path | None] = {}  # each result: the file it was written to (None: its computation failed)
+    for i in order:
+        name = names[i]
+        if not needs[name]:
+            yield i, name, params
+            continue
+        todo = [r for r in needs[name] if r not in held]
+        if todo:
+            start = time.perf_counter()
+            with cores:  # a core of its own, shared with the pages rendering meanwhile
+                entries = {r: results.entry(r) for r in todo}  # None: left out, the page computes it, fails there
+                path = write_entries({r: encoded_entry(r, e[1], e[0]) for r, e in entries.items() if e is not None},
+                                     Path(out_dir) / f".{name}.{RESULTS_FILE}").resolve()  # kernels run elsewhere
+            handover.append(path)
+            held.update({r: None if e is None else path for r, e in entries.items()})
+            say(f"[0/{len(names)}] computed {', '.join(todo)} once in {time.perf_counter() - start:.1f} s "
+                f"(for {name}{' and the pages after it' if len(names) > 1 else ''})")
+        files = [str(f) for f in dict.fromkeys(held[r] for r in needs[name] if held[r] is not None)]
+        yield i, name, {**params, "results_path": files[0] if len(files) == 1 else files or None}  # None: computes
+
+
+def _result_parameters(names, declared, params) -> dict:
+    """The values the shared results are computed from: ``params``, else the literal default of the first selected
+    template that declares the parameter."""
     import ast
 
-    from audits.report.results import PARAMETERS, compute_results, write_results
-
-    takers = [n for n in names if "results_path" in declared[n]]
-    if not takers:
-        return None
     values = {}
     for n in names:
         for key, info in declared[n].items():
@@ -883,17 +924,7 @@ def _shared_results(names, declared, params, corpus, out_dir, say):
                 except (ValueError, SyntaxError):
                     continue  # not a literal: the pages compute what needs it
     values.update(params)
-    wanted = [r for n in takers for r in PAGE_RESULTS.get(n, ())]
-    wanted = [r for r in dict.fromkeys(wanted) if all(k in values for k in PARAMETERS[r])]
-    if not wanted:
-        return None
-    if corpus is None:
-        corpus = load_corpora(values["corpora"])
-    start = time.perf_counter()
-    results = compute_results(corpus, values, names=wanted)
-    say(f"[0/{len(names)}] computed {', '.join(wanted)} once in {time.perf_counter() - start:.1f} s "
-        f"(every page reads them)")
-    return write_results(results, out_dir)
+    return values
 
 
 def _saved_results(path, corpora):
@@ -923,10 +954,16 @@ def render_workers(n_pages: int, workers: int | None = None) -> int:
     return max(1, min(n_pages, workers))
 
 
-def _render_all(names, out_dir, params, show_code, kernel_name, templates, say, workers=None):
+def _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores):
+    """Render the pages ``jobs`` yields (``(position in names, page, its parameters)``), each as soon as it is
+    yielded and one of the ``cores`` (a semaphore) is free; the reports in the order of ``names``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(i, name):
+    def one(i, name, params):
+        with cores:
+            return _render_one(i, name, params)
+
+    def _render_one(i, name, params):
         template = template_path(name, templates)
         shown = template.relative_to(repo_root()) if template.is_relative_to(repo_root()) else template
         say(f"[{i}/{len(names)}] {name}: executing {shown} ...")
@@ -946,6 +983,6 @@ def _render_all(names, out_dir, params, show_code, kernel_name, templates, say, 
 
     # Threads suffice: each page runs in its own kernel process (papermill waits on it); the order of the
     # index is the order of ``names`` whatever finishes first.
-    with ThreadPoolExecutor(max_workers=render_workers(len(names), workers)) as pool:
-        futures = [pool.submit(one, i, name) for i, name in enumerate(names, 1)]
-        return [f.result() for f in futures]
+    with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
+        futures = {i: pool.submit(one, i + 1, name, page_params) for i, name, page_params in jobs}
+        return [futures[i].result() for i in range(len(names))]

@@ -4,10 +4,11 @@ The overview page shows every audit's verdicts and each other page shows one
 audit's figures; before this module each page ran its audits again (every
 audit twice per report). Now :func:`audits.report.render.render_reports`
 computes every audit once, on one :class:`audits.protocol.context.AuditContext`
-(:func:`compute_results`), writes them to one versioned JSON file in the output
-folder (:mod:`audits.protocol.saved`) and passes its path to every page as the
-``results_path`` parameter; a page reads the results it shows from it
-(:func:`page_results`).
+(:class:`ReportResults`), and as soon as a page's results are computed writes
+them to a versioned JSON file of that page in the output folder
+(:mod:`audits.protocol.saved`) and starts the page with the file's path as its
+``results_path`` parameter, so pages render while the next audits are
+computed; a page reads the results it shows from it (:func:`page_results`).
 
 Each result is stored with the parameters it was computed from
 (:data:`PARAMETERS`). A page uses a stored result only when its own values of
@@ -70,6 +71,18 @@ class CorpusSummary:
     description: str
     overview: pd.DataFrame = field(repr=False)
 
+    @classmethod
+    def of(cls, corpus: pd.DataFrame, corpora, *, runs=None) -> CorpusSummary:
+        """The summary of ``corpus`` (read from the files ``corpora``): one count of its rows and one run table
+        (``runs``, default :func:`audits.corpus.runs.runs_of`) for both halves."""
+        from audits.corpus.counts import corpus_counts
+        from audits.corpus.runs import runs_of
+        from audits.report import narrative
+
+        counts, runs = corpus_counts(corpus), runs if runs is not None else runs_of(corpus)
+        return cls(description=narrative.describe_counts(runs, counts, corpora),
+                   overview=narrative.run_table(runs, counts))
+
 
 @dataclass(frozen=True)
 class NotSaved:
@@ -112,10 +125,7 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
     """One result from the template parameters ``p``: the registered audit run by the engine's steps
     (:meth:`audits.protocol.audit.Audit.run`) with the options the parameters name, on the shared context."""
     if name == "corpus_summary":
-        from audits.report import narrative
-
-        return CorpusSummary(description=narrative.describe_corpus(ctx.corpus, p["corpora"]),
-                             overview=narrative.corpus_overview(ctx.corpus))
+        return CorpusSummary.of(ctx.corpus, p["corpora"], runs=ctx.runs)
     if name in ("stored", "across"):  # the page's pair (or its skipped note), resolved by render.resolve_run
         from audits.report.render import calibrate_runs
 
@@ -204,6 +214,15 @@ class ReportResults:
                 self.computed.append(name)
         return self._values[name]
 
+    def entry(self, name: str):
+        """``(parameters used, result)`` of ``name``, computed on this object's shared context, or None when the
+        computation raises: the page that shows it then computes it itself and fails in its own cell, with the
+        notebook, the cell and the parameters named (see :func:`compute_results`)."""
+        try:
+            return self._used(name), self.get(name)
+        except Exception:  # noqa: BLE001 -- reported by the page that needs it, see above
+            return None
+
     def __getattr__(self, name: str):
         if name.startswith("_") or name not in PARAMETERS:
             raise AttributeError(name)
@@ -223,10 +242,9 @@ def compute_results(corpus, parameters: Mapping[str, object], names=tuple(PARAME
     results = ReportResults(corpus, parameters)
     out = {}
     for name in names:
-        try:
-            out[name] = (results._used(name), results.get(name))
-        except Exception:  # noqa: BLE001 -- reported by the page that needs it, see above
-            continue
+        entry = results.entry(name)
+        if entry is not None:
+            out[name] = entry
     return out
 
 
@@ -240,7 +258,8 @@ def write_results(results: Mapping[str, tuple], out_dir: str | os.PathLike) -> P
 
 
 def page_results(results_path, corpus, namespace: Mapping[str, object] | None = None, **parameters) -> ReportResults:
-    """The results of one page: read from ``results_path`` (written by ``speedaudit report``) where they
+    """The results of one page: read from ``results_path`` (a file or a list of files written by ``speedaudit
+    report``) where they
     were computed with the page's parameter values, computed here otherwise (``results_path`` None: all).
 
     The values are ``parameters``, or taken from ``namespace`` (a page passes ``globals()``: its own
@@ -255,9 +274,11 @@ def page_results(results_path, corpus, namespace: Mapping[str, object] | None = 
         results = ReportResults(corpus, parameters)
         results.corpus  # noqa: B018 -- nothing is stored: load the corpus now, so a bad file fails in this cell
         return results
-    from audits.protocol.saved import read_results
+    from audits.protocol.saved import SavedResults, read_results
 
-    return ReportResults(corpus, parameters, read_results(results_path))
+    paths = [results_path] if isinstance(results_path, (str, os.PathLike)) else list(results_path)
+    files = [read_results(path) for path in paths]
+    return ReportResults(corpus, parameters, files[0] if len(files) == 1 else SavedResults.union(files))
 
 
 def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot: int, seed: int, campaign=None,
@@ -280,8 +301,7 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     corpora = [str(Path(c).resolve()) for c in corpora]
     common = {"n_boot": n_boot, "seed": seed, "profile": "reward"}
     if corpus is not None:
-        summary = CorpusSummary(description=narrative.describe_corpus(corpus, corpora),
-                                overview=narrative.corpus_overview(corpus))
+        summary = CorpusSummary.of(corpus, corpora)
     elif whole.corpus_facts is not None:  # a partitioned dataset's run table and counts (audit all --dask)
         runs, counts = whole.corpus_facts
         summary = CorpusSummary(description=narrative.describe_counts(runs, counts, corpora),
