@@ -90,9 +90,16 @@ def _kernel_calls(log: Path) -> list[str]:
 
 def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
     log, here = counting
-    index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=None)
+    lines: list[str] = []
+    index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=lines.append)
     assert not index.failed
     assert len(index.reports) == 7
+    # a page starts once its own results are computed, before the others': the clocks page before the reliability
+    # results are computed, the overview (every result) after the last
+    at = {key: next(i for i, line in enumerate(lines) if key in line)
+          for key in ("clocks: executing", "computed reliability", "computed stored", "overview: executing")}
+    assert at["clocks: executing"] < at["computed reliability"] < at["computed stored"] < at["overview: executing"]
+    assert sum("computed" in line for line in lines) == 6  # six batches, each result in one (8 results, 7 pages)
     # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
     assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
                                    "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
