@@ -333,3 +333,31 @@ def test_doc_helpers_against_hand_computation():
     spread = speed_spread(frame)
     assert spread["test"].iloc[0] == "t3"
     assert spread["ratio"].iloc[0] == pytest.approx(3.0)
+
+
+def test_pool_sizing_against_hand_computation():
+    """summarize.pool_sizing on a hand-made corpus: the largest test only, median over Python solutions of each
+    one's median CPU, the fastest solution's CPU minus its own language's floor; no cpu_s: an empty table."""
+    rows = []
+    cpu_on_largest = {("accepted/a.py", "python"): 0.30, ("accepted/b.py", "python"): 0.10,
+                      ("accepted/c.py", "python"): 0.20, ("accepted/d.cpp", "cpp"): 0.025,
+                      ("wrong_answer/w.py", "python"): 0.001}  # not accepted: left out
+    for (solution, language), cpu in cpu_on_largest.items():
+        for test, size, scale in (("small", 10, 0.01), ("large", 1000, 1.0)):
+            for r, jitter in enumerate((1.0, 1.1, 0.9)):
+                rows.append(("e", "c", "p", test, solution, r, cpu * scale * jitter, "ok", "reference", True,
+                             "optimization", size, language))
+    for language, floor in (("python", 0.011), ("cpp", 0.001)):
+        for r, jitter in enumerate((1.0, 2.0, 0.5)):
+            rows.append(("e", "c", "floor", "floor", f"floor/{language}", r, floor * jitter, "ok", "floor", True,
+                         "floor", 0, language))
+    frame = pd.DataFrame(rows, columns=["environment", "campaign", "problem", "test", "solution", "repeat",
+                                        "cpu_s", "status", "role", "correct", "test_kind", "input_bytes",
+                                        "language"])
+    frame["duration_s"] = frame["cpu_s"]
+    sizing = summarize.pool_sizing(frame).set_index("problem")
+    assert list(sizing.index) == ["p"] and sizing.loc["p", "test"] == "large"
+    assert sizing.loc["p", "median_python_cpu_ms"] == pytest.approx(200.0)  # median of 300, 100, 200
+    assert sizing.loc["p", "fastest"] == "d.cpp"
+    assert sizing.loc["p", "fastest_above_floor_ms"] == pytest.approx(25.0 - 1.0)  # the C++ floor, not Python's
+    assert summarize.pool_sizing(frame.drop(columns="cpu_s")).empty
