@@ -14,7 +14,8 @@ from audits.corpus.schema import UNITS
 from audits.errors import UserError
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status",
-           "add_run_selection", "read_runs_filter", "add_pair_selection", "read_pair", "add_threshold_option",
+           "add_run_selection", "read_runs_filter", "PAIR_FLAGS", "add_pair_selection", "pair_named", "read_pair",
+           "add_threshold_option",
            "read_thresholds", "add_audit_options", "read_audit_options", "run_audit_command"]
 
 # Nothing here imports numpy or pandas at module level: every command's parser is built for
@@ -101,50 +102,71 @@ def add_run_selection(parser: argparse.ArgumentParser, *, default: str = "every 
     group.add_argument("--campaign", metavar="NAME", help=f"only the runs of this campaign (default: {default})")
 
 
-def add_pair_selection(parser: argparse.ArgumentParser) -> None:
-    """The two runs of a calibration: each side by environment and campaign, or --source/--target names."""
+#: The flags that name a calibration's two runs, declared once for every command that takes them (``audit
+#: calibration``, ``calibrate``, ``audit all``): ``(flag, help)``; the flag for the environment of both runs is
+#: the command's (``--environment``, or ``--pair-environment`` in ``audit all``, where ``--environment`` selects
+#: the runs of the other audits).
+PAIR_FLAGS = (
+    ("--source-environment", "environment of the source run"),
+    ("--source-campaign", "campaign of the source run (e.g. the stored one)"),
+    ("--target-environment", "environment of the target run"),
+    ("--target-campaign", "campaign of the target run (e.g. the fresh one)"),
+    (None, "environment of both runs (campaign against campaign)"),
+    ("--source", "environment or campaign to map FROM (one column's name; the column is detected)"),
+    ("--target", "environment or campaign to map ONTO (one column's name; the column is detected)"),
+)
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def add_pair_selection(parser: argparse.ArgumentParser, *, both_environment: str = "--environment",
+                       title: str = "source and target (map SOURCE onto TARGET)") -> None:
+    """The two runs of a calibration (:data:`PAIR_FLAGS`): each side by environment and campaign, or
+    --source/--target names; ``both_environment`` is the flag for the environment of both runs."""
     group = parser.add_argument_group(
-        "source and target (map SOURCE onto TARGET)",
+        title,
         "Name each side by its environment and campaign (any omitted part is filled from the other side or "
-        "--environment, and must then be unique in the corpus), e.g. --environment quiet --source-campaign stored "
-        "--target-campaign fresh on the full file; or give --source/--target as two names of one column.")
-    group.add_argument("--source-environment", metavar="NAME", help="environment of the source run")
-    group.add_argument("--source-campaign", metavar="NAME", help="campaign of the source run (e.g. the stored one)")
-    group.add_argument("--target-environment", metavar="NAME", help="environment of the target run")
-    group.add_argument("--target-campaign", metavar="NAME", help="campaign of the target run (e.g. the fresh one)")
-    group.add_argument("--environment", metavar="NAME", help="environment of both runs (campaign against campaign)")
-    group.add_argument("--source", metavar="NAME",
-                       help="environment or campaign to map FROM (one column's name; the column is detected)")
-    group.add_argument("--target", metavar="NAME",
-                       help="environment or campaign to map ONTO (one column's name; the column is detected)")
+        f"{both_environment}, and must then be unique in the corpus), e.g. {both_environment} quiet "
+        "--source-campaign stored --target-campaign fresh on the full file; or give --source/--target as two "
+        "names of one column.")
+    for flag, text in PAIR_FLAGS:
+        group.add_argument(flag or both_environment, metavar="NAME", help=text)
     group.add_argument("--key", choices=("auto", "environment", "campaign"), default="auto",
                        help="with --source/--target: which column holds the two names (default: detect)")
 
 
-def read_pair(args: argparse.Namespace, corpus):
+def pair_named(args: argparse.Namespace) -> bool:
+    """Whether the flags name a pair (an environment of both runs alone does not)."""
+    return any(getattr(args, _dest(flag)) is not None for flag, _ in PAIR_FLAGS if flag is not None)
+
+
+def read_pair(args: argparse.Namespace, corpus, *, both_environment: str = "--environment"):
     """``(source, target)`` for :func:`audits.checks.calibration.run_calibration_audit` from :func:`add_pair_selection`.
 
-    Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``--environment`` is given,
+    Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``both_environment`` is given,
     else the ``--source``/``--target`` names. The direction is kept as given.
     """
     from audits.corpus.runs import Runs, runs_of
 
+    both = getattr(args, _dest(both_environment))
     parts = {side: (getattr(args, f"{side}_environment"), getattr(args, f"{side}_campaign"))
              for side in ("source", "target")}
-    by_run = args.environment is not None or any(v is not None for pair in parts.values() for v in pair)
+    by_run = both is not None or any(v is not None for pair in parts.values() for v in pair)
     if by_run and (args.source is not None or args.target is not None):
         raise UserError("name the runs either with --source-environment/--source-campaign/--target-environment/"
-                        "--target-campaign (and --environment) or with --source/--target, not both")
+                        f"--target-campaign (and {both_environment}) or with --source/--target, not both")
     if not by_run:
         if args.source is None or args.target is None:
-            raise UserError("name the two runs: --source-campaign A --target-campaign B (with --environment E), "
-                            "--source-environment E1 --target-environment E2, or --source A --target B")
+            raise UserError(f"name the two runs: --source-campaign A --target-campaign B (with {both_environment} "
+                            "E), --source-environment E1 --target-environment E2, or --source A --target B")
         return args.source, args.target
-    if args.environment is not None:
+    if both is not None:
         for side, (env, _camp) in parts.items():
-            if env is not None and env != args.environment:
-                raise UserError(f"--environment {args.environment!r} and --{side}-environment {env!r} disagree")
-        parts = {side: (args.environment, camp) for side, (_, camp) in parts.items()}
+            if env is not None and env != both:
+                raise UserError(f"{both_environment} {both!r} and --{side}-environment {env!r} disagree")
+        parts = {side: (both, camp) for side, (_, camp) in parts.items()}
     runs = corpus if isinstance(corpus, Runs) else runs_of(corpus)  # a partitioned dataset gives its run table
     chosen = []
     for side, (env, camp) in parts.items():

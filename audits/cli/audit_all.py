@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 
-from audits.cli._common import (add_corpus_input, add_profile_option, add_result_options, exit_status, read_corpus,
-                                report_audit)
+from audits.cli._common import (add_corpus_input, add_pair_selection, add_profile_option, add_result_options,
+                                exit_status, pair_named, read_corpus, read_pair, report_audit)
 from audits.errors import UserError
 
 #: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
 MEMORY_ROWS = 20_000_000
+#: The flag for the environment of both calibration runs: --environment selects the other audits' runs here.
+PAIR_ENVIRONMENT = "--pair-environment"
 
 
 def _options(args: argparse.Namespace, runs) -> dict:
@@ -27,10 +29,8 @@ def _options(args: argparse.Namespace, runs) -> dict:
     from audits.protocol.params import read_options
 
     fixed: dict[str, dict] = {"calibration": {"key": args.key}, "simulation": {}}
-    if _pair_named(args) and runs is not None:
-        from audits.cli._common import read_pair
-
-        fixed["calibration"]["pairs"] = (read_pair(_pair_args(args), runs),)
+    if pair_named(args) and runs is not None:
+        fixed["calibration"]["pairs"] = (read_pair(args, runs, both_environment=PAIR_ENVIRONMENT),)
     if args.reward_env or args.grid:
         from audits.checks.reward_environments import load_reward_environments
 
@@ -111,14 +111,6 @@ def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
 
-def _pair_named(args: argparse.Namespace) -> bool:
-    return any(getattr(args, k) is not None for k in ("source_environment", "source_campaign", "target_environment",
-                                                      "target_campaign", "source", "target"))
-
-
-def _pair_args(args: argparse.Namespace) -> argparse.Namespace:
-    """The options read_pair reads (--pair-environment is its --environment here)."""
-    return argparse.Namespace(**{**vars(args), "environment": args.pair_environment})
 
 
 def _partitioned(args: argparse.Namespace) -> bool:
@@ -139,9 +131,7 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
     from audits.protocol import registry
 
-    from audits.cli._common import read_pair
-
-    pairs = (lambda runs: [read_pair(_pair_args(args), runs)]) if _pair_named(args) else ()
+    pairs = (lambda runs: [read_pair(args, runs, both_environment=PAIR_ENVIRONMENT)]) if pair_named(args) else ()
     not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
     options = _options(args, None)
     with dask_client(args.scheduler, n_workers=args.workers) as client:
@@ -174,15 +164,8 @@ def register(commands, audit_commands) -> None:
                     "--seed, --floor-s, --environment/--campaign); the others carry the audit's name "
                     "(--simulation-n-boot).")
     add_corpus_input(parser)
-    pair = parser.add_argument_group("calibration (map SOURCE onto TARGET; not named: the default pairs)")
-    pair.add_argument("--source-environment", metavar="NAME")
-    pair.add_argument("--source-campaign", metavar="NAME", help="e.g. the stored campaign")
-    pair.add_argument("--target-environment", metavar="NAME")
-    pair.add_argument("--target-campaign", metavar="NAME", help="e.g. the fresh campaign")
-    pair.add_argument("--pair-environment", metavar="NAME", help="environment of both calibration runs")
-    pair.add_argument("--source", metavar="NAME", help="environment or campaign to map FROM")
-    pair.add_argument("--target", metavar="NAME", help="environment or campaign to map ONTO")
-    pair.add_argument("--key", choices=("auto", "environment", "campaign"), default="auto")
+    add_pair_selection(parser, both_environment=PAIR_ENVIRONMENT,
+                       title="calibration (map SOURCE onto TARGET; not named: the default pairs)")
     sim = parser.add_argument_group("reward simulation")
     sim.add_argument("--reward-env", action="append", metavar="REWARD_ENV.yaml",
                      help="reward environment file (repeatable; default: the shipped examples)")

@@ -40,3 +40,34 @@ def test_strict_and_json(busy_corpus, tmp_path, capsys, argv):
     if argv[1] == "calibration":  # the busy worker cannot stand in for the quiet machine
         assert failed
     assert "wrote" in capsys.readouterr().out
+
+
+def _flags(argv: list[str]) -> set[str]:
+    """The long options a command's --help lists (its parser, found through the real command line)."""
+    import argparse
+
+    from audits.cli._main import build_parser
+
+    parser = build_parser()
+    for word in argv:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return {s for a in parser._actions for s in a.option_strings if s.startswith("--")}
+
+
+def test_every_command_that_takes_a_pair_declares_the_same_flags():
+    """One declaration (PAIR_FLAGS): audit calibration, calibrate and audit all take the same pair flags, audit all
+    its environment of both runs as --pair-environment (its --environment selects the other audits' runs)."""
+    from audits.cli._common import PAIR_FLAGS
+
+    pair = {flag for flag, _ in PAIR_FLAGS if flag} | {"--key"}
+    for argv, both in ((["audit", "calibration"], "--environment"), (["calibrate"], "--environment"),
+                       (["audit", "all"], "--pair-environment")):
+        assert pair | {both} <= _flags(argv), argv
+
+
+def test_audit_all_names_its_own_flag_when_the_pair_disagrees(busy_corpus, capsys):
+    code = main(["audit", "all", str(busy_corpus), "--pair-environment", "quiet", "--source-environment", "busy",
+                 "--source-campaign", "c0", "--target-campaign", "c0", "--n-boot", "30"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--pair-environment 'quiet' and --source-environment 'busy' disagree" in err
