@@ -47,10 +47,26 @@ def example_reward_environments():
 
 
 class _EveryRun(Audit):
-    """An audit of every run the environment / campaign options denote (rule ``"every run"``)."""
+    """An audit of every run the environment / campaign options denote (rule ``"every run"``).
+
+    Its compute step is data where the audit's own function takes the run context, the runs and the thresholds
+    and options of the same names: ``function`` (``"module:name"``, imported when the audit runs) and
+    ``passed`` (the options given to it by name); an audit that needs more overrides :meth:`compute`.
+    """
+
+    function: ClassVar[str | None] = None
+    passed: ClassVar[tuple[str, ...]] = ()
 
     def plan(self, ctx, options) -> tuple:
         return covered_runs(ctx.runs, environment=options.environment, campaign=options.campaign)
+
+    def compute(self, ctx, units, options, thresholds):
+        import importlib
+
+        module, _, name = self.function.partition(":")
+        run = getattr(importlib.import_module(module), name)
+        return run(ctx, runs=[u.run for u in units], thresholds=thresholds,
+                   **{option: getattr(options, option) for option in self.passed})
 
 
 class Reliability(_EveryRun):
@@ -59,13 +75,8 @@ class Reliability(_EveryRun):
     Options = ReliabilityOptions
     Thresholds = ReliabilityThresholds
     report = ("reliability",)
-
-    def compute(self, ctx, units, options, thresholds):
-        from audits.checks.reliability import run_reliability_audit
-
-        return run_reliability_audit(ctx, runs=[u.run for u in units], thresholds=thresholds, n_boot=options.n_boot,
-                                     seed=options.seed, target_reliability=options.target_reliability,
-                                     target_precision=options.target_precision, max_pairs=options.max_pairs)
+    function = "audits.checks.reliability:run_reliability_audit"
+    passed = ("n_boot", "seed", "target_reliability", "target_precision", "max_pairs")
 
 
 class Discriminability(_EveryRun):
@@ -74,13 +85,8 @@ class Discriminability(_EveryRun):
     Options = DiscriminabilityOptions
     Thresholds = DiscriminabilityThresholds
     report = ("discriminability",)
-
-    def compute(self, ctx, units, options, thresholds):
-        from audits.checks.discriminability import run_discriminability_audit
-
-        return run_discriminability_audit(ctx, runs=[u.run for u in units], floor_s=options.floor_s,
-                                          thresholds=thresholds, method=options.method, n_boot=options.n_boot,
-                                          seed=options.seed)
+    function = "audits.checks.discriminability:run_discriminability_audit"
+    passed = ("floor_s", "method", "n_boot", "seed")
 
 
 class Calibration(Audit):
@@ -135,14 +141,8 @@ class Aggregation(_EveryRun):
     Options = AggregationOptions
     Thresholds = AggregationThresholds
     report = ("aggregation",)
-
-    def compute(self, ctx, units, options, thresholds):
-        from audits.checks.aggregation import run_aggregation_audit
-
-        return run_aggregation_audit(ctx, runs=[u.run for u in units],
-                                     names=None if options.names is None else list(options.names),
-                                     floor_s=options.floor_s, n_boot=options.n_boot, seed=options.seed,
-                                     thresholds=thresholds)
+    function = "audits.checks.aggregation:run_aggregation_audit"
+    passed = ("names", "floor_s", "n_boot", "seed")
 
 
 class Simulation(Audit):

@@ -59,6 +59,31 @@ def test_the_registry_lists_every_audit_once_with_its_declarations():
         assert registry.thresholds_of(name) is audit.Thresholds
 
 
+DECLARED = [n for n in NAMES if getattr(registry.get(n), "function", None) is not None]  # compute step as data
+
+
+def test_the_audits_of_every_run_declare_their_compute_step():
+    assert {"reliability", "discriminability", "aggregation"} <= set(DECLARED)
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_a_declared_compute_step_passes_real_options_to_real_parameters(name):
+    """An audit whose compute step is data (``function``, ``passed``): each passed name is a field of its Options
+    and a keyword of its function, which also takes the runs and the thresholds; every other option of its
+    Options is used by the plan step (environment, campaign) or declared as shared with no effect here."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    audit = registry.get(name)
+    module, _, function = audit.function.partition(":")
+    parameters = inspect.signature(getattr(importlib.import_module(module), function)).parameters
+    fields = {f.name for f in dataclasses.fields(audit.Options)}
+    assert set(audit.passed) <= fields, set(audit.passed) - fields
+    assert set(audit.passed) | {"runs", "thresholds"} <= set(parameters), set(audit.passed) - set(parameters)
+    assert fields - set(audit.passed) <= {"environment", "campaign"}, fields - set(audit.passed)  # none forgotten
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_is_in_audit_all_and_equals_its_own_run(name, corpus, whole):
     audit = registry.get(name)
