@@ -463,21 +463,45 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
 
 
 def _benchmark_table(env: RunReliability, t: ReliabilityThresholds) -> pd.DataFrame:
-    """pyperf's checks on every cell of the run with at least two ok values, labelled by benchmark."""
+    """pyperf's checks on every cell of the run with at least two ok values (labelled by :func:`_labels` only
+    where a benchmark is named: a label per cell was 10^7 Python strings per run at 10^8 executions)."""
     checked = benchmark_checks(env.cells, cv_limit=t.benchmark_cv, spread_limit=t.benchmark_spread,
                                width=t.benchmark_width)
-    checked = checked.loc[np.isfinite(checked["cv"].to_numpy(dtype=float))].reset_index(drop=True)
-    label = checked["problem"].astype(str)
-    for column in ("test", "solution", "campaign"):  # named only where the run has several
-        if column in checked.columns and checked[column].nunique() > 1:
-            label = label + " · " + checked[column].astype(str)
-    return checked.assign(benchmark=label.to_numpy())
+    return checked.loc[np.isfinite(checked["cv"].to_numpy(dtype=float))].reset_index(drop=True)
 
 
-def _worst(table: pd.DataFrame, flag: str, key: str, fmt: str, k: int = 3) -> str:
+def _label_columns(table: pd.DataFrame) -> list[str]:
+    """The columns of a benchmark's name: the problem, then test, solution and campaign where the run has several."""
+    return ["problem"] + [c for c in ("test", "solution", "campaign") if c in table.columns and table[c].nunique() > 1]
+
+
+def _labels(rows: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Each row's benchmark name, ``problem · test · solution`` (``columns``: :func:`_label_columns` of the table)."""
+    label = rows[columns[0]].astype(str)
+    for column in columns[1:]:
+        label = label + " · " + rows[column].astype(str)
+    return label.to_numpy()
+
+
+def _top(table: pd.DataFrame, flag: str, key: str, k: int, columns: list[str]) -> list[tuple[str, float]]:
+    """The ``k`` flagged rows of largest ``|key|``, ties by name: ``[(name, value)]``. Only rows that can be among
+    them are named (those at or above the k-th largest ``|key|``, and every row without a value when fewer than
+    ``k`` have one), so the order is that of sorting every flagged row by (-|key|, name). ``columns``: the
+    table's :func:`_label_columns`."""
     rows = table.loc[table[flag].to_numpy(dtype=bool)]
-    rows = rows.iloc[np.lexsort((rows["benchmark"].to_numpy(), -np.abs(rows[key].to_numpy(dtype=float))))]
-    return ", ".join(f"{b} {format(v, fmt)}" for b, v in zip(rows["benchmark"][:k], rows[key][:k]))
+    order_key = -np.abs(rows[key].to_numpy(dtype=float))
+    finite = np.isfinite(order_key)
+    if finite.sum() >= k:  # a row without a value sorts after every valued one
+        kth = np.partition(order_key[finite], k - 1)[k - 1]
+        keep = finite & (order_key <= kth)
+        rows, order_key = rows.loc[keep], order_key[keep]
+    names = _labels(rows, columns)
+    order = np.lexsort((names, order_key))[:k]
+    return [(str(names[i]), float(v)) for i, v in zip(order, rows[key].to_numpy(dtype=float)[order])]
+
+
+def _worst(table: pd.DataFrame, flag: str, key: str, fmt: str, columns: list[str], k: int = 3) -> str:
+    return ", ".join(f"{b} {format(v, fmt)}" for b, v in _top(table, flag, key, k, columns))
 
 
 def benchmark_profile(env: RunReliability, t: ReliabilityThresholds) -> dict:
@@ -489,7 +513,7 @@ def benchmark_profile(env: RunReliability, t: ReliabilityThresholds) -> dict:
     pyperf would ask for.
     """
     table = _benchmark_table(env, t)
-    n = len(table)
+    n, columns = len(table), _label_columns(table)
     stable = ~table["unstable"].to_numpy(dtype=bool)
 
     def share(flag: str, among=None) -> float:
@@ -499,9 +523,7 @@ def benchmark_profile(env: RunReliability, t: ReliabilityThresholds) -> dict:
         return float(values.mean()) if len(values) else math.nan
 
     def top(flag: str, key: str) -> list:
-        rows = table.loc[table[flag].to_numpy(dtype=bool)]
-        rows = rows.iloc[np.lexsort((rows["benchmark"].to_numpy(), -np.abs(rows[key].to_numpy(dtype=float))))]
-        return [{"benchmark": b, key: float(v)} for b, v in zip(rows["benchmark"][:5], rows[key][:5])]
+        return [{"benchmark": b, key: v} for b, v in _top(table, flag, key, 5, columns)]
 
     min_dev, max_dev = (table[c].to_numpy(dtype=float) for c in ("min_dev", "max_dev"))
     return {
@@ -527,20 +549,20 @@ def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: di
         reason = "no benchmark has two ok values: pyperf's checks need a standard deviation"
         return [Finding.not_available(m, reason, threshold=t.text(m), **where) for m in t.benchmark_metrics]
     p = benchmark_profile(env, t)
-    n = p["n_benchmarks"]
+    n, names = p["n_benchmarks"], _label_columns(table)
     out = []
     n_bad = int(table["unstable"].sum())
     level = t.judge("unstable_share", p["unstable_share"])
     msg = (f"{n_bad} of {n} benchmarks have a CV >= {t.benchmark_cv:.0%} of the mean (pyperf check: unstable)"
-           + (f", worst {_worst(table, 'unstable', 'cv', '.1%')}" if n_bad else "")
+           + (f", worst {_worst(table, 'unstable', 'cv', '.1%', names)}" if n_bad else "")
            + f"; median CV {p['median_cv']:.1%}")
     msg += "" if level == "pass" else ("; rerun those with more processes, values or loops (pyperf system tune "
                                        "reduces the system jitter)")
     out.append(Finding(level, "unstable_share", p["unstable_share"], t.text("unstable_share"), msg, **where))
     n_out = int(table["outlier"].sum())
     level = t.judge("outlier_share", p["outlier_share"])
-    worst_low = table.iloc[int(np.argmin(table["min_dev"]))]["benchmark"]
-    worst_high = table.iloc[int(np.argmax(table["max_dev"]))]["benchmark"]
+    worst_low = _labels(table.iloc[[int(np.argmin(table["min_dev"]))]], names)[0]
+    worst_high = _labels(table.iloc[[int(np.argmax(table["max_dev"]))]], names)[0]
     msg = (f"{n_out} of {n} benchmarks have a minimum or maximum >= {t.benchmark_spread:.0%} away from the mean "
            f"(pyperf check); widest spread: minimum {p['min_spread']:+.1%} ({worst_low}), maximum "
            f"{p['max_spread']:+.1%} ({worst_high})")
@@ -556,7 +578,7 @@ def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: di
     level = t.judge("too_few_processes_share", p["too_few_processes_share"])
     msg = (f"{n_few} of {len(stable)} stable benchmarks need more processes than the {p['median_processes']:g} "
            f"(median) measured for a 95 % CI of {t.benchmark_width:.0%} of the mean (pyperf's required_nprocesses)"
-           + (f", most: {_worst(stable, 'too_few_processes', 'processes_needed', '.0f')}" if n_few else ""))
+           + (f", most: {_worst(stable, 'too_few_processes', 'processes_needed', '.0f', names)}" if n_few else ""))
     msg += "" if level == "pass" else "; run those benchmarks with more processes (pyperf --processes)"
     out.append(Finding(level, "too_few_processes_share", p["too_few_processes_share"],
                        t.text("too_few_processes_share"), msg, **where))
