@@ -77,9 +77,16 @@ class CorpusSummary:
         (``runs``, default :func:`audits.corpus.runs.runs_of`) for both halves."""
         from audits.corpus.counts import corpus_counts
         from audits.corpus.runs import runs_of
+
+        return cls.from_counts(runs if runs is not None else runs_of(corpus), corpus_counts(corpus), corpora)
+
+    @classmethod
+    def from_counts(cls, runs: pd.DataFrame, counts, corpora) -> CorpusSummary:
+        """The summary from a run table and the corpus's counts (:func:`audits.corpus.counts.corpus_counts`)
+        without the rows: what :meth:`of` computes, and what a partitioned dataset's whole audit carries
+        (``WholeAudit.corpus_facts``)."""
         from audits.report import narrative
 
-        counts, runs = corpus_counts(corpus), runs if runs is not None else runs_of(corpus)
         return cls(description=narrative.describe_counts(runs, counts, corpora),
                    overview=narrative.run_table(runs, counts))
 
@@ -294,7 +301,6 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     ones). ``extra`` adds top-level keys
     (``speedaudit audit all --json`` keeps every audit's plain JSON there).
     """
-    from audits.report import narrative
     from audits.report.render import CalibrationSkipped
     from audits.protocol.saved import dump_results
 
@@ -303,9 +309,7 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     if corpus is not None:
         summary = CorpusSummary.of(corpus, corpora)
     elif whole.corpus_facts is not None:  # a partitioned dataset's run table and counts (audit all --dask)
-        runs, counts = whole.corpus_facts
-        summary = CorpusSummary(description=narrative.describe_counts(runs, counts, corpora),
-                                overview=narrative.run_table(runs, counts))
+        summary = CorpusSummary.from_counts(*whole.corpus_facts, corpora)
     else:
         raise ValueError("save_whole_audit: give the corpus, or a whole audit that carries its corpus_facts")
     results = {"reliability": whole.reliability, "discriminability": whole.discriminability,
