@@ -39,8 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "NotSaved", "ReportResults", "compute_results",
-           "write_results", "page_results"]
+__all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "NotSaved", "ReportResults", "page_results"]
 
 RESULTS_FILE = "audit-results.json"
 
@@ -224,7 +223,9 @@ class ReportResults:
     def entry(self, name: str):
         """``(parameters used, result)`` of ``name``, computed on this object's shared context, or None when the
         computation raises: the page that shows it then computes it itself and fails in its own cell, with the
-        notebook, the cell and the parameters named (see :func:`compute_results`)."""
+        notebook, the cell and the parameters named, while the other pages still render. What
+        :func:`audits.report.render.render_reports` writes, through :func:`audits.protocol.saved.encoded_entry`
+        and :func:`audits.protocol.saved.write_entries`, into a page's results file."""
         try:
             return self._used(name), self.get(name)
         except Exception:  # noqa: BLE001 -- reported by the page that needs it, see above
@@ -234,34 +235,6 @@ class ReportResults:
         if name.startswith("_") or name not in PARAMETERS:
             raise AttributeError(name)
         return self.get(name)
-
-
-def compute_results(corpus, parameters: Mapping[str, object], names=tuple(PARAMETERS)) -> dict[str, tuple]:
-    """``{name: (parameters used, result)}`` of every named result, on one shared context.
-
-    A result whose computation raises is left out: the page that shows it then computes it itself and
-    fails in its own cell, with the notebook, the cell and the parameters named (as before), while the
-    other pages still render.
-    """
-    missing = sorted({k for name in names for k in PARAMETERS[name]} - set(parameters))
-    if missing:  # a caller's mistake, not a page's failure: say so rather than leave the results out
-        raise KeyError(f"compute_results: parameters missing: {', '.join(missing)}")
-    results = ReportResults(corpus, parameters)
-    out = {}
-    for name in names:
-        entry = results.entry(name)
-        if entry is not None:
-            out[name] = entry
-    return out
-
-
-def write_results(results: Mapping[str, tuple], out_dir: str | os.PathLike) -> Path:
-    """Write ``results`` (``{name: (parameters, result)}``) into ``out_dir`` as one versioned JSON file
-    (:func:`audits.protocol.saved.dump_results`, atomically) and return its path."""
-    from audits.protocol.saved import dump_results
-
-    return dump_results({name: result for name, (_, result) in results.items()}, Path(out_dir) / RESULTS_FILE,
-                        parameters={name: used for name, (used, _) in results.items()})
 
 
 def page_results(results_path, corpus, namespace: Mapping[str, object] | None = None, **parameters) -> ReportResults:

@@ -121,17 +121,20 @@ def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, countin
 def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
     """A stored result is used only for the parameters it was computed from."""
     from audits.corpus.io import load_corpus
-    from audits.report.results import compute_results, write_results
+    from audits.protocol.saved import encoded_entry, write_entries
+    from audits.report.results import ReportResults
 
     log, here = counting
     values = {**PARAMS, "campaign": None, "floor_s": None, "reliability_thresholds": {},
               "discriminability_thresholds": {}, "profile": "reward"}  # the template's defaults
     with pytest.raises(KeyError, match="profile"):  # a missing parameter is an error, not a silent recompute
-        compute_results(load_corpus(corpus_path), {k: v for k, v in values.items() if k != "profile"},
-                        names=("reliability",))
+        ReportResults(load_corpus(corpus_path), {k: v for k, v in values.items() if k != "profile"}).get("reliability")
     values["corpora"] = [str(corpus_path)]
-    path = write_results(compute_results(load_corpus(corpus_path), values,
-                                         names=("reliability", "discriminability", "corpus_summary")), tmp_path)
+    # the shared results as render_reports writes them: ReportResults.entry, encoded once, written by write_entries
+    results = ReportResults(load_corpus(corpus_path), values)
+    entries = {r: results.entry(r) for r in ("reliability", "discriminability", "corpus_summary")}
+    path = write_entries({r: encoded_entry(r, result, used) for r, (used, result) in entries.items()},
+                         tmp_path / RESULTS_FILE)
     here.clear()
     render_notebook("reliability", tmp_path / "out",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
