@@ -90,11 +90,12 @@ def _unpacked(text: str, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype=dtype.newbyteorder("<")).astype(dtype)
 
 
-def _numbers(array: np.ndarray) -> dict:
-    """``{"values": [...]}`` or, for a long column, ``{"packed": "<base64>"}`` (see :data:`PACK_MIN_VALUES`)."""
-    if len(array) >= PACK_MIN_VALUES:
-        return {"packed": _packed(array)}
-    return {"values": array.tolist()}
+def _codes(codes: np.ndarray) -> dict:
+    """A column's integer codes: ``{"codes": [...]}`` or, for a long column (see :data:`PACK_MIN_VALUES`), its
+    bytes ``{"codes_dtype": "<i1", "codes_packed": "<base64>"}``."""
+    if len(codes) >= PACK_MIN_VALUES:
+        return {"codes_dtype": codes.dtype.str, "codes_packed": _packed(codes)}
+    return {"codes": codes.tolist()}
 
 
 def _column(values: pd.Series | pd.Index, where: str) -> dict:
@@ -102,13 +103,11 @@ def _column(values: pd.Series | pd.Index, where: str) -> dict:
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         codes = np.asarray(values.codes if isinstance(values, pd.Index) else values.cat.codes)
-        packed = _numbers(codes)
         return {"dtype": "category", "categories": _column(pd.Index(dtype.categories), where),
-                "ordered": bool(dtype.ordered), **({"codes": packed["values"]} if "values" in packed
-                                                   else {"codes_dtype": codes.dtype.str, "codes_packed": packed["packed"]})}
+                "ordered": bool(dtype.ordered), **_codes(codes)}
     kind = getattr(dtype, "kind", "O")
     if kind in "fiub" and isinstance(dtype, np.dtype) and len(values) >= PACK_MIN_VALUES:
-        return {"dtype": str(dtype), **_numbers(np.asarray(values, dtype=dtype))}
+        return {"dtype": str(dtype), "packed": _packed(np.asarray(values, dtype=dtype))}
     if kind == "f" and isinstance(dtype, np.dtype):
         array = np.asarray(values, dtype=float)
         if np.isfinite(array).all():
