@@ -104,17 +104,36 @@ def _judge(problem, sub, test, argv, work: Path) -> tuple[str, str, str, bool, s
 
 
 @pytest.fixture(scope="module")
-def verdicts(suite, commands, tmp_path_factory):
-    """{(problem, submission): [(test, passed, reason), ...]} over every correctness test."""
-    work = tmp_path_factory.mktemp("runs")
-    jobs = [(p, s, t) for p in suite.problems for s in p.submissions for t in p.tests_of_kind("correctness")]
+def judged(commands, tmp_path_factory):
+    """``judge(jobs)``: [(problem, submission, test, passed, reason)] for [(problem, submission, test)], each
+    (problem, submission, test) run and judged once per module, two at a time.
 
-    def judge(job):
+    The programs are deterministic and a run's verdict is a pure function of program and test, so the
+    accepted programs' correctness runs of :func:`test_every_accepted_submission_is_correct_on_every_test` (about
+    1500 of the module's ~5300 runs) are not run a second time for :func:`verdicts`: both read the one run's
+    verdict, and each test still runs whatever it needs that no test before it ran (alone, it runs all of it).
+    """
+    work = tmp_path_factory.mktemp("runs")
+    done: dict = {}
+
+    def one(job):
         problem, sub, test = job
         return _judge(problem, sub, test, commands[(problem.id, sub.name)], work)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(judge, jobs))
+    def judge(jobs):
+        keys = [(problem.id, sub.name, test.name) for problem, sub, test in jobs]
+        todo = {key: job for key, job in zip(keys, jobs) if key not in done}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            done.update(zip(todo, pool.map(one, todo.values())))
+        return [done[key] for key in keys]
+
+    return judge
+
+
+@pytest.fixture(scope="module")
+def verdicts(suite, judged):
+    """{(problem, submission): [(test, passed, reason), ...]} over every correctness test."""
+    results = judged([(p, s, t) for p in suite.problems for s in p.submissions for t in p.tests_of_kind("correctness")])
     table: dict = {}
     for pid, sub, test, ok, why in results:
         table.setdefault((pid, sub), []).append((test, ok, why))
@@ -157,19 +176,12 @@ def test_suite_stays_small():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("problem_id", PROBLEM_IDS)
-def test_every_accepted_submission_is_correct_on_every_test(problem_id, suite, commands, tmp_path):
+def test_every_accepted_submission_is_correct_on_every_test(problem_id, suite, judged):
     """Issue 25: every accepted program, Python and C++, on every test (sample, correctness, optimization)."""
     problem = suite.problem(problem_id)
     accepted = [s for s in problem.submissions if s.expected == "accepted"]
-    jobs = [(s, t) for s in accepted for t in problem.tests]
     assert accepted and {t.kind for t in problem.tests} == {"correctness", "optimization"}
-
-    def judge(job):
-        sub, test = job
-        return _judge(problem, sub, test, commands[(problem.id, sub.name)], tmp_path)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(judge, jobs))
+    results = judged([(problem, s, t) for s in accepted for t in problem.tests])
     failures = [f"{problem_id}/{sub} on {test}: {why}" for _pid, sub, test, ok, why in results if not ok]
     assert not failures, f"{len(failures)} of {len(results)} runs wrong:\n" + "\n".join(failures)
     assert len(results) == len(accepted) * len(problem.tests) >= MIN_ACCEPTED * 10
