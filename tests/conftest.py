@@ -25,16 +25,51 @@ from audits.corpus.synthetic import synthesize
 
 
 def pytest_collection_modifyitems(config, items):
-    """Test files holding a ``slow`` test are collected first; the order is otherwise unchanged (stable sort).
+    """Test files holding a ``slow`` test are collected first, and among the slow files and among the others,
+    the files that took longest in the previous run first; the order is otherwise unchanged (stable sort).
 
     ``make test`` hands whole files to its xdist workers in collection order (``--dist loadfile
     --no-loadscope-reorder``); a file of several minutes handed out last keeps one worker busy after the
     other has finished (longest first is the classic remedy for that tail). Mark a test ``slow`` when its
     file takes a minute or more under ``make test`` (the run's ``--durations`` ends with the slowest files,
-    each flagged when it is marked; see :func:`pytest_terminal_summary`).
+    each flagged when it is marked; see :func:`pytest_terminal_summary`). The previous run's seconds per file
+    are pytest's cache (:func:`pytest_sessionfinish`): on a fresh clone there are none, and the marks alone
+    decide (then the slow files come in collection order).
     """
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+    before = _cached_file_seconds(config)
+    items.sort(key=lambda item: (item.path not in slow_files, -before.get(_file_of(item.nodeid), 0.0)))
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _cache_key(config) -> str:
+    """One record per ``-m`` expression: ``make test``'s serial pass (``-m serial``) runs a few tests of
+    files whose other tests its parallel pass ran, and must not overwrite that pass's seconds with its own."""
+    return f"speedaudit/file_seconds/{config.getoption('markexpr', '') or 'all'}"
+
+
+_SECONDS_BEFORE = pytest.StashKey[dict]()
+
+
+def _cached_file_seconds(config) -> dict:
+    """The previous runs' seconds per file, read once per session: by the controller, from pytest's cache, and
+    handed to every xdist worker (:func:`pytest_configure_node`), so all workers sort alike (xdist refuses
+    workers whose collections differ) even if another run in this checkout writes the cache meanwhile."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput.get("speedaudit_file_seconds", {})
+    if _SECONDS_BEFORE not in config.stash:
+        cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+        config.stash[_SECONDS_BEFORE] = cache.get(_cache_key(config), {}) if cache is not None else {}
+    return config.stash[_SECONDS_BEFORE]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(pytest-xdist, in the controller) Every worker gets the controller's one reading of the cache."""
+    node.workerinput["speedaudit_file_seconds"] = _cached_file_seconds(node.config)
 
 
 #: Seconds (setup + call + teardown of its tests) per test file, summed as the reports arrive (under xdist,
@@ -43,7 +78,7 @@ _FILE_SECONDS: dict[str, list] = {}
 
 
 def pytest_runtest_logreport(report):
-    entry = _FILE_SECONDS.setdefault(report.nodeid.split("::", 1)[0], [0.0, False])  # [seconds, marked slow]
+    entry = _FILE_SECONDS.setdefault(_file_of(report.nodeid), [0.0, False])  # [seconds, marked slow]
     entry[0] += report.duration
     entry[1] = entry[1] or "slow" in report.keywords
 
@@ -60,6 +95,18 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_sep("=", f"slowest {count} test files (setup + call + teardown)")
     for path, (seconds, slow) in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])[:count]:
         terminalreporter.write_line(f"{seconds:8.1f}s {'slow' if slow else '    '} {path}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """This run's seconds per test file into pytest's cache (in the controller, merged into the record of the
+    runs before: a run of some files keeps the others' seconds), for :func:`pytest_collection_modifyitems`."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    if cache is None or hasattr(config, "workerinput") or not _FILE_SECONDS:
+        return
+    record = {**_cached_file_seconds(config),
+              **{path: round(seconds, 1) for path, (seconds, _slow) in _FILE_SECONDS.items()}}
+    cache.set(_cache_key(config), record)
 
 
 @pytest.fixture(autouse=True)
