@@ -331,7 +331,7 @@ def benchmark_checks(cells: pd.DataFrame, *, cv_limit: float = 0.10, spread_limi
         ``cells`` with ``min_dev`` / ``max_dev`` ((min - mean) / mean, (max - mean) / mean),
         ``processes_needed`` and the flags ``unstable``, ``outlier``, ``too_few_processes``.
     """
-    out = cells.copy()
+    out = cells.copy(deep=False)  # copy-on-write (pandas 3): new columns never reach ``cells``, nothing is copied
     mean = out["mean_s"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["min_dev"] = (out["min_s"].to_numpy(dtype=float) - mean) / mean

@@ -24,7 +24,7 @@ means no intervals, and what is judged only by its interval is ``n/a``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ import pandas as pd
 from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
 from audits.checks.declared.calibration import CalibrationThresholds
-from stats._groups import label_mask
+from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, check_n_boot
 from stats.calibration import (
     FAMILIES,
@@ -392,7 +392,11 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
     frame = pairing.frame
     x = frame["x"].to_numpy(dtype=float)
     y = frame["y"].to_numpy(dtype=float)
-    groups = frame["problem"].astype(str).to_numpy()
+    # Problems and tests as codes numbered by name (group_codes), which is how the fits number the names
+    # themselves (stats.calibration._group_index: factorize, sorted): the same folds, bootstrap draws and
+    # within-problem groups, without a Python string per pair (10^7 pairs at 10^8 executions, once per family).
+    groups = group_codes(frame, ["problem"])[0]
+    tests = group_codes(frame, ["test"])[0]
 
     wanted = list(dict.fromkeys(families + ([calibration_family] if calibration_family else []) + ["affine"]))
     variants = [(f, f, None) for f in wanted]
@@ -407,7 +411,7 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
                               level=level, seed=seed)
         fit_objects[name], lopos[name] = fit, lopo
         rows.append(_fit_row(name, family, fit.method, fit, lopo, ci, pairing.n_problems, y))
-        agree = within_problem_spearman(lopo.predictions, y, problem=groups, test=frame["test"].astype(str).to_numpy(),
+        agree = within_problem_spearman(lopo.predictions, y, problem=groups, test=tests,
                                         threshold=limits.within_problem_fail)
         rows[-1].update(within_problem_spearman=agree.mean, within_problem_worst=agree.worst,
                         within_problem_share_below=agree.share_below)
@@ -471,7 +475,10 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
                          sp_raw=sp_raw,
                          sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot))
     return CalibrationAudit(
-        source=source, target=target, key=key, pairing=pairing, fits=fits, params=params,
+        # the pairing's per-side cells served the steps above (percentile agreement); the result keeps the pairs
+        # (two cell tables as long as the pairs, 6*10^8 bytes at 10^8 executions, read by nothing after this)
+        source=source, target=target, key=key, pairing=replace(pairing, source_cells=None, target_cells=None),
+        fits=fits, params=params,
         fit_objects=fit_objects, best_family=best_family, calibration_family=calibration_family,
         spearman_raw=sp_raw, spearman_calibrated=sp_cal, spearman_gain=sp_gain, agreement=agree_frame,
         bland_altman=ba_raw, bland_altman_calibrated=ba_cal, drift=drift, sensitivity=sensitivity,

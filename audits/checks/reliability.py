@@ -209,7 +209,7 @@ class ReliabilityAudit:
 
     def result(self, environment: str, campaign: str | None = None) -> RunReliability:
         """The result of one run (``campaign`` may be left out when the environment has one run here)."""
-        return _one_result(self.runs, environment, campaign)
+        return one_result(self.runs, environment, campaign)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per run with the headline metrics."""
@@ -239,7 +239,7 @@ def _finite(value):
     return value if value is not None and np.isfinite(value) else None
 
 
-def _one_result(results: dict, environment: str, campaign: str | None):
+def one_result(results: dict, environment: str, campaign: str | None):
     matches = [res for run, res in results.items()
                if run.environment == environment and (campaign is None or run.campaign == campaign)]
     if len(matches) != 1:
@@ -467,7 +467,13 @@ def _benchmark_table(env: RunReliability, t: ReliabilityThresholds) -> pd.DataFr
     where a benchmark is named: a label per cell was 10^7 Python strings per run at 10^8 executions)."""
     checked = benchmark_checks(env.cells, cv_limit=t.benchmark_cv, spread_limit=t.benchmark_spread,
                                width=t.benchmark_width)
-    return checked.loc[np.isfinite(checked["cv"].to_numpy(dtype=float))].reset_index(drop=True)
+    read = [c for c in ("problem", "test", "solution", "campaign") if c in checked.columns] + list(_CHECKED)
+    return checked.loc[np.isfinite(checked["cv"].to_numpy(dtype=float)), read].reset_index(drop=True)
+
+
+#: What the benchmark profile and its findings read of :func:`stats.reliability.benchmark_checks` (besides the
+#: names): the cells' other columns are not copied into its table.
+_CHECKED = ("cv", "min_dev", "max_dev", "processes_needed", "n_processes", "unstable", "outlier", "too_few_processes")
 
 
 def _label_columns(table: pd.DataFrame) -> list[str]:

@@ -138,9 +138,6 @@ def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, c
     from stats.calibration import pair_cells
 
     names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)
-    pairing = pair_cells(_in_problem_order(_concat([p["source_cells"] for p in parts])),
-                         _in_problem_order(_concat([p["target_cells"] for p in parts])), source=names[0],
-                         target=names[1], key=key, n_role_excluded=int(sum(p["n_role_excluded"] for p in parts)))
     drift_names = drift_pairings = None
     if key == "campaign":
         campaigns = sorted(set().union(*(p["campaigns"] for p in parts)))
@@ -151,10 +148,18 @@ def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, c
     if "pool_language" in pool.columns:  # a problem of one pool has "" (partitions without split problems: NaN)
         pool["pool_language"] = pool["pool_language"].fillna("")
     sides = (pool, _in_problem_order(_concat([p["candidates"] for p in parts])))
+    has_candidates = any(p["has_candidates"] for p in parts)
+    n_role_excluded = int(sum(p["n_role_excluded"] for p in parts))
+    src_cells = _in_problem_order(_concat([p.pop("source_cells") for p in parts]))
+    tgt_cells = _in_problem_order(_concat([p.pop("target_cells") for p in parts]))
+    parts.clear()  # each partition's tables are in the concatenations now: not held twice through the combine
+    pairing = pair_cells(src_cells, tgt_cells, source=names[0], target=names[1], key=key,
+                         n_role_excluded=n_role_excluded)
+    del src_cells, tgt_cells
     pair = CalibrationPair(None, names[0], names[1], key, (src,), (tgt,), None,
                            src.campaign if key == "campaign" else None)
     return combine_pairing(pair, pairing, corpus=None, drift_names=drift_names,
-                           has_candidates=any(p["has_candidates"] for p in parts), families=families,
+                           has_candidates=has_candidates, families=families,
                            robust=robust, calibration_family=calibration_family, variance_ratio=variance_ratio,
                            taus=taus, n_boot=n_boot, n_boot_rank=n_boot_rank, level=level, seed=seed,
                            limits=limits, ptau_sides=sides, drift_pairings=drift_pairings)

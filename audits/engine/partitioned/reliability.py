@@ -67,11 +67,16 @@ def _in_problem_order(frame: pd.DataFrame) -> pd.DataFrame:
 
     if not len(frame):
         return frame
-    return frame.iloc[np.argsort(group_codes(frame, ["problem"])[0], kind="stable")].reset_index(drop=True)
+    codes = group_codes(frame, ["problem"])[0]
+    if (codes[1:] >= codes[:-1]).all():  # the partitions came in problem order: no second copy of the table
+        return frame.reset_index(drop=True)
+    return frame.iloc[np.argsort(codes, kind="stable")].reset_index(drop=True)
 
 
 def _combined_tables(parts: list[dict]) -> dict:
-    tables = {name: _in_problem_order(_concat([p[name] for p in parts])) for name in _TABLES}
+    """One run's tables of every partition, concatenated in problem order; each partition's table is taken out of
+    ``parts`` as it is joined, so that the client holds one copy of it, not two."""
+    tables = {name: _in_problem_order(_concat([p.pop(name) for p in parts])) for name in _TABLES}
     tables["process_tally"] = [p["process_tally"] for p in parts]
     nested = [p["process_cells"] for p in parts if p.get("process_cells") is not None]
     tables["process_cells"] = _in_problem_order(_concat(nested)) if nested else None
@@ -129,7 +134,7 @@ def _combine_reliability(tables: list, runs, chosen, contention: dict, *, thresh
     results, findings = {}, []
     for run in chosen:
         key = (run.environment, run.campaign)
-        result = combine_problem_tables(_combined_tables([t[key] for t in tables if key in t]), summaries[run],
+        result = combine_problem_tables(_combined_tables([t.pop(key) for t in tables if key in t]), summaries[run],
                                         n_boot=n_boot, seed=seed, target_reliability=target_reliability,
                                         target_precision=target_precision, max_pairs=max_pairs,
                                         contention=contention[key])
