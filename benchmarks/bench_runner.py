@@ -25,6 +25,11 @@ Usage::
     .venv/bin/python benchmarks/bench_runner.py            # ~1 minute
     .venv/bin/python benchmarks/bench_runner.py --quick    # ~15 s
     .venv/bin/python benchmarks/bench_runner.py --profile  # + where the runner's own CPU goes (cProfile)
+    .venv/bin/python benchmarks/bench_runner.py --launcher /tmp/sa-launch-old   # another build of launcher.c
+
+``--launcher`` runs the same benchmark with another compiled launcher (e.g. an older
+revision's: ``git show REV:audits/collect/launcher.c > /tmp/old.c && cc -O2 -pthread -o
+/tmp/sa-launch-old /tmp/old.c``), to compare two launchers on one machine in one session.
 
 The load average before and after is printed and kept in the JSON: on a shared machine
 the ratio moves with it. The last lines state each target, the measured figure and
@@ -53,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from audits.collect import sandbox  # noqa: E402
 from audits.collect.languages import floor_program  # noqa: E402
 from audits.collect.sandbox import Limits, accounting, launcher_path, make_sandbox, scratch_root  # noqa: E402
 from benchmarks.results_file import write_results  # noqa: E402
@@ -106,6 +112,13 @@ def runner_loop(box, argv, stdin_path: Path, work: Path, n: int, limits: Limits)
     return time.perf_counter() - t0, walls
 
 
+def use_launcher(path: str) -> None:
+    """Run the sandboxes with the launcher binary at ``path`` (built from another revision)."""
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SystemExit(f"--launcher {path}: not an executable file")
+    sandbox._LAUNCHER["path"] = os.path.abspath(path)
+
+
 def _self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -147,7 +160,11 @@ def main(argv=None) -> int:
                         help="also profile 200 runner runs of python3 -c pass (own CPU by function)")
     parser.add_argument("--sandboxes", default="local,bwrap",
                         help="sandboxes for the throughput and the floors (default local,bwrap)")
+    parser.add_argument("--launcher", default=None,
+                        help="a compiled launcher to use instead of this checkout's launcher.c (to compare two)")
     args = parser.parse_args(argv)
+    if args.launcher:
+        use_launcher(args.launcher)
     blocks = args.blocks or (4 if args.quick else 10)
     per_block = args.per_block or (15 if args.quick else 25)
     if shutil.which("hyperfine") is None:
@@ -164,7 +181,8 @@ def main(argv=None) -> int:
     limits = Limits(wall_s=10)
     results: dict = {"when": datetime.now(timezone.utc).isoformat(), "host": os.uname().nodename,
                      "load_before": os.getloadavg(), "isolated": getattr(box, "isolated", None),
-                     "cpus": os.cpu_count(), "launcher": launcher_path() is not None, "uid_switch": box.uid is not None,
+                     "cpus": os.cpu_count(), "launcher": launcher_path() is not None,
+                     "launcher_path": launcher_path(), "uid_switch": box.uid is not None,
                      "accounting": accounting(), "blocks": blocks, "per_block": per_block, "throughput": {},
                      "accuracy": {}}
     try:

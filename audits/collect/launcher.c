@@ -339,17 +339,22 @@ static int closer_w = -1;
 /* Per-run cgroups (serve mode with --cgroup DIR, one DIR per cgroup v1 hierarchy: memory and
    cpuacct, each a folder speedaudit made under the runner's own cgroup). For every run the
    launcher makes DIR/<launcher pid>-<n>/prog (the program's whole process tree) and .../box
-   (bwrap's own processes, --nested) before it forks the standby child; the standby joins its
-   folder *before* the request (a first migration into a cgroup waits for an RCU grace period,
-   13 ms measured, which must not be on the measured path) and, when the request comes, resets
-   the counters (cpuacct.usage, memory.max_usage_in_bytes) and sets the memory limit of prog to
-   the address-space limit plus the scratch quota. Under bwrap the inner launcher's child joins
-   prog through descriptors of prog's cgroup.procs that the standby hands down as fds 5-8 (opened
-   by root: the kernel checks the opener's credentials), before the inner clock starts. After the
+   (bwrap's own processes, --nested) before it forks the standby child (under bwrap one run
+   ahead, see serve); the standby joins its folder at once, before the request (a migration waits
+   for an RCU grace period: cgroup_threadgroup_rwsem leaves its fast path, unless another
+   migration on the machine happened within the last grace period; 0.02 to 13-70 ms measured,
+   for a fresh and a reused cgroup alike, so reusing folders would not save it) and, when the
+   request comes, resets the counters (cpuacct.usage, memory.max_usage_in_bytes) and sets the
+   memory limit of prog to the address-space limit plus the scratch quota. Under bwrap the inner
+   launcher's child joins prog through descriptors of prog's cgroup.procs that the standby hands
+   down as fds 5-8 (opened by root: the kernel checks the opener's credentials), before the inner
+   clock starts (that migration is still on the runner's path, not on the measured time). After the
    run, once prog holds no process: CPU (cpuacct.usage: every task's CPU, also of children that
    were never waited for or were reaped by the kernel, SIGCHLD ignored), peak memory
    (memory.max_usage_in_bytes: the tree's sum at once, with tmpfs, memfd, pipe and kernel memory)
-   and the kernel's OOM kills (memory.oom_control). The folders are removed by the closer thread. */
+   and the kernel's OOM kills (memory.oom_control). The folders are removed by the closer thread.
+   They are never reused: a memory cgroup keeps the page cache its runs were first to read
+   charged after they ended (50 MB read by one run was the peak of the next, measured). */
 #define MAX_CG 4
 static const char *cg_base[MAX_CG];
 static int n_cg = 0, cg_mem = -1, cg_cpu = -1, nested = 0;
@@ -720,10 +725,31 @@ static int watch_kill_line(void) {
     return 1;
 }
 
+/* Set when the orphan loop below reaped the next run's standby (it died: killed from outside),
+   so that serve neither uses nor signals its pid, which may be another process's by then. */
+static int spare_reaped = 0;
+
+/* Whether `spare` is the launcher's only child (orphans of the program are reparented to the
+   main thread, the subreaper, and listed with its children until they are reaped). */
+static int only_child(pid_t spare) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    char *end;
+    long first = strtol(buf, &end, 10);
+    while (*end == ' ' || *end == '\n') end++;
+    return first == (long)spare && *end == 0;
+}
+
 /* The program runs as `pid` (its own group) since t0: report the pid; wait; kill its group;
-   reap it and every orphan; report. */
+   reap it and every orphan (every child but `spare`, the next run's standby); report. */
 static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns_fd, int cg_ok, long long seq,
-                 report_fn say, void *ctx) {
+                 pid_t spare, report_fn say, void *ctx) {
     char buf[256];
     struct timespec t1;
     reaped = 0;
@@ -767,6 +793,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
     for (;;) {
         struct rusage orphan;
         pid_t r = wait4(-1, NULL, WNOHANG, &orphan);
+        if (r > 0 && r == spare) { spare_reaped = 1; continue; }   /* it died (killed from outside) */
         if (r > 0) {
             tree_us += (long long)orphan.ru_utime.tv_sec * 1000000LL + orphan.ru_utime.tv_usec
                        + (long long)orphan.ru_stime.tv_sec * 1000000LL + orphan.ru_stime.tv_usec;
@@ -775,6 +802,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
         }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
+        if (spare > 0 && only_child(spare)) break;   /* the next run's standby is no orphan */
         if (!swept) { sweep(uid); swept = 1; }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec - ts.tv_sec >= 2) break;
@@ -832,7 +860,7 @@ static int run(const struct request *rq, int close_fd, int kill_fd, int report, 
     cg_join_inherited(1);
     /* straight to waitid: a launcher that is still runnable when the program exits waits for a
        time slice before it reads the clock (milliseconds on a loaded machine) */
-    return watch(pid, rq->uid, t0, ready[0], -1, 0, 0, say, ctx);
+    return watch(pid, rq->uid, t0, ready[0], -1, 0, 0, 0, say, ctx);
 }
 
 /* A request: one SOCK_SEQPACKET message, fields separated by NUL:
@@ -870,14 +898,21 @@ struct note { int ok, cg_ok; long long uid, scratch_bytes; struct timespec t0; }
    next request from the socket itself (so its descriptors arrive in the process that runs
    the program), tells the launcher, finishes the view and execs. Each run still gets a
    fresh child, a fresh tmpfs root and fresh mount and IPC namespaces: nothing is shared
-   between runs that was not shared before (only the network namespace, one per launcher). */
-static void standby(int sock, const char *box, long long prepared_bytes, pid_t launcher, int note_w, int sync_w,
-                    int ack_r) {
+   between runs that was not shared before (only the network namespace, one per launcher).
+   It joins its run's fresh cgroup at once, then waits on `go_r` for its turn; only then does
+   it build the view, with the quota `go_r` carries. Under bwrap with cgroups it is forked one
+   run early (see serve), so the RCU grace period of its migration passes while the run
+   before it is set up, and no work of its own competes with the measured program. */
+static void standby(int sock, const char *box, pid_t launcher, int note_w, int sync_w, int ack_r, int go_r) {
     static char data[1 << 20];
     jmp_buf jump;
     char byte = 1;
+    long long prepared_bytes = 0;
     prctl(PR_SET_PDEATHSIG, SIGKILL);     /* a standby must not outlive its launcher */
     if (getppid() != launcher) _exit(0);
+    int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
+    if (read_full(go_r, &prepared_bytes, sizeof prepared_bytes) != (ssize_t)sizeof prepared_bytes) _exit(0);
+    close(go_r);
     if (box) {
         if (setjmp(jump) == 0) {          /* a failure is reported to the program's stderr below */
             fail_jump = &jump;
@@ -887,7 +922,6 @@ static void standby(int sock, const char *box, long long prepared_bytes, pid_t l
         /* tell the launcher the namespace exists and wait until it holds a reference */
         if (write(sync_w, &byte, 1) != 1 || read(ack_r, &byte, 1) != 1) _exit(1);
     }
-    int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
     struct iovec iov = { data, sizeof data - 1 };
     union { char buf[CMSG_SPACE(N_FDS * sizeof(int))]; struct cmsghdr align; } control;
     struct msghdr msg;
@@ -992,64 +1026,157 @@ static long sockets_in_netns(void) {
     return used;
 }
 
-static int fresh_netns_if_used(void) {
+static int fresh_netns_if_used(int *moved) {
+    *moved = 0;
     if (sockets_in_netns() == 0) return 0;
+    *moved = 1;
     return unshare(CLONE_NEWNET);
 }
 
-/* Serve mode: one standby child at a time (see standby); runs one program at a time.
+/* A standby child as the launcher sees it: its pid, its run's cgroup folders (seq) and the
+   launcher's ends of its pipes (note: the request was taken; sync/ack: its mount namespace
+   exists (--view); go: its turn, with the tmpfs quota to prepare). */
+struct spare { pid_t pid; long long seq; int note_r, sync_r, ack_w, go_w; };
+
+static void spare_close(struct spare *s) {
+    int *ends[] = {&s->note_r, &s->sync_r, &s->ack_w, &s->go_w};
+    for (int k = 0; k < 4; k++) if (*ends[k] >= 0) { close(*ends[k]); *ends[k] = -1; }
+}
+
+/* Fork a standby (after the folders of its run's cgroup were made). `other`: the standby
+   already waiting, whose launcher-side ends the new one must not hold. 0 on success. */
+static int spare_fork(struct spare *s, int sock, const char *box, struct spare *other) {
+    int note_p[2], sync_p[2], ack_p[2], go_p[2];
+    if (pipe2(note_p, O_CLOEXEC) != 0) return -1;
+    /* pipes, not sockets: a socket would be one of the program's network namespace (see sockets_in_netns) */
+    if (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0 || pipe2(go_p, O_CLOEXEC) != 0) return -1;
+    int *ours[] = {&note_p[0], &note_p[1], &sync_p[0], &sync_p[1], &ack_p[0], &ack_p[1], &go_p[0], &go_p[1]};
+    for (int k = 0; k < 8; k++) *ours[k] = high_fd(*ours[k]);   /* clear of 0-8 (see high_fd) */
+    if (n_cg > 0) cg_prepare();
+    s->seq = cg.seq;
+    pid_t self = getpid();
+    s->pid = fork();
+    if (s->pid < 0) {
+        cg_close_fds();
+        if (n_cg > 0) cg_remove(s->seq, 0);
+        return -1;
+    }
+    if (s->pid == 0) {
+        if (other) spare_close(other);
+        close(note_p[0]); close(sync_p[0]); close(ack_p[1]); close(go_p[1]);
+        standby(sock, box, self, note_p[1], sync_p[1], ack_p[0], go_p[0]);
+        _exit(126);
+    }
+    setpgid(s->pid, s->pid);
+    cg_close_fds();                  /* the standby has its copies */
+    close(note_p[1]); close(sync_p[1]); close(ack_p[0]); close(go_p[0]);
+    s->note_r = note_p[0]; s->sync_r = sync_p[0]; s->ack_w = ack_p[1]; s->go_w = go_p[1];
+    return 0;
+}
+
+/* A standby that will not run (the launcher ends, or it sits in a network namespace that a
+   program left sockets in): killed, reaped, its folders removed. */
+static void spare_discard(struct spare *s) {
+    if (s->pid <= 0) return;
+    if (!spare_reaped) {
+        kill(s->pid, SIGKILL);
+        while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    spare_reaped = 0;
+    spare_close(s);
+    if (n_cg > 0) cg_remove(s->seq, 1);
+    s->pid = 0;
+}
+
+/* Whether a standby died before its turn (killed from outside; then writing its turn would
+   raise SIGPIPE in the launcher). */
+static int spare_dead(struct spare *s) {
+    siginfo_t info;
+    if (s->pid <= 0) return 0;
+    if (spare_reaped) return 1;
+    info.si_pid = 0;
+    return waitid(P_PID, (id_t)s->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == s->pid;
+}
+
+/* Tell a standby its turn has come, with the tmpfs quota to prepare. SIGPIPE is blocked
+   around the write and a pending one dropped: a standby that died just before (spare_dead
+   looked) must not kill the launcher; it then fails to take the request, as before. */
+static void give_turn(int go_w, long long prepared) {
+    sigset_t pipe_set, old;
+    struct timespec zero = {0, 0};
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    while (write(go_w, &prepared, sizeof prepared) < 0 && errno == EINTR) {}
+    while (sigtimedwait(&pipe_set, NULL, &zero) > 0) {}
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Serve mode: runs one program at a time. Under bwrap (--nested) with --cgroup two standby
+   children exist at once (see standby): the one that takes the next request, and the one
+   forked for the run after it, which joins its cgroup meanwhile, so that its migration (an RCU
+   grace period when nothing else on the machine migrated lately: 0.02-70 ms measured) is off
+   the runner's path: it starts as the run before it does and passes during bwrap's set-up
+   (10-20 ms), before that run's program starts. Under local the program starts within a
+   millisecond of its turn, so a standby joining ahead did so *during* the measured run, and
+   measured (2026-12-06, load 7-19) that cost more than it saved: the program's wall_s +0.4 to
+   +6 ms longer (median of 100-150 pairs, in 5 of 6 comparisons), bench_runner's median pair
+   +1.5 to +7.5 ms against -0.1 to +1.2 before (likely cause, not measured: the migration's
+   write lock stops every fork, exec and exit on the machine until the forks in flight finish,
+   a big process's fork holding it for milliseconds). So local forks one standby per run, when its turn
+   comes, as before (its migration on the path, off the measured time); so does a launcher
+   without cgroups, which has nothing to hide.
    With `box` (--view DIR) every request must ask for the private view, built on DIR (a
    directory of the host that serves only as the mount point; each child mounts its own
    tmpfs there, in its own mount namespace); without it none may. */
 static int serve(int sock, const char *box, int netns) {
     long long prepared = 256LL << 20;    /* the tmpfs quota a standby starts with: the last request's */
-    pid_t self = getpid();
+    struct spare cur = {0, 0, -1, -1, -1, -1}, next = {0, 0, -1, -1, -1, -1};
+    int ahead = n_cg > 0 && nested;   /* see above: only where bwrap's set-up, not the program, overlaps it */
     for (;;) {
-        int note_p[2], sync_p[2], ack_p[2], ns_fd = -1;
-        if (netns && fresh_netns_if_used() != 0) {   /* the next program must not meet the last one's sockets */
+        int ns_fd = -1, moved = 0;
+        if (netns && fresh_netns_if_used(&moved) != 0) {   /* the next program must not meet the last one's sockets */
             report_sock(&sock, "error cannot create a network namespace\n");
+            spare_discard(&next);
             return 124;
         }
-        if (pipe2(note_p, O_CLOEXEC) != 0) return 1;
-        if (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0) return 1;
-        int *ours[] = {&note_p[0], &note_p[1], &sync_p[0], &sync_p[1], &ack_p[0], &ack_p[1]};
-        for (int k = 0; k < 6; k++) *ours[k] = high_fd(*ours[k]);   /* clear of 0-8 (see high_fd) */
+        if (moved || spare_dead(&next)) spare_discard(&next);   /* forked in the old namespace, or killed */
         stop = 0;
-        if (n_cg > 0) cg_prepare();
-        pid_t pid = fork();
-        if (pid < 0) return 1;
-        if (pid == 0) {
-            close(note_p[0]); close(sync_p[0]); close(ack_p[1]);
-            standby(sock, box, prepared, self, note_p[1], sync_p[1], ack_p[0]);
-            _exit(126);
-        }
-        setpgid(pid, pid);
-        cg_close_fds();                  /* the standby has its copies */
-        close(note_p[1]); close(sync_p[1]); close(ack_p[0]);
+        if (next.pid > 0) cur = next;
+        else if (spare_fork(&cur, sock, box, NULL) != 0) return 1;
+        next.pid = 0;
+        /* the next run's standby is forked now, between runs, not while this one runs: the fork and
+           its cgroup's folders are CPU work that would compete with the measured program; what
+           overlaps this run is only its sleep in the migration (and the migration's few µs) */
+        if (ahead && spare_fork(&next, sock, box, &cur) != 0) next.pid = 0;   /* then forked in its turn */
+        give_turn(cur.go_w, prepared);
+        close(cur.go_w);
+        cur.go_w = -1;
         if (box) {
             char byte = 0, path[64];
-            if (read_full(sync_p[0], &byte, 1) == 1) {
-                snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+            if (read_full(cur.sync_r, &byte, 1) == 1) {
+                snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)cur.pid);
                 ns_fd = open(path, O_RDONLY | O_CLOEXEC);
-                while (write(ack_p[1], &byte, 1) < 0 && errno == EINTR) {}
+                while (write(cur.ack_w, &byte, 1) < 0 && errno == EINTR) {}
             }
         }
-        close(sync_p[0]); close(ack_p[1]);
         struct note nt;
-        ssize_t got = read_full(note_p[0], &nt, sizeof nt);
-        close(note_p[0]);
+        ssize_t got = read_full(cur.note_r, &nt, sizeof nt);
+        spare_close(&cur);
         if (got != (ssize_t)sizeof nt || !nt.ok) {
             int st = 0;
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+            while (waitpid(cur.pid, &st, 0) < 0 && errno == EINTR) {}
             if (ns_fd >= 0) close(ns_fd);
-            if (n_cg > 0) cg_remove(cg.seq, 1);
-            if (got != (ssize_t)sizeof nt)   /* no request came: the runner is gone (or the socket failed) */
+            if (n_cg > 0) cg_remove(cur.seq, 1);
+            if (got != (ssize_t)sizeof nt) {  /* no request came: the runner is gone (or the socket failed) */
+                spare_discard(&next);
                 return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+            }
             report_sock(&sock, "error bad request\n");
             continue;
         }
         prepared = nt.scratch_bytes;
-        watch(pid, nt.uid, nt.t0, -1, ns_fd, nt.cg_ok, cg.seq, report_sock, &sock);
+        watch(cur.pid, nt.uid, nt.t0, -1, ns_fd, nt.cg_ok, cur.seq, next.pid, report_sock, &sock);
         for (int fd; (fd = take_tree(tree_pair[0])) >= 0;) release_later(fd);
     }
 }

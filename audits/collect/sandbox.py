@@ -1235,7 +1235,9 @@ class _Zygote:
     """A launcher in serve mode, owned by one runner thread (it dies with that thread).
 
     With ``view`` it builds each run's private root on ``box`` (:func:`_view_mount_point`) and keeps one standby child with the request-independent half of
-    the view ready before the request comes (see ``standby`` in launcher.c).
+    the view ready before the request comes (see ``standby`` in launcher.c); under bwrap with
+    cgroups a second one waits in the cgroup of the run after it, joined while the run before is
+    set up (a migration waits for an RCU grace period; ``serve`` in launcher.c).
     """
 
     def __init__(self, launcher: str, *, netns: bool = False, view: bool = False, nested: bool = False):
