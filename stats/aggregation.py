@@ -85,7 +85,7 @@ import pandas as pd
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import snap, tail_weights
 from stats.bootstrap import check_n_boot
-from stats.ranking import _joint_codes, pool_join, test_percentiles
+from stats.ranking import joint_codes, pool_join, test_percentiles
 
 __all__ = [
     "Aggregator",
@@ -249,7 +249,7 @@ class AggregationContext:
         if len(self.pools) == 0:
             return np.zeros(len(self.cells), np.int64), np.zeros(0, np.int64), 1
         cells, keys = pool_join(self.cells, self.pools)  # per-language pools: the row's own language's
-        return _joint_codes(cells, self.pools, keys)
+        return joint_codes(cells, self.pools, keys)
 
     @cached_property
     def _pool_stats(self) -> dict[str, np.ndarray]:
@@ -546,9 +546,9 @@ def _problem_solution_codes(ctx: AggregationContext, unit_keys: pd.DataFrame, po
 
     Without a ``solution`` column in the cells, the units get (problem, solution)
     code -1 (nothing to leave out)."""
-    u_prob, p_prob, n_prob = _joint_codes(unit_keys, pool, ["problem"])
+    u_prob, p_prob, n_prob = joint_codes(unit_keys, pool, ["problem"])
     if "solution" in unit_keys.columns:
-        u_ps, p_ps, n_ps = _joint_codes(unit_keys, pool, ["problem", "solution"])
+        u_ps, p_ps, n_ps = joint_codes(unit_keys, pool, ["problem", "solution"])
     else:
         p_ps, n_ps = group_codes(pool, ["problem", "solution"])
         u_ps = np.full(len(unit_keys), -1, dtype=np.int64)
@@ -994,11 +994,11 @@ def reference_percentile(scores: pd.DataFrame, *, score: str = "score", by: Sequ
         raise ValueError(f"reference_mask has shape {reference_mask.shape}, expected ({len(source)},)")
     ref = source.loc[reference_mask]
     by = list(by)
-    x_group, p_group, n_groups = _joint_codes(scores, ref, by)
+    x_group, p_group, n_groups = joint_codes(scores, ref, by)
     x_value = scores[score].to_numpy(dtype=float)
     p_value = ref[score].to_numpy(dtype=float)
     if solution is not None and solution in scores.columns and solution in ref.columns:
-        x_sol, p_sol, n_sol = _joint_codes(scores, ref, by + [solution])
+        x_sol, p_sol, n_sol = joint_codes(scores, ref, by + [solution])
     else:
         x_sol, p_sol, n_sol = np.full(len(scores), -1, np.int64), np.zeros(len(ref), np.int64), 1
     return _self_out_percentile(x_group, x_sol, x_value, p_group, p_sol, p_value, n_groups, n_sol)
@@ -1189,11 +1189,11 @@ def compare_aggregators(
     -------
     AggregatorComparison
     """
-    from stats.ranking import _require_single_run, reference_pools
+    from stats.ranking import require_single_run, reference_pools
 
     if not isinstance(runs, pd.DataFrame):
         raise TypeError("runs must be a DataFrame of executions (one environment and campaign)")
-    _require_single_run(runs, "compare_aggregators")
+    require_single_run(runs, "compare_aggregators")
     if "repeat" not in runs.columns:
         raise ValueError("compare_aggregators needs a 'repeat' column: stability compares repeats of the same cell")
     if not 0 < level < 1:
@@ -1316,8 +1316,8 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
 
     pool_mask = _flag(units_col, ["reference"])
     ref_units = units_col.loc[pool_mask]
-    x_group, p_group, n_g = _joint_codes(units_rep, ref_units, ["problem"])
-    x_sol, p_sol, n_sol = _joint_codes(units_rep, ref_units, ["problem", "solution"])
+    x_group, p_group, n_g = joint_codes(units_rep, ref_units, ["problem"])
+    x_sol, p_sol, n_sol = joint_codes(units_rep, ref_units, ["problem", "solution"])
 
     # Stability population: correct solutions (references and candidates); range: correct references.
     stab_mask = _flag(units_rep, ["reference", "candidate"])

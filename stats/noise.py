@@ -98,7 +98,7 @@ from scipy import special
 
 from stats._groups import group_codes
 from stats.pass_at_k import pass_at_k
-from stats.ranking import (POOLS_ATTR, STATUSES, _joint_codes, _require_single_run, pool_join, solution_cells,
+from stats.ranking import (POOLS_ATTR, STATUSES, joint_codes, require_single_run, pool_join, solution_cells,
                            status_codes)
 
 __all__ = [
@@ -229,7 +229,7 @@ def fit_noise(
     missing = [c for c in (*CELL_KEYS, measure, "status") if c not in executions.columns]
     if missing:
         raise ValueError(f"the executions lack column(s) {missing} needed by the noise model")
-    _require_single_run(executions, "fit_noise")  # repeats of one run: a cell never mixes campaigns
+    require_single_run(executions, "fit_noise")  # repeats of one run: a cell never mixes campaigns
     if "role" in executions.columns:
         executions = executions.loc[(executions["role"] != "floor").to_numpy()]
     d = executions[measure].to_numpy(dtype=float)
@@ -365,7 +365,7 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
             missing = [c for c in (*CELL_KEYS, "status") if c not in subset.columns]
             if missing:
                 raise ValueError(f"the cells to score lack column(s) {missing}")
-            a, b, n = _joint_codes(frame, subset, list(CELL_KEYS))
+            a, b, n = joint_codes(frame, subset, list(CELL_KEYS))
             where = np.full(n, -1, dtype=np.int64)
             where[b] = np.arange(len(subset))
             row = where[a]
@@ -395,7 +395,7 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         frame, _ = pool_join(frame, cells)  # the pool of the execution's own language, where split
         if "pool_language" not in frame.columns:
             frame = frame.assign(pool_language="")
-        t_exec, t_model, n_t = _joint_codes(frame, model.tests, list(POOL_KEYS))
+        t_exec, t_model, n_t = joint_codes(frame, model.tests, list(POOL_KEYS))
         pooled = np.full(n_t, np.nan)
         pooled[t_model] = model.tests["pooled_var"].to_numpy(dtype=float)
         var = pooled[t_exec]
@@ -404,14 +404,14 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         shared = False
 
     # Test codes shared by scored rows and the pool.
-    t_sc, t_pool, n_tests = _joint_codes(frame, pool, list(POOL_KEYS))
+    t_sc, t_pool, n_tests = joint_codes(frame, pool, list(POOL_KEYS))
     order = np.argsort(t_pool, kind="stable")
     pool = pool.iloc[order].reset_index(drop=True)
     t_pool = t_pool[order]
     pool_size = np.bincount(t_pool, minlength=n_tests)
     pool_start = np.concatenate(([0], np.cumsum(pool_size)[:-1])).astype(np.int64)
     # Own pool entry of each scored row (leave-self-out).
-    c_sc, c_pool, n_c = _joint_codes(frame, pool, list(CELL_KEYS))
+    c_sc, c_pool, n_c = joint_codes(frame, pool, list(CELL_KEYS))
     where = np.full(n_c, -1, dtype=np.int64)
     where[c_pool] = np.arange(len(pool))
     return _Scored(frame=frame, test=t_sc, m=m, se=se, df=df, ok=ok, self_pool=where[c_sc], shared_draw=shared,
@@ -1166,7 +1166,7 @@ def adaptive_plan(
     if target == "gate":
         # The optimization cells of ambiguous units whose percentile is still uncertain, by Var(r*_t);
         # units undefined for lack of a variance estimate: every such cell (one more repeat gives one).
-        u_codes, u_units, _ = _joint_codes(tests, units, ["problem", "solution"])
+        u_codes, u_units, _ = joint_codes(tests, units, ["problem", "solution"])
         lookup = np.full(max(int(u_units.max(initial=-1)) + 1, 1), "", dtype=object)
         lookup[u_units] = units["decision"].to_numpy()
         unit_dec = lookup[u_codes]

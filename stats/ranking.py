@@ -31,17 +31,8 @@ import pandas as pd
 from stats._groups import group_codes, grouped_median, subset_codes
 from stats._ties import snap
 
-__all__ = [
-    "STATUSES",
-    "select_runs",
-    "solution_cells",
-    "reference_pools",
-    "test_percentiles",
-    "percentile_table",
-    "problem_scores",
-    "pool_join",
-    "POOLS_ATTR",
-]
+__all__ = ["STATUSES", "select_runs", "solution_cells", "reference_pools", "test_percentiles", "percentile_table",
+           "problem_scores", "pool_join", "POOLS_ATTR", "joint_codes", "require_single_run"]
 
 #: The estimators' input contract: the statuses they know, ``ok`` first (their codes index this
 #: tuple). stats imports nothing of audits, so the corpus schema (``audits.corpus.schema.STATUSES``)
@@ -93,7 +84,7 @@ def select_runs(
     return corpus.loc[mask]
 
 
-def _require_single_run(frame: pd.DataFrame, what: str) -> None:
+def require_single_run(frame: pd.DataFrame, what: str) -> None:
     for column in ("environment", "campaign"):
         if column in frame.columns:
             col = frame[column]
@@ -206,7 +197,7 @@ def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None,
     >>> reference_pools(runs)["duration_s"].tolist()
     [2.0, 5.0]
     """
-    _require_single_run(corpus, "reference_pools")
+    require_single_run(corpus, "reference_pools")
     mask = (corpus["status"] == "ok").to_numpy() & np.isfinite(corpus["duration_s"].to_numpy(dtype=float))
     if "role" in corpus.columns:
         mask &= (corpus["role"] == "reference").to_numpy()
@@ -269,7 +260,7 @@ def _searchsorted_both(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.nd
     return left, right
 
 
-def _joint_codes(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+def joint_codes(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
     """Codes of ``columns`` that agree between two frames."""
     parts = []
     for name in columns:
@@ -330,7 +321,7 @@ def test_percentiles(
     ok = (executions["status"] == "ok").to_numpy() & np.isfinite(durations)
 
     executions, keys = pool_join(executions, pools)
-    exec_test, pool_test, n_tests = _joint_codes(executions, pools, keys)
+    exec_test, pool_test, n_tests = joint_codes(executions, pools, keys)
     pool_d = pools["duration_s"].to_numpy(dtype=float)
     # Exact integer keys: (test group, position of the value among the pool's
     # distinct values). A pool value uniq[j] gets 2j+1; an execution's value gets
@@ -360,7 +351,7 @@ def test_percentiles(
     equal = equal.astype(float)
 
     if leave_self_out and len(pools):
-        exec_cell, pool_cell, n_cells = _joint_codes(executions, pools, ["problem", "test", "solution"])
+        exec_cell, pool_cell, n_cells = joint_codes(executions, pools, ["problem", "test", "solution"])
         self_value = np.full(n_cells, np.nan)
         self_value[pool_cell] = pool_d
         own = self_value[exec_cell]
@@ -412,7 +403,7 @@ def percentile_table(
     DataFrame with the key columns, ``duration_s``, ``status``, ``role``,
     ``correct``, ``test_kind`` and ``percentile``.
     """
-    _require_single_run(corpus, "percentile_table")
+    require_single_run(corpus, "percentile_table")
     if pools is None:
         pools = reference_pools(corpus, by_language=by_language)
     if per_repeat:

@@ -52,27 +52,10 @@ from stats.pass_at_k import pass_at_k
 from stats.ranking import (STATUSES, problem_scores, reference_pools, solution_cells, status_codes,
                            test_percentiles)
 
-__all__ = [
-    "LIMIT_KINDS",
-    "REWARD_SCHEMES",
-    "EnvironmentSpecError",
-    "PreFilter",
-    "Limit",
-    "PostRanking",
-    "RewardSpec",
-    "Environment",
-    "RewardEnvironment",
-    "EnvironmentRun",
-    "available_aggregators",
-    "apply_environment",
-    "base_percentiles",
-    "reward",
-    "environment_rewards",
-    "pass_at_k",
-    "p_tau_per_problem",
-    "p_tau",
-    "relative_gain",
-]
+__all__ = ["LIMIT_KINDS", "REWARD_SCHEMES", "EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec",
+           "Environment", "RewardEnvironment", "EnvironmentRun", "available_aggregators", "apply_environment",
+           "base_percentiles", "reward", "environment_rewards", "pass_at_k", "p_tau_per_problem", "p_tau",
+           "relative_gain", "row_lookup"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (
@@ -481,7 +464,7 @@ class EnvironmentRun:
         return self.scores
 
 
-def _row_lookup(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str]) -> np.ndarray:
+def row_lookup(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """Row index into ``table`` of every row of ``frame`` (matched on ``keys``; -1 when absent).
 
     The first matching row of ``table``, as a left ``merge`` on the keys' values would give it (missing
@@ -528,7 +511,7 @@ def _test_table(runs: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
         tests["input_bytes"] = np.where(np.isfinite(best), best, np.nan)
     else:
         tests["input_bytes"] = np.nan
-    pool_row = _row_lookup(pools, tests, ["problem", "test"]) if len(pools) else np.zeros(0, dtype=np.int64)
+    pool_row = row_lookup(pools, tests, ["problem", "test"]) if len(pools) else np.zeros(0, dtype=np.int64)
     has = pool_row >= 0
     tests["reference_median_s"] = grouped_median(pool_row[has], pools["duration_s"].to_numpy(float)[has], n)
     tests["pool_size"] = np.bincount(pool_row[has], minlength=n)
@@ -599,8 +582,8 @@ def _ranked_worst_limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.Data
     # References whose q ties at the cut are in together when at least half of them fit, else out together
     # (stats._ties.smallest_by_half_inclusion): by value, never by solution id or category order.
     fastest = ref_q.loc[smallest_by_half_inclusion(prob, q, n_keep), ["problem", "solution"]]
-    in_fastest = _row_lookup(pools, fastest.reset_index(drop=True), ["problem", "solution"]) >= 0
-    pool_test = _row_lookup(pools, tests, ["problem", "test"])
+    in_fastest = row_lookup(pools, fastest.reset_index(drop=True), ["problem", "solution"]) >= 0
+    pool_test = row_lookup(pools, tests, ["problem", "test"])
     use = in_fastest & (pool_test >= 0)
     worst = np.full(len(tests), -np.inf)
     np.maximum.at(worst, pool_test[use], pools["duration_s"].to_numpy(dtype=float)[use])
@@ -614,7 +597,7 @@ def _limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.DataFrame, limit:
     if limit.kind == "uniform":
         return np.full(n, limit.seconds)
     if limit.kind == "reference_percentile":
-        pool_test = _row_lookup(pools, tests, ["problem", "test"])
+        pool_test = row_lookup(pools, tests, ["problem", "test"])
         has = pool_test >= 0
         return limit.factor * _pool_percentile(pool_test[has], pools["duration_s"].to_numpy(float)[has], n,
                                                limit.percentile)
@@ -642,7 +625,7 @@ def _aggregated_q(frame: pd.DataFrame, pools: pd.DataFrame, name: str, by: list[
     table = aggregation.aggregate(frame, pools, name=name, by=by, floor_s=floor_s).reset_index(drop=True)
     groups = [k for k in by if k != "solution"]
     pct = np.asarray(aggregation.reference_percentile(table, score="score", by=groups), dtype=float)
-    row = _row_lookup(base, table, by) if len(table) else np.full(len(base), -1)
+    row = row_lookup(base, table, by) if len(table) else np.full(len(base), -1)
     q = np.full(len(base), np.nan)
     found = row >= 0
     q[found] = pct[row[found]] / 100.0
@@ -790,7 +773,7 @@ def apply_environment(
         raise ValueError(f"percentiles has {len(percentiles)} values but the scored rows are {len(frame)}: "
                          f"compute it with base_percentiles() on the same runs, roles and per_repeat")
     full = frame
-    test_row = _row_lookup(frame, tests, ["problem", "test"])
+    test_row = row_lookup(frame, tests, ["problem", "test"])
     keep = tests["kept"].to_numpy()[test_row]
     frame = frame.loc[keep].reset_index(drop=True)
     test_row = test_row[keep]
@@ -829,7 +812,7 @@ def apply_environment(
         scores["g"] = (q <= env.post.tau / 100.0) & ~scores["hard_fail"].to_numpy()
     if len(scores) < len(units):
         # Units with no test left: nothing failed (c True), nothing proved fast (q NaN, g False).
-        row = _row_lookup(units, scores, by) if len(scores) else np.full(len(units), -1)
+        row = row_lookup(units, scores, by) if len(scores) else np.full(len(units), -1)
         found = row >= 0
         filled = units.copy()
         for column, empty, dtype in (("q", np.nan, float), ("c", True, bool), ("g", False, bool),
@@ -863,12 +846,12 @@ def _expected_q(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, b
     else:
         ep = expected_percentiles(model, roles=None, cells=frame)
         keys = ["problem", "test", "solution"]
-    row = _row_lookup(frame, ep, keys)
+    row = row_lookup(frame, ep, keys)
     pct = np.where(row >= 0, ep["expected_percentile"].to_numpy(dtype=float)[np.maximum(row, 0)], np.nan)
     if len(frame) == 0:
         return np.full(len(scores), np.nan), pct
     q = problem_scores(frame.assign(percentile=pct), by=by)
-    unit = _row_lookup(scores, q, by)
+    unit = row_lookup(scores, q, by)
     return np.where(unit >= 0, q["q"].to_numpy(dtype=float)[np.maximum(unit, 0)], np.nan), pct
 
 
@@ -902,7 +885,7 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
         mine = frame.iloc[frame_rows[problem]]
         scored = (noise_aware_scores(model, tau=tau, roles=None, executions=mine, seed=seed) if per_repeat
                   else noise_aware_scores(model, tau=tau, roles=None, cells=mine, seed=seed)).scores
-        unit = _row_lookup(scores, scored, by)
+        unit = row_lookup(scores, scored, by)
         p = np.where(unit >= 0, scored["p_gate"].to_numpy(dtype=float)[np.maximum(unit, 0)], p)
     return np.where(scores["hard_fail"].to_numpy(dtype=bool), 0.0, p)
 

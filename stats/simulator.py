@@ -68,7 +68,7 @@ from stats._groups import first_rows, group_codes, label_mask
 from stats.declarations import DegeneracyThresholds
 from stats._ties import grouped_midranks
 from stats.ranking import problem_scores, reference_pools, test_percentiles
-from stats.rewards import (Environment, EnvironmentRun, _row_lookup, apply_environment, base_percentiles,
+from stats.rewards import (Environment, EnvironmentRun, row_lookup, apply_environment, base_percentiles,
                            environment_rewards)
 
 __all__ = [
@@ -777,7 +777,7 @@ def simulate_problems(
     prob_code, n_prob = group_codes(pd.DataFrame({"problem": unit_problem}), ["problem"])
     problem_names = np.asarray(unit_problem[first_rows(prob_code, n_prob)]).astype(str)
 
-    row = _row_lookup(quality, scores, ["problem", "solution", "repeat"])
+    row = row_lookup(quality, scores, ["problem", "solution", "repeat"])
     r_mat = np.full((n_units, len(repeats)), np.nan)
     found = row >= 0
     r_mat[units_code[found], rep_index[found]] = scores["reward"].to_numpy(dtype=float)[row[found]]

@@ -36,7 +36,7 @@ import pandas as pd
 from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
-from audits.checks.reliability import _one_result, audit_rows
+from audits.checks.reliability import one_result, audit_rows
 from audits.checks.declared.discriminability import DiscriminabilityThresholds
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
@@ -147,7 +147,7 @@ class DiscriminabilityAudit:
 
     def result(self, environment: str, campaign: str | None = None) -> RunDiscriminability:
         """The result of one run (``campaign`` may be left out when the environment has one run here)."""
-        return _one_result(self.runs, environment, campaign)
+        return one_result(self.runs, environment, campaign)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per run with the headline metrics."""

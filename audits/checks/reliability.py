@@ -64,15 +64,8 @@ from stats.reliability import (
     variance_partials,
 )
 
-__all__ = [
-    "ReliabilityThresholds",
-    "RunReliability",
-    "ReliabilityAudit",
-    "run_reliability_audit",
-    "audit_rows",
-    "per_problem_tables",
-    "combine_problem_tables",
-]
+__all__ = ["ReliabilityThresholds", "RunReliability", "ReliabilityAudit", "run_reliability_audit", "audit_rows",
+           "per_problem_tables", "combine_problem_tables", "one_result"]
 
 
 def audit_rows(corpus: pd.DataFrame, *, environment: str | None = None, campaign: str | None = None,

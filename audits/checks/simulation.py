@@ -534,7 +534,7 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
     noise_ci_low, noise_ci_high``, and why they are n/a (else None).
     """
     from stats.noise import fit_noise, noise_aware_p_tau, noise_aware_scores
-    from stats.rewards import _row_lookup
+    from stats.rewards import row_lookup
 
     samples = samples.copy()
     reason = None
@@ -546,7 +546,7 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         model = fit_noise(runs, prior_df=prior_df)
         scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=outcome.scored,
                                     n_draws=n_draws, seed=seed, keep_draws=True)
-        row = _row_lookup(samples, scored.scores, ["problem", "solution"])
+        row = row_lookup(samples, scored.scores, ["problem", "solution"])
         found = row >= 0
         for column in NOISE_COLUMNS:
             values = scored.scores[column].to_numpy(dtype=float)[np.maximum(row, 0)]

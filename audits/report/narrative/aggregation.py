@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from audits.protocol.findings import NA
-from audits.report.narrative.common import _ci_text, format_value
+from audits.report.narrative.common import ci_text, format_value
 
 __all__ = ["aggregation_table", "describe_aggregation"]
 
@@ -18,9 +18,9 @@ def _aggregation_rows(comp) -> pd.DataFrame:
     table = comp.table.sort_values(["ratio", "aggregator"], na_position="last")
     return pd.DataFrame({
         "aggregator": table["aggregator"].to_numpy(),
-        "stability (points)": [_ci_text(r, "stability") for _, r in table.iterrows()],
-        "dynamic range (points)": [_ci_text(r, "dynamic_range") for _, r in table.iterrows()],
-        "ratio": [_ci_text(r, "ratio") for _, r in table.iterrows()],
+        "stability (points)": [ci_text(r, "stability") for _, r in table.iterrows()],
+        "dynamic range (points)": [ci_text(r, "dynamic_range") for _, r in table.iterrows()],
+        "ratio": [ci_text(r, "ratio") for _, r in table.iterrows()],
         "Pareto": table["pareto"].map({True: "yes", False: ""}).to_numpy(),
         "problems": table["n_problems"].to_numpy(),
     })
@@ -58,14 +58,14 @@ def _describe_aggregation_run(audit, env, camp) -> str:
              f"{comp.n_repeats} repeat indices" + _run_repeats(audit, env, camp) + "."]
     if rec is not None and rec in table.index:
         r = table.loc[rec]
-        parts.append(f"The recommended aggregator is **{rec}**: it moves {_ci_text(r, 'stability', 3)} points "
-                     f"between repeats and separates the reference quartiles by {_ci_text(r, 'dynamic_range', 3)} "
+        parts.append(f"The recommended aggregator is **{rec}**: it moves {ci_text(r, 'stability', 3)} points "
+                     f"between repeats and separates the reference quartiles by {ci_text(r, 'dynamic_range', 3)} "
                      f"points (ratio {format_value(r['ratio'])}).")
     if default in table.index:
         d = table.loc[default]
         on_front = bool(d["pareto"])
-        parts.append(f"The default **{default}** has stability {_ci_text(d, 'stability', 3)}, range "
-                     f"{_ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
+        parts.append(f"The default **{default}** has stability {ci_text(d, 'stability', 3)}, range "
+                     f"{ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
                      + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
         # what to do follows the audit's verdict on the default (judged once, in audits.checks.aggregation)
         verdict = next((f for f in audit.findings if f.metric == "default_aggregator"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from audits.report.narrative.common import _fixed, _fixed_ci, _skipped, format_interval
+from audits.report.narrative.common import fixed, fixed_ci, is_skipped, format_interval
 
 __all__ = ["calibration_fit_table", "describe_calibration"]
 
@@ -17,7 +17,7 @@ __all__ = ["calibration_fit_table", "describe_calibration"]
 def calibration_fit_table(audit) -> pd.DataFrame:
     """The fitted families of a calibration audit, lowest held-out log error first (the rule that chooses the
     family), with CIs as text columns, the share of pairs more than 2x off out of fold and whether it is usable."""
-    if _skipped(audit):
+    if is_skipped(audit):
         return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
                                      "problems"]).set_index("family")
     fits = audit.fits
@@ -25,7 +25,7 @@ def calibration_fit_table(audit) -> pd.DataFrame:
         "family": fits["name"],
         "formula": fits["formula"],
         "LOPO R²": fits["lopo_r2"].astype(float),
-        "R² 95% CI": [f"[{_fixed(lo, '.3f')}, {_fixed(hi, '.3f')}]"
+        "R² 95% CI": [f"[{fixed(lo, '.3f')}, {fixed(hi, '.3f')}]"
                       for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
         "log-ratio RMSE": fits["lopo_log_rmse"].astype(float),
         "> 2x off": fits["share_2x_off"].astype(float) if "share_2x_off" in fits else np.nan,
@@ -42,7 +42,7 @@ def describe_calibration(audit) -> str:
     Every number comes from the audit (``fits``, ``params``, ``bland_altman``, ``spearman_*``), with
     its bootstrap interval over problems and n.
     """
-    if _skipped(audit):
+    if is_skipped(audit):
         return f"**Not measured**: {audit.reason}."
     from audits.corpus.runs import describe_runs
 
@@ -66,13 +66,13 @@ def describe_calibration(audit) -> str:
         best = audit.fits.set_index("name").loc[audit.best_family]
         parts.append(f"The family with the lowest held-out log error, **{audit.best_family}** (`{best['formula']}`), "
                      f"predicts held-out problems with a typical error of ×{np.exp(float(best['lopo_log_rmse'])):.3f} "
-                     f"(log-RMSE {_fixed_ci(best, 'lopo_log_rmse', '.3f')}; linear LOPO R² = "
-                     f"{_fixed_ci(best, 'lopo_r2', '.3f')}).")
+                     f"(log-RMSE {fixed_ci(best, 'lopo_log_rmse', '.3f')}; linear LOPO R² = "
+                     f"{fixed_ci(best, 'lopo_r2', '.3f')}).")
     aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
     if {"slope", "intercept_s"} <= set(aff.index):
         a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
-        parts.append(f"Affine map: {audit.target} ≈ {_fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
-                     f"{_fixed_ci(b, 'estimate', '.1f', 'ci_')} ms.")
+        parts.append(f"Affine map: {audit.target} ≈ {fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
+                     f"{fixed_ci(b, 'estimate', '.1f', 'ci_')} ms.")
     ba = audit.bland_altman
     if ba is not None:
         parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "

@@ -12,7 +12,7 @@ import pandas as pd
 
 from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import NA
-from audits.report.narrative.common import Markdown, _skipped, format_value, show_figure
+from audits.report.narrative.common import Markdown, is_skipped, format_value, show_figure
 
 __all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_not_compared", "clocks_table", "clock_agreement_table",
            "recommend_clock", "describe_clocks", "show_clocks_plot", "clocks_headline"]
@@ -248,7 +248,7 @@ def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "c
 
     ``corpus`` is the corpus or the page's results (:class:`audits.report.results.ReportResults`), whose
     rows are then read only when the rule needs them (never for a result a saved file does not hold)."""
-    if _skipped(audit):
+    if is_skipped(audit):
         return f"**[The choice of clock]({link})**: n/a: {audit.findings[0].reason}."
     rec = recommend_clock(audit, corpus)
     if rec["measure"] is None:

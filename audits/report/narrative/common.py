@@ -16,14 +16,15 @@ import pandas as pd
 from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
-           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png",
-           "show_plot", "figure_notes"]
+           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "show_plot",
+           "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
+           "run_index", "ci_text", "sim_ci"]
 
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
 
 
-_BADGE = {"pass": ("PASS", "#1a7f37", "#dafbe1"), "warn": ("WARN", "#9a6700", "#fff8c5"),
+BADGE = {"pass": ("PASS", "#1a7f37", "#dafbe1"), "warn": ("WARN", "#9a6700", "#fff8c5"),
           "fail": ("FAIL", "#cf222e", "#ffebe9"), NA: ("n/a", "#57606a", "#eaeef2")}
 
 
@@ -78,14 +79,14 @@ def rank_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: _RANK[f.level])
 
 
-def _level_counts(findings) -> dict[str, int]:
+def level_counts(findings) -> dict[str, int]:
     counts = dict.fromkeys(ALL_LEVELS, 0)
     for f in findings:
         counts[f.level] += 1
     return counts
 
 
-def _finding_text(f: Finding) -> str:
+def finding_text(f: Finding) -> str:
     where = f"[{f.where}] " if f.where else ""
     return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
 
@@ -98,11 +99,11 @@ def verdict_sentence(findings: Iterable[Finding]) -> str:
     rows = rank_findings(findings)
     if not rows:
         return "Verdict: no findings (the audit had nothing to judge on this corpus)."
-    counts = _level_counts(rows)
+    counts = level_counts(rows)
     level = worst_level(rows)
     na = f", {counts[NA]} n/a" if counts[NA] else ""
     text = (f"Verdict: {level if level == NA else level.upper()} ({counts['fail']} fail, {counts['warn']} warn, "
-            f"{counts['pass']} pass{na}). Worst: {_finding_text(rows[0])}")
+            f"{counts['pass']} pass{na}). Worst: {finding_text(rows[0])}")
     return text
 
 
@@ -133,7 +134,7 @@ class FindingsDisplay:
         sentence = html.escape(verdict_sentence(self.findings))
         rows = []
         for f in self.findings:
-            label, fg, bg = _BADGE[f.level]
+            label, fg, bg = BADGE[f.level]
             rows.append(
                 "<tr>"
                 f"<td><span class='sa-badge sa-{f.level}' style='font-weight:bold;color:{fg};background:{bg};"
@@ -198,7 +199,7 @@ def show_figure(fig, *, dpi: int = 110):
         plt.close(fig)
 
 
-def _skipped(audit) -> bool:
+def is_skipped(audit) -> bool:
     return bool(getattr(audit, "skipped", False))
 
 
@@ -238,7 +239,7 @@ def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None,
     >>> figure_notes(lambda audit: None, Audit(), metric="icc")[0]
     'icc is not measurable on this corpus (busy · c0: one repeat)'
     """
-    if _skipped(audit):
+    if is_skipped(audit):
         return f"not measured: {audit.reason}", []
     notes: list[str] = []
     if metric is not None:
@@ -301,20 +302,20 @@ def show_plot(plot, audit, *, metric: str | None = None, **options):
         display(Markdown("*" + " ".join(notes) + "*"))
 
 
-def _fixed(value, spec: str) -> str:
+def fixed(value, spec: str) -> str:
     """``value`` in the format ``spec``; ``-`` where undefined (None, NaN: no interval without resamples)."""
     return "-" if value is None or not np.isfinite(float(value)) else format(float(value), spec)
 
 
-def _fixed_ci(row, column: str, spec: str, prefix: str | None = None) -> str:
-    """``estimate [low, high]`` in the format ``spec`` (:func:`_fixed`); the bounds are ``column_low`` /
+def fixed_ci(row, column: str, spec: str, prefix: str | None = None) -> str:
+    """``estimate [low, high]`` in the format ``spec`` (:func:`fixed`); the bounds are ``column_low`` /
     ``column_high``, or ``prefix + "low"`` / ``prefix + "high"``."""
     low, high = ((row[f"{column}_low"], row[f"{column}_high"]) if prefix is None
                  else (row[prefix + "low"], row[prefix + "high"]))
-    return f"{_fixed(row[column], spec)} [{_fixed(low, spec)}, {_fixed(high, spec)}]"
+    return f"{fixed(row[column], spec)} [{fixed(low, spec)}, {fixed(high, spec)}]"
 
 
-def _finding_of(findings, run, metric: str) -> Finding | None:
+def finding_of(findings, run, metric: str) -> Finding | None:
     """The audit's finding on ``metric`` for ``run`` (the narrative reads verdicts, it never judges)."""
     for f in findings:
         if f.environment == run.environment and f.campaign == run.campaign and f.metric == metric:
@@ -322,17 +323,17 @@ def _finding_of(findings, run, metric: str) -> Finding | None:
     return None
 
 
-def _run_index(rows: list[dict]) -> pd.DataFrame:
+def run_index(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["environment", "campaign"]).set_index(
         ["environment", "campaign"])
 
 
-def _ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
+def ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
     """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high`` (a bound
     the row lacks, as without resamples, shows as ``-``)."""
     return (f"{format_value(row[column], digits)} [{format_value(row.get(column + low), digits)}, "
             f"{format_value(row.get(column + high), digits)}]")
 
 
-def _sim_ci(row, column: str) -> str:
-    return _ci_text(row, column, 2, low="_ci_low", high="_ci_high")
+def sim_ci(row, column: str) -> str:
+    return ci_text(row, column, 2, low="_ci_low", high="_ci_high")

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from audits.protocol.findings import NA, Finding, worst_level
-from audits.report.narrative.common import _BADGE, _finding_text, _level_counts, rank_findings
+from audits.report.narrative.common import BADGE, finding_text, level_counts, rank_findings
 
 __all__ = ["verdict_overview", "describe_overview", "describe_profile", "show_verdicts", "describe_not_measured"]
 
@@ -27,11 +27,11 @@ def verdict_overview(verdicts: Mapping[str, Sequence[Finding]]) -> pd.DataFrame:
     rows = []
     for title, findings in verdicts.items():
         ranked = rank_findings(findings)
-        counts = _level_counts(ranked)
+        counts = level_counts(ranked)
         worst = worst_level(ranked)
         rows.append({"audit": title, "verdict": (worst if worst == NA else worst.upper()) if ranked else "NONE",
                      "fail": counts["fail"], "warn": counts["warn"], "pass": counts["pass"], "n/a": counts[NA],
-                     "worst finding": _finding_text(ranked[0]) if ranked else "-"})
+                     "worst finding": finding_text(ranked[0]) if ranked else "-"})
     order = {"FAIL": 0, "WARN": 1, "PASS": 2, NA: 3, "NONE": 4}
     frame = pd.DataFrame(rows, columns=["audit", "verdict", "fail", "warn", "pass", "n/a", "worst finding"])
     frame["_order"] = frame["verdict"].map(order)
@@ -48,7 +48,7 @@ class VerdictsDisplay:
         rows = []
         for audit, row in self.table.iterrows():
             level = row["verdict"] if row["verdict"] == NA else row["verdict"].lower()
-            label, fg, bg = _BADGE.get(level, (row["verdict"], "#57606a", "#eaeef2"))
+            label, fg, bg = BADGE.get(level, (row["verdict"], "#57606a", "#eaeef2"))
             rows.append(f"<tr><td><b>{html.escape(str(audit))}</b></td><td><span style='font-weight:bold;color:{fg};"
                         f"background:{bg};padding:1px 6px;border-radius:4px'>{label}</span></td>"
                         f"<td>{row['fail']}</td><td>{row['warn']}</td><td>{row['pass']}</td><td>{row['n/a']}</td>"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from audits.protocol.findings import NA
-from audits.report.narrative.common import _finding_of, _run_index, format_interval, format_value
+from audits.report.narrative.common import finding_of, run_index, format_interval, format_value
 
 __all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
            "contention_table", "describe_contention"]
@@ -32,7 +32,7 @@ def reliability_table(audit) -> pd.DataFrame:
             "significant pairs": format_interval(env.significance.share),
             "repeats needed": format_value(env.repeats_needed),
         })
-    return _run_index(rows)
+    return run_index(rows)
 
 
 def describe_reliability(audit) -> str:
@@ -52,7 +52,7 @@ def describe_reliability(audit) -> str:
                 f"{format_interval(env.icc_agreement)}; "
                 f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
                 f"{env.target_reliability:g}.")
-        finding = _finding_of(audit.findings, run, "median_repeat_cv")
+        finding = finding_of(audit.findings, run, "median_repeat_cv")
         level = None if finding is None else finding.level
         if level == "fail":
             text += (f" **Too noisy** (fail at {t.repeat_cv_fail:g}): do not reward on single timings here; run "
@@ -81,7 +81,7 @@ def discriminability_table(audit) -> pd.DataFrame:
             "tests near floor": format_value(env.near_floor_test_share),
             "problems near floor": len(env.flagged_problems),
         })
-    return _run_index(rows)
+    return run_index(rows)
 
 
 def describe_discriminability(audit) -> str:
@@ -133,7 +133,7 @@ def contention_table(audit) -> pd.DataFrame:
     rows = []
     for run, env in audit.runs.items():
         c = _contention_of(env)
-        finding = _finding_of(audit.findings, run, "contention")
+        finding = finding_of(audit.findings, run, "contention")
         level = finding.level if finding is not None else (c.level if c is not None else NA)
         rows.append({
             "environment": run.environment, "campaign": run.campaign,
@@ -144,7 +144,7 @@ def contention_table(audit) -> pd.DataFrame:
             "max load_1m": format_value(None if c is None else c.max_load_1m),
             "verdict": level,
         })
-    return _run_index(rows)
+    return run_index(rows)
 
 
 def describe_contention(audit) -> str:
@@ -166,7 +166,7 @@ def describe_contention(audit) -> str:
     paragraphs = [head]
     for run, env in audit.runs.items():
         c = _contention_of(env)
-        finding = _finding_of(audit.findings, run, "contention")
+        finding = finding_of(audit.findings, run, "contention")
         if c is None and finding is None:
             paragraphs.append(f"**{run}**: contention n/a: this result carries no contention evidence.")
             continue

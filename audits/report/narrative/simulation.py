@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from audits.report.narrative.common import _sim_ci, format_value
+from audits.report.narrative.common import sim_ci, format_value
 
 __all__ = ["simulation_table", "describe_simulation"]
 
@@ -20,10 +20,10 @@ def simulation_table(audit) -> pd.DataFrame:
     return pd.DataFrame({
         "rank": d["rank"].to_numpy(),
         "reward environment": d["reward_environment"].to_numpy(),
-        "AUC": [_sim_ci(r, "auc") for r in rows],
-        "monotonicity": [_sim_ci(r, "monotonicity") for r in rows],
+        "AUC": [sim_ci(r, "auc") for r in rows],
+        "monotonicity": [sim_ci(r, "monotonicity") for r in rows],
         "steepness": [format_value(r["steepness"], 2) for r in rows],
-        "diagonal deviation": [_sim_ci(r, "diagonal_deviation") for r in rows],
+        "diagonal deviation": [sim_ci(r, "diagonal_deviation") for r in rows],
         # the group size the column is for, stated (the findings judge the same G: the headline, the largest)
         (f"zero-advantage rate (G = {int(d['headline_group_size'].iloc[0])})" if len(d) else "zero-advantage rate"):
             [format_value(r["zero_advantage_rate"], 2) for r in rows],
@@ -46,9 +46,9 @@ def describe_simulation(audit) -> str:
                 "quality and reward from the same (only) repeat: whether timing noise moves the reward is not "
                 "measured (curve_noise n/a, no ±1 sd band); collect >= 2 repeats.")]
     parts.append(f"The best reward environment is **{head['reward_environment']}** ({head['verdict']}): AUC "
-                 f"{_sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
-                 f"{_sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
-                 f"{_sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
+                 f"{sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
+                 f"{sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
+                 f"{sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
                  f"% of GRPO groups of {g} carry no advantage.")
     failing = d.loc[d["level"] == "fail", "reward_environment"].tolist()
     if failing:
