@@ -432,6 +432,10 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
         usable = np.isfinite(pred) & (pred > 0)
         ba_cal = (bland_altman(pred[usable], y[usable], groups[usable], level=level, n_boot=n_boot, seed=seed)
                   if usable.sum() > 2 else None)
+        del pred, usable
+    # every family's out-of-fold predictions (one float per pair each) are read by nothing after this point:
+    # not held through the percentile agreement, the largest step that follows
+    del lopos
 
     # None: raw rank agreement only (no usable family, or no held-out problem to validate one on)
     mapping = fit_objects.get(calibration_family) if pairing.n_problems >= MIN_PROBLEMS else None
