@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SIGNIFICANT", "snap", "tail_weights", "grouped_midranks", "smallest_by_half_inclusion"]
+__all__ = ["snap", "tail_weights", "grouped_midranks", "smallest_by_half_inclusion"]
 
 SIGNIFICANT = 12
 

@@ -87,27 +87,10 @@ from stats._ties import snap, tail_weights
 from stats.bootstrap import check_n_boot
 from stats.ranking import joint_codes, pool_join, test_percentiles
 
-__all__ = [
-    "Aggregator",
-    "AggregationContext",
-    "AGGREGATORS",
-    "DEFAULT_AGGREGATOR",
-    "register_aggregator",
-    "get_aggregator",
-    "list_aggregators",
-    "aggregate",
-    "aggregation_context",
-    "reference_percentile",
-    "tie_rank",
-    "floor_from_rows",
-    "floors_by_language",
-    "AggregatorComparison",
-    "compare_aggregators",
-    "AggregatorProblemValues",
-    "aggregator_problem_values",
-    "combine_aggregator_values",
-    "mean_pairwise_abs_diff",
-]
+__all__ = ["Aggregator", "AggregationContext", "AGGREGATORS", "DEFAULT_AGGREGATOR", "register_aggregator",
+           "get_aggregator", "list_aggregators", "aggregate", "reference_percentile", "floor_from_rows",
+           "floors_by_language", "AggregatorComparison", "compare_aggregators", "AggregatorProblemValues",
+           "aggregator_problem_values", "combine_aggregator_values"]
 
 DEFAULT_AGGREGATOR = "mean_pct"
 FAIL_FACTOR = 2.0          # a failed test counts as >= 2x the slowest reference

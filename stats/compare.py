@@ -51,7 +51,7 @@ from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.noise import DEFAULT_PRIOR_DF, fit_noise, sum_of_t_cdf
 from stats.ranking import STATUSES, status_codes
 
-__all__ = ["SIDES", "PairedComparison", "paired_comparison"]
+__all__ = ["PairedComparison", "paired_comparison"]
 
 #: The values of the side column that name the two sets (any other value: not compared).
 SIDES = ("a", "b")

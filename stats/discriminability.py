@@ -35,17 +35,8 @@ from stats._ties import snap, tail_weights
 from stats.bootstrap import Interval, bootstrap_ci
 from stats.reliability import correct_reference_mask, correct_reference_rows, log_duration_icc
 
-__all__ = [
-    "grouped_quantile",
-    "sandbox_floor",
-    "test_table",
-    "robust_cv",
-    "noise_aware_robust_cv",
-    "near_floor",
-    "StrongWeakGap",
-    "strong_weak_gap",
-    "test_discrimination",
-]
+__all__ = ["sandbox_floor", "test_table", "robust_cv", "noise_aware_robust_cv", "StrongWeakGap", "strong_weak_gap",
+           "test_discrimination"]
 
 _IQR_PER_SD = 1.3489795003921634  # IQR of a standard normal
 

@@ -101,19 +101,8 @@ from stats.pass_at_k import pass_at_k
 from stats.ranking import (POOLS_ATTR, STATUSES, joint_codes, require_single_run, pool_join, solution_cells,
                            status_codes)
 
-__all__ = [
-    "DEFAULT_PRIOR_DF",
-    "NoiseModel",
-    "fit_noise",
-    "sum_of_t_cdf",
-    "faster_probabilities",
-    "expected_percentiles",
-    "NoiseAwareScores",
-    "noise_aware_scores",
-    "noise_aware_p_tau",
-    "AdaptivePlan",
-    "adaptive_plan",
-]
+__all__ = ["DEFAULT_PRIOR_DF", "NoiseModel", "fit_noise", "sum_of_t_cdf", "expected_percentiles", "NoiseAwareScores",
+           "noise_aware_scores", "noise_aware_p_tau", "AdaptivePlan", "adaptive_plan"]
 
 DEFAULT_PRIOR_DF = 4.0
 CELL_KEYS = ("problem", "test", "solution")

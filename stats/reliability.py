@@ -51,32 +51,10 @@ from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import percentile_table, problem_scores, reference_pools, solution_cells
 
-__all__ = [
-    "CELL",
-    "correct_reference_rows",
-    "correct_reference_mask",
-    "c4_constant",
-    "d2_constant",
-    "chi2_median_factor",
-    "repeat_cv",
-    "benchmark_checks",
-    "summarize_repeat_cv",
-    "process_level",
-    "per_repeat_scores",
-    "RankDrift",
-    "rank_drift",
-    "icc",
-    "log_duration_icc",
-    "grouped_icc",
-    "VarianceComponents",
-    "variance_components",
-    "variance_partials",
-    "variance_from_partials",
-    "repeats_for_reliability",
-    "repeats_for_precision",
-    "PairSignificance",
-    "pairwise_significance",
-]
+__all__ = ["CELL", "correct_reference_rows", "correct_reference_mask", "d2_constant", "repeat_cv", "benchmark_checks",
+           "summarize_repeat_cv", "process_level", "per_repeat_scores", "RankDrift", "rank_drift", "log_duration_icc",
+           "grouped_icc", "VarianceComponents", "variance_partials", "variance_from_partials",
+           "repeats_for_reliability", "repeats_for_precision", "PairSignificance", "pairwise_significance"]
 
 CELL = ("environment", "campaign", "problem", "test", "solution")
 ICC_TYPES = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")

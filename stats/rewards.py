@@ -52,10 +52,9 @@ from stats.pass_at_k import pass_at_k
 from stats.ranking import (STATUSES, problem_scores, reference_pools, solution_cells, status_codes,
                            test_percentiles)
 
-__all__ = ["LIMIT_KINDS", "REWARD_SCHEMES", "EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec",
-           "Environment", "RewardEnvironment", "EnvironmentRun", "available_aggregators", "apply_environment",
-           "base_percentiles", "reward", "environment_rewards", "pass_at_k", "p_tau_per_problem", "p_tau",
-           "relative_gain", "row_lookup"]
+__all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
+           "RewardEnvironment", "EnvironmentRun", "apply_environment", "base_percentiles", "reward",
+           "environment_rewards", "p_tau", "row_lookup"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (

@@ -71,27 +71,8 @@ from stats.ranking import problem_scores, reference_pools, test_percentiles
 from stats.rewards import (Environment, EnvironmentRun, row_lookup, apply_environment, base_percentiles,
                            environment_rewards)
 
-__all__ = [
-    "DegeneracyThresholds",
-    "SimulationResult",
-    "repeat_quality",
-    "within_group_rank",
-    "curve_diagnostics",
-    "spearman_from_table",
-    "table_monotonicity",
-    "quality_weights",
-    "group_statistics",
-    "sample_group_statistics",
-    "fallback_exposure",
-    "simulate",
-    "SimulationProblems",
-    "simulate_problems",
-    "combine_simulation",
-    "problem_group_rates",
-    "simulate_grid",
-    "classify",
-    "rank_environments",
-]
+__all__ = ["DegeneracyThresholds", "SimulationResult", "repeat_quality", "simulate", "SimulationProblems",
+           "simulate_problems", "combine_simulation", "simulate_grid", "rank_environments"]
 
 DIAGNOSTICS = ("auc", "monotonicity", "steepness", "diagonal_deviation", "curve_noise", "zero_advantage_rate",
                "curve_monotonicity")

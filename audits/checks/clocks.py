@@ -63,9 +63,9 @@ from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
 from stats._groups import first_rows, group_codes
 
-__all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "available_measures", "wall_cpu_ratio",
-           "Contention", "contention", "CANDIDATE_MEASURES", "CONTENTION_WARN", "CONTENTION_FAIL",
-           "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values", "judge_contention"]
+__all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "wall_cpu_ratio", "Contention", "contention",
+           "CONTENTION_WARN", "CONTENTION_FAIL", "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values",
+           "judge_contention"]
 
 #: Measures compared by default when the corpus has them (besides ``duration_s``).
 CANDIDATE_MEASURES = ("duration_s", "cpu_s", "instructions")

@@ -52,7 +52,7 @@ from audits.protocol.findings import Finding, findings_table, to_jsonable
 from stats.compare import PairedComparison, paired_comparison
 from stats.noise import DEFAULT_PRIOR_DF
 
-__all__ = ["PREFIX", "CompareRun", "CompareAudit", "resolve_sides", "run_compare_audit", "interleaving"]
+__all__ = ["PREFIX", "CompareRun", "CompareAudit", "run_compare_audit"]
 
 #: ``by`` value meaning the solution id up to its first ``/``.
 PREFIX = "prefix"

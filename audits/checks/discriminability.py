@@ -49,8 +49,7 @@ from stats.ranking import reference_pools
 from stats._groups import column_codes
 from stats.reliability import per_repeat_scores
 
-__all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit",
-           "run_discriminability_audit"]
+__all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit", "run_discriminability_audit"]
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,8 @@ from audits.errors import UserError
 from audits import shipped_dir
 from stats.rewards import EnvironmentSpecError, RewardEnvironment
 
-__all__ = ["EnvironmentFileError", "SHIPPED_PACKAGE", "shipped_environments_dir", "shipped_environment_files",
-           "find_shipped", "read_mapping", "load_reward_environment", "load_grid", "expand_grid",
-           "load_reward_environments", "load_environment", "load_environments"]
+__all__ = ["shipped_environments_dir", "find_shipped", "load_reward_environment", "load_grid",
+           "load_reward_environments"]
 
 
 class EnvironmentFileError(UserError, ValueError):

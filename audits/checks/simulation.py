@@ -30,7 +30,7 @@ from stats.rewards import RewardEnvironment, apply_environment, base_percentiles
 from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality, simulate_grid
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
-           "choose_run", "columns_lacking", "usable_reward_environments", "combine_simulation_results"]
+           "choose_run", "usable_reward_environments", "combine_simulation_results"]
 
 
 

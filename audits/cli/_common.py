@@ -13,10 +13,8 @@ import sys
 from audits.corpus.schema import UNITS
 from audits.errors import UserError
 
-__all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status",
-           "add_run_selection", "read_runs_filter", "PAIR_FLAGS", "add_pair_selection", "pair_named", "read_pair",
-           "add_threshold_option",
-           "read_thresholds", "add_audit_options", "read_audit_options", "run_audit_command"]
+__all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status", "add_pair_selection",
+           "pair_named", "read_pair", "add_audit_options", "read_audit_options", "run_audit_command"]
 
 # Nothing here imports numpy or pandas at module level: every command's parser is built for
 # `speedaudit --help` (issue 26: within 0.3 s); the numeric stack loads when a command runs.

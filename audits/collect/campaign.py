@@ -115,24 +115,8 @@ from audits.errors import UserError
 from audits.collect.sandbox import (Limits, SandboxError, accounting, make_sandbox, scratch_root,
                                    strongest_sandbox)
 
-__all__ = [
-    "CampaignError",
-    "CampaignSpec",
-    "Unit",
-    "Job",
-    "Skip",
-    "Plan",
-    "CampaignResult",
-    "Journal",
-    "job_id",
-    "interleave",
-    "plan_campaign",
-    "plan_units",
-    "execute_job",
-    "run_campaign",
-    "journal_path_for",
-    "manifest_path_for",
-]
+__all__ = ["CampaignError", "CampaignSpec", "Unit", "Job", "Skip", "Plan", "CampaignResult", "interleave",
+           "plan_campaign", "run_campaign"]
 
 FLOOR_PROBLEM = "_floor"
 FLOOR_TEST = "empty"

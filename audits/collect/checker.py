@@ -46,10 +46,7 @@ import numpy as np
 
 from audits.collect.languages import Program
 
-__all__ = [
-    "OutputChecker", "CheckerError", "compare_tokens", "parse_validator_flags", "KNOWN_FLAGS",
-    "ACCEPTED_EXIT", "WRONG_ANSWER_EXIT",
-]
+__all__ = ["OutputChecker", "CheckerError", "parse_validator_flags"]
 
 ACCEPTED_EXIT = 42
 WRONG_ANSWER_EXIT = 43

@@ -67,8 +67,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["NOFILE", "LOG_FD", "FIXED_ENVIRONMENT", "Counter", "parse_valgrind_log", "parse_perf",
-           "valgrind_argv", "resolved_binary", "counted_wall_limit", "find_counter"]
+__all__ = ["FIXED_ENVIRONMENT", "parse_valgrind_log", "valgrind_argv", "resolved_binary", "counted_wall_limit"]
 
 #: RLIMIT_NOFILE (soft = hard) of a counted run: valgrind reserves descriptors NOFILE - 12 .. NOFILE - 1.
 NOFILE = 1024

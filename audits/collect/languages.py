@@ -70,11 +70,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = [
-    "DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CXXFLAGS", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES",
-    "EXTENSIONS", "Program", "BuildError", "language_of", "prepare", "floor_program", "build_cpp",
-    "check_python", "first_error_line", "build_sandbox", "shown_messages", "copy_files", "BUILD_LIMITS", "newest_cxx_std", "cxx_flags", "CXX_STANDARDS",
-]
+__all__ = ["DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES", "EXTENSIONS", "Program",
+           "BuildError", "language_of", "prepare", "floor_program", "check_python", "build_sandbox", "newest_cxx_std",
+           "cxx_flags"]
 
 #: Debian's system Python: readable by the unprivileged uid the runner executes programs as.
 DEFAULT_PYTHON = "/usr/bin/python3"

@@ -102,11 +102,8 @@ from audits.collect.languages import (DEFAULT_PYTHON, EXTENSIONS, BuildError, ch
 from audits.corpus.schema import TEST_KINDS
 from audits.errors import UserError
 
-__all__ = [
-    "TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite", "load_problem",
-    "CORRECT_VERDICTS", "INCORRECT_VERDICTS", "CORRECT_RESULTS", "TEST_KINDS", "SIZE_TIE_RATIO", "default_build_dir", "expected_results",
-    "probe_optimization_tests", "refuse_links", "GUARDED_PARTS", "matches", "read_patterns", "submission_id",
-]
+__all__ = ["TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite",
+           "probe_optimization_tests", "read_patterns"]
 
 #: Verdict folders whose programs are correct (time_limit_exceeded: correct but slow; brute_force, 2023-07:
 #: correct, may exceed the time or memory limit).

@@ -36,7 +36,7 @@ import pandas as pd
 
 from stats._groups import first_rows, group_codes, label_mask
 
-__all__ = ["unmeasured_problems", "unmeasured_by_run"]
+__all__ = ["unmeasured_by_run"]
 
 #: The causes, in the order they are checked (a problem is named with its first cause only).
 NO_OPTIMIZATION = "no optimization test"

@@ -58,8 +58,7 @@ import pandas as pd
 from audits.corpus.io import CorpusError, normalize, read_table
 from stats._groups import column_codes
 
-__all__ = ["MANIFEST", "PARTITION_BY", "CorpusDataset", "is_dataset", "open_dataset", "save_dataset",
-           "write_dataset", "split_by_problem"]
+__all__ = ["CorpusDataset", "is_dataset", "open_dataset", "save_dataset", "write_dataset", "split_by_problem"]
 
 MANIFEST = "_speedaudit_dataset.json"
 FORMAT = "speedaudit-dataset"

@@ -59,26 +59,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = [
-    "UNITS",
-    "Column",
-    "COLUMNS",
-    "REQUIRED",
-    "OPTIONAL_DEFAULTS",
-    "OPTIONAL",
-    "STATUSES",
-    "PROCESS_STATUSES",
-    "CHECKER_STATUSES",
-    "INCORRECT_STATUSES",
-    "ROLES",
-    "TEST_KINDS",
-    "RUN_COLUMNS",
-    "KEY",
-    "CATEGORICAL",
-    "DURATION_COLUMNS",
-    "NUMERIC_EXTRAS",
-    "key_columns",
-]
+__all__ = ["UNITS", "REQUIRED", "OPTIONAL_DEFAULTS", "STATUSES", "PROCESS_STATUSES", "INCORRECT_STATUSES", "ROLES",
+           "TEST_KINDS", "RUN_COLUMNS", "KEY", "DURATION_COLUMNS", "NUMERIC_EXTRAS", "key_columns"]
 
 #: Duration units a corpus file may use (factor to seconds); ``--unit`` on the command line.
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}

@@ -40,8 +40,7 @@ import pandas as pd
 
 from audits.corpus.runs import Run, RunError, Runs, runs_of
 
-__all__ = ["PairChoice", "PAIR_RULES", "choose_pairs", "quietness", "cell_cvs", "quietness_of", "needs_quietness",
-           "no_pair_reason"]
+__all__ = ["PairChoice", "PAIR_RULES", "choose_pairs", "cell_cvs", "quietness_of", "needs_quietness", "no_pair_reason"]
 
 #: The rules that choose a calibration pair, as JSON and pages name them.
 PAIR_RULES = {

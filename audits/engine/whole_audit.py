@@ -39,7 +39,7 @@ from audits.protocol.audit import Skip
 from audits.protocol.context import AuditContext, audit_context
 from audits.protocol.findings import Finding, findings_table, to_jsonable, worst_level
 
-__all__ = ["WholeAudit", "run_audits", "run_whole_audit", "resolve_options", "legacy_options", "AUDITS"]
+__all__ = ["WholeAudit", "run_audits", "run_whole_audit", "resolve_options", "legacy_options"]
 
 #: The registered audits (:func:`audits.protocol.registry.names`).
 AUDITS = registry.names()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 
-__all__ = ["unmeasured_finding", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "level_counts", "findings_table", "to_jsonable",
-           "write_json", "judge"]
+__all__ = ["unmeasured_finding", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+           "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
 LEVELS = ("pass", "warn", "fail")

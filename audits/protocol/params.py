@@ -39,8 +39,8 @@ from typing import Any, ClassVar
 
 from audits.errors import UserError
 
-__all__ = ["Options", "OptionError", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices",
-           "option", "n_boot_option", "seed_option", "add_options", "read_options", "flag_of"]
+__all__ = ["Options", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices", "option",
+           "n_boot_option", "seed_option", "add_options", "read_options"]
 
 
 class OptionError(UserError, ValueError):

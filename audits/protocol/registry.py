@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["names", "declared", "get", "all_audits", "options_of", "thresholds_of"]
+__all__ = ["names", "get", "options_of", "thresholds_of"]
 
 #: The registered audits, in the order ``audit all`` runs them and its JSON lists them. Each NAME has its
 #: declarations in ``audits.checks.declared.NAME`` and its Audit class in :mod:`audits.checks.registered`.

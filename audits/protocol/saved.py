@@ -47,8 +47,7 @@ import pandas as pd
 
 from audits.errors import UserError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SavedResults", "ResultsFileError", "encode", "decode", "dump_results",
-           "encoded_entry", "write_entries", "load_results", "read_results"]
+__all__ = ["SavedResults", "dump_results", "encoded_entry", "write_entries", "load_results", "read_results"]
 
 FORMAT = "speedaudit-results"
 #: Raised when the encoding changes in a way an older reader cannot read (2: long numeric columns as bytes,

@@ -15,8 +15,8 @@ from audits.report.results import NotSaved
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
 
-__all__ = ["compare_for_page", "compare_findings", "show_compare_findings", "describe_compare", "compare_runs_table",
-           "compare_problems_table", "show_compare_figure", "RUN_COLUMNS", "PROBLEM_COLUMNS"]
+__all__ = ["compare_findings", "show_compare_findings", "describe_compare", "compare_runs_table",
+           "compare_problems_table", "show_compare_figure"]
 
 #: The runs table: (column of :meth:`CompareAudit.to_frame`, label).
 RUN_COLUMNS = (("win_rate", "win rate of A"), ("expected_win_rate", "expected win rate"),

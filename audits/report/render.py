@@ -54,13 +54,9 @@ from audits.report.narrative import FINDINGS_MIMETYPE, format_value
 from audits.checks.reward_environments import find_shipped
 from audits.report.catalog import REPORTS, ReportSpec
 
-__all__ = [
-    "REPORTS", "ReportSpec", "ReportError", "RenderedReport", "ReportIndex",
-    "repo_root", "notebook_dir", "TEMPLATE_SUFFIX", "template_path", "read_template", "resolve_files", "resolve_corpora", "load_corpora", "parse_parameter", "template_parameters",
-    "check_kernel", "export_html", "notebook_findings", "render_notebook", "write_index", "render_reports",
-    "default_audits", "resolve_run", "run_label", "select_pair", "RUN_PARAMETERS", "suggest_runs",
-    "CalibrationSkipped", "calibrate_runs", "render_workers",
-]
+__all__ = ["ReportError", "RenderedReport", "ReportIndex", "repo_root", "read_template", "resolve_files",
+           "load_corpora", "parse_parameter", "render_reports", "resolve_run", "run_label", "suggest_runs",
+           "CalibrationSkipped", "calibrate_runs", "render_workers"]
 
 
 class ReportError(UserError):

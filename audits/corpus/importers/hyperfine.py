@@ -32,7 +32,7 @@ import pandas as pd
 from audits.corpus.importers._json import load_json
 from audits.corpus.io import CorpusError, normalize
 
-__all__ = ["HyperfineImport", "import_hyperfine", "read_hyperfine_file"]
+__all__ = ["HyperfineImport", "import_hyperfine"]
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ from pandas.api.types import union_categoricals
 from audits.corpus.importers._json import load_json
 from audits.corpus.io import CorpusError, normalize
 
-__all__ = ["PyperfImport", "import_pyperf", "read_pyperf_file", "normalize_build_ids"]
+__all__ = ["PyperfImport", "import_pyperf"]
 
 _CALIBRATION_KEYS = ("calibrate_loops", "recalibrate_loops", "calibrate_warmups", "recalibrate_warmups")
 # Architecture names as platform.platform() and uname report them (looked up, the string is not split).

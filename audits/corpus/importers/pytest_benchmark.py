@@ -31,7 +31,7 @@ import pandas as pd
 from audits.corpus.importers._json import load_json
 from audits.corpus.io import CorpusError, normalize
 
-__all__ = ["PytestBenchmarkImport", "import_pytest_benchmark", "read_pytest_benchmark_file"]
+__all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import NA
 from audits.report.narrative.common import Markdown, is_skipped, format_value, show_figure
 
-__all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_not_compared", "clocks_table", "clock_agreement_table",
-           "recommend_clock", "describe_clocks", "show_clocks_plot", "clocks_headline"]
+__all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_table", "clock_agreement_table", "describe_clocks",
+           "show_clocks_plot", "clocks_headline"]
 
 
 #: Mean within-problem Kendall tau-b of the solutions' scores at or above which two clocks are said to

@@ -16,7 +16,7 @@ import pandas as pd
 from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
-           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "figure_png", "show_plot",
+           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "show_plot",
            "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
            "run_index", "ci_text", "sim_ci"]
 

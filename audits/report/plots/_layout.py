@@ -15,8 +15,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-__all__ = ["format_duration", "log_duration_axis", "thin_tick_labels", "place_labels", "loggable",
-           "note_not_drawn"]
+__all__ = ["log_duration_axis", "thin_tick_labels", "place_labels", "loggable", "note_not_drawn"]
 
 
 def format_duration(seconds: float) -> str:

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["win_rate_figure", "problem_order"]
+__all__ = ["win_rate_figure"]
 
 
 def problem_order(problems) -> tuple[np.ndarray, list[str]]:

@@ -24,8 +24,7 @@ def _labelled(audit):
     return [(str(run), result) for run, result in audit.runs.items()]
 
 
-__all__ = ["ecdf_steps", "repeat_cv_distributions", "rank_drift_ranges", "robust_cv_per_problem", "variance_shares",
-           "near_floor_shares"]
+__all__ = ["ecdf_steps", "repeat_cv_distributions", "rank_drift_ranges", "robust_cv_per_problem", "near_floor_shares"]
 
 
 def ecdf_steps(values: np.ndarray, *, max_steps: int) -> tuple[np.ndarray, np.ndarray]:
