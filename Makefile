@@ -39,10 +39,10 @@ demo: $(STAMP)
 #  1. every test not marked `serial`, spread over TEST_WORKERS processes (pytest-xdist; `auto` = one per
 #     core). --dist loadfile keeps each test file on one worker, so a module-scoped fixture (a corpus, an
 #     audit, rendered pages) is built once, not once per worker; files are handed out in collection order
-#     (--no-loadscope-reorder), which tests/conftest.py starts with the files holding a `slow` test, so the
-#     minutes-long files start first instead of last (xdist's default order is most tests first), and within
-#     the slow files and within the others sorts longest first by the previous run's seconds per file (kept
-#     in .pytest_cache; none on a fresh clone, where the marks alone decide);
+#     (--no-loadscope-reorder), which tests/conftest.py sorts longest first by the previous run's seconds per
+#     file (kept in .pytest_cache) and, for a file without a record (every file of a fresh clone), starts with
+#     the files holding a `slow` test, so the minutes-long files start first instead of last (xdist's default
+#     order is most tests first);
 #  2. the tests marked `serial` (they load the machine or read its load; the reason is beside each mark),
 #     one at a time with no other test running.
 # New tests are parallel unless marked. Both passes always run and both exit codes count; pytest's 5

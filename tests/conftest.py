@@ -16,6 +16,7 @@ clock ratio or a timing margin), and say why beside the mark.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -25,20 +26,27 @@ from audits.corpus.synthetic import synthesize
 
 
 def pytest_collection_modifyitems(config, items):
-    """Test files holding a ``slow`` test are collected first, and among the slow files and among the others,
-    the files that took longest in the previous run first; the order is otherwise unchanged (stable sort).
+    """Test files longest first: by the previous run's seconds per file where this checkout has them, else the
+    files holding a ``slow`` test first; the order is otherwise unchanged (stable sort).
 
     ``make test`` hands whole files to its xdist workers in collection order (``--dist loadfile
     --no-loadscope-reorder``); a file of several minutes handed out last keeps one worker busy after the
-    other has finished (longest first is the classic remedy for that tail). Mark a test ``slow`` when its
-    file takes a minute or more under ``make test`` (the run's ``--durations`` ends with the slowest files,
-    each flagged when it is marked; see :func:`pytest_terminal_summary`). The previous run's seconds per file
-    are pytest's cache (:func:`pytest_sessionfinish`): on a fresh clone there are none, and the marks alone
-    decide (then the slow files come in collection order).
+    other has finished (longest first is the classic remedy for that tail). The previous run's seconds per
+    file are pytest's cache (:func:`pytest_sessionfinish`); a file without a record (all of them on a fresh
+    clone) that is marked ``slow`` comes before every recorded one, an unmarked one after them. Mark a test
+    ``slow`` when its file takes a minute or more under ``make test`` (the run's ``--durations`` ends with the
+    slowest files, each flagged when it is marked; see :func:`pytest_terminal_summary`).
     """
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     before = _cached_file_seconds(config)
-    items.sort(key=lambda item: (item.path not in slow_files, -before.get(_file_of(item.nodeid), 0.0)))
+
+    def seconds(item) -> float:
+        recorded = before.get(_file_of(item.nodeid))
+        if recorded is not None:
+            return recorded
+        return math.inf if item.path in slow_files else -1.0
+
+    items.sort(key=lambda item: -seconds(item))
 
 
 def _file_of(nodeid: str) -> str:
