@@ -14,6 +14,10 @@ from audits.checks.discriminability import run_discriminability_audit
 from audits.engine.partitioned import partition_runs, run_partitioned_discriminability
 from tests.audits.conftest import audit_all_dask
 
+# A real LocalCluster and the whole audit on Dask: 79-152 s a file under make test (2026-12-06, -n 2 at load
+# 6-15), so handed out first (tests/conftest.py: a file of a minute or more is marked slow).
+pytestmark = pytest.mark.slow
+
 N_BOOT = 60
 
 

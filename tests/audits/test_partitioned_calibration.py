@@ -17,6 +17,10 @@ from tests.audits.test_partitioned import _close
 from tests.audits.test_partitioned_reliability import _assert_one_partition_per_task
 from tests.audits.conftest import audit_all_dask
 
+# A real LocalCluster and the whole audit on Dask: 79-152 s a file under make test (2026-12-06, -n 2 at load
+# 6-15), so handed out first (tests/conftest.py: a file of a minute or more is marked slow).
+pytestmark = pytest.mark.slow
+
 N_BOOT = 40
 STORED, FRESH, BUSY = Run("quiet", "c0"), Run("quiet", "c1"), Run("busy", "c0")
 

@@ -22,6 +22,10 @@ from tests.audits.test_partitioned_calibration import _corpus
 from tests.audits.test_partitioned_reliability import _reads_of
 from audits.protocol import registry
 
+# A real LocalCluster and the whole audit on Dask: 79-152 s a file under make test (2026-12-06, -n 2 at load
+# 6-15), so handed out first (tests/conftest.py: a file of a minute or more is marked slow).
+pytestmark = pytest.mark.slow
+
 #: The registered audits the Dask engine runs (the others declare why not: registry.get(name).dask).
 ON_DASK = tuple(n for n in registry.names() if registry.get(n).dask is None)
 
