@@ -133,7 +133,8 @@ def _calibration_plan(runs, source, target):
 
 def _combine_calibration(parts: list, src, tgt, key: str, *, families, robust, calibration_family,
                          variance_ratio, taus, n_boot, n_boot_rank, level, seed, limits):
-    """The pairing of the partitions' :func:`_calibration_part` cells, then the in-memory combining step."""
+    """The pairing of the partitions' :func:`_calibration_part` cells, then the in-memory combining step
+    (``parts`` is emptied once its cells are joined)."""
     from audits.checks.calibration import CalibrationPair, combine_pairing
     from stats.calibration import pair_cells
 

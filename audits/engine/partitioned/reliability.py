@@ -127,7 +127,8 @@ def run_partitioned_reliability(
 
 def _combine_reliability(tables: list, runs, chosen, contention: dict, *, thresholds, n_boot, seed,
                          target_reliability, target_precision, max_pairs):
-    """The in-memory audit's combining step on the partitions' :func:`_reliability_part` tables."""
+    """The in-memory audit's combining step on the partitions' :func:`_reliability_part` tables (taken out of
+    ``tables`` run by run as they are joined, so the client never holds a run's tables twice)."""
     from audits.checks.reliability import ReliabilityAudit, _findings, combine_problem_tables
 
     summaries = {s.run: s for s in runs}
