@@ -566,6 +566,10 @@ def _kernel_manager_logging_to(log_path: Path) -> type:
     return _KernelManager
 
 
+#: What jupyter_client says when a kernel process ends before answering its first request.
+_KERNEL_DIED = "Kernel died before replying to kernel_info"
+
+
 def render_notebook(
     name: str,
     out_dir: str | os.PathLike,
@@ -618,7 +622,7 @@ def render_notebook(
     tmp_nb = out_dir / f".{name}.running.ipynb"
     started = _kernel_start_turn()
     kernel_log = out_dir / f".{name}.kernel.log"
-    try:
+    def execute():
         papermill.execute_notebook(
             read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
             # the kernel's working directory is the template's folder (as JupyterLab runs it), set on the
@@ -627,6 +631,17 @@ def render_notebook(
             log_output=False, resources={"metadata": {"path": str(template.parent)}}, execution_timeout=timeout,
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # kernel chatter (TCP warning, shutdown)
             on_notebook_start=started, kernel_manager_class=_kernel_manager_logging_to(kernel_log))
+
+    try:
+        try:
+            execute()
+        except RuntimeError as exc:
+            if _KERNEL_DIED not in str(exc):
+                raise
+            # The kernel died before it answered, so no cell ran: typically ports it was given were taken by another
+            # process in between (kernel starts are serialised within this process only; seen once in a
+            # fresh-clone CI with two test workers rendering at once). A second start is given other ports.
+            execute()
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
