@@ -338,9 +338,10 @@ static int closer_w = -1;
 
 /* Per-run cgroups (serve mode with --cgroup DIR, one DIR per cgroup v1 hierarchy: memory and
    cpuacct, each a folder speedaudit made under the runner's own cgroup). For every run the
-   launcher makes DIR/<launcher pid>-<n>/prog (the program's whole process tree) and .../box
-   (bwrap's own processes, --nested) before it forks the standby child (under bwrap one run
-   ahead, see serve); the standby joins its folder at once, before the request (a migration waits
+   standby child makes DIR/<launcher pid>-<n>/prog (the program's whole process tree) and .../box
+   (bwrap's own processes, --nested) first thing after its fork (under bwrap one run ahead, see
+   serve); under bwrap it joins its folder at once, before the request, under local when its turn
+   comes (see serve; a migration waits
    for an RCU grace period: cgroup_threadgroup_rwsem leaves its fast path, unless another
    migration on the machine happened within the last grace period; 0.02 to 13-70 ms measured,
    for a fresh and a reused cgroup alike, so reusing folders would not save it) and, when the
@@ -359,6 +360,7 @@ static int closer_w = -1;
 static const char *cg_base[MAX_CG];
 static int n_cg = 0, cg_mem = -1, cg_cpu = -1, nested = 0;
 static long long cg_seq = 0;
+static pid_t cg_owner = 0;   /* the launcher's pid, which names its runs' folders (also in its standby children) */
 /* the next run's folders and the descriptors the standby needs after it left the host's view
    (opened by the launcher: prog's and box's cgroup.procs, prog's limit and counters) */
 struct cgrun { long long seq; int ok; int prog[MAX_CG], box[MAX_CG]; int limit, max_usage, usage; };
@@ -374,7 +376,7 @@ static int high_fd(int fd) {
 }
 
 static int cg_file(char *buf, size_t size, int i, long long seq, const char *leaf, const char *file) {
-    int n = snprintf(buf, size, "%s/%d-%lld%s%s%s%s", cg_base[i], (int)getpid(), seq, leaf ? "/" : "",
+    int n = snprintf(buf, size, "%s/%d-%lld%s%s%s%s", cg_base[i], (int)cg_owner, seq, leaf ? "/" : "",
                      leaf ? leaf : "", file ? "/" : "", file ? file : "");
     return n > 0 && (size_t)n < size;
 }
@@ -406,10 +408,11 @@ static void cg_remove(long long seq, int patient) {
     }
 }
 
-/* The next run's folders (called before the standby child is forked). */
-static void cg_prepare(void) {
+/* Run `seq`'s folders, made by its standby child itself, first thing after the fork: the
+   launcher's own path (between a request and its waitid, see serve) keeps only the fork. */
+static void cg_prepare(long long seq) {
     char path[4096];
-    cg.seq = ++cg_seq;
+    cg.seq = seq;
     cg.ok = n_cg > 0;
     for (int i = 0; i < n_cg; i++) {
         cg.prog[i] = cg.box[i] = -1;
@@ -430,16 +433,6 @@ static void cg_prepare(void) {
     if (cg.ok && cg_cpu >= 0 && cg_file(path, sizeof path, cg_cpu, cg.seq, "prog", "cpuacct.usage"))
         cg.usage = high_fd(open(path, O_WRONLY | O_CLOEXEC));
     if ((cg_mem >= 0 && (cg.limit < 0 || cg.max_usage < 0)) || (cg_cpu >= 0 && cg.usage < 0)) cg.ok = 0;
-}
-
-static void cg_close_fds(void) {
-    for (int i = 0; i < n_cg; i++) {
-        if (cg.prog[i] >= 0) close(cg.prog[i]);
-        if (cg.box[i] >= 0) close(cg.box[i]);
-        cg.prog[i] = cg.box[i] = -1;
-    }
-    int *more[] = {&cg.limit, &cg.max_usage, &cg.usage};
-    for (int k = 0; k < 3; k++) if (*more[k] >= 0) { close(*more[k]); *more[k] = -1; }
 }
 
 /* In the standby child, before the request: join prog (or box, --nested). 0 on success. */
@@ -892,29 +885,44 @@ static int parse_request(char *data, ssize_t n, struct request *rq) {
 /* What a standby child tells the launcher when it has taken a request. */
 struct note { int ok, cg_ok; long long uid, scratch_bytes; struct timespec t0; };
 
-/* Serve mode, the standby child: forked *before* the request arrives, it builds the
-   request-independent half of the view (prepare_view: 0.5-0.9 ms per run measured on this
-   2-core machine, now overlapped with the runner's own work between runs), then takes the
-   next request from the socket itself (so its descriptors arrive in the process that runs
-   the program), tells the launcher, finishes the view and execs. Each run still gets a
-   fresh child, a fresh tmpfs root and fresh mount and IPC namespaces: nothing is shared
-   between runs that was not shared before (only the network namespace, one per launcher).
-   It joins its run's fresh cgroup at once, then waits on `go_r` for its turn; only then does
-   it build the view, with the quota `go_r` carries. Under bwrap with cgroups it is forked one
-   run early (see serve), so the RCU grace period of its migration passes while the run
-   before it is set up, and no work of its own competes with the measured program. */
+/* Serve mode, the standby child: forked *before* the request arrives (see serve), it makes its
+   run's cgroup folders (cg_prepare), builds the request-independent half of the view
+   (prepare_view: 0.5-0.9 ms per run measured on this 2-core machine), then takes the next
+   request from the socket itself (so its descriptors arrive in the process that runs the
+   program), tells the launcher, finishes the view and execs. Each run still gets a fresh
+   child, a fresh tmpfs root and fresh mount and IPC namespaces: nothing is shared between runs
+   that was not shared before (only the network namespace, one per launcher).
+   Under bwrap it joins its run's cgroup at once, then waits on `go_r` for its turn and builds
+   the view (none: bwrap builds its own) with the quota `go_r` carries. Under local (forked
+   while the run before it goes on: `early_bytes` >= 0) it builds the view at once, with the
+   quota of the request being run, waits for its turn (the run before it has ended) and only
+   then joins its cgroup: no migration while a program is measured. */
+/* The tmpfs quota a standby forked while a run goes on (local, see serve) prepares its view with
+   at once, before its turn; -1: it waits for its turn first (and joins its cgroup before that). */
+static long long early_bytes = -1;
+
 static void standby(int sock, const char *box, pid_t launcher, int note_w, int sync_w, int ack_r, int go_r) {
     static char data[1 << 20];
     jmp_buf jump;
     char byte = 1;
-    long long prepared_bytes = 0;
+    volatile long long prepared_bytes = early_bytes;   /* volatile: read after a longjmp (fail) */
+    long long turn_bytes = 0;
+    int early = early_bytes >= 0;
+    volatile int joined = 0;
     prctl(PR_SET_PDEATHSIG, SIGKILL);     /* a standby must not outlive its launcher */
     if (getppid() != launcher) _exit(0);
-    int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
-    if (read_full(go_r, &prepared_bytes, sizeof prepared_bytes) != (ssize_t)sizeof prepared_bytes) _exit(0);
+    if (!early) joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
+    if (box && early && setjmp(jump) == 0) {     /* a failure is reported to the program's stderr below */
+        fail_jump = &jump;
+        prepare_view(box, prepared_bytes);
+    }
+    fail_jump = NULL;
+    if (read_full(go_r, &turn_bytes, sizeof turn_bytes) != (ssize_t)sizeof turn_bytes) _exit(0);
     close(go_r);
+    if (early) joined = cg_join_ahead() == 0;    /* its turn: the run before it has ended */
+    else prepared_bytes = turn_bytes;
     if (box) {
-        if (setjmp(jump) == 0) {          /* a failure is reported to the program's stderr below */
+        if (!early && setjmp(jump) == 0) {
             fail_jump = &jump;
             prepare_view(box, prepared_bytes);
         }
@@ -1052,23 +1060,18 @@ static int spare_fork(struct spare *s, int sock, const char *box, struct spare *
     if (pipe2(sync_p, O_CLOEXEC) != 0 || pipe2(ack_p, O_CLOEXEC) != 0 || pipe2(go_p, O_CLOEXEC) != 0) return -1;
     int *ours[] = {&note_p[0], &note_p[1], &sync_p[0], &sync_p[1], &ack_p[0], &ack_p[1], &go_p[0], &go_p[1]};
     for (int k = 0; k < 8; k++) *ours[k] = high_fd(*ours[k]);   /* clear of 0-8 (see high_fd) */
-    if (n_cg > 0) cg_prepare();
-    s->seq = cg.seq;
+    s->seq = n_cg > 0 ? ++cg_seq : 0;
     pid_t self = getpid();
     s->pid = fork();
-    if (s->pid < 0) {
-        cg_close_fds();
-        if (n_cg > 0) cg_remove(s->seq, 0);
-        return -1;
-    }
+    if (s->pid < 0) return -1;
     if (s->pid == 0) {
+        if (n_cg > 0) cg_prepare(s->seq);
         if (other) spare_close(other);
         close(note_p[0]); close(sync_p[0]); close(ack_p[1]); close(go_p[1]);
         standby(sock, box, self, note_p[1], sync_p[1], ack_p[0], go_p[0]);
         _exit(126);
     }
     setpgid(s->pid, s->pid);
-    cg_close_fds();                  /* the standby has its copies */
     close(note_p[1]); close(sync_p[1]); close(ack_p[0]); close(go_p[0]);
     s->note_r = note_p[0]; s->sync_r = sync_p[0]; s->ack_w = ack_p[1]; s->go_w = go_p[1];
     return 0;
@@ -1112,20 +1115,25 @@ static void give_turn(int go_w, long long prepared) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Serve mode: runs one program at a time. Under bwrap (--nested) with --cgroup two standby
-   children exist at once (see standby): the one that takes the next request, and the one
-   forked for the run after it, which joins its cgroup meanwhile, so that its migration (an RCU
-   grace period when nothing else on the machine migrated lately: 0.02-70 ms measured) is off
-   the runner's path: it starts as the run before it does and passes during bwrap's set-up
-   (10-20 ms), before that run's program starts. Under local the program starts within a
-   millisecond of its turn, so a standby joining ahead did so *during* the measured run, and
-   measured (2026-12-06, load 7-19) that cost more than it saved: the program's wall_s +0.4 to
-   +6 ms longer (median of 100-150 pairs, in 5 of 6 comparisons), bench_runner's median pair
-   +1.5 to +7.5 ms against -0.1 to +1.2 before (likely cause, not measured: the migration's
-   write lock stops every fork, exec and exit on the machine until the forks in flight finish,
-   a big process's fork holding it for milliseconds). So local forks one standby per run, when its turn
-   comes, as before (its migration on the path, off the measured time); so does a launcher
-   without cgroups, which has nothing to hide.
+/* Serve mode: runs one program at a time, with the next run's standby child forked ahead, so
+   that neither its fork, nor its cgroup folders, nor (local) its view is on the runner's path
+   from one run's end to the next one's start.
+   - Under bwrap (--nested) with --cgroup it is forked when a run's turn is given, and joins its
+     cgroup at once, so that its migration (an RCU grace period when nothing else on the machine
+     migrated lately: 0.02-70 ms measured) passes during bwrap's set-up of the run before it
+     (10-20 ms), before that run's program starts.
+   - Under local it is forked once a run's request is taken (the program is then being started)
+     and builds the request-independent half of its view (prepare_view, 0.5-0.9 ms) while that
+     run goes on; it joins its cgroup only when its turn comes, after the run ended, so no
+     migration happens while a program is measured (a standby joining ahead under local was
+     measured, 2026-12-06 at load 7-19, to lengthen the program's wall_s by 0.4-6 ms; likely
+     cause, not measured: the migration's write lock stops every fork, exec and exit on the
+     machine while it is held). Until 2026-12-06 local forked it at its turn, which put the fork,
+     the cgroup folders and prepare_view on the path: 0.5 + 0.67 ms per run, measured with
+     timestamps at load 2-4.
+   The launcher's own work between a request and its waitid is only that fork (0.14 ms; the
+   standby child makes its cgroup folders itself, see cg_prepare): the program's exec takes
+   longer, so the launcher waits in waitid before the program can end.
    With `box` (--view DIR) every request must ask for the private view, built on DIR (a
    directory of the host that serves only as the mount point; each child mounts its own
    tmpfs there, in its own mount namespace); without it none may. */
@@ -1133,6 +1141,7 @@ static int serve(int sock, const char *box, int netns) {
     long long prepared = 256LL << 20;    /* the tmpfs quota a standby starts with: the last request's */
     struct spare cur = {0, 0, -1, -1, -1, -1}, next = {0, 0, -1, -1, -1, -1};
     int ahead = n_cg > 0 && nested;   /* see above: only where bwrap's set-up, not the program, overlaps it */
+    int early = !nested;              /* see above: local forks the next standby once this run's request is taken */
     for (;;) {
         int ns_fd = -1, moved = 0;
         if (netns && fresh_netns_if_used(&moved) != 0) {   /* the next program must not meet the last one's sockets */
@@ -1145,9 +1154,8 @@ static int serve(int sock, const char *box, int netns) {
         if (next.pid > 0) cur = next;
         else if (spare_fork(&cur, sock, box, NULL) != 0) return 1;
         next.pid = 0;
-        /* the next run's standby is forked now, between runs, not while this one runs: the fork and
-           its cgroup's folders are CPU work that would compete with the measured program; what
-           overlaps this run is only its sleep in the migration (and the migration's few µs) */
+        /* bwrap: the next run's standby is forked now, so that its folders and its migration's
+           sleep fall in bwrap's set-up of this run, before the program starts */
         if (ahead && spare_fork(&next, sock, box, &cur) != 0) next.pid = 0;   /* then forked in its turn */
         give_turn(cur.go_w, prepared);
         close(cur.go_w);
@@ -1176,6 +1184,11 @@ static int serve(int sock, const char *box, int netns) {
             continue;
         }
         prepared = nt.scratch_bytes;
+        if (early && next.pid == 0) {   /* local: the next run's standby, ready by the time this run ends */
+            early_bytes = prepared;
+            if (spare_fork(&next, sock, box, &cur) != 0) next.pid = 0;
+            early_bytes = -1;
+        }
         watch(cur.pid, nt.uid, nt.t0, -1, ns_fd, nt.cg_ok, cur.seq, next.pid, report_sock, &sock);
         for (int fd; (fd = take_tree(tree_pair[0])) >= 0;) release_later(fd);
     }
@@ -1209,6 +1222,7 @@ int main(int argc, char **argv) {
         if (box && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, tree_pair) != 0) return 125;
         tree_pair[0] = high_fd(tree_pair[0]);
         tree_pair[1] = high_fd(tree_pair[1]);
+        cg_owner = getpid();
         if (n_cg > 0) cg_remove_stale();
         if (netns && unshare(CLONE_NEWNET) != 0) {
             fprintf(stderr, "sa-launch: cannot create a network namespace: %s\n", strerror(errno));
