@@ -381,6 +381,16 @@ static int cg_file(char *buf, size_t size, int i, long long seq, const char *lea
     return n > 0 && (size_t)n < size;
 }
 
+/* Nanoseconds from `a` to `b` (CLOCK_MONOTONIC readings). */
+static long long ns_between(struct timespec a, struct timespec b) {
+    return (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+}
+
+/* How long the launcher waits, after a run, for the program's last processes to leave (reaped
+   orphans; an empty cgroup): a killed process exits within milliseconds unless the kernel holds
+   it (a large address space being freed, I/O in flight); 2 s bounds a run's clean-up. */
+#define DRAIN_NS 2000000000LL
+
 static long long read_number(const char *path, const char *key) {
     char buf[4096];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -477,9 +487,12 @@ static void cg_join_inherited(int close_only) {
     }
 }
 
-/* After the run (the program and every orphan reaped): wait until prog and box are empty, then read. */
-static void cg_measure(long long seq, long long *cpu_us, long long *peak_kb, long long *oom) {
+/* After the run (the program and every orphan reaped): wait until prog and box are empty, then read.
+   Returns 0 when one of them still held a process after DRAIN_NS (the counters may then miss its
+   last part), else 1. */
+static int cg_measure(long long seq, long long *cpu_us, long long *peak_kb, long long *oom) {
     char path[4096];
+    int drained = 1;
     *cpu_us = *peak_kb = *oom = -1;
     struct timespec ts, now;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -494,7 +507,7 @@ static void cg_measure(long long seq, long long *cpu_us, long long *peak_kb, lon
                 if (fd >= 0) close(fd);
                 if (n <= 0) break;
                 clock_gettime(CLOCK_MONOTONIC, &now);
-                if (now.tv_sec - ts.tv_sec >= 2) break;
+                if (ns_between(ts, now) >= DRAIN_NS) { drained = 0; break; }
                 usleep(500);
             }
         }
@@ -509,6 +522,7 @@ static void cg_measure(long long seq, long long *cpu_us, long long *peak_kb, lon
         if (cg_file(path, sizeof path, cg_mem, seq, "prog", "memory.oom_control")) *oom = read_number(path, "oom_kill");
         if (*oom < 0) *oom = 0;
     }
+    return drained;
 }
 
 /* Folders of launchers that died without removing them (SIGKILL): removed at start. */
@@ -773,7 +787,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
     /* Reap the rest at once: killed descendants would otherwise wait as zombies for init,
        and zombies still count against the uid's RLIMIT_NPROC. Survivors (a descendant that
        left the process group) are swept by uid. */
-    int swept = 0;
+    int swept = 0, drained = 1;
     struct timespec ts, now;
     /* The tree's CPU without a cgroup: the program's rusage (with the children it waited for)
        plus every orphan's, reaped here as subreaper (or pid 1 under bwrap); its peak: the
@@ -798,19 +812,21 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
         if (spare > 0 && only_child(spare)) break;   /* the next run's standby is no orphan */
         if (!swept) { sweep(uid); swept = 1; }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - ts.tv_sec >= 2) break;
+        if (ns_between(ts, now) >= DRAIN_NS) { drained = 0; break; }
         usleep(1000);
     }
-    long long wall = (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    long long wall = ns_between(t0, t1);
     long long cg_us = -1, cg_kb = -1, oom = -1;
-    if (cg_ok) cg_measure(seq, &cg_us, &cg_kb, &oom);
-    /* done STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB CG_CPU_US CG_PEAK_KB OOM_KILLS:
-       the program's own rusage; the tree's by rusage (every reaped process: CPU summed, the
-       largest peak); the tree's cgroup (CPU, peak of the sum, the kernel's OOM kills), -1 without */
-    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld %lld %ld %lld %lld %lld\n", status, wall,
+    if (cg_ok && !cg_measure(seq, &cg_us, &cg_kb, &oom)) drained = 0;
+    /* done STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB CG_CPU_US CG_PEAK_KB OOM_KILLS
+       DRAINED: the program's own rusage; the tree's by rusage (every reaped process: CPU summed,
+       the largest peak); the tree's cgroup (CPU, peak of the sum, the kernel's OOM kills), -1
+       without; 1 when every process of the tree was gone within DRAIN_NS, else 0 (the tree's
+       figures may miss what the ones left still did) */
+    snprintf(buf, sizeof buf, "done %d %lld %lld %lld %ld %lld %ld %lld %lld %lld %d\n", status, wall,
              (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
              (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec, ru.ru_maxrss,
-             tree_us, tree_rss, cg_us, cg_kb, oom);
+             tree_us, tree_rss, cg_us, cg_kb, oom, drained);
     say(ctx, buf);
     release_run_later(ns_fd, cg_ok || n_cg > 0 ? seq : 0);
     stop = 0;

@@ -114,6 +114,12 @@ _READ = 1 << 16
 #: The most of a report channel kept (``run(report=True)``): a counter's report is a few lines per
 #: process; a run whose report is longer is flagged (``Execution.report_truncated``), not cut silently.
 REPORT_BYTES = 4 << 20
+#: The fields of the launcher's ``done`` line (see :func:`_parse_report`).
+_DONE_FIELDS = 11
+#: Appended to a run's reason when some process of its tree was still there 2 s after the program
+#: ended (the kernel held it: the launcher stops waiting then, see DRAIN_NS in launcher.c).
+UNDRAINED_NOTE = ("; accounting incomplete: a process of the program's tree had not exited 2 s after the "
+                  "program ended (cpu_s and max_rss_kb may miss what it did last)")
 
 
 class SandboxError(UserError, RuntimeError):
@@ -1009,7 +1015,7 @@ class Sandbox:
                                 # (below); until then the sandbox may take max(wall_s, 1 s) to start
                                 start = max(limits.wall_s, 1.0) if inner_r is not None else 0.0
                                 deadline = time.monotonic() + limits.wall_s + start
-                            elif parts and parts[0] == "done" and len(parts) == 11:
+                            elif parts and parts[0] == "done" and len(parts) == _DONE_FIELDS + 1:
                                 final = tuple(int(p) for p in parts[1:])
                             elif parts and parts[0] == "error":
                                 failed = " ".join(parts[1:])
@@ -1042,8 +1048,10 @@ class Sandbox:
         if final is None and not escalated and killed is None:
             raise SandboxError(f"the launcher failed ({failed}); the run was not measured")
         cg_cpu_us = cg_peak_kb = oom = -1
+        drained = True
         if final is not None:
-            wstatus, wall_ns, _, _, _, tree_us, tree_kb, cg_cpu_us, cg_peak_kb, oom = final
+            wstatus, wall_ns, _, _, _, tree_us, tree_kb, cg_cpu_us, cg_peak_kb, oom, drained_out = final
+            drained = drained_out == 1
             wall, cpu, rss = wall_ns / 1e9, tree_us / 1e6, tree_kb
         else:  # escalated: we killed it ourselves
             wstatus, wall, cpu, rss = _signal.SIGKILL, t1 - t0, 0.0, 0
@@ -1052,7 +1060,8 @@ class Sandbox:
             # the program's own status, tree CPU and peak, and its wall time from inside the sandbox
             # (from the moment the inner launcher's child is in the run's cgroup to the reap: bwrap's
             # own set-up and tear-down are not the program's time)
-            wstatus_in, wall_in_ns, _, _, _, tree_us, tree_kb, *_ = inner
+            wstatus_in, wall_in_ns, _, _, _, tree_us, tree_kb, *_, drained_in = inner
+            drained = drained and drained_in == 1
             wall, cpu, rss = wall_in_ns / 1e9, tree_us / 1e6, tree_kb
             code, sig = _split_wait(wstatus_in)
         else:
@@ -1066,6 +1075,8 @@ class Sandbox:
         failure = self._sandbox_failure(code, sig, tail)
         if failure and killed is None:
             status, reason = "runtime_error", f"sandbox failed to start the program: {failure}"
+        if not drained:
+            reason += UNDRAINED_NOTE
         return Execution(status, wall, cpu, rss, code, sig, stdout_path, written, truncated, tail, reason,
                          self.name, accounting, None if report_text is None else bytes(report_text), report_over)
 
@@ -1171,11 +1182,11 @@ class Sandbox:
 
 def _parse_report(text: bytes) -> tuple[tuple[int, ...] | None, str | None]:
     """The launcher's ``done`` line (``STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB
-    CG_CPU_US CG_PEAK_KB OOM_KILLS``, see launcher.c's ``watch``) as integers, or its error."""
+    CG_CPU_US CG_PEAK_KB OOM_KILLS DRAINED``, see launcher.c's ``watch``) as integers, or its error."""
     final = failed = None
     for line in bytes(text).decode(errors="replace").splitlines():
         parts = line.split()
-        if parts and parts[0] == "done" and len(parts) == 11:
+        if parts and parts[0] == "done" and len(parts) == _DONE_FIELDS + 1:
             final = tuple(int(p) for p in parts[1:])
         elif parts and parts[0] == "error":
             failed = " ".join(parts[1:])
