@@ -329,8 +329,6 @@ PRIVATE_IMPORTS_OWNED_ELSEWHERE: set[tuple[str, str]] = {
         '_aggregation_part', '_aggregation_plan', '_combine_aggregation', '_repeat_values_of',)),
     *(('audits.engine.partitioned.calibration', n) for n in (
         '_calibration_part', '_calibration_plan', '_combine_calibration',)),
-    *(('audits.engine.partitioned.discriminability', n) for n in (
-        '_combine_discriminability', '_discriminability_part', '_floors',)),
     *(('audits.engine.partitioned.reliability', n) for n in (
         '_combine_reliability', '_contention', '_in_problem_order', '_reliability_part',)),
     *(('audits.engine.partitioned.simulation', n) for n in (

@@ -36,7 +36,7 @@ import pandas as pd
 from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
-from audits.checks.reliability import one_result, audit_rows
+from audits.checks.reliability import one_result
 from audits.checks.declared.discriminability import DiscriminabilityThresholds
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
@@ -49,7 +49,8 @@ from stats.ranking import reference_pools
 from stats._groups import column_codes
 from stats.reliability import per_repeat_scores
 
-__all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit", "run_discriminability_audit"]
+__all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit", "run_discriminability_audit",
+           "plan_runs", "partition_tables", "combine_parts"]
 
 
 @dataclass(frozen=True)
@@ -447,13 +448,55 @@ def run_discriminability_audit(
     if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
         raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows, pool, scores per run built once
-    chosen = audit_rows(ctx, environment=environment, campaign=campaign, runs=runs)
+    plan = plan_runs(ctx, environment=environment, campaign=campaign, runs=runs)
+    return combine_parts([partition_tables(ctx, plan, floor_s=floor_s, thresholds=thresholds, method=method)], plan,
+                         floor_s=floor_s, thresholds=thresholds, method=method, n_boot=n_boot, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------
+# the partition steps (audits.protocol.partition): the same in memory (one partition) and on Dask
+# ----------------------------------------------------------------------------------------------
+
+def plan_runs(ctx, *, environment: str | None = None, campaign: str | None = None, runs=None) -> dict:
+    """The plan over a plan context (:mod:`audits.protocol.partition`): the runs covered (in run order), the floors
+    of every run and whether the corpus has a ``language`` column (per-language floors exactly then)."""
+    from audits.corpus.runs import covered_runs
+
+    return {"runs": covered_runs(ctx.runs, environment=environment, campaign=campaign, explicit=runs),
+            "floors": ctx.floors, "has_language": "language" in ctx.columns}
+
+
+def partition_tables(part, plan: dict, *, floor_s: float | None, thresholds: DiscriminabilityThresholds,
+                     method: str) -> dict:
+    """``{Run: per_problem_tables}`` of every planned run's rows in one partition (an AuditContext; in memory the
+    whole corpus, whose run contexts' pools, scores, test table and ICCs every audit shares)."""
+    from audits.protocol.partition import run_rows
+
+    out = {}
+    for summary in plan["runs"]:
+        run_ctx = run_rows(part, summary)
+        if run_ctx is None:
+            continue
+        out[summary.run] = per_problem_tables(run_ctx.rows, plan["floors"], summary.run, floor_s=floor_s,
+                                              t=thresholds, method=method, pools=run_ctx.pools,
+                                              scores=run_ctx.reference_repeat_scores(), shared=run_ctx)
+    return out
+
+
+def combine_parts(parts: list, plan: dict, *, floor_s: float | None, thresholds: DiscriminabilityThresholds,
+                  method: str, n_boot: int, seed: int) -> DiscriminabilityAudit:
+    """The audit from every partition's :func:`partition_tables` (each partition's tables taken out of ``parts``
+    as they are joined): per run, the tables concatenated (:func:`audits.protocol.partition.joined`), the
+    language counts listed, then :func:`combine_problem_tables`."""
+    from audits.protocol.partition import joined
+
+    n_boot = check_n_boot(n_boot)
     per_run = {}
-    for summary in chosen:
-        run_ctx = ctx.run(summary)
-        per_run[summary.run] = per_problem_tables(run_ctx.rows, ctx.floors, summary.run, floor_s=floor_s,
-                                                  t=thresholds, method=method, pools=run_ctx.pools,
-                                                  scores=run_ctx.reference_repeat_scores(), shared=run_ctx)
-    return combine_problem_tables(per_run, {s.run: s for s in chosen}, ctx.floors, floor_s=floor_s, t=thresholds,
-                                  method=method, n_boot=n_boot, seed=seed,
-                                  has_language="language" in ctx.corpus.columns)
+    for summary in plan["runs"]:
+        mine = [p.pop(summary.run) for p in parts if summary.run in p]
+        per_run[summary.run] = {name: joined([m[name] for m in mine], ordered=False)
+                                if isinstance(mine[0][name], pd.DataFrame) else [m[name] for m in mine]
+                                for name in mine[0]}
+    return combine_problem_tables(per_run, {s.run: s for s in plan["runs"]}, plan["floors"], floor_s=floor_s,
+                                  t=thresholds, method=method, n_boot=n_boot, seed=seed,
+                                  has_language=plan["has_language"])

@@ -79,14 +79,32 @@ class Reliability(_EveryRun):
     passed = ("n_boot", "seed", "target_reliability", "target_precision", "max_pairs")
 
 
-class Discriminability(_EveryRun):
+class Discriminability(Audit):
+    """Every run the environment / campaign options denote (rule ``"every run"``), through the partition steps
+    of :mod:`audits.checks.discriminability` (:func:`~audits.checks.discriminability.plan_runs`,
+    :func:`~audits.checks.discriminability.partition_tables`, :func:`~audits.checks.discriminability.combine_parts`)."""
+
     name: ClassVar[str] = "discriminability"
     title: ClassVar[str] = "do the tests separate fast from slow programs?"
     Options = DiscriminabilityOptions
     Thresholds = DiscriminabilityThresholds
     report = ("discriminability",)
-    function = "audits.checks.discriminability:run_discriminability_audit"
-    passed = ("floor_s", "method", "n_boot", "seed")
+
+    def plan(self, ctx, options):
+        from audits.checks.discriminability import plan_runs
+
+        return plan_runs(ctx, environment=options.environment, campaign=options.campaign)
+
+    def partition_part(self, part, piece, options, thresholds):
+        from audits.checks.discriminability import partition_tables
+
+        return partition_tables(part, piece, floor_s=options.floor_s, thresholds=thresholds, method=options.method)
+
+    def combine(self, parts, piece, options, thresholds, ctx):
+        from audits.checks.discriminability import combine_parts
+
+        return combine_parts(parts, piece, floor_s=options.floor_s, thresholds=thresholds, method=options.method,
+                             n_boot=options.n_boot, seed=options.seed)
 
 
 class Calibration(Audit):

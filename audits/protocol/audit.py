@@ -7,12 +7,21 @@ An audit (:mod:`audits.checks.registered`) is a class with
   (the command line's flags and ``--help`` are generated from it);
 * ``Thresholds``: its :class:`audits.protocol.thresholds.Thresholds` (one shape; the ``reward`` and
   ``benchmark`` profiles apply to every audit);
-* the steps: :meth:`Audit.plan` chooses, over the :class:`audits.protocol.context.AuditContext`, the units it
-  covers (its runs, or its pairs of runs) by the one rule of :mod:`audits.corpus.runs`; :meth:`Audit.compute`
-  makes the result from them (through :meth:`Audit.part` per unit where units are independent: calibration's
-  pairs); :meth:`Audit.findings` are the verdicts. :meth:`Audit.run` chains them. An audit that the corpus or the options cannot support raises
+* the steps: :meth:`Audit.plan` chooses, over a plan context (the in-memory
+  :class:`audits.protocol.context.AuditContext`, or the Dask engine's from its first pass), what it covers (its
+  runs, or its pairs of runs, by the one rule of :mod:`audits.corpus.runs`, with what the parts need to know of the
+  whole corpus); then the *partition steps* (:mod:`audits.protocol.partition`): :meth:`Audit.partition_part` makes
+  the per-problem tables of one partition for each of the plan's :meth:`Audit.pieces`, :meth:`Audit.combine`
+  makes a piece's result from every partition's part and :meth:`Audit.assemble` the audit's result from its pieces'.
+  In memory the corpus is one partition (:meth:`Audit.compute`, :func:`audits.protocol.partition.compute_in_memory`);
+  the Dask engine (:mod:`audits.engine.partitioned.whole`) maps the same part over the partitions and calls the
+  same combine, so a fix in either step reaches both paths. :meth:`Audit.facts_part` is what the plan needs to
+  know of each partition beyond the run table and the floor rows. An audit without partition steps (``dask``
+  says why) overrides :meth:`Audit.compute`. :meth:`Audit.findings` are the verdicts; :meth:`Audit.run` chains
+  them. An audit that the corpus or the options cannot support raises
   :class:`Skip` from :meth:`Audit.plan` or :meth:`Audit.compute` (the engine records the reason; never reported as passing).
-* ``dask``: ``None`` when the Dask engine (:mod:`audits.engine.partitioned`) runs it, else why not;
+* ``dask``: ``None`` when the Dask engine (:mod:`audits.engine.partitioned`) runs it through its partition steps,
+  else why not;
   ``report``: the report results (:mod:`audits.report.results`) it provides.
 
 The declarations (``Options``, ``Thresholds``) import neither numpy nor pandas: the registry
@@ -53,19 +62,43 @@ class Audit:
         return self.Thresholds.coerce(value, profile=profile)
 
     # --- the steps ----------------------------------------------------------------------------------------
-    def plan(self, ctx, options) -> tuple:
-        """The units this audit covers on ``ctx`` (runs or pairs of runs, by the rule of :mod:`audits.corpus.runs`);
-        raises :class:`Skip` with the reason when there is none it can cover."""
+    def plan(self, ctx, options):
+        """What this audit covers on the plan context ``ctx`` (runs or pairs of runs, by the rule of
+        :mod:`audits.corpus.runs`, and what its parts need to know of the whole corpus); the same for the
+        in-memory and the Dask engine. Raises :class:`Skip` with the reason when there is nothing it can cover."""
         raise NotImplementedError
 
-    def part(self, ctx, unit, options, thresholds) -> Any:
-        """The audit's computation on one unit of :meth:`plan` (audits whose units are independent)."""
+    def facts_part(self, part, options):
+        """What :meth:`plan` needs to know of one partition (an AuditContext of its rows) beyond the run table and
+        the floor rows; the plan reads every partition's through ``ctx.facts(self, options)``. Default: nothing."""
+        return None
+
+    def pieces(self, plan) -> tuple:
+        """The plan's pieces, each combined on its own (its parts gathered, combined and dropped before the next):
+        default the plan itself."""
+        return (plan,)
+
+    def partition_part(self, part, piece, options, thresholds):
+        """The per-problem tables of one partition (an :class:`~audits.protocol.context.AuditContext` of whole
+        problems; in memory, the whole corpus) for one piece of the plan."""
         raise NotImplementedError
 
-    def compute(self, ctx, units: tuple, options, thresholds) -> Any:
-        """The result on every unit of :meth:`plan` (in memory; the Dask engine runs the per-problem parts
-        of :mod:`audits.engine.partitioned` with the same options)."""
+    def combine(self, parts: list, piece, options, thresholds, ctx):
+        """One piece's result from every partition's :meth:`partition_part`, in partition order (``parts`` may be
+        emptied as its tables are joined); ``ctx``: the plan context (its ``map`` re-reads the partitions)."""
         raise NotImplementedError
+
+    def assemble(self, results: list, plan):
+        """The audit's result from its pieces' results, in :meth:`pieces` order: default the one piece's."""
+        (result,) = results
+        return result
+
+    def compute(self, ctx, plan, options, thresholds) -> Any:
+        """The result of ``plan`` on ``ctx`` in memory: the corpus as one partition
+        (:func:`audits.protocol.partition.compute_in_memory`; the Dask engine runs the same part and combine)."""
+        from audits.protocol.partition import compute_in_memory
+
+        return compute_in_memory(self, ctx, plan, options, thresholds)
 
     def findings(self, result) -> tuple:
         """The verdicts of a result."""

@@ -207,6 +207,27 @@ class AuditContext:
 
         return sandbox_floor(self.corpus)
 
+    @cached_property
+    def floor_rows(self) -> pd.DataFrame:
+        """Every ``floor`` row of the corpus (empty without a ``role`` column), what a plan reads the runs' floors
+        from (:mod:`audits.protocol.partition`)."""
+        if "role" not in self.corpus.columns:
+            return self.corpus.iloc[:0]
+        return self.corpus.loc[label_mask(self.corpus["role"], "floor")].reset_index(drop=True)
+
+    @property
+    def columns(self) -> pd.Index:
+        return self.corpus.columns
+
+    def facts(self, audit, options) -> list:
+        """``[audit.facts_part(self, options)]``: the corpus is its own single partition
+        (:mod:`audits.protocol.partition`)."""
+        return [audit.facts_part(self, options)]
+
+    def map(self, function, *args) -> list:
+        """``[function(self, *args)]``: the corpus is its own single partition (:mod:`audits.protocol.partition`)."""
+        return [function(self, *args)]
+
     def run(self, run) -> RunContext:
         """The :class:`RunContext` of ``run`` (a :class:`Run`, a :class:`RunSummary` or an (environment, campaign) pair)."""
         summary = run if isinstance(run, RunSummary) else self.runs.get(Run.coerce(run))

@@ -128,16 +128,14 @@ def test_the_client_gathers_and_drops_one_audit_at_a_time(dataset, client, monke
     """Issue 26: each audit's parts are gathered just before its combining step and released before the next
     audit's are gathered (counted on the scheduler when each combining step starts); the whole pass-2 results
     are released once split, so nothing holds every audit's tables at once."""
-    from audits.engine.partitioned import aggregation as agg, calibration as cal, discriminability as dis
-    from audits.engine.partitioned import reliability as rel, simulation as sim
-    from audits.engine.partitioned.whole import _groups
+    from audits.engine.partitioned.whole import _audit, _groups
 
     groups = len(_groups(dataset, len(client.scheduler_info()["workers"])))
-    order = ["_combine_reliability", "_combine_discriminability", "_combine_calibration", "_combine_aggregation",
-             "_combine_simulation"]
+    order = ["reliability", "discriminability", "calibration", "aggregation", "simulation"]
     seen = []
-    for module, name in zip((rel, dis, cal, agg, sim), order):
-        original = getattr(module, name)
+    for name in order:  # each audit's combine (the engine calls the audit's, as in memory)
+        module = _audit(name)
+        original = module.combine
 
         def spy(parts, *args, _original=original, _name=name, **kwargs):
             # only the pieces of the audits after this one are still on the cluster
@@ -145,7 +143,7 @@ def test_the_client_gathers_and_drops_one_audit_at_a_time(dataset, client, monke
             seen.append((_name, len(parts), left, _settled(client, left)))
             return _original(parts, *args, **kwargs)
 
-        monkeypatch.setattr(module, name, spy)
+        monkeypatch.setattr(module, "combine", spy)
     assert _settled(client, 0) == 0  # nothing left over from another test
     _dask(dataset, client)
     assert [name for name, _, _, _ in seen] == order

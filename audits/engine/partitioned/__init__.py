@@ -47,9 +47,9 @@ processes is started and closed afterwards.
 from audits.engine.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
 from audits.engine.partitioned.aggregation import run_partitioned_aggregation
 from audits.engine.partitioned.calibration import run_partitioned_calibration
-from audits.engine.partitioned.discriminability import run_partitioned_discriminability
 from audits.engine.partitioned.reliability import run_partitioned_reliability
 from audits.engine.partitioned.simulation import run_partitioned_simulation
+from audits.engine.partitioned.single import run_partitioned_discriminability
 from audits.engine.partitioned.whole import run_partitioned_whole_audit
 
 __all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
 from audits.errors import UserError
+from audits.protocol.partition import concat_tables
 
 __all__ = ["dask_client", "partition_runs", "RUN_COLUMNS"]
 
@@ -203,39 +203,6 @@ def partition_runs(partials: Sequence[dict]):
     return Runs(tuple(summaries), order_by)
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate per-partition tables, keeping categorical columns categorical (sorted union of categories).
-
-    Categorical columns are joined on their codes (:func:`pandas.api.types.union_categoricals`), never through
-    their values: going through object columns made a Python string per row and column (at 10^8 executions,
-    10^7 cells x 4 key columns, several GB on the client) to hash them back into categories."""
-    frames = [f for f in frames if f is not None]
-    if not frames:
-        return pd.DataFrame()
-    cats = list(dict.fromkeys(c for f in frames for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)))
-    columns = pd.concat([f.iloc[:0] for f in frames]).columns  # pd.concat's own column order
-    plain = [f.drop(columns=[c for c in cats if c in f.columns]) for f in frames]
-    out = pd.concat(plain, ignore_index=True) if any(len(p.columns) for p in plain) else pd.DataFrame(
-        index=pd.RangeIndex(sum(len(f) for f in frames)))
-    for c in cats:
-        out[c] = _joined_categorical([f[c] if c in f.columns else len(f) for f in frames])
-    return out[list(columns)]
-
-
-def _joined_categorical(pieces: list) -> pd.Categorical:
-    """The pieces (categorical Series, or a row count for a frame without the column: missing values) one after
-    another, categories the sorted union of theirs."""
-    present = [p for p in pieces if not isinstance(p, int)]
-    if len(present) == len(pieces):
-        return union_categoricals(present, sort_categories=True)
-    union = union_categoricals([p.iloc[:0] for p in present], sort_categories=True)
-    return pd.Categorical.from_codes(np.concatenate([_recoded(p, union.categories) for p in pieces]),
-                                     dtype=union.dtype)
-
-
-def _recoded(piece, categories: pd.Index) -> np.ndarray:
-    """A piece's codes in ``categories`` (-1, missing, stays -1; a row count: that many missing values)."""
-    if isinstance(piece, int):
-        return np.full(piece, -1, dtype=np.int64)
-    to_union = np.append(categories.get_indexer(piece.cat.categories), -1)  # code -1 picks the appended -1
-    return to_union[piece.cat.codes.to_numpy()]
+#: Per-partition tables joined on their categorical codes (:func:`audits.protocol.partition.concat_tables`, what
+#: every audit's combine joins its partitions' tables with).
+_concat = concat_tables
