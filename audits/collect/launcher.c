@@ -338,36 +338,38 @@ static int closer_w = -1;
 
 /* Per-run cgroups (serve mode with --cgroup DIR, one DIR per cgroup v1 hierarchy: memory and
    cpuacct, each a folder speedaudit made under the runner's own cgroup). For every run the
-   standby child makes DIR/<launcher pid>-<n>/prog (the program's whole process tree) and .../box
-   (bwrap's own processes, --nested) first thing after its fork (under bwrap one run ahead, see
-   serve); under bwrap it joins its folder at once, before the request, under local when its turn
-   comes (see serve; a migration waits
-   for an RCU grace period: cgroup_threadgroup_rwsem leaves its fast path, unless another
-   migration on the machine happened within the last grace period; 0.02 to 13-70 ms measured,
-   for a fresh and a reused cgroup alike, so reusing folders would not save it) and, when the
-   request comes, resets the counters (cpuacct.usage, memory.max_usage_in_bytes) and sets the
-   memory limit of prog to the address-space limit plus the scratch quota. Under bwrap the inner
-   launcher's child joins prog through descriptors of prog's cgroup.procs that the standby hands
-   down as fds 5-8 (opened by root: the kernel checks the opener's credentials), before the inner
-   clock starts (that migration is still on the runner's path, not on the measured time). After the
-   run, once prog holds no process: CPU (cpuacct.usage: every task's CPU, also of children that
-   were never waited for or were reaped by the kernel, SIGCHLD ignored), peak memory
-   (memory.max_usage_in_bytes: the tree's sum at once, with tmpfs, memfd, pipe and kernel memory)
-   and the kernel's OOM kills (memory.oom_control). The folders are removed by the closer thread.
-   They are never reused: a memory cgroup keeps the page cache its runs were first to read
-   charged after they ended (50 MB read by one run was the peak of the next, measured). */
+   standby child makes DIR/<launcher pid>-<n>/prog first thing after its fork (under bwrap one run
+   ahead, see serve) and joins it: under bwrap at once, before the request, under local when its
+   turn comes (see serve; a migration waits for an RCU grace period: cgroup_threadgroup_rwsem
+   leaves its fast path, unless another migration on the machine happened within the last grace
+   period; 0.02 to 13-70 ms measured, for a fresh and a reused cgroup alike, so reusing folders
+   would not save it). When the request comes it sets the memory limit of prog to the
+   address-space limit plus the scratch quota and (local) resets the counters (cpuacct.usage,
+   memory.max_usage_in_bytes). Under bwrap everything the standby starts is born in prog: bwrap,
+   the inner launcher and the program, so nothing migrates on the runner's path (until 2026-12-06
+   bwrap sat in a folder of its own and the inner launcher's child joined prog, a migration per
+   run); the inner launcher resets the counters when it forks the program and reads them when the
+   program's tree is gone, through descriptors the standby hands down (cg_hand_down, opened by
+   root: the kernel checks the opener's credentials), less bwrap's own usage then (see
+   cg_start_inherited). After the run, once prog holds no process: CPU (cpuacct.usage: every
+   task's CPU, also of children that were never waited for or were reaped by the kernel, SIGCHLD
+   ignored), peak memory (memory.max_usage_in_bytes: the tree's sum at once, with tmpfs, memfd,
+   pipe and kernel memory) and the kernel's OOM kills (memory.oom_control). The folders are
+   removed by the closer thread. They are never reused: a memory cgroup keeps the page cache its
+   runs were first to read charged after they ended (50 MB read by one run was the peak of the
+   next, measured). */
 #define MAX_CG 4
 static const char *cg_base[MAX_CG];
 static int n_cg = 0, cg_mem = -1, cg_cpu = -1, nested = 0;
 static long long cg_seq = 0;
 static pid_t cg_owner = 0;   /* the launcher's pid, which names its runs' folders (also in its standby children) */
 /* the next run's folders and the descriptors the standby needs after it left the host's view
-   (opened by the launcher: prog's and box's cgroup.procs, prog's limit and counters) */
-struct cgrun { long long seq; int ok; int prog[MAX_CG], box[MAX_CG]; int limit, max_usage, usage; };
-static struct cgrun cg = { 0, 0, {-1, -1, -1, -1}, {-1, -1, -1, -1}, -1, -1, -1 };
+   (prog's cgroup.procs, its limit and counters; --nested: also its usage, for the inner launcher) */
+struct cgrun { long long seq; int ok; int prog[MAX_CG]; int limit, max_usage, usage, current; };
+static struct cgrun cg = { 0, 0, {-1, -1, -1, -1}, -1, -1, -1, -1 };
 
 /* A descriptor moved to 10 or above (close-on-exec): the standby child dup2s the request's
-   descriptors onto 0-4 (nested: also the cgroup ones onto 5-8), which must not land on its own. */
+   descriptors onto 0-4 (nested: also the cgroup counters onto 5-8), which must not land on its own. */
 static int high_fd(int fd) {
     if (fd < 0 || fd >= 10) return fd;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -408,10 +410,10 @@ static long long read_number(const char *path, const char *key) {
 }
 
 static void cg_remove(long long seq, int patient) {
-    static const char *order[] = {"prog", "box", NULL};
+    static const char *order[] = {"prog", NULL};
     char path[4096];
     for (int i = 0; i < n_cg; i++) {
-        for (int j = 0; j <= 2; j++) {
+        for (int j = 0; j <= 1; j++) {
             if (!cg_file(path, sizeof path, i, seq, order[j], NULL)) continue;
             for (int tries = 0; rmdir(path) != 0 && errno == EBUSY && patient && tries < 400; tries++) usleep(5000);
         }
@@ -425,35 +427,39 @@ static void cg_prepare(long long seq) {
     cg.seq = seq;
     cg.ok = n_cg > 0;
     for (int i = 0; i < n_cg; i++) {
-        cg.prog[i] = cg.box[i] = -1;
-        static const char *leaves[] = {NULL, "prog", "box"};
-        for (int j = 0; j < 3 && cg.ok; j++)
+        cg.prog[i] = -1;
+        static const char *leaves[] = {NULL, "prog"};
+        for (int j = 0; j < 2 && cg.ok; j++)
             if (!cg_file(path, sizeof path, i, cg.seq, leaves[j], NULL) || mkdir(path, 0755) != 0) cg.ok = 0;
         if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "prog", "cgroup.procs"))
             cg.prog[i] = high_fd(open(path, O_WRONLY | O_CLOEXEC));
-        if (cg.ok && cg_file(path, sizeof path, i, cg.seq, "box", "cgroup.procs"))
-            cg.box[i] = high_fd(open(path, O_WRONLY | O_CLOEXEC));
-        if (cg.prog[i] < 0 || cg.box[i] < 0) cg.ok = 0;
+        if (cg.prog[i] < 0) cg.ok = 0;
     }
-    cg.limit = cg.max_usage = cg.usage = -1;
+    /* --nested: read and written by the inner launcher too (see cg_hand_down) */
+    int rw = nested ? O_RDWR : O_WRONLY;
+    cg.limit = cg.max_usage = cg.usage = cg.current = -1;
     if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.limit_in_bytes"))
-        cg.limit = high_fd(open(path, O_WRONLY | O_CLOEXEC));
+        cg.limit = high_fd(open(path, rw | O_CLOEXEC));
     if (cg.ok && cg_mem >= 0 && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.max_usage_in_bytes"))
-        cg.max_usage = high_fd(open(path, O_WRONLY | O_CLOEXEC));
+        cg.max_usage = high_fd(open(path, rw | O_CLOEXEC));
+    if (cg.ok && cg_mem >= 0 && nested && cg_file(path, sizeof path, cg_mem, cg.seq, "prog", "memory.usage_in_bytes"))
+        cg.current = high_fd(open(path, O_RDONLY | O_CLOEXEC));
     if (cg.ok && cg_cpu >= 0 && cg_file(path, sizeof path, cg_cpu, cg.seq, "prog", "cpuacct.usage"))
-        cg.usage = high_fd(open(path, O_WRONLY | O_CLOEXEC));
-    if ((cg_mem >= 0 && (cg.limit < 0 || cg.max_usage < 0)) || (cg_cpu >= 0 && cg.usage < 0)) cg.ok = 0;
+        cg.usage = high_fd(open(path, rw | O_CLOEXEC));
+    if ((cg_mem >= 0 && (cg.limit < 0 || cg.max_usage < 0 || (nested && cg.current < 0)))
+        || (cg_cpu >= 0 && cg.usage < 0)) cg.ok = 0;
 }
 
-/* In the standby child, before the request: join prog (or box, --nested). 0 on success. */
+/* In the standby child, before the request: join prog. 0 on success. */
 static int cg_join_ahead(void) {
     if (!cg.ok) return -1;
     for (int i = 0; i < n_cg; i++)
-        if (write(nested ? cg.box[i] : cg.prog[i], "0", 1) != 1) return -1;
+        if (write(cg.prog[i], "0", 1) != 1) return -1;
     return 0;
 }
 
-/* In the standby child, with the request: reset the counters, set prog's memory limit. */
+/* In the standby child, with the request: set prog's memory limit and (local) reset the counters;
+   under bwrap the inner launcher resets them when it forks the program (cg_start_inherited). */
 static int cg_request(long long as, long long scratch_bytes) {
     char text[64];
     int ok = 1;
@@ -467,27 +473,81 @@ static int cg_request(long long as, long long scratch_bytes) {
     return ok ? 0 : -1;
 }
 
-/* In the standby child just before exec (--nested): prog's cgroup.procs as fds 5.. for the inner launcher. */
+/* The descriptors of prog's counters the inner launcher gets (--nested; see cg_hand_down). */
+#define CG_FD_CPU 5        /* cpuacct.usage, read-write */
+#define CG_FD_PEAK 6       /* memory.max_usage_in_bytes, read-write */
+#define CG_FD_CURRENT 7    /* memory.usage_in_bytes, read */
+#define CG_FD_LIMIT 8      /* memory.limit_in_bytes, read-write */
+
+/* In the standby child just before exec (--nested): prog's counters as fds 5-8 for the inner
+   launcher, which resets them when the program starts and reads them when its tree is gone. */
 static void cg_hand_down(void) {
-    int high[MAX_CG];
-    for (int i = 0; i < n_cg; i++) high[i] = fcntl(cg.prog[i], F_DUPFD_CLOEXEC, 100);
-    for (int i = 0; i < n_cg; i++) if (high[i] >= 0 && dup2(high[i], 5 + i) == 5 + i) fcntl(5 + i, F_SETFD, 0);
+    int from[4] = {cg.usage, cg.max_usage, cg.current, cg.limit}, high[4];
+    for (int k = 0; k < 4; k++) high[k] = from[k] >= 0 ? fcntl(from[k], F_DUPFD_CLOEXEC, 100) : -1;
+    for (int k = 0; k < 4; k++)
+        if (high[k] >= 0 && dup2(high[k], CG_FD_CPU + k) == CG_FD_CPU + k) fcntl(CG_FD_CPU + k, F_SETFD, 0);
 }
 
 #ifndef CGROUP_SUPER_MAGIC
 #define CGROUP_SUPER_MAGIC 0x27e0eb
 #endif
-/* The inner launcher's child: join every cgroup whose cgroup.procs was handed down as fds 5-8. */
-static void cg_join_inherited(int close_only) {
-    for (int fd = 5; fd < 5 + MAX_CG; fd++) {
-        struct statfs fs;
-        if (fstatfs(fd, &fs) != 0 || fs.f_type != CGROUP_SUPER_MAGIC) continue;
-        if (!close_only && write(fd, "0", 1) != 1) { fprintf(stderr, "sa-launch: cannot join the run's cgroup: %s\n", strerror(errno)); _exit(126); }
-        close(fd);
-    }
+/* The inner launcher under bwrap (one shot): bwrap, this launcher and the program are all in the
+   run's cgroup `prog` from their birth (the outer standby joined it before it exec'd bwrap), so no
+   process migrates on the runner's path (a migration waits for an RCU grace period: 2.7-5.1 ms per
+   run on average, measured at load 11-12, when the inner launcher's child joined prog itself).
+   The program's own figures are taken around it: just before the fork the counters are reset
+   (cpuacct.usage to 0, memory.max_usage_in_bytes to the usage then) and the usage then, bwrap's
+   and this launcher's (`cg_base_bytes`), is read and added to the memory limit; once the program
+   and every orphan are reaped, CPU and peak are read (the peak less that base). */
+static int cg_inherited = 0;               /* fds 5-8 are prog's counters (cg_hand_down) */
+static long long cg_base_bytes = 0;
+
+static int cg_fd_ok(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 && fs.f_type == CGROUP_SUPER_MAGIC;
 }
 
-/* After the run (the program and every orphan reaped): wait until prog and box are empty, then read.
+static long long cg_read_fd(int fd) {
+    char buf[64];
+    if (lseek(fd, 0, SEEK_SET) != 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    return atoll(buf);
+}
+
+static int cg_write_fd(int fd, long long value) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%lld", value);
+    return write(fd, text, (size_t)n) == n ? 0 : -1;
+}
+
+/* Before the fork: reset, read the base, widen the limit by it. */
+static void cg_start_inherited(void) {
+    int cpu = cg_fd_ok(CG_FD_CPU), peak = cg_fd_ok(CG_FD_PEAK), cur = cg_fd_ok(CG_FD_CURRENT);
+    int lim = cg_fd_ok(CG_FD_LIMIT);
+    cg_inherited = cpu || peak;
+    if (cpu && cg_write_fd(CG_FD_CPU, 0) != 0) cg_inherited = 0;
+    if (peak && cg_write_fd(CG_FD_PEAK, 0) != 0) cg_inherited = 0;
+    cg_base_bytes = cur ? cg_read_fd(CG_FD_CURRENT) : 0;
+    if (cg_base_bytes < 0) cg_base_bytes = 0;
+    long long limit = lim ? cg_read_fd(CG_FD_LIMIT) : -1;
+    if (limit > 0 && limit < (1LL << 60) && cg_base_bytes > 0) cg_write_fd(CG_FD_LIMIT, limit + cg_base_bytes);
+}
+
+/* In the child before exec (and the parent after the fork): the counters are not the program's. */
+static void cg_close_inherited(void) {
+    for (int fd = CG_FD_CPU; fd <= CG_FD_LIMIT; fd++) if (cg_fd_ok(fd)) close(fd);
+}
+
+/* After the program and every orphan were reaped: the tree's CPU and peak since the reset. */
+static void cg_read_inherited(long long *cpu_us, long long *peak_kb) {
+    long long ns = cg_read_fd(CG_FD_CPU), peak = cg_read_fd(CG_FD_PEAK);
+    *cpu_us = ns >= 0 ? ns / 1000 : -1;
+    *peak_kb = peak >= 0 ? (peak > cg_base_bytes ? peak - cg_base_bytes : 0) / 1024 : -1;
+}
+
+/* After the run (the program and every orphan reaped): wait until prog is empty, then read.
    Returns 0 when one of them still held a process after DRAIN_NS (the counters may then miss its
    last part), else 1. */
 static int cg_measure(long long seq, long long *cpu_us, long long *peak_kb, long long *oom) {
@@ -497,8 +557,8 @@ static int cg_measure(long long seq, long long *cpu_us, long long *peak_kb, long
     struct timespec ts, now;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     for (int i = 0; i < n_cg; i++) {
-        static const char *leaves[] = {"prog", "box"};
-        for (int j = 0; j < 2; j++) {
+        static const char *leaves[] = {"prog"};
+        for (int j = 0; j < 1; j++) {
             if (!cg_file(path, sizeof path, i, seq, leaves[j], "cgroup.procs")) continue;
             for (;;) {
                 char buf[16];
@@ -536,7 +596,7 @@ static void cg_remove_stale(void) {
             long long seq;
             char path[4096];
             if (sscanf(e->d_name, "%d-%lld", &pid, &seq) != 2 || (kill(pid, 0) == 0 || errno != ESRCH)) continue;
-            static const char *leaves[] = {"prog", "box", ""};
+            static const char *leaves[] = {"prog", "box", ""};   /* box: bwrap's, before 2026-12-06 */
             for (int j = 0; j < 3; j++) {
                 snprintf(path, sizeof path, "%s/%s/%s", cg_base[i], e->d_name, leaves[j]);
                 rmdir(path);
@@ -818,6 +878,7 @@ static int watch(pid_t pid, long long uid, struct timespec t0, int t0_fd, int ns
     long long wall = ns_between(t0, t1);
     long long cg_us = -1, cg_kb = -1, oom = -1;
     if (cg_ok && !cg_measure(seq, &cg_us, &cg_kb, &oom)) drained = 0;
+    if (!cg_ok && cg_inherited) cg_read_inherited(&cg_us, &cg_kb);   /* inner launcher (bwrap) */
     /* done STATUS WALL_NS USER_US SYS_US MAXRSS_KB TREE_CPU_US TREE_RSS_KB CG_CPU_US CG_PEAK_KB OOM_KILLS
        DRAINED: the program's own rusage; the tree's by rusage (every reaped process: CPU summed,
        the largest peak); the tree's cgroup (CPU, peak of the sum, the kernel's OOM kills), -1
@@ -838,10 +899,12 @@ static int run(const struct request *rq, int close_fd, int kill_fd, int report, 
     char buf[256];
     struct timespec t0;
     int ready[2];
-    /* the clock starts once the child is in the run's cgroup (a migration can wait for an RCU
-       grace period): from there on, exec, the program and its exit are what is measured. The
-       child reads the clock itself (it may well finish before the launcher runs again). */
+    /* the clock starts in the child, after the fork: from there on, exec, the program and its exit
+       are what is measured. The child reads the clock itself (it may well finish before the
+       launcher runs again). Under bwrap the run's cgroup counters are reset just before the fork
+       (cg_start_inherited). */
     if (pipe2(ready, O_CLOEXEC) != 0) { snprintf(buf, sizeof buf, "error pipe: %s\n", strerror(errno)); say(ctx, buf); return 125; }
+    cg_start_inherited();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(buf, sizeof buf, "error fork: %s\n", strerror(errno));
@@ -851,7 +914,7 @@ static int run(const struct request *rq, int close_fd, int kill_fd, int report, 
     if (pid == 0) {
         close(ready[0]);
         if (kill_fd >= 0) close(kill_fd);
-        cg_join_inherited(0);
+        cg_close_inherited();
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (write(ready[1], &t0, sizeof t0) != (ssize_t)sizeof t0) _exit(126);
         /* the runner's wall clock starts with this line (inside bwrap: the program's start) */
@@ -866,7 +929,6 @@ static int run(const struct request *rq, int close_fd, int kill_fd, int report, 
     setpgid(pid, pid);
     close(ready[1]);
     if (report >= 0) close(report);        /* the program's copy only: its end is the channel's end */
-    cg_join_inherited(1);
     /* straight to waitid: a launcher that is still runnable when the program exits waits for a
        time slice before it reads the clock (milliseconds on a loaded machine) */
     return watch(pid, rq->uid, t0, ready[0], -1, 0, 0, 0, say, ctx);

@@ -631,9 +631,12 @@ def accounting(spec: str = "local") -> str:
     if spec.startswith("cmd:"):
         return "rusage of the sandbox command (its own accounting is the external sandbox's)"
     if _cgroup_bases():
+        inner = ("; under bwrap, bwrap's own processes are in it too: the inner launcher resets its counters when "
+                 "it forks the program and reads them when the program's tree is gone, the peak less bwrap's usage "
+                 "then") if spec.startswith("bwrap") else ""
         return ("cgroup v1 (memory, cpuacct): one cgroup per run holding the program's whole process tree; "
                 "cpu_s = its CPU, max_rss_kb = max(its peak, the largest process's peak RSS); memory limit = "
-                "address space + scratch (tmpfs, memfd and pipes included)")
+                f"address space + scratch (tmpfs, memfd and pipes included){inner}")
     return ("rusage: CPU summed over every process the launcher reaps (subreaper / pid 1), max_rss_kb = the "
             "largest process's peak; a child reaped by the kernel itself (its parent ignored SIGCHLD) is not "
             "counted, and memfd pages are bounded only per file (no cgroup here)")
@@ -1058,16 +1061,20 @@ class Sandbox:
         inner = _parse_report(inner_text)[0]
         if inner is not None:
             # the program's own status, tree CPU and peak, and its wall time from inside the sandbox
-            # (from the moment the inner launcher's child is in the run's cgroup to the reap: bwrap's
-            # own set-up and tear-down are not the program's time)
-            wstatus_in, wall_in_ns, _, _, _, tree_us, tree_kb, *_, drained_in = inner
+            # (from the inner launcher's fork to the reap: bwrap's own set-up and tear-down are not the
+            # program's time); with a cgroup, the run's counters as the inner launcher read them around
+            # the program (reset at its fork, read once its tree was reaped, the peak less bwrap's and
+            # the launcher's own usage then): bwrap's processes are in the run's cgroup too
+            wstatus_in, wall_in_ns, _, _, _, tree_us, tree_kb, in_cg_cpu_us, in_cg_peak_kb, _, drained_in = inner
             drained = drained and drained_in == 1
             wall, cpu, rss = wall_in_ns / 1e9, tree_us / 1e6, tree_kb
             code, sig = _split_wait(wstatus_in)
+            if in_cg_cpu_us >= 0 and cg_cpu_us >= 0:
+                cg_cpu_us, cg_peak_kb = in_cg_cpu_us, in_cg_peak_kb
         else:
             code, sig = self._translate_exit(*_split_wait(wstatus))
         accounting = "rusage"
-        if cg_cpu_us >= 0:  # the run's cgroup: every process of the program's tree (bwrap's own not in it)
+        if cg_cpu_us >= 0:  # the run's cgroup: every process of the program's tree
             cpu, accounting = cg_cpu_us / 1e6, "cgroup"
             rss = max(cg_peak_kb, rss if (inner is not None or not self.nest_launcher) else 0)
         tail = bytes(err_tail[-limits.stderr_bytes:]).decode("utf-8", "replace")
