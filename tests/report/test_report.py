@@ -22,6 +22,8 @@ from audits.report.narrative import format_interval
 from audits.report.render import (ReportError, default_audits, export_html, load_corpora, render_notebook,
                            render_reports)
 from audits.corpus.synthetic import synthesize
+from audits.report.results import RESULTS_FILE
+from tests.report.test_report_once import _kernel_calls, count_calls
 
 pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set rendered (module fixture)
 
@@ -40,10 +42,21 @@ def corpus_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def rendered(corpus_path, tmp_path_factory):
+def rendered_counted(corpus_path, tmp_path_factory):
+    """``(index, out, progress lines, audit calls in this process, audit calls in the pages' kernels)``: the one
+    report set of this module, rendered with the audit functions counted where they run
+    (tests/report/test_report_once.py's :func:`count_calls`; undone once the set is rendered)."""
     out = tmp_path_factory.mktemp("reports")
     lines = []
-    index = render_reports([corpus_path], out_dir=out, parameters=report_parameters(), progress=lines.append)
+    with pytest.MonkeyPatch.context() as mp:
+        log, here = count_calls(mp, tmp_path_factory.mktemp("counting"))
+        index = render_reports([corpus_path], out_dir=out, parameters=report_parameters(), progress=lines.append)
+    return index, out, lines, list(here), _kernel_calls(log)
+
+
+@pytest.fixture(scope="module")
+def rendered(rendered_counted):
+    index, out, lines, _here, _kernel = rendered_counted
     return index, out, lines
 
 
@@ -108,6 +121,28 @@ def test_every_default_report_rendered_with_progress(rendered):
                   key=lambda head: int(head[1:head.index("/")])) == [
         f"[{i}/{len(names)}] {n}" for i, n in enumerate(names, 1)]
     assert not list(out.glob(".*.tmp")) and not list(out.glob(".*.running.ipynb"))
+
+
+def test_report_computes_each_audit_once(rendered_counted):
+    """`speedaudit report` computes each audit once: the pages read the shared results (moved here from
+    tests/report/test_report_once.py, whose counters it uses, to read this module's report set)."""
+    index, out, lines, here, kernel_calls = rendered_counted
+    assert not index.failed
+    assert len(index.reports) == 7
+    # a page starts once its own results are computed, before the others': the clocks page before the reliability
+    # results are computed, the overview (every result) after the last
+    at = {key: next(i for i, line in enumerate(lines) if key in line)
+          for key in ("clocks: executing", "computed reliability", "computed stored", "overview: executing")}
+    assert at["clocks: executing"] < at["computed reliability"] < at["computed stored"] < at["overview: executing"]
+    assert sum("computed" in line for line in lines) == 6  # six batches, each result in one (8 results, 7 pages)
+    # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
+    assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
+                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
+                                   "run_clocks_audit", "run_compare_audit"])
+    # no page ran a shared audit or read the corpus: the clocks page renders from the saved clock results and the
+    # paired comparison (here n/a: no verdict folders) is a shared result like the others
+    assert kernel_calls == []
+    assert not list(out.glob(f"*{RESULTS_FILE}"))  # the pages' hand-over files are removed afterwards
 
 
 def test_index_links_every_report_with_its_verdict(rendered):

@@ -4,6 +4,11 @@ The audit functions are counted where they run: in this process (render_reports 
 results here) by wrapping them, and in every Jupyter kernel papermill starts by a ``sitecustomize``
 module put first on the kernels' PYTHONPATH that wraps the same functions and appends one line per call
 to a file. Real kernels, real notebooks; nothing is mocked.
+
+The whole report set's count (every audit once, no page recomputing) is
+tests/report/test_report.py's ``test_report_computes_each_audit_once``: it reads the one report set that module
+renders (under :func:`count_calls`), instead of rendering a second set of seven pages here; this module's
+tests render one page each (the counter's control, and parameters that differ from the stored results').
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import pytest
 
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
-from audits.report.render import render_notebook, render_reports
+from audits.report.render import render_notebook
 from audits.report.results import RESULTS_FILE
 
-pytestmark = pytest.mark.slow  # a minute or more under make test's load: a report set and two pages rendered
+pytestmark = pytest.mark.slow  # three pages rendered, each in its own kernel
 
 REPO = Path(__file__).resolve().parents[2]
 AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
@@ -43,17 +48,17 @@ SITECUSTOMIZE = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture
-def counting(tmp_path, monkeypatch):
-    """(log file, calls in this process); kernels started from now on count into the log."""
+def count_calls(monkeypatch, folder: Path) -> tuple[Path, list[str]]:
+    """(log file, calls in this process): the audit functions of this process wrapped through ``monkeypatch``,
+    and kernels started until it is undone count into the log (a ``sitecustomize`` in ``folder``)."""
     import importlib
 
-    site = tmp_path / "site"
+    site = folder / "site"
     site.mkdir()
     # in the kernels the corpus loader is counted too: a page whose results are all stored never reads the corpus
     kernel_counted = {**AUDITS, "audits.report.render": "load_corpora"}
     (site / "sitecustomize.py").write_text(f"AUDITS = {kernel_counted!r}\n" + SITECUSTOMIZE)
-    log = tmp_path / "calls.log"
+    log = folder / "calls.log"
     log.write_text("")
     monkeypatch.setenv("SPEEDAUDIT_TEST_CALL_LOG", str(log))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
@@ -68,6 +73,12 @@ def counting(tmp_path, monkeypatch):
 
         monkeypatch.setattr(module, name, counted)
     return log, here
+
+
+@pytest.fixture
+def counting(tmp_path, monkeypatch):
+    """(log file, calls in this process); kernels started from now on count into the log."""
+    return count_calls(monkeypatch, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -86,28 +97,6 @@ PARAMS = {"n_boot": 30, "n_boot_rank": 10, "seed": 0, "stored_run": ["quiet", "c
 
 def _kernel_calls(log: Path) -> list[str]:
     return [line.split()[1] for line in log.read_text().splitlines() if line.strip()]
-
-
-def test_report_computes_each_audit_once(corpus_path, tmp_path, counting):
-    log, here = counting
-    lines: list[str] = []
-    index = render_reports([corpus_path], out_dir=tmp_path / "out", parameters=PARAMS, progress=lines.append)
-    assert not index.failed
-    assert len(index.reports) == 7
-    # a page starts once its own results are computed, before the others': the clocks page before the reliability
-    # results are computed, the overview (every result) after the last
-    at = {key: next(i for i, line in enumerate(lines) if key in line)
-          for key in ("clocks: executing", "computed reliability", "computed stored", "overview: executing")}
-    assert at["clocks: executing"] < at["computed reliability"] < at["computed stored"] < at["overview: executing"]
-    assert sum("computed" in line for line in lines) == 6  # six batches, each result in one (8 results, 7 pages)
-    # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
-    assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
-                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
-                                   "run_clocks_audit", "run_compare_audit"])
-    # no page ran a shared audit or read the corpus: the clocks page renders from the saved clock results and the
-    # paired comparison (here n/a: no verdict folders) is a shared result like the others
-    assert _kernel_calls(log) == []
-    assert not list((tmp_path / "out").glob(f"*{RESULTS_FILE}"))  # the pages' hand-over files are removed afterwards
 
 
 def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, counting):
