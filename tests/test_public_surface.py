@@ -319,23 +319,13 @@ OWNED_ELSEWHERE = {
 #: Private names other modules import today, each ``(module, name)``: a name in a module owned elsewhere this
 #: session, or used by one (above). A new private import fails; an entry that is gone fails too (remove it).
 PRIVATE_IMPORTS_OWNED_ELSEWHERE: set[tuple[str, str]] = {
-    *(('audits.checks.calibration', n) for n in ('_check_options',)),
-    *(('audits.checks.reliability', n) for n in ('_check_targets', '_findings')),
-    *(('audits.checks.simulation', n) for n in ('_degeneracy', '_no_references', '_reward_environment_list')),
+    *(('audits.checks.simulation', n) for n in ('_reward_environment_list',)),
     *(('audits.collect.sandbox', n) for n in ('_LAUNCHER', '_fast_tmp')),  # _LAUNCHER: benchmarks/bench_runner.py
     *(('audits.corpus.runs', n) for n in ('_timestamps',)),
     *(('audits.engine.partitioned._common', n) for n in ('_concat', '_summary_of', '_summary_partial')),
-    *(('audits.engine.partitioned.aggregation', n) for n in (
-        '_aggregation_part', '_aggregation_plan', '_combine_aggregation', '_repeat_values_of',)),
-    *(('audits.engine.partitioned.calibration', n) for n in (
-        '_calibration_part', '_calibration_plan', '_combine_calibration',)),
-    *(('audits.engine.partitioned.reliability', n) for n in (
-        '_combine_reliability', '_contention', '_in_problem_order', '_reliability_part',)),
-    *(('audits.engine.partitioned.simulation', n) for n in (
-        '_combine_simulation', '_fact_columns', '_simulation_facts_of', '_simulation_part', '_simulation_plan',)),
     *(('audits.engine.whole_audit', n) for n in ('_run_names',)),
     *(('stats.rewards', n) for n in ('_filter_tests',)),
-    *(('stats.simulator', n) for n in ('_group_sizes', '_pools')),
+    *(('stats.simulator', n) for n in ('_group_sizes',)),
 }
 
 

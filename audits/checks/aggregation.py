@@ -39,13 +39,12 @@ import pandas as pd
 
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level, unmeasured_finding
 from audits.checks.declared.aggregation import AggregationThresholds
-from stats.aggregation import AggregatorComparison, compare_aggregators, floor_from_rows, floors_by_language
+from stats.aggregation import AggregatorComparison, floor_from_rows, floors_by_language
 from stats.bootstrap import check_n_boot
 from audits.protocol.context import audit_context
 from audits.corpus.runs import RunSummary
-from audits.checks.reliability import audit_rows
 
-__all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "combine_run_comparisons"]
+__all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "repeat_values_part", "plan_runs", "partition_values", "combine_parts"]
 
 
 @dataclass(frozen=True)
@@ -286,28 +285,113 @@ def run_aggregation_audit(
     -------
     AggregationAudit
     """
-    th = AggregationThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN) and nothing judged against bootstrap noise
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and pool per run built once
+    plan = plan_runs(ctx, [repeat_values_part(ctx)], environment=environment, campaign=campaign, runs=runs,
+                     floor_s=floor_s)
+    return combine_parts([partition_values(ctx, plan, names=names)], plan, thresholds=thresholds, n_boot=n_boot,
+                         seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------
+# the partition steps (audits.protocol.partition): the same in memory (one partition) and on Dask
+# ----------------------------------------------------------------------------------------------
+# Every figure is a function of per-problem values (stats.aggregation.AggregatorProblemValues: per aggregator and
+# problem, the stability and the dynamic range, and a digest of the per-unit percentiles for ``same_as``) plus
+# three figures of the whole run: its floor (for ``floor_pct``, from the run's floor rows), its repeat values (the
+# smallest defines the quartiles; fewer than two: n/a) and its run summary.
+
+def repeat_values_part(part) -> dict:
+    """``{Run: sorted repeat values}`` of one partition's (an AuditContext's) non-floor rows: what the plan needs
+    to know of each partition."""
+    from audits.corpus.runs import Run
+    from stats._groups import group_codes, label_mask
+
+    rows = part.corpus
+    if "role" in rows.columns:
+        rows = rows.loc[~label_mask(rows["role"], "floor")]
+    if len(rows) == 0:
+        return {}
+    run_code, n_runs = group_codes(rows, ["environment", "campaign"])
+    repeat = rows["repeat"].to_numpy()
+    envs, camps = rows["environment"].astype(str).to_numpy(), rows["campaign"].astype(str).to_numpy()
+    out = {}
+    for k in range(n_runs):
+        mine = np.flatnonzero(run_code == k)
+        out[Run(envs[mine[0]], camps[mine[0]])] = np.unique(repeat[mine])
+    return out
+
+
+def _run_floor(floor_rows: pd.DataFrame, run, floor_s):
+    """The floor :func:`stats.aggregation.compare_aggregators` takes for ``run`` from its executions: ``floor_s`` when
+    given, else each language's floor, else the median of the run's ``ok`` floor rows, else 0 (the same functions
+    on the run's floor rows, the only rows they read)."""
+    if floor_s is not None:
+        return floor_s
+    rows = floor_rows.loc[run.mask(floor_rows)] if len(floor_rows) else floor_rows
+    return floors_by_language(rows) or floor_from_rows(rows) or 0.0
+
+
+def plan_runs(ctx, repeat_parts: list, *, environment: str | None = None, campaign: str | None = None, runs=None,
+              floor_s: float | None = None) -> dict:
+    """The plan over a plan context (:mod:`audits.protocol.partition`) and every partition's
+    :func:`repeat_values_part`: ``{"chosen": run summaries covered, "repeats": Run -> repeat values, "plan":
+    [(summary, floor, quartile repeat)] of the runs with >= 2 repeats}``."""
+    from audits.corpus.runs import covered_runs
+
     for column in ("environment", "campaign", "repeat"):
-        if column not in ctx.corpus.columns:
+        if column not in ctx.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
                              "audits.corpus.io.load_corpus, which fills the defaults")
-    items = []
-    for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
-        run_ctx = ctx.run(summary)
-        if run_ctx.rows["repeat"].nunique() < 2:
-            items.append((summary, None))
+    chosen = covered_runs(ctx.runs, environment=environment, campaign=campaign, explicit=runs)
+    repeats: dict = {}
+    for part in repeat_parts:
+        for run, values in part.items():
+            repeats[run] = np.union1d(repeats[run], values) if run in repeats else values
+    plan = [(s, _run_floor(ctx.floor_rows, s.run, floor_s), repeats[s.run][0])
+            for s in chosen if len(repeats.get(s.run, ())) >= 2]
+    return {"chosen": chosen, "repeats": repeats, "plan": plan}
+
+
+def partition_values(part, plan: dict, *, names: Sequence[str] | None = None) -> dict:
+    """``{Run: stats.aggregation.AggregatorProblemValues}`` of one partition's problems (an AuditContext; in
+    memory the whole corpus, whose run contexts' pools and percentile tables every audit shares), per planned run,
+    with the whole run's floor and quartile repeat."""
+    from audits.protocol.partition import run_rows
+    from stats.aggregation import AGGREGATORS, aggregator_problem_values, get_aggregator
+
+    names = list(AGGREGATORS) if names is None else [get_aggregator(n).name for n in names]
+    out = {}
+    for summary, floor, quartile_repeat in plan["plan"]:
+        run_ctx = run_rows(part, summary)
+        if run_ctx is None:
             continue
-        run_floor = floor_s
-        if run_floor is None:  # what compare_aggregators reads from the run's floor rows, from those rows alone
-            floor_rows = run_ctx.floor_rows
-            run_floor = floors_by_language(floor_rows) or floor_from_rows(floor_rows) or 0.0
-        # the run's rows without its floor rows (shared with the other audits): no copy of the run's
-        # executions with them (10^7 rows: one copy less of each run at the audit's peak RSS)
-        tables = (run_ctx.repeat_percentiles, run_ctx.cell_percentiles)  # the run's shared tables
-        items.append((summary, compare_aggregators(run_ctx.rows, names=names, pools=run_ctx.pools,
-                                                   floor_s=run_floor, n_boot=n_boot, seed=seed, tables=tables)))
+        out[summary.run] = aggregator_problem_values(run_ctx.rows, names=names, pools=run_ctx.pools, floor_s=floor,
+                                                     quartile_repeat=quartile_repeat,
+                                                     tables=(run_ctx.repeat_percentiles, run_ctx.cell_percentiles))
+    return out
+
+
+def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds | Mapping | None = None,
+                  n_boot: int = 1000, seed: int | None = 0) -> AggregationAudit:
+    """The audit from every partition's :func:`partition_values`: per run, the values of its problems (one part's
+    as they are, several joined in problem-name order, :meth:`stats.aggregation.AggregatorProblemValues.concat`),
+    :func:`stats.aggregation.combine_aggregator_values` (means, paired bootstrap over problems, Pareto front),
+    then :func:`combine_run_comparisons`."""
+    from stats.aggregation import AggregatorProblemValues, combine_aggregator_values
+
+    th = AggregationThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN) and nothing judged against bootstrap noise
+    planned = {s.run for s, _, _ in plan["plan"]}
+    repeats = plan["repeats"]
+    items = []
+    for s in plan["chosen"]:
+        if s.run not in planned:
+            items.append((s, None))  # one repeat only: n/a findings
+            continue
+        mine = [p.pop(s.run) for p in parts if s.run in p]
+        values = mine[0] if len(mine) == 1 else AggregatorProblemValues.concat(mine)
+        items.append((s, combine_aggregator_values(values, n_repeats=len(repeats[s.run]),
+                                                   quartile_repeat=repeats[s.run][0], n_boot=n_boot, seed=seed)))
     return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)
 
 
@@ -316,8 +400,8 @@ def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparis
                             n_boot: int = 1000) -> AggregationAudit:
     """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
 
-    :func:`run_aggregation_audit` and the Dask path (:mod:`audits.engine.partitioned.aggregation`, whose comparisons
-    come from per-partition values) both end here: findings, the table and the primary run.
+    :func:`combine_parts` (in memory and on Dask, whose comparisons come from per-partition values) ends here:
+    findings, the table and the primary run.
     """
     th = AggregationThresholds.coerce(thresholds)
     comparisons, findings, frames, used = [], [], [], []

@@ -383,7 +383,8 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
     campaigns comes from ``drift_pairings``: :func:`stats.calibration.drift_from_pairings`'s ``sides``, each
     campaign of the environment paired with the anchor); ``drift_names``: the campaigns and
     environments of the drift rows (None: no drift table); ``has_candidates``: the target run has candidate
-    rows. Both :func:`run_calibration_audit` and :mod:`audits.engine.partitioned.calibration` run this step.
+    rows. :func:`combine_pair` (in memory and on Dask) and :func:`run_calibration_audit` (pairs named by
+    column values) run this step.
     """
     source, target, key = pair.source, pair.target, pair.key
     # Fewer than 2 problems pair up: no leave-one-problem-out check and no interval over problems, so those
@@ -885,3 +886,145 @@ def apply_calibration(
     mapping = to_jsonable(mapping)
     out.attrs["calibration"] = mapping
     return out, mapping
+
+
+# ----------------------------------------------------------------------------------------------
+# the partition steps (audits.protocol.partition): the same in memory (one partition) and on Dask
+# ----------------------------------------------------------------------------------------------
+# A calibration pairs two runs at (problem, test, solution) cells. Every figure after the pairing is a function of
+# the two sides' cell medians (stats.ranking.solution_cells), the source's reference pool and the target's candidate
+# cells, all per problem: each partition's part computes them (stats.calibration.side_cells, ptau_sides), the
+# combine joins them in problem order, pairs them (stats.calibration.pair_cells) and runs combine_pairing. The
+# campaign-drift table of an environment with three or more campaigns pairs every campaign with the anchor: the
+# parts compute those campaigns' cells too (drift_campaigns), and the combine pairs them as campaign_drift does
+# (stats.calibration.drift_from_pairings). Pairs named by column values instead of two runs are not split this way
+# (in memory only: run_calibration_audit).
+
+def _cell_cvs_part(part) -> dict:
+    """The repeat CVs of every run's reference cells in one partition (a cell lies in one problem): what
+    :func:`audits.corpus.selection.quietness_of` reads for the default pairs."""
+    from audits.corpus.selection import cell_cvs
+
+    return cell_cvs(part.corpus)
+
+
+def drift_campaigns(runs, src: RunSummary, tgt: RunSummary, key: str) -> tuple:
+    """The campaigns of the drift table the parts compute cells for: the source environment's other campaigns
+    than the anchor (the source's), when it has three or more; () otherwise (two campaigns: the table is the
+    pair's own fit)."""
+    if key != "campaign":
+        return ()
+    own = sorted(s.campaign for s in runs.of_environment(src.environment))
+    return tuple(c for c in own if c != src.campaign) if len(own) > 2 else ()
+
+
+def plan_pairs(ctx, named: Sequence = ()) -> tuple:
+    """The pairs of runs calibrated, over a plan context (:mod:`audits.protocol.partition`), by the one rule
+    (:func:`audits.corpus.selection.choose_pairs`): the ``named`` ones, else the default pairs, the quietness of
+    the runs (where the default pairs need it) from one more read of the partitions (``ctx.map``). One piece per
+    pair: ``{"rule", "source", "target", "key", "drift_campaigns"}``; none when there is no pair."""
+    from audits.corpus.selection import choose_pairs, needs_quietness, quietness_of
+
+    runs = ctx.runs
+    named = [(Run.coerce(s), Run.coerce(t)) for s, t in named]
+    if named or not needs_quietness(runs):
+        choices = choose_pairs(None, named=named, runs=runs, figure={})
+    else:
+        merged: dict = {}
+        for part in ctx.map(_cell_cvs_part):
+            for run, values in part.items():
+                merged.setdefault(run, []).append(values)
+        choices = choose_pairs(None, runs=runs, figure=quietness_of(merged, runs))
+    pieces = []
+    for choice in choices:
+        src, tgt = runs.get(choice.source), runs.get(choice.target)
+        if src.run == tgt.run:
+            raise RunError(f"source and target are the same run {src.run}; name two different runs")
+        key = "campaign" if src.environment == tgt.environment else "environment"
+        pieces.append({"rule": choice.rule, "source": src, "target": tgt, "key": key,
+                       "drift_campaigns": drift_campaigns(runs, src, tgt, key)})
+    return tuple(pieces)
+
+
+def pair_part(part, piece: dict) -> dict:
+    """One partition's (an AuditContext's) cells of both runs of a pair, the source pool and the target's candidate
+    cells, and (campaign pairs) the cells of the drift table's campaigns and the environment's campaigns and
+    problems."""
+    from stats.calibration import ptau_sides, side_cells
+
+    rows = part.corpus
+    source, target, key = piece["source"], piece["target"], piece["key"]
+    src_mask, tgt_mask = source.run.mask(rows), target.run.mask(rows)
+    frame = rows.loc[src_mask | tgt_mask]  # the two runs' rows (calibration_pair's frame)
+    names = {"campaign": (source.campaign, target.campaign),
+             "environment": (source.environment, target.environment)}[key]
+    src, tgt, within, n_excluded = side_cells(frame, source=names[0], target=names[1], key=key)
+    out = {"source_cells": src, "target_cells": tgt, "within": within, "n_role_excluded": n_excluded,
+           "pool": None, "candidates": None, "has_candidates": False, "campaigns": set()}
+    if src_mask.any() or tgt_mask.any():
+        out["pool"], out["candidates"] = ptau_sides(rows.loc[src_mask], rows.loc[tgt_mask])
+    if "role" in rows.columns:
+        out["has_candidates"] = bool((tgt_mask & (rows["role"] == "candidate").to_numpy()).any())
+    if key == "campaign":  # the drift rows: every row of the environment
+        env = rows.loc[(rows["environment"] == source.environment).to_numpy()]
+        out["campaigns"] = set(env["campaign"].astype(str).unique())
+        out["drift"] = {camp: side_cells(env, source=source.campaign, target=camp, key="campaign")
+                        for camp in piece["drift_campaigns"]}
+        out["drift_problems"] = set(env["problem"].astype(str).unique())
+    return out
+
+
+def _drift_pairings(parts: list, src: RunSummary, campaigns: list) -> dict:
+    """:func:`stats.calibration.drift_from_pairings`'s ``sides`` of the source environment: each campaign's cells and
+    the anchor's, joined in problem order and paired as :func:`stats.calibration.pair_medians` pairs them."""
+    from audits.protocol.partition import joined
+    from stats.calibration import pair_cells
+
+    pairings = {}
+    for camp in campaigns:
+        sides = [p["drift"][camp] for p in parts]
+        pairings[camp] = pair_cells(joined([s[0] for s in sides]), joined([s[1] for s in sides]),
+                                    source=src.campaign, target=camp, key="campaign",
+                                    n_role_excluded=int(sum(s[3] for s in sides)))
+    problems = sorted(set().union(*(p["drift_problems"] for p in parts)))
+    return {src.environment: (problems, pairings)}
+
+
+def combine_pair(parts: list, piece: dict, *, families, robust, calibration_family, variance_ratio, taus, n_boot,
+                 n_boot_rank, level, seed, thresholds) -> CalibrationAudit:
+    """One pair's calibration from every partition's :func:`pair_part`: the cells joined in problem order and paired
+    (:func:`stats.calibration.pair_cells`), then :func:`combine_pairing` (``parts`` is emptied once its cells are
+    joined, so the client does not hold them twice through the combine)."""
+    from audits.protocol.partition import joined
+    from stats.calibration import FAMILIES, pair_cells
+
+    limits = CalibrationThresholds.coerce(thresholds)
+    families, robust, n_boot, n_boot_rank = _check_options(FAMILIES if families is None else list(families),
+                                                           calibration_family, robust or False, n_boot, n_boot_rank)
+    src, tgt, key = piece["source"], piece["target"], piece["key"]
+    names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)
+    drift_names = drift_pairings = None
+    if key == "campaign":
+        campaigns = sorted(set().union(*(p["campaigns"] for p in parts)))
+        drift_names = (campaigns, [src.environment])
+        if len(campaigns) > 2:
+            drift_pairings = _drift_pairings(parts, src, [c for c in campaigns if c != src.campaign])
+    pool = joined([p["pool"] for p in parts])
+    if pool is not None and "pool_language" in pool.columns:  # a problem of one pool has "" (partitions
+        pool["pool_language"] = pool["pool_language"].fillna("")  # without split problems: NaN)
+    sides = (pool, joined([p["candidates"] for p in parts]))
+    has_candidates = any(p["has_candidates"] for p in parts)
+    n_role_excluded = int(sum(p["n_role_excluded"] for p in parts))
+    src_cells = joined([p.pop("source_cells") for p in parts])
+    tgt_cells = joined([p.pop("target_cells") for p in parts])
+    parts.clear()  # each partition's tables are in the joined tables now: not held twice through the combine
+    pairing = pair_cells(src_cells, tgt_cells, source=names[0], target=names[1], key=key,
+                         n_role_excluded=n_role_excluded)
+    del src_cells, tgt_cells
+    pair = CalibrationPair(None, names[0], names[1], key, (src,), (tgt,), None,
+                           src.campaign if key == "campaign" else None)
+    result = combine_pairing(pair, pairing, corpus=None, drift_names=drift_names, has_candidates=has_candidates,
+                             families=families, robust=robust, calibration_family=calibration_family,
+                             variance_ratio=variance_ratio, taus=tuple(taus), n_boot=n_boot, n_boot_rank=n_boot_rank,
+                             level=level, seed=seed, limits=limits, ptau_sides=sides, drift_pairings=drift_pairings)
+    return replace(result, pair_rule=piece["rule"])

@@ -155,7 +155,7 @@ def wall_cpu_ratio(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_
 
 def wall_cpu_values(rows: pd.DataFrame, *, min_cpu_s: float = CONTENTION_MIN_CPU_S) -> tuple[np.ndarray, int]:
     """The ratios :func:`wall_cpu_ratio` takes the median of, and the number left out as multi-threaded
-    (the Dask path selects their median from partitions, :mod:`audits.engine.partitioned.reliability`)."""
+    (the partition steps select their median exactly, :mod:`audits.checks.median_selection`)."""
     if "cpu_s" not in rows.columns:
         return np.zeros(0), 0
     keep = _ok(rows)
@@ -221,7 +221,7 @@ def contention(rows: pd.DataFrame, *, warn: float = CONTENTION_WARN, fail: float
 def judge_contention(ratio: float, n_single: int, n_multi: int, med_load: float, max_load: float, *,
                      has_cpu: bool, warn: float = CONTENTION_WARN, fail: float = CONTENTION_FAIL) -> Contention:
     """:class:`Contention` from its figures (what :func:`contention` measures; the Dask path computes them
-    from partitions, :mod:`audits.engine.partitioned.reliability`). NaN loads: no load average was recorded."""
+    from partitions, :mod:`audits.checks.median_selection`). NaN loads: no load average was recorded."""
     load_text = (f"; 1-minute load average during collection: median {med_load:.2f}, max {max_load:.2f}"
                  if math.isfinite(med_load) else "; no load_1m column (speedaudit collect records it)")
     if not math.isfinite(ratio):

@@ -1,10 +1,12 @@
 """The registered audits: each audit's declarations (:mod:`audits.checks.declared`) wired to its statistics.
 
 One class per audit implements :class:`audits.protocol.audit.Audit`: its plan step chooses the runs or pairs it
-covers by the one rule of :mod:`audits.corpus.runs` (:data:`audits.corpus.runs.RULES`), its compute step calls
-the audit's own function (:func:`audits.checks.reliability.run_reliability_audit`, ...) with the validated
-:class:`~audits.protocol.params.Options`, so every caller (the command line, ``audit all``, the report, the Dask
-engine) passes the same options with the same defaults. :data:`AUDITS` is what
+covers by the one rule of :mod:`audits.corpus.runs` (:data:`audits.corpus.runs.RULES`); an audit the Dask engine
+runs declares its partition steps (part and combine, :mod:`audits.protocol.partition`), functions of its own module
+(:mod:`audits.checks.reliability`'s ``plan_runs``, ``partition_tables``, ``combine_parts``, ...) called with the
+validated :class:`~audits.protocol.params.Options`, so both engines (in memory, the corpus as one partition; on
+Dask, :mod:`audits.engine.partitioned.whole`) and every caller (the command line, ``audit all``, the report) run
+the same steps with the same options and defaults; the others compute in memory and say why not on Dask. :data:`AUDITS` is what
 :func:`audits.protocol.registry.get` hands out.
 
 Examples
@@ -28,10 +30,11 @@ from audits.checks.declared.compare import CompareOptions, CompareThresholds
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
-from audits.corpus.runs import RunError, covered_runs, one_run
+from audits.corpus.runs import RunError, covered_runs
+from audits.errors import UserError
 from audits.protocol.audit import Audit, Skip
 
-__all__ = ["AUDITS", "example_reward_environments", "EXAMPLE_REWARD_ENVIRONMENTS"]
+__all__ = ["AUDITS", "EXAMPLE_REWARD_ENVIRONMENTS"]
 
 #: The example reward environments the simulation screens by default (the shipped fixtures/environments).
 EXAMPLE_REWARD_ENVIRONMENTS = ("top30", "uniform_timeout", "ranked_worst_p80", "duration_filter_2s",
@@ -47,36 +50,40 @@ def example_reward_environments():
 
 
 class _EveryRun(Audit):
-    """An audit of every run the environment / campaign options denote (rule ``"every run"``).
-
-    Its compute step is data where the audit's own function takes the run context, the runs and the thresholds
-    and options of the same names: ``function`` (``"module:name"``, imported when the audit runs) and
-    ``passed`` (the options given to it by name); an audit that needs more overrides :meth:`compute`.
-    """
-
-    function: ClassVar[str | None] = None
-    passed: ClassVar[tuple[str, ...]] = ()
+    """An audit of every run the environment / campaign options denote (rule ``"every run"``) that does not run on
+    Dask: it overrides :meth:`compute` (in memory, on the whole corpus) and says why in ``dask``."""
 
     def plan(self, ctx, options) -> tuple:
         return covered_runs(ctx.runs, environment=options.environment, campaign=options.campaign)
 
-    def compute(self, ctx, units, options, thresholds):
-        import importlib
 
-        module, _, name = self.function.partition(":")
-        run = getattr(importlib.import_module(module), name)
-        return run(ctx, runs=[u.run for u in units], thresholds=thresholds,
-                   **{option: getattr(options, option) for option in self.passed})
+class Reliability(Audit):
+    """Every run the environment / campaign options denote (rule ``"every run"``), through the partition steps
+    of :mod:`audits.checks.reliability` (:func:`~audits.checks.reliability.plan_runs`,
+    :func:`~audits.checks.reliability.partition_tables`, :func:`~audits.checks.reliability.combine_parts`)."""
 
-
-class Reliability(_EveryRun):
     name: ClassVar[str] = "reliability"
     title: ClassVar[str] = "is the sandbox's timing repeatable?"
     Options = ReliabilityOptions
     Thresholds = ReliabilityThresholds
     report = ("reliability",)
-    function = "audits.checks.reliability:run_reliability_audit"
-    passed = ("n_boot", "seed", "target_reliability", "target_precision", "max_pairs")
+
+    def plan(self, ctx, options):
+        from audits.checks.reliability import plan_runs
+
+        return plan_runs(ctx, environment=options.environment, campaign=options.campaign)
+
+    def partition_part(self, part, piece, options, thresholds):
+        from audits.checks.reliability import partition_tables
+
+        return partition_tables(part, piece)
+
+    def combine(self, parts, piece, options, thresholds, ctx):
+        from audits.checks.reliability import combine_parts
+
+        return combine_parts(parts, piece, ctx, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed,
+                             target_reliability=options.target_reliability,
+                             target_precision=options.target_precision, max_pairs=options.max_pairs)
 
 
 class Discriminability(Audit):
@@ -109,7 +116,13 @@ class Discriminability(Audit):
 
 class Calibration(Audit):
     """One calibration per pair of :func:`audits.corpus.selection.choose_pairs`: the pairs the user names (rule
-    ``"named"``), else the documented default pairs; a corpus with neither is skipped with the reason."""
+    ``"named"``), else the documented default pairs; a corpus with neither is skipped with the reason. Each pair is
+    a piece of the plan, through the partition steps of :mod:`audits.checks.calibration`
+    (:func:`~audits.checks.calibration.plan_pairs`, :func:`~audits.checks.calibration.pair_part`,
+    :func:`~audits.checks.calibration.combine_pair`). A pair named by two values of one column (``--source`` /
+    ``--target`` with ``key``) instead of two runs is calibrated in memory only
+    (:func:`~audits.checks.calibration.run_calibration_audit` on the whole corpus, its one partition): its sides may
+    gather several runs, which the per-partition cells do not split."""
 
     name: ClassVar[str] = "calibration"
     title: ClassVar[str] = "can timings of one run be mapped onto another?"
@@ -117,31 +130,57 @@ class Calibration(Audit):
     Thresholds = CalibrationThresholds
     report = ("stored", "across")
 
-    def plan(self, ctx, options) -> tuple:
-        from audits.corpus.selection import choose_pairs, no_pair_reason
+    def plan(self, ctx, options):
+        from audits.checks.calibration import plan_pairs
+        from audits.corpus.selection import no_pair_reason
+        from audits.protocol.context import AuditContext
 
         if any(isinstance(side, str) for pair in options.pairs for side in pair):
+            if not isinstance(ctx, AuditContext):
+                raise UserError("a calibration on Dask names its two runs (environment and campaign each), not two "
+                                "values of one column")
             return tuple(options.pairs)  # names of a column's values (--source/--target), resolved with ``key``
-        choices = choose_pairs(ctx.corpus, named=options.pairs, runs=ctx.runs)
-        if not choices:
+        pieces = plan_pairs(ctx, options.pairs)
+        if not pieces:
             raise Skip(no_pair_reason(ctx.runs))
-        return choices
+        return pieces
 
-    def part(self, ctx, unit, options, thresholds):
+    def pieces(self, plan) -> tuple:
+        return tuple(plan)
+
+    def partition_part(self, part, piece, options, thresholds):
+        if isinstance(piece, dict):
+            from audits.checks.calibration import pair_part
+
+            return pair_part(part, piece)
+        return self._by_values(part, piece, options, thresholds)  # in memory: ``part`` is the whole corpus
+
+    def combine(self, parts, piece, options, thresholds, ctx):
+        if not isinstance(piece, dict):
+            (result,) = parts
+            return result
+        from audits.checks.calibration import combine_pair
+
+        return combine_pair(parts, piece, families=options.families, robust=options.robust,
+                            calibration_family=options.calibration_family, variance_ratio=options.variance_ratio,
+                            taus=options.taus, n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
+                            level=options.level, seed=options.seed, thresholds=thresholds)
+
+    def assemble(self, results, plan):
+        return tuple(results)
+
+    @staticmethod
+    def _by_values(ctx, pair, options, thresholds):
         from audits.checks.calibration import run_calibration_audit
-        from audits.corpus.selection import PairChoice
 
-        source, target, rule = (unit.source, unit.target, unit.rule) if isinstance(unit, PairChoice) else (*unit, "named")
+        source, target = pair
         result = run_calibration_audit(ctx, source=source, target=target, key=options.key,
                                        families=list(options.families), robust=options.robust or False,
                                        calibration_family=options.calibration_family,
                                        variance_ratio=options.variance_ratio, taus=tuple(options.taus),
                                        n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
                                        level=options.level, seed=options.seed, thresholds=thresholds)
-        return replace(result, pair_rule=rule)
-
-    def compute(self, ctx, units, options, thresholds):
-        return tuple(self.part(ctx, u, options, thresholds) for u in units)
+        return replace(result, pair_rule="named")
 
     def findings(self, result) -> tuple:
         return tuple(f for one in result for f in one.findings)
@@ -153,18 +192,45 @@ class Calibration(Audit):
         return [one.to_dict() for one in result]
 
 
-class Aggregation(_EveryRun):
+class Aggregation(Audit):
+    """Every run the environment / campaign options denote (rule ``"every run"``), through the partition steps
+    of :mod:`audits.checks.aggregation` (:func:`~audits.checks.aggregation.repeat_values_part` of each partition
+    for the plan, :func:`~audits.checks.aggregation.plan_runs`, :func:`~audits.checks.aggregation.partition_values`,
+    :func:`~audits.checks.aggregation.combine_parts`)."""
+
     name: ClassVar[str] = "aggregation"
     title: ClassVar[str] = "which aggregation of per-test timings is stable and discriminating?"
     Options = AggregationOptions
     Thresholds = AggregationThresholds
     report = ("aggregation",)
-    function = "audits.checks.aggregation:run_aggregation_audit"
-    passed = ("names", "floor_s", "n_boot", "seed")
+
+    def facts_part(self, part, options):
+        from audits.checks.aggregation import repeat_values_part
+
+        return repeat_values_part(part)
+
+    def plan(self, ctx, options):
+        from audits.checks.aggregation import plan_runs
+
+        return plan_runs(ctx, ctx.facts(self, options), environment=options.environment, campaign=options.campaign,
+                         floor_s=options.floor_s)
+
+    def partition_part(self, part, piece, options, thresholds):
+        from audits.checks.aggregation import partition_values
+
+        return partition_values(part, piece, names=options.names)
+
+    def combine(self, parts, piece, options, thresholds, ctx):
+        from audits.checks.aggregation import combine_parts
+
+        return combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
 
 
 class Simulation(Audit):
-    """The reward simulation on one run (rule ``"one run"``); skipped when it cannot choose one unless named."""
+    """The reward simulation on one run (rule ``"one run"``); skipped when it cannot choose one unless named.
+    Through the partition steps of :mod:`audits.checks.simulation` (:func:`~audits.checks.simulation.facts_part` of
+    each partition for the plan, :func:`~audits.checks.simulation.plan_run`,
+    :func:`~audits.checks.simulation.partition_part`, :func:`~audits.checks.simulation.combine_parts`)."""
 
     name: ClassVar[str] = "simulation"
     title: ClassVar[str] = "is the reward learnable (neither saturated nor sparse)?"
@@ -172,26 +238,42 @@ class Simulation(Audit):
     Thresholds = SimulationThresholds
     report = ("simulation",)
 
-    def plan(self, ctx, options) -> tuple:
+    @staticmethod
+    def _environments(options) -> list:
+        """The reward environments simulated: the options', else the shipped examples (checked)."""
+        from audits.checks.simulation import _reward_environment_list
+
+        environments = options.reward_environments
+        return _reward_environment_list(example_reward_environments() if environments is None else environments, None)
+
+    def facts_part(self, part, options):
+        from audits.checks.simulation import fact_columns, facts_part
+
+        return facts_part(part, fact_columns(self._environments(options)), options.include_incorrect)
+
+    def plan(self, ctx, options):
+        from audits.checks.simulation import plan_run
+
         try:
-            return (one_run(ctx.runs, environment=options.environment, campaign=options.campaign),)
+            return plan_run(ctx, ctx.facts(self, options), self._environments(options),
+                            environment=options.environment, campaign=options.campaign,
+                            group_sizes=tuple(options.group_sizes), n_bins=options.n_bins,
+                            quality_distribution=options.quality_distribution,
+                            include_incorrect=options.include_incorrect)
         except RunError as exc:
             if options.environment is not None or options.campaign is not None:
                 raise
             raise Skip(f"{exc}".splitlines()[0]) from exc
 
-    def compute(self, ctx, units, options, thresholds):
-        from audits.checks.simulation import run_simulation_audit
+    def partition_part(self, part, piece, options, thresholds):
+        from audits.checks.simulation import partition_part
 
-        (summary,) = units
-        environments = options.reward_environments
-        if environments is None:
-            environments = example_reward_environments()
-        return run_simulation_audit(ctx, reward_environments=environments, environment=summary.environment,
-                                    campaign=summary.campaign, group_sizes=tuple(options.group_sizes),
-                                    seed=options.seed, thresholds=thresholds, n_bins=options.n_bins,
-                                    quality_distribution=options.quality_distribution, n_boot=options.n_boot,
-                                    include_incorrect=options.include_incorrect)
+        return partition_part(part, piece)
+
+    def combine(self, parts, piece, options, thresholds, ctx):
+        from audits.checks.simulation import combine_parts
+
+        return combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
 
 
 class Clocks(_EveryRun):

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from audits.checks.clocks import Contention, contention
+from audits.checks.clocks import Contention
 from audits.checks.declared.reliability import ReliabilityThresholds
-from audits.protocol.context import AuditContext, audit_context, reference_rows as _reference_rows
+from audits.protocol.context import audit_context, reference_rows as _reference_rows
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
 from stats._groups import group_codes, label_mask
@@ -64,16 +64,8 @@ from stats.reliability import (
     variance_partials,
 )
 
-__all__ = ["ReliabilityThresholds", "RunReliability", "ReliabilityAudit", "run_reliability_audit", "audit_rows",
-           "per_problem_tables", "combine_problem_tables", "one_result"]
-
-
-def audit_rows(corpus: pd.DataFrame, *, environment: str | None = None, campaign: str | None = None,
-               runs=None) -> tuple[RunSummary, ...]:
-    """The runs an audit covers: ``runs`` if given, else those ``environment`` / ``campaign`` name (None:
-    every run), in run order (:func:`audits.corpus.runs.runs_of`); an error lists the runs when none match."""
-    return covered_runs(corpus.runs if isinstance(corpus, AuditContext) else corpus, environment=environment,
-                        campaign=campaign, explicit=runs)
+__all__ = ["ReliabilityThresholds", "RunReliability", "ReliabilityAudit", "run_reliability_audit",
+           "combine_problem_tables", "one_result", "plan_runs", "partition_tables", "combine_parts"]
 
 
 @dataclass(frozen=True)
@@ -292,7 +284,7 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
 
     ``tables`` holds the tables of all the run's problems, in problem order (one call's, or the partitions'
     concatenated and sorted by problem); ``process_tally`` may be a list of histograms (one per partition).
-    ``contention``: the run's :class:`audits.checks.clocks.Contention` (from all its rows, :func:`_contention`).
+    ``contention``: the run's :class:`audits.checks.clocks.Contention` (from all its rows, :func:`audits.checks.median_selection.run_contention`).
     """
     cells, scores, test_icc = tables["cells"], tables["scores"], tables["test_icc"]
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
@@ -327,22 +319,6 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
         target_reliability=target_reliability, target_precision=target_precision, run_summary=summary,
         median_repeat_cv_corrected=cv_summary.get("median_repeat_cv_corrected"),
         contention=contention)
-
-
-def _contention(rows: pd.DataFrame, t: ReliabilityThresholds) -> Contention:
-    """The run's contention evidence at the thresholds' wall/CPU limits (floor runs are left out)."""
-    return contention(rows, warn=t.wall_cpu_warn, fail=t.wall_cpu_fail)
-
-
-def _run(rows: pd.DataFrame, summary: RunSummary, *, n_boot: int, seed: int,
-         target_reliability: float, target_precision: float, max_pairs: int,
-         scores: pd.DataFrame | None = None, thresholds: ReliabilityThresholds | None = None,
-         shared=None) -> RunReliability:
-    tables = per_problem_tables(rows, scores=scores, shared=shared)
-    return combine_problem_tables(tables, summary, n_boot=n_boot, seed=seed,
-                                  target_reliability=target_reliability, target_precision=target_precision,
-                                  max_pairs=max_pairs,
-                                  contention=_contention(rows, thresholds or ReliabilityThresholds()))
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
@@ -634,16 +610,78 @@ def run_reliability_audit(
     >>> [str(run) for run in audit.runs], audit.to_frame()["median_repeat_cv"].round(2).tolist()
     (['quiet · c0'], [0.05])
     """
+    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and scores per run built once
+    plan = plan_runs(ctx, environment=environment, campaign=campaign, runs=runs)
+    return combine_parts([partition_tables(ctx, plan)], plan, ctx, thresholds=thresholds, n_boot=n_boot, seed=seed,
+                         target_reliability=target_reliability, target_precision=target_precision,
+                         max_pairs=max_pairs)
+
+
+# ----------------------------------------------------------------------------------------------
+# the partition steps (audits.protocol.partition): the same in memory (one partition) and on Dask
+# ----------------------------------------------------------------------------------------------
+
+#: The tables of :func:`per_problem_tables` that are concatenated across partitions.
+_TABLES = ("cells", "scores", "test_icc", "variance")
+#: The contention medians' exact selection gathers the keys of a bin of at most this many
+#: (:mod:`audits.checks.median_selection`); a plan context may set its own (``selection_limit``).
+SELECTION_LIMIT = 1 << 20
+
+
+def plan_runs(ctx, *, environment: str | None = None, campaign: str | None = None, runs=None) -> tuple:
+    """The runs covered (rule ``"every run"``, in run order) over a plan context (:mod:`audits.protocol.partition`)."""
+    return covered_runs(ctx.runs, environment=environment, campaign=campaign, explicit=runs)
+
+
+def partition_tables(part, plan: tuple) -> dict:
+    """``{Run: per_problem_tables + its contention part}`` of every planned run's rows in one partition (an
+    AuditContext; in memory the whole corpus, whose run contexts' reference rows, cells, ICCs and scores every
+    audit shares)."""
+    from audits.checks.median_selection import contention_part
+    from audits.protocol.partition import run_rows
+
+    out = {}
+    for summary in plan:
+        run_ctx = run_rows(part, summary)
+        if run_ctx is not None:
+            out[summary.run] = {**per_problem_tables(run_ctx.rows, shared=run_ctx),
+                                "contention": contention_part(run_ctx.rows)}
+    return out
+
+
+def _joined_tables(parts: list[dict]) -> dict:
+    """One run's tables of every partition, joined in problem order (:func:`audits.protocol.partition.joined`);
+    each partition's table is taken out of ``parts`` as it is joined, so that the client holds one copy of it."""
+    from audits.protocol.partition import joined
+
+    tables = {name: joined([p.pop(name) for p in parts]) for name in _TABLES}
+    tables["process_tally"] = [p["process_tally"] for p in parts]
+    nested = [p["process_cells"] for p in parts if p.get("process_cells") is not None]
+    tables["process_cells"] = joined(nested) if nested else None
+    return tables
+
+
+def combine_parts(parts: list, plan: tuple, ctx, *, thresholds: ReliabilityThresholds, n_boot: int, seed: int,
+                  target_reliability: float, target_precision: float, max_pairs: int) -> ReliabilityAudit:
+    """The audit from every partition's :func:`partition_tables` (taken out of ``parts`` run by run as they are
+    joined): each run's contention (exact medians over ``ctx``'s partitions, :mod:`audits.checks.median_selection`),
+    then :func:`combine_problem_tables` and the findings."""
+    from audits.checks.median_selection import run_contention
+
     thresholds = ReliabilityThresholds.coerce(thresholds)
     n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     _check_targets(target_reliability, target_precision)
+    summaries = {s.run: s for s in plan}
+    contention = run_contention(ctx, summaries, {s.run: [p[s.run].pop("contention") for p in parts if s.run in p]
+                                                 for s in plan}, thresholds,
+                                limit=getattr(ctx, "selection_limit", SELECTION_LIMIT))
     results: dict[Run, RunReliability] = {}
     findings: list[Finding] = []
-    ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows and scores per run built once
-    for summary in audit_rows(ctx, environment=environment, campaign=campaign, runs=runs):
-        run_ctx = ctx.run(summary)
-        result = _run(run_ctx.rows, summary, n_boot=n_boot, seed=seed, shared=run_ctx, thresholds=thresholds,
-                      target_reliability=target_reliability, target_precision=target_precision, max_pairs=max_pairs)
+    for summary in plan:
+        result = combine_problem_tables(_joined_tables([p.pop(summary.run) for p in parts if summary.run in p]),
+                                        summary, n_boot=n_boot, seed=seed, target_reliability=target_reliability,
+                                        target_precision=target_precision, max_pairs=max_pairs,
+                                        contention=contention[summary.run])
         results[summary.run] = result
         findings.extend(_findings(result, thresholds))
     return ReliabilityAudit(results, tuple(findings), thresholds)

@@ -27,10 +27,11 @@ from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
 from audits.checks.declared.simulation import SimulationThresholds
 from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, base_percentiles, p_tau
-from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality, simulate_grid
+from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
-           "choose_run", "usable_reward_environments", "combine_simulation_results"]
+           "fact_columns", "facts_part",
+           "plan_run", "partition_part", "combine_parts"]
 
 
 
@@ -312,31 +313,179 @@ def run_simulation_audit(
     ['pass']
     """
     reward_environments = _reward_environment_list(reward_environments, environments)
-    th = SimulationThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): the run's rows and pool built once
-    run = choose_run(ctx, environment=environment, campaign=campaign)
-    run_ctx = ctx.run(run)
-    runs = run_ctx.executions
-    refs = runs
-    if "role" in runs.columns:
-        refs = runs.loc[(runs["role"] == "reference").to_numpy()]
-    if "correct" in refs.columns:
-        refs = refs.loc[refs["correct"].to_numpy(dtype=bool)]
-    if refs.empty:
+    plan = plan_run(ctx, [facts_part(ctx, fact_columns(reward_environments), include_incorrect)],
+                    reward_environments, environment=environment, campaign=campaign, group_sizes=group_sizes,
+                    n_bins=n_bins, quality_distribution=quality_distribution, include_incorrect=include_incorrect)
+    return combine_parts([partition_part(ctx, plan)], plan, thresholds=thresholds, n_boot=n_boot, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------
+# the partition steps (audits.protocol.partition): the same in memory (one partition) and on Dask
+# ----------------------------------------------------------------------------------------------
+# The simulator turns each correct reference solution's repeats into (quality, reward) samples within its problem;
+# every figure is a function of per-problem parts (stats.simulator.SimulationProblems: reward sums and sample counts
+# per problem, repeat pair and quality bin, the (bin, reward value) counts, the GRPO group rates, test and execution
+# counts) plus what the whole run decides, in the plan: the run; its repeat values (they define the repeat pairs:
+# a problem lacking one still pairs as in the whole run); its floor rows' durations (the floor of aggregators other
+# than mean_pct); which optional columns hold a value anywhere in the run (a reward environment reading a lacking
+# one is left out); for a ``multitask`` reward (a seeded coin per rollout), where each problem's rollouts start in
+# the whole run's table, so that each problem draws its stretch of the same stream
+# (stats.simulator._multitask_draws), from the problems' names, never from the partitions' order.
+
+def fact_columns(reward_environments) -> list:
+    """The optional columns the reward environments read (each partition's facts tell which hold a value)."""
+    return sorted({c for e in reward_environments for c in e.needs_columns.values()})
+
+
+def facts_part(part, columns: list, include_incorrect: bool) -> dict:
+    """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
+    :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
+    table), which of ``columns`` hold a value, and whether it has correct reference rows."""
+    from audits.corpus.runs import Run
+    from stats._groups import group_codes, label_mask
+
+    part = part.corpus
+    if len(part) == 0:
+        return {}
+    run_code, n_runs = group_codes(part, ["environment", "campaign"])
+    envs, camps = part["environment"].astype(str).to_numpy(), part["campaign"].astype(str).to_numpy()
+    n = len(part)
+    floor = label_mask(part["role"], "floor") if "role" in part.columns else np.zeros(n, dtype=bool)
+    reference = label_mask(part["role"], "reference") if "role" in part.columns else ~floor
+    correct = part["correct"].to_numpy(dtype=bool) if "correct" in part.columns else np.ones(n, dtype=bool)
+    rated = reference & (correct | include_incorrect) & ~floor
+    unit, _ = group_codes(part, ["problem", "solution", "repeat"])
+    problem = part["problem"].astype(str).to_numpy()
+    repeat = part["repeat"].to_numpy()
+    optimization = label_mask(part["test_kind"], "optimization") if "test_kind" in part.columns else ~floor
+    sized = (np.isfinite(part["input_bytes"].to_numpy(dtype=float)) if "input_bytes" in part.columns
+             else np.zeros(n, dtype=bool))
+    out = {}
+    for k in range(n_runs):
+        mine = run_code == k
+        first = np.flatnonzero(mine)[0]
+        scored = mine & reference & ~floor
+        units, where = np.unique(unit[scored], return_index=True)
+        names, counts = np.unique(problem[scored][where], return_counts=True)
+        out[Run(envs[first], camps[first])] = {
+            "repeats": np.unique(repeat[mine & rated]),
+            "units": dict(zip(names.tolist(), counts.tolist())),
+            "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns},
+            "has_references": bool((mine & reference & correct).any()),
+            "optimization": bool((mine & ~floor & optimization).any()),
+            "sized": bool((mine & ~floor & optimization & sized).any()),
+        }
+    return out
+
+
+def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, group_sizes, n_bins,
+             quality_distribution, include_incorrect) -> dict:
+    """What the whole run decides (see above), over a plan context (:mod:`audits.protocol.partition`) and every
+    partition's :func:`facts_part`: ``{"run", "usable", "left_out", "sizes", "headline", "repeats",
+    "floor_durations", "stream_start", "options"}``. Raises the audit's errors (no run to choose, no reference
+    rows, no usable reward environment, ...)."""
+    from stats._groups import label_mask
+    from stats.simulator import _group_sizes, check_unique_names
+
+    sizes, headline = _group_sizes(group_sizes, None, n_bins)
+    run = choose_run(ctx.runs, environment=environment, campaign=campaign)
+    mine = [f[run.run] for f in facts if run.run in f]
+    if not any(f["has_references"] for f in mine):
         raise ValueError(_no_references(run))
     left_out, usable = usable_reward_environments(
-        reward_environments, lambda column: column in runs.columns and bool(runs[column].notna().any()), run)
+        reward_environments, lambda column: any(f["has_values"][column] for f in mine), run)
+    check_unique_names(usable)
+    if any(f["optimization"] for f in mine) and not any(f["sized"] for f in mine):
+        _check_sizes(usable)
+    floor_durations = None
+    floor_rows = ctx.floor_rows
+    if "role" in floor_rows.columns and len(floor_rows):
+        floor_rows = floor_rows.loc[run.run.mask(floor_rows) & label_mask(floor_rows["role"], "floor")]
+        if len(floor_rows):
+            floor_durations = floor_rows["duration_s"].to_numpy(dtype=float)
+    stream_start = None
+    if any(e.reward.scheme == "multitask" for e in usable):
+        units = {name: n for f in mine for name, n in f["units"].items()}
+        names = sorted(units)  # the whole run's reward table lists problems in name order
+        stream_start = dict(zip(names, np.cumsum([0] + [units[n] for n in names])[:-1].tolist()))
+    return {"run": run, "usable": usable, "left_out": left_out, "sizes": sizes, "headline": headline,
+            "repeats": np.unique(np.concatenate([f["repeats"] for f in mine])), "floor_durations": floor_durations,
+            "stream_start": stream_start,
+            "options": {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
+                        "quality_distribution": quality_distribution}}
+
+
+def _filter_as_in_the_run(env, rows: pd.DataFrame):
+    """``env`` as it filters this partition's tests in the whole run.
+
+    ``pre.max_input_chars`` keeps a test without a known input size; only when no optimization test of the
+    run has one does it raise (the plan checks that on the whole run, :func:`_check_sizes`). A partition whose
+    optimization tests all lack a size would raise on its own: there the key keeps every test, exactly what it
+    does to those tests in the whole run, so it is dropped for this partition.
+    """
+    import dataclasses
+
+    from stats._groups import label_mask
+
+    if env.pre.max_input_chars is None:
+        return env
+    if "test_kind" in rows.columns:
+        rows = rows.loc[label_mask(rows["test_kind"], "optimization")]
+    if "input_bytes" in rows.columns and np.isfinite(rows["input_bytes"].to_numpy(dtype=float)).any():
+        return env
+    return dataclasses.replace(env, pre=dataclasses.replace(env.pre, max_input_chars=None))
+
+
+def partition_part(part, plan: dict) -> list | None:
+    """:func:`stats.simulator.simulate_problems` of one partition's problems of the planned run (an AuditContext;
+    in memory the whole corpus, whose run context's pool and per-repeat percentiles every audit shares), one per
+    usable reward environment; None when the partition holds none of the run's (non-floor) rows."""
+    from audits.protocol.partition import run_rows
+    from stats.simulator import simulate_problems
+
+    run_ctx = run_rows(part, plan["run"])
+    if run_ctx is None:
+        return None
+    options = plan["options"]
     # every row of the run is ranked once, in the shared per-repeat table: the repeat quality and the reward
     # environments' base percentiles are subsets of it (aligned with the run's non-floor rows)
-    rows, ranked = run_ctx.rows, run_ctx.repeat_percentiles["percentile"].to_numpy()
-    quality = repeat_quality(rows, pools=run_ctx.pools, include_incorrect=include_incorrect, percentiles=ranked)
-    percentiles = base_percentiles(rows, pools=run_ctx.pools, roles=("reference",), percentiles=ranked)
-    _, results = simulate_grid(runs, usable, pools=run_ctx.pools, quality=quality, percentiles=percentiles,
-                               n_bins=n_bins, group_sizes=group_sizes,
-                               quality_distribution=quality_distribution, thresholds=_degeneracy(th),
-                               n_boot=n_boot, seed=seed, include_incorrect=include_incorrect)
-    return combine_simulation_results(run, results, left_out, thresholds=th, include_incorrect=include_incorrect)
+    rows, pools, ranked = run_ctx.rows, run_ctx.pools, run_ctx.repeat_percentiles["percentile"].to_numpy()
+    quality = repeat_quality(rows, pools=pools, include_incorrect=options["include_incorrect"], percentiles=ranked)
+    percentiles = base_percentiles(rows, pools=pools, roles=("reference",), percentiles=ranked)
+    return [simulate_problems(rows, _filter_as_in_the_run(env, rows), repeats=plan["repeats"], quality=quality,
+                              pools=pools, percentiles=percentiles, n_bins=options["n_bins"],
+                              group_sizes=options["group_sizes"], quality_distribution=options["quality_distribution"],
+                              stream_start=plan["stream_start"] if env.reward.scheme == "multitask" else None,
+                              floor_durations=plan["floor_durations"])
+            for env in plan["usable"]]
+
+
+def combine_parts(parts: list, plan: dict, *, thresholds, n_boot: int, seed: int) -> SimulationAudit:
+    """The audit from every partition's :func:`partition_part`: per reward environment
+    :func:`stats.simulator.combine_simulation` of its parts (curves, diagnostics and their bootstrap over problems,
+    group statistics, verdict), then :func:`combine_simulation_results`."""
+    from stats.simulator import combine_simulation
+
+    th = SimulationThresholds.coerce(thresholds)
+    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
+    parts = [p for p in parts if p is not None]
+    results = [combine_simulation([p[j] for p in parts], env, group_sizes=plan["sizes"],
+                                  headline_group_size=plan["headline"], thresholds=_degeneracy(th), n_boot=n_boot,
+                                  seed=seed)
+               for j, env in enumerate(plan["usable"])]
+    return combine_simulation_results(plan["run"], results, plan["left_out"], thresholds=th,
+                                      include_incorrect=plan["options"]["include_incorrect"])
+
+
+def _check_sizes(reward_environments) -> None:
+    """The simulation's error for ``pre.max_input_chars`` on a run whose optimization tests all lack an input size
+    (``stats.rewards._filter_tests`` raises it; called on one such test, so that the message is the same)."""
+    from stats.rewards import _filter_tests
+
+    tests = pd.DataFrame({"test_kind": ["optimization"], "reference_median_s": [np.nan], "input_bytes": [np.nan]})
+    for env in reward_environments:
+        _filter_tests(tests, env.pre)
 
 
 def _reward_environment_list(reward_environments, environments) -> list:
@@ -387,7 +536,7 @@ def combine_simulation_results(run: RunSummary, results: Sequence[SimulationResu
                                thresholds, include_incorrect: bool) -> SimulationAudit:
     """The audit from the simulations of the usable reward environments (in the order given): ranking, curves,
     groups and findings. :func:`run_simulation_audit` ends here, and so does the Dask path
-    (:mod:`audits.engine.partitioned.simulation`, whose results come from per-partition parts)."""
+    (the partition steps, :func:`combine_parts`, whose results come from per-partition parts)."""
     th = SimulationThresholds.coerce(thresholds)
     env_name, camp = run.environment, run.campaign
     ranking = rank_environments(list(results))

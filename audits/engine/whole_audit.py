@@ -5,7 +5,9 @@
 thresholds (under one verdict profile), runs its plan step (the runs or pairs it covers, by the rule of
 :mod:`audits.corpus.runs`) and its compute step on one :class:`audits.protocol.context.AuditContext`, so the
 run table, each run's rows, reference pool, collapsed cells and per-repeat scores are computed once for all
-of them. ``speedaudit audit all`` prints its summary and writes its JSON; the report computes its results
+of them. The compute step of an audit the Dask engine runs is its partition steps with the corpus as one
+partition (:func:`audits.protocol.partition.compute_in_memory`): the part and combine the Dask engine
+(:mod:`audits.engine.partitioned.whole`) maps over partitions. ``speedaudit audit all`` prints its summary and writes its JSON; the report computes its results
 through it (:func:`audits.report.results._compute`).
 
 An audit that the corpus or the options cannot support (no calibration pair named or by default, no run to

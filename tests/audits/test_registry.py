@@ -59,13 +59,8 @@ def test_the_registry_lists_every_audit_once_with_its_declarations():
         assert registry.thresholds_of(name) is audit.Thresholds
 
 
-DECLARED = [n for n in NAMES if getattr(registry.get(n), "function", None) is not None]  # compute step as data
-
-
 #: The audits the Dask engine runs: through their partition steps, the same in memory (audits.protocol.partition).
 ON_DASK = [n for n in NAMES if registry.get(n).dask is None]
-#: Audits whose partition steps are still being moved out of audits.engine.partitioned (issue 23 item 2).
-MOVING = set(getattr(__import__("audits.engine.partitioned.whole", fromlist=["_LEGACY"]), "_LEGACY", {}))
 
 
 def test_an_audit_has_partition_steps_or_declares_why_not():
@@ -75,7 +70,7 @@ def test_an_audit_has_partition_steps_or_declares_why_not():
     from audits.protocol.audit import Audit
 
     assert ON_DASK
-    for name in set(NAMES) - MOVING:
+    for name in NAMES:
         cls = type(registry.get(name))
         steps = {step: getattr(cls, step) is not getattr(Audit, step) for step in ("plan", "partition_part", "combine")}
         if name in ON_DASK:
@@ -83,24 +78,6 @@ def test_an_audit_has_partition_steps_or_declares_why_not():
             assert cls.compute is Audit.compute, name  # in memory: the same part and combine, one partition
         else:
             assert isinstance(cls.dask, str) and cls.compute is not Audit.compute, name
-
-
-@pytest.mark.parametrize("name", DECLARED)
-def test_a_declared_compute_step_passes_real_options_to_real_parameters(name):
-    """An audit whose compute step is data (``function``, ``passed``): each passed name is a field of its Options
-    and a keyword of its function, which also takes the runs and the thresholds; every other option of its
-    Options is used by the plan step (environment, campaign) or declared as shared with no effect here."""
-    import dataclasses
-    import importlib
-    import inspect
-
-    audit = registry.get(name)
-    module, _, function = audit.function.partition(":")
-    parameters = inspect.signature(getattr(importlib.import_module(module), function)).parameters
-    fields = {f.name for f in dataclasses.fields(audit.Options)}
-    assert set(audit.passed) <= fields, set(audit.passed) - fields
-    assert set(audit.passed) | {"runs", "thresholds"} <= set(parameters), set(audit.passed) - set(parameters)
-    assert fields - set(audit.passed) <= {"environment", "campaign"}, fields - set(audit.passed)  # none forgotten
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -224,8 +201,6 @@ def test_both_engines_run_the_same_part_and_combine(name, corpus, client, tmp_pa
     from audits.engine.partitioned.whole import _groups, run_partitioned_audits
     from audits.protocol.context import AuditContext
 
-    if name in MOVING:
-        pytest.skip("its partition steps are still in audits.engine.partitioned")
     audit = registry.get(name)
     options = _options()[name]
     n_pieces = len(audit.pieces(audit.plan(AuditContext(corpus), options)))

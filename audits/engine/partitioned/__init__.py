@@ -1,42 +1,25 @@
-"""Audits of partitioned datasets on Dask: per-problem partial results on the workers, combined on the client.
+"""Audits of partitioned datasets on Dask: per-problem parts on the workers, combined on the client.
 
-A corpus larger than one machine's memory is stored as a dataset of whole
-problems (:mod:`audits.corpus.dataset`). Every figure of the discriminability
-audit is a function of per-problem (and per-test) tables plus a bootstrap over
-problems, so:
+A corpus larger than one machine's memory is stored as a dataset of whole problems (:mod:`audits.corpus.dataset`).
+Every figure of the audits the Dask engine runs is a function of per-problem tables plus what the whole corpus
+decides (the runs, their floors, repeat values, ...), so each registered audit declares its partition steps
+(:mod:`audits.protocol.partition`): a plan over the run table, a part computed from one partition's rows and a
+combine of every partition's parts. The in-memory engine runs the same steps with the corpus as its one
+partition; this package is the generic engine that maps them over partitions:
 
-1. **workers** each read one partition (whole problems), and return, per run,
-   the partition's floor rows, its run-summary partials (rows, cells, problems,
-   the histogram of repeats per cell, the earliest timestamp, language counts)
-   and its per-problem tables (per-test discrimination, per-problem robust CV
-   and near-floor shares, per-repeat reference scores) computed by the same
-   functions the in-memory audit calls;
-2. the **client** combines them: the floor (median of every floor row: the
-   floor rows are a few per run, so they are gathered, not summarised), the run
-   summaries (sums, the mode of the summed histogram, the minimum timestamp),
-   and the per-problem tables concatenated in problem order; then it runs the
-   in-memory audit's combining step (bootstrap over problems, findings) on them.
+* :mod:`audits.engine.partitioned.whole`: :func:`~audits.engine.partitioned.whole.run_partitioned_audits` (any list of
+  registered audits, two shared reads of each partition) and :func:`run_partitioned_whole_audit` (``speedaudit audit
+  all --dask``, the whole audit's keywords);
+* :mod:`audits.engine.partitioned._common`: the client (:func:`dask_client`), pass 1's run summaries
+  (:func:`partition_runs`: equal to the loaded dataset's run table) and the client's memory setting;
+* :mod:`audits.engine.partitioned.single`: one audit with that audit's own keywords (``run_partitioned_reliability``,
+  ...), one task per partition.
 
-No process holds the corpus: a worker holds one partition, the client the
-per-problem tables (a few rows per problem and test; the per-repeat scores are
-one row per (problem, solution, repeat), 1/20 of the executions of the
-benchmark corpus). Because the combining step is the in-memory audit's own
-code applied to the same tables in the same order, the JSON of the partitioned
-audit equals the in-memory one's (tests/audits/test_partitioned.py, on a real
-LocalCluster).
-
-The first pass (floors and run summaries) reads only the small columns; the
-second reads every column of a partition once.
-
-The other audits on this path follow the same plan, each in its own module with the
-split it needs: :mod:`audits.engine.partitioned.aggregation` (per-problem stability and dynamic
-range of every aggregator, :func:`stats.aggregation.aggregator_problem_values`) and
-:mod:`audits.engine.partitioned.simulation` (per-problem reward sums, counts and group rates of
-every reward environment, :func:`stats.simulator.simulate_problems`); in each, the client
-runs the in-memory audit's own combining code.
-
-The whole audit (:mod:`audits.engine.partitioned.whole`, ``speedaudit audit all --dask``) shares the passes: one
-task per partition computes every audit's pass 1, one every audit's pass 2 (two reads of each partition).
+No process holds the corpus: a worker holds one group of partitions, the client the per-problem tables of one
+audit piece at a time, joined on their categorical codes (:func:`audits.protocol.partition.concat_tables`) with
+each partition's table dropped as it is joined. Because the combining step is the in-memory audit's own code
+applied to the same tables in the same order, the JSON of the partitioned audit equals the in-memory one's
+(tests/audits/test_partitioned*.py, on a real LocalCluster).
 
 Clusters: ``scheduler="tcp://HOST:PORT"`` connects to a running scheduler;
 without one, a :class:`distributed.LocalCluster` on the loopback interface
@@ -45,11 +28,9 @@ processes is started and closed afterwards.
 """
 
 from audits.engine.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
-from audits.engine.partitioned.aggregation import run_partitioned_aggregation
-from audits.engine.partitioned.calibration import run_partitioned_calibration
-from audits.engine.partitioned.reliability import run_partitioned_reliability
-from audits.engine.partitioned.simulation import run_partitioned_simulation
-from audits.engine.partitioned.single import run_partitioned_discriminability
+from audits.engine.partitioned.single import (run_partitioned_aggregation, run_partitioned_calibration,
+                                              run_partitioned_discriminability, run_partitioned_reliability,
+                                              run_partitioned_simulation)
 from audits.engine.partitioned.whole import run_partitioned_whole_audit
 
 __all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",

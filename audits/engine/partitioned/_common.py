@@ -15,7 +15,7 @@ from audits.corpus.dataset import open_dataset
 from audits.errors import UserError
 from audits.protocol.partition import concat_tables
 
-__all__ = ["dask_client", "partition_runs", "RUN_COLUMNS"]
+__all__ = ["dask_client", "partition_runs"]
 
 RUN_COLUMNS = ("environment", "campaign")
 

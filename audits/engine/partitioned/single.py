@@ -8,19 +8,21 @@ import os
 
 from audits.corpus.dataset import CorpusDataset
 
-__all__ = ["run_partitioned_discriminability"]
+__all__ = ["run_partitioned_aggregation", "run_partitioned_calibration", "run_partitioned_discriminability",
+           "run_partitioned_reliability", "run_partitioned_simulation"]
 
 
 def _one(name: str, dataset, options: dict, *, thresholds, client, scheduler, n_workers, **engine):
     from audits.engine.partitioned.whole import run_partitioned_audits
 
-    whole = run_partitioned_audits(dataset, [name], options={name: options}, thresholds={name: thresholds},
-                                   client=client, scheduler=scheduler, n_workers=n_workers,
-                                   one_partition_per_task=True, **engine)
-    if name in whole.skipped:
-        from audits.protocol.audit import Skip
+    from audits.protocol.audit import Skip
 
-        raise Skip(whole.skipped[name])
+    try:
+        whole = run_partitioned_audits(dataset, [name], options={name: options}, thresholds={name: thresholds},
+                                       client=client, scheduler=scheduler, n_workers=n_workers,
+                                       one_partition_per_task=True, raise_skips=True, **engine)
+    except Skip as exc:  # alone, the audit raises what ``audit all`` lists as a skip (as in memory)
+        raise (exc.__cause__ or exc) from None
     return whole.results[name]
 
 
@@ -46,3 +48,146 @@ def run_partitioned_discriminability(
     return _one("discriminability", dataset, {"floor_s": floor_s, "environment": environment, "campaign": campaign,
                                               "method": method, "n_boot": n_boot, "seed": seed},
                 thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
+
+
+def run_partitioned_reliability(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    environment: str | None = None,
+    campaign: str | None = None,
+    thresholds=None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    target_reliability: float = 0.9,
+    target_precision: float = 0.05,
+    max_pairs: int = 200_000,
+    n_workers: int = 2,
+    selection_limit: int = 1 << 20,
+):
+    """:func:`audits.checks.reliability.run_reliability_audit` of a partitioned dataset, on Dask.
+
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
+    ``selection_limit``: the contention medians gather the keys of a bin of at most this many
+    (:mod:`audits.checks.median_selection`).
+    """
+    return _one("reliability", dataset, {"environment": environment, "campaign": campaign, "n_boot": n_boot,
+                                         "seed": seed, "target_reliability": target_reliability,
+                                         "target_precision": target_precision, "max_pairs": max_pairs},
+                thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers,
+                selection_limit=selection_limit)
+
+
+def run_partitioned_aggregation(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    environment: str | None = None,
+    campaign: str | None = None,
+    names=None,
+    floor_s: float | None = None,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    thresholds=None,
+    n_workers: int = 2,
+):
+    """:func:`audits.checks.aggregation.run_aggregation_audit` of a partitioned dataset, on Dask.
+
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options.
+    Custom aggregators (:func:`stats.aggregation.register_aggregator`) must be registered in the worker processes
+    too (e.g. by a module the workers import); the built-ins always are.
+
+    Examples
+    --------
+    >>> from audits.corpus.dataset import save_dataset
+    >>> from audits.corpus.synthetic import synthesize
+    >>> ds = save_dataset(synthesize(n_problems=4, n_repeats=3, seed=1).corpus, "/tmp/agg.dataset")  # doctest: +SKIP
+    >>> run_partitioned_aggregation(ds, n_boot=50).recommended                                     # doctest: +SKIP
+    'mean_pct'
+    """
+    return _one("aggregation", dataset, {"environment": environment, "campaign": campaign,
+                                         "names": None if names is None else tuple(names), "floor_s": floor_s,
+                                         "n_boot": n_boot, "seed": seed},
+                thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
+
+
+def run_partitioned_simulation(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    scheduler: str | None = None,
+    client=None,
+    reward_environments=None,
+    environment: str | None = None,
+    campaign: str | None = None,
+    environments=None,
+    group_sizes=(2, 4, 8, 16),
+    seed: int = 0,
+    thresholds=None,
+    n_bins: int = 10,
+    quality_distribution="uniform",
+    n_boot: int = 200,
+    include_incorrect: bool = False,
+    n_workers: int = 2,
+):
+    """:func:`audits.checks.simulation.run_simulation_audit` of a partitioned dataset, on Dask.
+
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options
+    (``environments=`` is the old name of ``reward_environments``; the run is the simulation's own choice unless
+    ``environment`` / ``campaign`` name it, and an error when it cannot choose).
+
+    Examples
+    --------
+    >>> from stats.rewards import RewardEnvironment
+    >>> env = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
+    >>> run_partitioned_simulation("corpus.dataset", reward_environments=[env]).ranking  # doctest: +SKIP
+    """
+    from audits.checks.simulation import _reward_environment_list
+
+    return _one("simulation", dataset, {
+        "reward_environments": tuple(_reward_environment_list(reward_environments, environments)),
+        "environment": environment, "campaign": campaign, "group_sizes": tuple(group_sizes), "seed": seed,
+        "n_bins": n_bins, "quality_distribution": quality_distribution, "n_boot": n_boot,
+        "include_incorrect": include_incorrect}, thresholds=thresholds, client=client, scheduler=scheduler,
+        n_workers=n_workers)
+
+
+def run_partitioned_calibration(
+    dataset: str | os.PathLike | CorpusDataset,
+    *,
+    source,
+    target,
+    scheduler: str | None = None,
+    client=None,
+    families=None,
+    robust: bool | str = False,
+    calibration_family: str | None = None,
+    variance_ratio: float = 1.0,
+    taus=(10.0, 30.0),
+    n_boot: int = 1000,
+    n_boot_rank: int = 200,
+    level: float = 0.95,
+    seed: int | None = 0,
+    thresholds=None,
+    n_workers: int = 2,
+):
+    """:func:`audits.checks.calibration.run_calibration_audit` of two runs of a partitioned dataset, on Dask.
+
+    ``source``, ``target``: two runs (:class:`audits.corpus.runs.Run` or ``(environment, campaign)``).
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    """
+    from audits.corpus.runs import Run
+    from audits.errors import UserError
+    from stats.calibration import FAMILIES
+
+    if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
+        raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
+    (result,) = _one("calibration", dataset, {
+        "pairs": ((Run.coerce(source), Run.coerce(target)),), "families": tuple(FAMILIES if families is None
+                                                                                else families),
+        "robust": "huber" if robust is True else robust or None, "calibration_family": calibration_family,
+        "variance_ratio": variance_ratio, "taus": tuple(taus), "n_boot": n_boot, "n_boot_rank": n_boot_rank, "level": level, "seed": seed},
+        thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
+    return result

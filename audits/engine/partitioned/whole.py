@@ -1,21 +1,24 @@
-"""The whole audit of a partitioned dataset on Dask: every audit, two reads of each partition.
+"""The Dask engine: any list of registered audits over a partitioned dataset, two reads of each partition.
 
-:func:`run_partitioned_whole_audit` is what ``speedaudit audit all DATASET --dask`` and the benchmark's Dask
-stage run. Each audit's module (:mod:`audits.engine.partitioned.discriminability`, ``.reliability``, ``.calibration``,
-``.aggregation``, ``.simulation``) splits its work into a part computed from one partition's rows, a plan the
-client derives from pass 1 and a combining step (the in-memory audit's own code). Run one by one, every audit
-reads every partition twice (its pass 1, its pass 2): about ten reads per partition for the whole audit. Here
-the passes are shared:
+Every audit the engine runs (``dask is None``) declares its partition steps (:mod:`audits.protocol.partition`):
+the same plan, part and combine the in-memory engine runs with the corpus as one partition, so a fix in either
+step reaches both paths. This module only runs them (:func:`run_partitioned_audits`; ``speedaudit audit all
+DATASET --dask`` and the benchmark's Dask stage through :func:`run_partitioned_whole_audit`):
 
-1. **pass 1**, one task per group of consecutive partitions (:data:`GROUP_ROWS`), reading each once: the run-summary partials and floor rows, the runs'
-   repeat values (aggregation) and the simulation facts;
-2. the **client** builds the run table, the floors and every audit's plan (as each audit would alone);
-3. **pass 2**, one task per group, reading each partition once: every audit's per-problem part of that partition,
-   split on its worker into one result per audit (and per calibration pair);
-4. the **client**, one audit at a time, gathers that audit's parts, runs its combining step and drops them
-   before the next (so it holds one audit's per-problem tables, never every audit's at once); reliability's
-   exact contention medians add their refinement re-reads (typically one or two,
-   :mod:`audits.engine.partitioned.reliability`).
+1. **pass 1**, one task per group of consecutive partitions (:data:`GROUP_ROWS`), reading each once: the
+   run-summary partials and floor rows, the corpus counts and every audit's
+   :meth:`~audits.protocol.audit.Audit.facts_part`;
+2. the **client** builds the run table and the floor rows into a plan context (:class:`DatasetContext`) and runs
+   every audit's :meth:`~audits.protocol.audit.Audit.plan` on it (its ``map`` is an extra read of the partitions:
+   the quietness of the runs for default calibration pairs);
+3. **pass 2**, one task per group, reading each partition once: every audit's
+   :meth:`~audits.protocol.audit.Audit.partition_part` of each of its pieces, on one
+   :class:`~audits.protocol.context.AuditContext` of the group's rows (their pools and scores built once for every
+   audit), split on its worker into one result per audit piece (calibration: per pair);
+4. the **client**, one piece at a time, gathers its parts, runs the audit's
+   :meth:`~audits.protocol.audit.Audit.combine` and drops them before the next (so it holds one audit's per-problem
+   tables, never every audit's at once); reliability's exact contention medians add their refinement re-reads
+   (typically one or two, :mod:`audits.checks.median_selection`).
 
 The result is an :class:`audits.engine.whole_audit.WholeAudit`, so its JSON has the shape of the in-memory whole
 audit's (:func:`audits.engine.whole_audit.run_whole_audit`) and equals it, every figure (to 1e-12; tests on a real
@@ -118,28 +121,24 @@ def _first_pass(path: str, indices: tuple, facts: dict) -> dict:
     """Pass 1 of every audit on some partitions, each read once: the run-summary partials and floor rows, the
     corpus counts and each audit's :meth:`~audits.protocol.audit.Audit.facts_part` (``facts``: name -> options)."""
     from audits.corpus.counts import corpus_counts
+    from audits.protocol import registry
     from audits.protocol.context import AuditContext
 
     part = _read(path, indices)
     ctx = AuditContext(part)
     return {"summary": _summary_of(part), "counts": corpus_counts(part),
-            "facts": {name: _audit(name).facts_part(ctx, options) for name, options in facts.items()}}
-
-
-def _audit(name: str):
-    from audits.protocol import registry
-
-    return _LEGACY.get(name) or registry.get(name)
+            "facts": {name: registry.get(name).facts_part(ctx, options) for name, options in facts.items()}}
 
 
 def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
     """Every audit's per-problem part of some partitions, each read once (``spec``: name -> (pieces, options,
     thresholds)): ``{name: [part of each piece]}``, the partitions' rows shared by every audit's part (one
     :class:`~audits.protocol.context.AuditContext`: its run contexts' pools and scores built once)."""
+    from audits.protocol import registry
     from audits.protocol.context import AuditContext
 
     part = AuditContext(_read(path, indices))
-    return {name: [_audit(name).partition_part(part, piece, options, thresholds) for piece in pieces]
+    return {name: [registry.get(name).partition_part(part, piece, options, thresholds) for piece in pieces]
             for name, (pieces, options, thresholds) in spec.items()}
 
 
@@ -178,14 +177,16 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
                            thresholds: Mapping[str, object] | None = None, profile: str | None = None,
                            client=None, scheduler: str | None = None, n_workers: int = 2,
                            timings: dict | None = None, one_partition_per_task: bool = False,
-                           selection_limit: int = 1 << 20, adjust: Callable | None = None):
+                           selection_limit: int = 1 << 20, adjust: Callable | None = None,
+                           raise_skips: bool = False):
     """The registered audits ``names`` (default every one the Dask engine runs, ``dask is None``) of a partitioned
     dataset, on Dask, through their partition steps (:mod:`audits.protocol.partition`; see the module docstring).
 
     ``options``: name -> Options or mapping (validated by each audit); ``adjust(runs, options)``: the options
     again once the run table is known (the command line resolves named runs against it).
     ``one_partition_per_task``: a task per partition instead of per group of :data:`GROUP_ROWS` rows.
-    Returns an :class:`audits.engine.whole_audit.WholeAudit`; an audit whose plan skips is listed with the reason.
+    Returns an :class:`audits.engine.whole_audit.WholeAudit`; an audit whose plan skips is listed with the reason
+    (``raise_skips``: the :class:`~audits.protocol.audit.Skip` is raised instead).
     """
     from audits.corpus.counts import CorpusCounts
     from audits.engine.whole_audit import WholeAudit
@@ -196,7 +197,7 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
     for n in chosen:
         if registry.get(n).dask is not None:
             raise ValueError(f"audit {n!r} does not run on Dask: {registry.get(n).dask}")
-    audits = {n: _audit(n) for n in chosen}
+    audits = {n: registry.get(n) for n in chosen}
     given = dict(options or {})
     opts = {n: registry.get(n).options(given.get(n)) for n in chosen}
     th = {n: registry.get(n).thresholds(dict(thresholds or {}).get(n), profile=profile) for n in chosen}
@@ -230,6 +231,8 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
             try:
                 plans[n] = audits[n].plan(ctx, opts[n])
             except Skip as exc:
+                if raise_skips:
+                    raise
                 skipped[n] = str(exc)
         spec = {n: (tuple(audits[n].pieces(plan)), opts[n], th[n]) for n, plan in plans.items()}
         t3 = time.perf_counter()
@@ -334,203 +337,3 @@ def run_partitioned_whole_audit(
     return run_partitioned_audits(dataset, audit_names, options=opts, thresholds=thresholds, profile=profile,
                                   client=client, scheduler=scheduler, n_workers=n_workers, timings=timings,
                                   adjust=adjust)
-
-
-# ----------------------------------------------------------------------------------------------
-# audits whose partition steps still live in this package (moved into their Audit one by one)
-# ----------------------------------------------------------------------------------------------
-
-class _LegacyReliability:
-    name = "reliability"
-
-    def facts_part(self, part, options):
-        return None
-
-    def plan(self, ctx, options):
-        return [(r.environment, r.campaign) for r in ctx.runs.select(environment=options.environment,
-                                                                     campaign=options.campaign)]
-
-    def pieces(self, plan):
-        return (plan,)
-
-    def partition_part(self, part, piece, options, thresholds):
-        from audits.engine.partitioned.reliability import _reliability_part
-
-        return _reliability_part(part.corpus, piece)
-
-    def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.engine.partitioned import reliability as rel
-        from stats.bootstrap import check_n_boot
-
-        contention = rel._contention(ctx._cl, str(ctx._ds.path), ctx._ds.n_partitions,
-                                     {key: [t[key]["contention"] for t in parts if key in t] for key in piece},
-                                     thresholds, limit=ctx.selection_limit)
-        chosen = [Run(*key) for key in piece]
-        return rel._combine_reliability(parts, ctx.runs, chosen, contention, thresholds=thresholds,
-                                        n_boot=check_n_boot(options.n_boot), seed=options.seed,
-                                        target_reliability=options.target_reliability,
-                                        target_precision=options.target_precision, max_pairs=options.max_pairs)
-
-    def assemble(self, results, plan):
-        return results[0]
-
-
-class _LegacyCalibration:
-    name = "calibration"
-
-    def facts_part(self, part, options):
-        return None
-
-    def plan(self, ctx, options):
-        from audits.corpus.selection import no_pair_reason
-        from audits.engine.partitioned import calibration as cal
-        from audits.protocol.audit import Skip
-
-        named = [(Run.coerce(s), Run.coerce(t)) for s, t in options.pairs]
-        choices = _calibration_choices(ctx, named)
-        plans = [(c, cal._calibration_plan(ctx.runs, c.source, c.target)) for c in choices]
-        if not plans:
-            raise Skip(no_pair_reason(ctx.runs))
-        return [(c.rule, src, tgt, key, ((src.environment, src.campaign), (tgt.environment, tgt.campaign), key,
-                                         cal.drift_campaigns(ctx.runs, src, tgt, key))) for c, (src, tgt, key) in plans]
-
-    def pieces(self, plan):
-        return tuple(plan)
-
-    def partition_part(self, part, piece, options, thresholds):
-        from audits.engine.partitioned.calibration import _calibration_part
-
-        return _calibration_part(part.corpus, *piece[4])
-
-    def combine(self, parts, piece, options, thresholds, ctx):
-        from dataclasses import replace
-
-        from audits.checks.calibration import _check_options
-        from audits.engine.partitioned import calibration as cal
-
-        families, robust, n_boot, n_boot_rank = _check_options(list(options.families), options.calibration_family,
-                                                               options.robust or False, options.n_boot,
-                                                               options.n_boot_rank)
-        rule, src, tgt, key, _ = piece
-        return replace(cal._combine_calibration(parts, src, tgt, key, families=families, robust=robust,
-                                                calibration_family=options.calibration_family,
-                                                variance_ratio=options.variance_ratio, taus=tuple(options.taus),
-                                                n_boot=n_boot, n_boot_rank=n_boot_rank, level=options.level,
-                                                seed=options.seed, limits=thresholds), pair_rule=rule)
-
-    def assemble(self, results, plan):
-        return tuple(results)
-
-
-def _cell_cvs_part(part) -> dict:
-    """The repeat CVs of every run's reference cells in some partitions (a cell lies in one problem, so in one
-    file): what :func:`audits.corpus.selection.quietness_of` reads, as the in-memory default pairs do."""
-    from audits.corpus.selection import cell_cvs
-
-    return cell_cvs(part.corpus)
-
-
-def _calibration_choices(ctx, named: list) -> tuple:
-    from audits.corpus.selection import choose_pairs, needs_quietness, quietness_of
-
-    if named or not needs_quietness(ctx.runs):
-        return choose_pairs(None, named=named, runs=ctx.runs, figure={})
-    merged: dict = {}
-    for part in ctx.map(_cell_cvs_part):
-        for run, values in part.items():
-            merged.setdefault(run, []).append(values)
-    return choose_pairs(None, runs=ctx.runs, figure=quietness_of(merged, ctx.runs))
-
-
-def _aggregator_names(options) -> list:
-    from stats.aggregation import AGGREGATORS
-
-    return list(AGGREGATORS) if options.names is None else list(options.names)
-
-
-class _LegacyAggregation:
-    name = "aggregation"
-
-    def facts_part(self, part, options):
-        from audits.engine.partitioned.aggregation import _repeat_values_of
-
-        return _repeat_values_of(part.corpus)
-
-    def plan(self, ctx, options):
-        from audits.engine.partitioned import aggregation as agg
-
-        chosen, plan, repeats = agg._aggregation_plan(ctx.runs, ctx.floor_rows, ctx.facts(self, options),
-                                                      environment=options.environment, campaign=options.campaign,
-                                                      floor_s=options.floor_s)
-        return {"chosen": chosen, "plan": plan, "repeats": repeats}
-
-    def pieces(self, plan):
-        return (plan,)
-
-    def partition_part(self, part, piece, options, thresholds):
-        from audits.engine.partitioned.aggregation import _aggregation_part
-
-        return _aggregation_part(part.corpus, piece["plan"], _aggregator_names(options))
-
-    def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.engine.partitioned import aggregation as agg
-
-        return agg._combine_aggregation(parts, piece["chosen"], piece["plan"], piece["repeats"],
-                                        thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
-
-    def assemble(self, results, plan):
-        return results[0]
-
-
-class _LegacySimulation:
-    name = "simulation"
-
-    @staticmethod
-    def _environments(options):
-        from audits.checks.registered import example_reward_environments
-        from audits.checks.simulation import _reward_environment_list
-
-        return _reward_environment_list(example_reward_environments() if options.reward_environments is None
-                                        else options.reward_environments, None)
-
-    def facts_part(self, part, options):
-        from audits.engine.partitioned import simulation as sim
-
-        return sim._simulation_facts_of(part.corpus, sim._fact_columns(self._environments(options)), False)
-
-    def plan(self, ctx, options):
-        from audits.engine.partitioned import simulation as sim
-        from audits.errors import UserError
-        from audits.protocol.audit import Skip
-
-        try:
-            return sim._simulation_plan(ctx.runs, ctx.floor_rows, ctx.facts(self, options),
-                                        self._environments(options), environment=options.environment,
-                                        campaign=options.campaign, group_sizes=tuple(options.group_sizes),
-                                        n_bins=options.n_bins, quality_distribution=options.quality_distribution,
-                                        include_incorrect=options.include_incorrect)
-        except UserError as exc:
-            if options.environment is not None or options.campaign is not None:
-                raise
-            raise Skip(f"{exc}".splitlines()[0]) from exc
-
-    def pieces(self, plan):
-        return (plan,)
-
-    def partition_part(self, part, piece, options, thresholds):
-        from audits.engine.partitioned.simulation import _simulation_part
-
-        return _simulation_part(part.corpus, *piece["task"])
-
-    def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.engine.partitioned import simulation as sim
-
-        return sim._combine_simulation(parts, piece, thresholds=thresholds, n_boot=options.n_boot,
-                                       seed=options.seed, include_incorrect=options.include_incorrect)
-
-    def assemble(self, results, plan):
-        return results[0]
-
-
-_LEGACY = {a.name: a for a in (_LegacyReliability(), _LegacyCalibration(), _LegacyAggregation(),
-                               _LegacySimulation())}
