@@ -345,6 +345,11 @@ def run_calibration_audit(
     ctx = audit_context(corpus)  # the shared context's run table (audits.protocol.context)
     families, robust, n_boot, n_boot_rank = _check_options(families, calibration_family, robust, n_boot,
                                                            n_boot_rank)
+    if _is_run(source) and _is_run(target):  # two runs: the partition steps, the corpus as one partition
+        piece = run_pair_piece(ctx.runs, source, target)
+        return combine_pair([pair_part(ctx, piece)], piece, families=families, robust=robust,
+                            calibration_family=calibration_family, variance_ratio=variance_ratio, taus=taus,
+                            n_boot=n_boot, n_boot_rank=n_boot_rank, level=level, seed=seed, thresholds=limits)
     pair = calibration_pair(ctx, source=source, target=target, key=key)
     corpus, source, target, key = pair.frame, pair.source, pair.target, pair.key
     pairing = pair_medians(corpus, source=source, target=target, key=key)
@@ -935,15 +940,18 @@ def plan_pairs(ctx, named: Sequence = ()) -> tuple:
             for run, values in part.items():
                 merged.setdefault(run, []).append(values)
         choices = choose_pairs(None, runs=runs, figure=quietness_of(merged, runs))
-    pieces = []
-    for choice in choices:
-        src, tgt = runs.get(choice.source), runs.get(choice.target)
-        if src.run == tgt.run:
-            raise RunError(f"source and target are the same run {src.run}; name two different runs")
-        key = "campaign" if src.environment == tgt.environment else "environment"
-        pieces.append({"rule": choice.rule, "source": src, "target": tgt, "key": key,
-                       "drift_campaigns": drift_campaigns(runs, src, tgt, key)})
-    return tuple(pieces)
+    return tuple(run_pair_piece(runs, choice.source, choice.target, rule=choice.rule) for choice in choices)
+
+
+def run_pair_piece(runs, source, target, *, rule: str = "named") -> dict:
+    """The piece of a plan that calibrates run ``source`` onto run ``target`` (each a Run or (environment,
+    campaign) of the run table ``runs``): ``{"rule", "source", "target", "key", "drift_campaigns"}``."""
+    src, tgt = runs.get(Run.coerce(source)), runs.get(Run.coerce(target))
+    if src.run == tgt.run:
+        raise RunError(f"source and target are the same run {src.run}; name two different runs")
+    key = "campaign" if src.environment == tgt.environment else "environment"
+    return {"rule": rule, "source": src, "target": tgt, "key": key,
+            "drift_campaigns": drift_campaigns(runs, src, tgt, key)}
 
 
 def pair_part(part, piece: dict) -> dict:

@@ -136,9 +136,9 @@ def test_report_computes_each_audit_once(rendered_counted):
     assert at["clocks: executing"] < at["computed reliability"] < at["computed stored"] < at["overview: executing"]
     assert sum("computed" in line for line in lines) == 6  # six batches, each result in one (8 results, 7 pages)
     # every audit once, in this process: calibration twice (stored -> fresh, and across environments)
-    assert sorted(here) == sorted(["run_reliability_audit", "run_discriminability_audit", "run_calibration_audit",
-                                   "run_calibration_audit", "run_aggregation_audit", "run_simulation_audit",
-                                   "run_clocks_audit", "run_compare_audit"])
+    assert sorted(here) == sorted(["reliability.combine_parts", "discriminability.combine_parts",
+                                   "calibration.combine_pair", "calibration.combine_pair", "aggregation.combine_parts",
+                                   "simulation.combine_parts", "clocks.run_clocks_audit", "compare.run_compare_audit"])
     # no page ran a shared audit or read the corpus: the clocks page renders from the saved clock results and the
     # paired comparison (here n/a: no verdict folders) is a shared result like the others
     assert kernel_calls == []

@@ -27,9 +27,11 @@ from audits.report.results import RESULTS_FILE
 pytestmark = pytest.mark.slow  # three pages rendered, each in its own kernel
 
 REPO = Path(__file__).resolve().parents[2]
-AUDITS = {"audits.checks.reliability": "run_reliability_audit", "audits.checks.discriminability": "run_discriminability_audit",
-          "audits.checks.calibration": "run_calibration_audit", "audits.checks.aggregation": "run_aggregation_audit",
-          "audits.checks.simulation": "run_simulation_audit", "audits.checks.clocks": "run_clocks_audit",
+#: Each audit's last step in memory, counted as ``module.function`` (the module's last name): the combine of an
+#: audit on the partition steps (audits.protocol.partition), the whole computation of one that is not.
+AUDITS = {"audits.checks.reliability": "combine_parts", "audits.checks.discriminability": "combine_parts",
+          "audits.checks.calibration": "combine_pair", "audits.checks.aggregation": "combine_parts",
+          "audits.checks.simulation": "combine_parts", "audits.checks.clocks": "run_clocks_audit",
           "audits.checks.compare": "run_compare_audit"}
 
 SITECUSTOMIZE = textwrap.dedent('''
@@ -40,7 +42,7 @@ SITECUSTOMIZE = textwrap.dedent('''
             real = getattr(module, name)
             def counted(*args, **kwargs):
                 with open(_log, "a") as fh:
-                    fh.write(f"kernel {name}\\n")
+                    fh.write(f"kernel {module.__name__.rsplit('.', 1)[1]}.{name}\\n")
                 return real(*args, **kwargs)
             setattr(module, name, counted)
         for _module, _name in AUDITS.items():
@@ -66,8 +68,9 @@ def count_calls(monkeypatch, folder: Path) -> tuple[Path, list[str]]:
     for module_name, name in AUDITS.items():
         module = importlib.import_module(module_name)
         real = getattr(module, name)
+        label = f"{module_name.rsplit('.', 1)[1]}.{name}"
 
-        def counted(*args, _real=real, _name=name, **kwargs):
+        def counted(*args, _real=real, _name=label, **kwargs):
             here.append(_name)
             return _real(*args, **kwargs)
 
@@ -104,7 +107,8 @@ def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, countin
     log, here = counting
     render_notebook("reliability", tmp_path / "out", parameters={"corpora": [str(corpus_path)], **PARAMS})
     assert here == []
-    assert sorted(_kernel_calls(log)) == ["load_corpora", "run_discriminability_audit", "run_reliability_audit"]
+    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
+                                          "render.load_corpora"]
 
 
 def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
@@ -127,7 +131,8 @@ def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting
     here.clear()
     render_notebook("reliability", tmp_path / "out",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
-    assert sorted(_kernel_calls(log)) == ["load_corpora", "run_discriminability_audit", "run_reliability_audit"]
+    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
+                                          "render.load_corpora"]
     log.write_text("")
     render_notebook("reliability", tmp_path / "out2",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "results_path": str(path)})
