@@ -525,10 +525,14 @@ def test_timeout_rows_under_bwrap_equal_local_s(base):
     rows = {}
     for spec in ("local", "bwrap"):
         box = make_sandbox(spec)
-        rows[spec] = (run(box, "while True: pass", base, limits=Limits(wall_s=10.0, cpu_s=1.0)),
+        # the wall limit is far beyond the CPU limit, so that the CPU limit stops the spin loop even
+        # when a loaded machine gives it a small share of a core (a full parallel test run on 2
+        # cores once read 0.84 s under bwrap with a 10 s wall limit, reason not recorded)
+        rows[spec] = (run(box, "while True: pass", base, limits=Limits(wall_s=30.0, cpu_s=1.0)),
                       run(box, BIG, base, limits=Limits(wall_s=1.5, memory_bytes=512 << 20)))
     (spin_l, big_l), (spin_b, big_b) = rows["local"], rows["bwrap"]
     assert {spin_l.status, spin_b.status, big_l.status, big_b.status} == {"timeout"}
+    assert all(row.reason.startswith("CPU limit") for row in (spin_l, spin_b)), (spin_l.reason, spin_b.reason)
     # Both are the program's CPU at its CPU limit, not the sandbox's few ms (the bug: 1.97 ms under bwrap).
     # The band is relative to the limit that stopped them: on the idle machine both read 1.004 s (3 runs
     # each); under a full test run on 2 cores CI read 0.98 (local) and 1.08 (bwrap), the SIGXCPU landing a
