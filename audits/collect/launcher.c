@@ -45,8 +45,9 @@
  * it starts inherits: no socket of the host is reachable; after a run that left any socket
  * in it, it moves to a fresh one (see `sockets_in_netns`).
  *
- * Build: cc -O2 -pthread -o sa-launch launcher.c (speedaudit builds it once per machine into its cache,
- * keyed by the SHA-256 of this file).
+ * Build: cc -O2 -pthread -static -o sa-launch launcher.c, or without -static where the C library's
+ * archive is missing (speedaudit builds it once per machine into its cache, keyed by the SHA-256 of
+ * this file: a change of these flags is a change of this line).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -339,8 +340,7 @@ static int closer_w = -1;
 /* Per-run cgroups (serve mode with --cgroup DIR, one DIR per cgroup v1 hierarchy: memory and
    cpuacct, each a folder speedaudit made under the runner's own cgroup). For every run the
    standby child makes DIR/<launcher pid>-<n>/prog first thing after its fork (under bwrap one run
-   ahead, see serve) and joins it: under bwrap at once, before the request, under local when its
-   turn comes (see serve; a migration waits for an RCU grace period: cgroup_threadgroup_rwsem
+   ahead, see serve) and joins it at once, before the request (see serve; a migration waits for an RCU grace period: cgroup_threadgroup_rwsem
    leaves its fast path, unless another migration on the machine happened within the last grace
    period; 0.02 to 13-70 ms measured, for a fresh and a reused cgroup alike, so reusing folders
    would not save it). When the request comes it sets the memory limit of prog to the
@@ -970,37 +970,20 @@ struct note { int ok, cg_ok; long long uid, scratch_bytes; struct timespec t0; }
    program), tells the launcher, finishes the view and execs. Each run still gets a fresh
    child, a fresh tmpfs root and fresh mount and IPC namespaces: nothing is shared between runs
    that was not shared before (only the network namespace, one per launcher).
-   Under bwrap it joins its run's cgroup at once, then waits on `go_r` for its turn and builds
-   the view (none: bwrap builds its own) with the quota `go_r` carries. Under local (forked
-   while the run before it goes on: `early_bytes` >= 0) it builds the view at once, with the
-   quota of the request being run, waits for its turn (the run before it has ended) and only
-   then joins its cgroup: no migration while a program is measured. */
-/* The tmpfs quota a standby forked while a run goes on (local, see serve) prepares its view with
-   at once, before its turn; -1: it waits for its turn first (and joins its cgroup before that). */
-static long long early_bytes = -1;
-
+   It joins its run's cgroup at once (under bwrap one run ahead, see serve), then waits on
+   `go_r` for its turn; only then does it build the view, with the quota `go_r` carries. */
 static void standby(int sock, const char *box, pid_t launcher, int note_w, int sync_w, int ack_r, int go_r) {
     static char data[1 << 20];
     jmp_buf jump;
     char byte = 1;
-    volatile long long prepared_bytes = early_bytes;   /* volatile: read after a longjmp (fail) */
-    long long turn_bytes = 0;
-    int early = early_bytes >= 0;
-    volatile int joined = 0;
+    long long prepared_bytes = 0;
     prctl(PR_SET_PDEATHSIG, SIGKILL);     /* a standby must not outlive its launcher */
     if (getppid() != launcher) _exit(0);
-    if (!early) joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
-    if (box && early && setjmp(jump) == 0) {     /* a failure is reported to the program's stderr below */
-        fail_jump = &jump;
-        prepare_view(box, prepared_bytes);
-    }
-    fail_jump = NULL;
-    if (read_full(go_r, &turn_bytes, sizeof turn_bytes) != (ssize_t)sizeof turn_bytes) _exit(0);
+    int joined = cg_join_ahead() == 0;   /* off the measured path (see cg_prepare) */
+    if (read_full(go_r, &prepared_bytes, sizeof prepared_bytes) != (ssize_t)sizeof prepared_bytes) _exit(0);
     close(go_r);
-    if (early) joined = cg_join_ahead() == 0;    /* its turn: the run before it has ended */
-    else prepared_bytes = turn_bytes;
     if (box) {
-        if (!early && setjmp(jump) == 0) {
+        if (setjmp(jump) == 0) {          /* a failure is reported to the program's stderr below */
             fail_jump = &jump;
             prepare_view(box, prepared_bytes);
         }
@@ -1193,25 +1176,22 @@ static void give_turn(int go_w, long long prepared) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Serve mode: runs one program at a time, with the next run's standby child forked ahead, so
-   that neither its fork, nor its cgroup folders, nor (local) its view is on the runner's path
-   from one run's end to the next one's start.
-   - Under bwrap (--nested) with --cgroup it is forked when a run's turn is given, and joins its
-     cgroup at once, so that its migration (an RCU grace period when nothing else on the machine
-     migrated lately: 0.02-70 ms measured) passes during bwrap's set-up of the run before it
-     (10-20 ms), before that run's program starts.
-   - Under local it is forked once a run's request is taken (the program is then being started)
-     and builds the request-independent half of its view (prepare_view, 0.5-0.9 ms) while that
-     run goes on; it joins its cgroup only when its turn comes, after the run ended, so no
-     migration happens while a program is measured (a standby joining ahead under local was
-     measured, 2026-12-06 at load 7-19, to lengthen the program's wall_s by 0.4-6 ms; likely
-     cause, not measured: the migration's write lock stops every fork, exec and exit on the
-     machine while it is held). Until 2026-12-06 local forked it at its turn, which put the fork,
-     the cgroup folders and prepare_view on the path: 0.5 + 0.67 ms per run, measured with
-     timestamps at load 2-4.
-   The launcher's own work between a request and its waitid is only that fork (0.14 ms; the
-   standby child makes its cgroup folders itself, see cg_prepare): the program's exec takes
-   longer, so the launcher waits in waitid before the program can end.
+/* Serve mode: runs one program at a time. Under bwrap (--nested) with --cgroup two standby
+   children exist at once (see standby): the one that takes the next request, and the one forked
+   for the run after it when a run's turn is given, which makes its folders and joins its cgroup
+   meanwhile, so that its migration (an RCU grace period when nothing else on the machine
+   migrated lately: 0.02-70 ms measured) passes during bwrap's set-up of the run before it
+   (10-20 ms), before that run's program starts. Under local the program starts within a
+   millisecond of its turn, so anything of the next standby done ahead is done *while a program
+   is measured*, and it was measured to lengthen the program (2026-12-06, 17:56 UTC, nothing else
+   running; /bin/true's wall_s, 250 runs per variant in interleaved blocks): forking the next
+   standby once a run's request was taken and letting it build its view meanwhile, +0.42 ms
+   median (0.81 -> 1.22 ms; python3 -c pass +0.50 ms) for 82.2 -> 83.4 % of a bare loop's
+   runs/s; forking it only, with its folders and view built after the program ended, +0.09 ms
+   (+11 %; python3 -c pass +0.22 ms) for 84.8 %. Earlier, at load 7-19, a standby joining its cgroup ahead
+   lengthened it by 0.4-6 ms. So local forks one standby per run, when its turn comes, and
+   nothing of the launcher runs while a program is measured; so does a launcher without
+   cgroups, which has nothing to hide.
    With `box` (--view DIR) every request must ask for the private view, built on DIR (a
    directory of the host that serves only as the mount point; each child mounts its own
    tmpfs there, in its own mount namespace); without it none may. */
@@ -1219,7 +1199,6 @@ static int serve(int sock, const char *box, int netns) {
     long long prepared = 256LL << 20;    /* the tmpfs quota a standby starts with: the last request's */
     struct spare cur = {0, 0, -1, -1, -1, -1}, next = {0, 0, -1, -1, -1, -1};
     int ahead = n_cg > 0 && nested;   /* see above: only where bwrap's set-up, not the program, overlaps it */
-    int early = !nested;              /* see above: local forks the next standby once this run's request is taken */
     for (;;) {
         int ns_fd = -1, moved = 0;
         if (netns && fresh_netns_if_used(&moved) != 0) {   /* the next program must not meet the last one's sockets */
@@ -1262,11 +1241,6 @@ static int serve(int sock, const char *box, int netns) {
             continue;
         }
         prepared = nt.scratch_bytes;
-        if (early && next.pid == 0) {   /* local: the next run's standby, ready by the time this run ends */
-            early_bytes = prepared;
-            if (spare_fork(&next, sock, box, &cur) != 0) next.pid = 0;
-            early_bytes = -1;
-        }
         watch(cur.pid, nt.uid, nt.t0, -1, ns_fd, nt.cg_ok, cur.seq, next.pid, report_sock, &sock);
         for (int fd; (fd = take_tree(tree_pair[0])) >= 0;) release_later(fd);
     }

@@ -1,11 +1,11 @@
 """The run's cgroup under back-to-back runs: nothing of one run is charged to the next.
 
-Each run has a fresh cgroup, joined by its own standby child before the request; the launcher
-keeps two standby children: the one that takes the next request, and the one for the run after
-it. Under bwrap that one is forked between runs and joins its own fresh cgroup while the run
-before it is set up (so the RCU grace period of that migration is off the runner's path); under
-local it is forked once a run's request is taken, builds its view meanwhile and joins its cgroup
-at its turn (docs/collecting.md, "Standby child"). The risks, each tested here under both sandboxes through
+Each run has a fresh cgroup, joined by its own standby child before the request; under bwrap
+the launcher keeps two standby children: the one that takes the next request, and the one for
+the run after it, forked between runs, which joins its own fresh cgroup while the run before
+it is set up (so the RCU grace period of that migration is off the runner's path;
+docs/collecting.md, "Standby child"); bwrap, the inner launcher and the program are born in the
+run's cgroup. The risks, each tested here under both sandboxes through
 one launcher, runs back to back as a campaign's repeats are:
 
 * a run charged with the one before it (its CPU, its peak memory: anonymous, tmpfs, page
