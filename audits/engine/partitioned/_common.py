@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,8 +56,34 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
         try:
             yield client
         finally:
-            client.close()
-            cluster.close()
+            _close_quietly(client, cluster)
+
+
+def _quiet_dask_logging() -> int:
+    """Turn Dask's own log messages off in this process; returns the level they had."""
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    return level
+
+
+def _close_quietly(client, cluster) -> None:
+    """Close ``client`` and the local ``cluster`` this module started, with Dask's log messages off in every one
+    of its processes while they go down.
+
+    A worker whose heartbeat is under way when the scheduler closes logs the broken connection with a traceback
+    (distributed's ``Worker.heartbeat``: "Failed to communicate with scheduler during heartbeat"), a race seen
+    once in a full parallel CI run. By then every result is in the client, so those messages are noise on the
+    command's stderr, which promises no traceback; an error while the audit runs still reaches the user (as the
+    task's exception, and in the workers' log at ERROR until this point)."""
+    with contextlib.suppress(Exception):  # a worker already gone cannot be quietened, nor needs to be
+        client.run(_quiet_dask_logging)
+    level = _quiet_dask_logging()  # the nannies and the scheduler live in this process
+    try:
+        client.close()
+        cluster.close()
+    finally:
+        logging.getLogger("distributed").setLevel(level)
 
 
 #: glibc's ``mallopt`` parameter of the size from which an allocation is its own memory map (``M_MMAP_THRESHOLD``
