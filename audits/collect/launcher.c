@@ -500,6 +500,7 @@ static void cg_hand_down(void) {
    and this launcher's (`cg_base_bytes`), is read and added to the memory limit; once the program
    and every orphan are reaped, CPU and peak are read (the peak less that base). */
 static int cg_inherited = 0;               /* fds 5-8 are prog's counters (cg_hand_down) */
+static int cg_has_cpu = 0, cg_has_peak = 0; /* which of them are, each checked on its own */
 static long long cg_base_bytes = 0;
 
 static int cg_fd_ok(int fd) {
@@ -526,9 +527,9 @@ static int cg_write_fd(int fd, long long value) {
 static void cg_start_inherited(void) {
     int cpu = cg_fd_ok(CG_FD_CPU), peak = cg_fd_ok(CG_FD_PEAK), cur = cg_fd_ok(CG_FD_CURRENT);
     int lim = cg_fd_ok(CG_FD_LIMIT);
-    cg_inherited = cpu || peak;
-    if (cpu && cg_write_fd(CG_FD_CPU, 0) != 0) cg_inherited = 0;
-    if (peak && cg_write_fd(CG_FD_PEAK, 0) != 0) cg_inherited = 0;
+    cg_has_cpu = cpu && cg_write_fd(CG_FD_CPU, 0) == 0;
+    cg_has_peak = peak && cg_write_fd(CG_FD_PEAK, 0) == 0;
+    cg_inherited = cg_has_cpu || cg_has_peak;
     cg_base_bytes = cur ? cg_read_fd(CG_FD_CURRENT) : 0;
     if (cg_base_bytes < 0) cg_base_bytes = 0;
     long long limit = lim ? cg_read_fd(CG_FD_LIMIT) : -1;
@@ -542,7 +543,8 @@ static void cg_close_inherited(void) {
 
 /* After the program and every orphan were reaped: the tree's CPU and peak since the reset. */
 static void cg_read_inherited(long long *cpu_us, long long *peak_kb) {
-    long long ns = cg_read_fd(CG_FD_CPU), peak = cg_read_fd(CG_FD_PEAK);
+    /* only an fd found to be a cgroup counter (and reset) is read: any other fd 5-8 is not the tree's */
+    long long ns = cg_has_cpu ? cg_read_fd(CG_FD_CPU) : -1, peak = cg_has_peak ? cg_read_fd(CG_FD_PEAK) : -1;
     *cpu_us = ns >= 0 ? ns / 1000 : -1;
     *peak_kb = peak >= 0 ? (peak > cg_base_bytes ? peak - cg_base_bytes : 0) / 1024 : -1;
 }
