@@ -24,7 +24,7 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-n_boot = 1000  # bootstrap resamples over problems for every interval
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)

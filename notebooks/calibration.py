@@ -24,7 +24,7 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-n_boot = 1000  # bootstrap resamples over problems for every interval
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
@@ -33,7 +33,7 @@ source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one env
 target_run = ["busy", "busy-a"]  # ... against a run of another
 pair_rules = {}  # the rule that chose each pair, {"stored": RULE, "across": RULE} (docs/calibration.md; filled by speedaudit report for the pairs it chooses; absent: "named")
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
-n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
+n_boot_rank = None  # bootstrap resamples for the Spearman rank-agreement CIs, each re-ranks every solution (None: the calibration audit's)
 calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 

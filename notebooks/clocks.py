@@ -23,7 +23,7 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-n_boot = 1000  # bootstrap resamples over problems for every interval
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 seed = 0  # seed of the bootstrap and of the simulator
 campaign = None  # only the runs of this campaign (None: every run, each (environment, campaign) on its own)
 clocks_measures = None  # corpus columns to compare, the first the base of the rank agreement (None: duration_s, then cpu_s and instructions where the corpus has them)

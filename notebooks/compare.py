@@ -24,11 +24,11 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-compare_a = "accepted"  # set A: a value of compare_by, or @FILE of solution ids
-compare_b = "time_limit_exceeded"  # set B, as compare_a
-compare_by = "prefix"  # the column naming the sets (prefix: the solution id up to its first '/')
-compare_confidence = 0.95  # confidence c: a comparison is decided when P(A faster) is at least c or at most 1 - c
-n_boot = 1000  # bootstrap resamples over problems for every interval
+compare_a = None  # set A: a value of compare_by, or @FILE of solution ids (None: the comparison's default)
+compare_b = None  # set B, as compare_a (None: the comparison's default)
+compare_by = None  # the column naming the sets (prefix: the solution id up to its first '/') (None: the comparison's default)
+compare_confidence = None  # confidence c: a comparison is decided when P(A faster) is at least c or at most 1 - c (None: the comparison's default)
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 seed = 0  # seed of the bootstrap
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 

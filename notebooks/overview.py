@@ -21,7 +21,7 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-n_boot = 1000  # bootstrap resamples over problems for every interval
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 
@@ -35,7 +35,7 @@ source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one env
 target_run = ["busy", "busy-a"]  # ... against a run of another
 pair_rules = {}  # the rule that chose each pair, {"stored": RULE, "across": RULE} (docs/calibration.md; filled by speedaudit report for the pairs it chooses; absent: "named")
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
-n_boot_rank = 200  # bootstrap resamples for the Spearman rank-agreement CIs (each re-ranks every solution)
+n_boot_rank = None  # bootstrap resamples for the Spearman rank-agreement CIs, each re-ranks every solution (None: the calibration audit's)
 calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
 aggregation_environment = "quiet"  # sandbox environment to compare the aggregators on (None: every one)
 aggregation_campaign = None  # campaign (None: every campaign of that environment, each on its own)
@@ -52,13 +52,13 @@ reward_environment_files = [
     "fixtures/environments/length_filter_1k.yaml",
 ]  # reward environments to screen (audits/checks/reward_environments.py format)
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
-group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
+group_sizes = None  # GRPO group sizes (None: the simulation audit's)
 simulation_thresholds = {}  # overrides of audits.checks.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 clocks_measures = None  # corpus columns to compare, the first the base of the rank agreement (None: duration_s, then cpu_s and instructions where the corpus has them)
-compare_a = "accepted"  # set A: a value of compare_by, or @FILE of solution ids
-compare_b = "time_limit_exceeded"  # set B, as compare_a
-compare_by = "prefix"  # the column naming the sets (prefix: the solution id up to its first '/')
-compare_confidence = 0.95  # confidence c: a comparison is decided when P(A faster) is at least c or at most 1 - c
+compare_a = None  # set A: a value of compare_by, or @FILE of solution ids (None: the comparison's default)
+compare_b = None  # set B, as compare_a (None: the comparison's default)
+compare_by = None  # the column naming the sets (prefix: the solution id up to its first '/') (None: the comparison's default)
+compare_confidence = None  # confidence c: a comparison is decided when P(A faster) is at least c or at most 1 - c (None: the comparison's default)
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 
 # %%

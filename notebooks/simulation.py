@@ -24,7 +24,7 @@ corpora = [
     "fixtures/corpora/quiet-b.parquet",
     "fixtures/corpora/busy-a.parquet",
 ]  # timing corpora, stacked into one
-n_boot = 1000  # bootstrap resamples over problems for every interval
+n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
 simulation_environment = "quiet"  # sandbox environment whose timings stand in for rollouts
@@ -39,7 +39,7 @@ reward_environment_files = [
     "fixtures/environments/length_filter_1k.yaml",
 ]  # reward environments to screen (audits/checks/reward_environments.py format)
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]
-group_sizes = [2, 4, 8, 16, 32]  # GRPO group sizes
+group_sizes = None  # GRPO group sizes (None: the simulation audit's)
 simulation_thresholds = {}  # overrides of audits.checks.simulation.SimulationThresholds, e.g. {"auc_sparse.fail": 0.02}
 results_path = None  # audit results computed once by `speedaudit report` (None: this page computes them)
 

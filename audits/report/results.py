@@ -127,6 +127,23 @@ _OPTIONS = {
 }
 
 
+def _given(options: Mapping[str, object]) -> dict:
+    """The options a page's parameters give: a parameter left at None is the audit's own default (its Options
+    field, the one place a default is written), so the report computes what ``speedaudit audit`` computes.
+
+    Exact, because every option that takes None as a value has None as its default (audits/checks/declared):
+    leaving it out gives that same None."""
+    return {option: value for option, value in options.items() if value is not None}
+
+
+def _reward_environments_of(p: Mapping[str, object]) -> tuple:
+    """The reward environments a page's ``reward_environment_files`` and ``grid_files`` name."""
+    from audits.checks.reward_environments import load_reward_environments
+    from audits.report.render import resolve_files
+
+    return tuple(load_reward_environments(resolve_files(p["reward_environment_files"]), resolve_files(p["grid_files"])))
+
+
 def _compute(name: str, ctx, p: Mapping[str, object]):
     """One result from the template parameters ``p``: the registered audit run by the engine's steps
     (:meth:`audits.protocol.audit.Audit.run`) with the options the parameters name, on the shared context."""
@@ -137,9 +154,9 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
 
         src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
         return calibrate_runs(ctx, p[src], p[tgt], rule=dict(p["pair_rules"] or {}).get(name, "named"),
-                              calibration_family=p["calibration_family"], n_boot=p["n_boot"],
-                              n_boot_rank=p["n_boot_rank"], seed=p["seed"],
-                              thresholds={"profile": p["profile"], **p["calibration_thresholds"]})
+                              thresholds={"profile": p["profile"], **p["calibration_thresholds"]},
+                              **_given({"calibration_family": p["calibration_family"], "n_boot": p["n_boot"],
+                                        "n_boot_rank": p["n_boot_rank"], "seed": p["seed"]}))
     if name not in _OPTIONS:
         raise KeyError(name)
     from audits.protocol import registry
@@ -147,13 +164,9 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
 
     audit_name, parameters = _OPTIONS[name]
     audit = registry.get(audit_name)
-    options = {option: p[parameter] for option, parameter in parameters.items()}
+    options = _given({option: p[parameter] for option, parameter in parameters.items()})
     if audit_name == "simulation":
-        from audits.checks.reward_environments import load_reward_environments
-        from audits.report.render import resolve_files
-
-        options["reward_environments"] = tuple(load_reward_environments(resolve_files(p["reward_environment_files"]),
-                                                                        resolve_files(p["grid_files"])))
+        options["reward_environments"] = _reward_environments_of(p)
     if options.get("measures") is not None:
         options["measures"] = tuple(options["measures"])
     if options.get("group_sizes") is not None:

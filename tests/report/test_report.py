@@ -259,7 +259,7 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
     files = ast.literal_eval(template_parameters(template_path("simulation"))["reward_environment_files"]["default"])
     envs = load_reward_environments([repo_root() / f for f in files])
     sim = run_simulation_audit(corpus, reward_environments=envs, environment="quiet", campaign="c0",
-                               group_sizes=[2, 4, 8, 16, 32], seed=0, n_boot=N_BOOT)
+                               seed=0, n_boot=N_BOOT)
     text = _text(_page(out, "simulation"))
     best = sim.diagnostics.iloc[0]
     assert f"The best reward environment is {best['reward_environment']} ({best['verdict']})" in text
