@@ -90,6 +90,30 @@ def template_path(name: str, templates: str | os.PathLike | None = None) -> Path
     return Path(templates or notebook_dir()) / f"{name}{TEMPLATE_SUFFIX}"
 
 
+def _without_iri_grammars() -> None:
+    """Import jsonschema (under nbformat, papermill, nbconvert, jupytext) without ``rfc3987_syntax``.
+
+    jsonschema's format module imports ``rfc3987_syntax`` when it is installed (here it comes with
+    jupyter-events' ``jsonschema[format-nongpl]``), and that import compiles 39 lark grammars: 1.3-1.6 s of
+    every ``speedaudit report`` on this 2-core machine (``python -c "import nbformat"``: 1.32-1.61 s, 0.15 s
+    without it), for the ``iri``/``iri-reference`` format checks of draft 7 and later schemas. Nothing here
+    checks a format: nbformat validates notebooks with a ``Draft4Validator`` built without a format checker
+    (draft 4 has no ``iri`` format), papermill, nbclient and nbconvert build none. So the first import of
+    jsonschema in the process is made with that module marked absent (jsonschema's own ``ImportError``
+    fallback: those two format checks are not registered), and the mark is removed at once, so that
+    ``import rfc3987_syntax`` itself still works afterwards. A process that imported jsonschema before
+    (or rfc3987_syntax itself) is left as it is.
+    """
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        return
+    sys.modules["rfc3987_syntax"] = None  # import rfc3987_syntax raises ImportError while this is set
+    try:
+        import jsonschema  # noqa: F401  (its format checkers are registered at import)
+    finally:
+        if sys.modules.get("rfc3987_syntax", 0) is None:
+            del sys.modules["rfc3987_syntax"]
+
+
 def read_template(path: str | os.PathLike):
     """Read a percent-format template into a notebook (:class:`nbformat.NotebookNode`) without outputs.
 
@@ -97,6 +121,7 @@ def read_template(path: str | os.PathLike):
     ``<stem>-<index>`` (stable, so two renders of one template give the same executed notebook); the
     jupytext bookkeeping metadata is dropped.
     """
+    _without_iri_grammars()
     import jupytext
     import nbformat
 
@@ -384,6 +409,7 @@ def parse_parameter(text: str) -> tuple[str, object]:
 
 def template_parameters(template: str | os.PathLike) -> dict[str, dict]:
     """Parameters declared in a template's ``parameters`` cell: name -> {default, type, help}."""
+    _without_iri_grammars()
     import papermill
 
     return {name: {"default": info.get("default"), "type": info.get("inferred_type_name"),
@@ -426,6 +452,7 @@ def export_html(notebook, *, show_code: bool = False, title: str | None = None) 
     MathJax/require.js CDN references of the template are dropped so the page loads nothing from the
     network.
     """
+    _without_iri_grammars()
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", embed_images=True, exclude_input=not show_code,
@@ -604,6 +631,7 @@ def render_notebook(
     ReportError
         When a cell fails: names the notebook, the cell and the parameters. The HTML is not written.
     """
+    _without_iri_grammars()
     import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
