@@ -74,6 +74,13 @@ Decisions (where the issue is silent are marked *decision*):
   equals or matches (:func:`fnmatch.fnmatchcase`) one of the patterns; a
   problem left with none is left out, and a pattern that matches nothing is a
   :class:`SuiteError` naming it. :attr:`Suite.selection` says what was kept.
+  Only what can match is read (issue 26): when every pattern names its
+  problem (no ``*?[`` before its first ``/``, e.g. ``lis/accepted/*``), only
+  those packages are loaded, as with ``problems`` (the others are neither
+  read nor listed as skipped, and a selection line says how many were not
+  read); in the packages loaded, only the matching submissions are
+  byte-compiled and built. The "N of M" of the selection counts in M every
+  submission found in the packages read, the unselected ones unchecked.
 
 Example
 -------
@@ -851,11 +858,19 @@ def _python_files(entry: Path) -> list[Path]:
 
 
 def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: str,
-                         sandbox: str = "auto") -> list[Submission]:
+                         sandbox: str = "auto", patterns: Sequence[str] | None = None
+                         ) -> tuple[list[Submission], list[str]]:
+    """The package's usable submissions, and the names of the submissions found.
+
+    With ``patterns`` (:func:`load_suite` ``submissions``), only the submissions whose ``PROBLEM/SOLUTION``
+    id matches one are byte-compiled and returned; the others are read as far as their language and
+    expected verdict (what a skip of theirs would say before any check) and only counted.
+    """
     subs_dir = root / "submissions"
     if not subs_dir.is_dir():
-        return []
+        return [], []
     out = []
+    found: list[str] = []
     python_subs: list[tuple[Submission, Path]] = []
 
     def skip(entry: Path, reason: str) -> None:
@@ -917,6 +932,9 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
             else:
                 correct = verdict in CORRECT_VERDICTS
             sub = Submission(pid, name, entry, language, verdict, correct, results or ())
+            found.append(name)
+            if patterns is not None and not any(matches(pat, submission_id(pid, name)) for pat in patterns):
+                continue  # not selected: neither byte-compiled nor kept
             if language == "python":
                 python_subs.append((sub, entry))
             out.append(sub)
@@ -940,7 +958,7 @@ def _collect_submissions(pid: str, root: Path, skipped: list[Skipped], python: s
                 skip(entry, where + why)
                 bad.add(sub.name)
         out = [sub for sub in out if sub.name not in bad]
-    return out
+    return out, found
 
 
 def _built(submissions: list[Submission], skipped: list[Skipped], build_dir: Path, *, python: str, cxx: str,
@@ -972,6 +990,21 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
     Returns ``(problem, skipped)``: ``problem`` is None when the whole package
     cannot be used, and ``skipped`` lists it (or its unusable tests and
     submissions) with the reasons. Options as in :func:`load_suite`.
+    """
+    problem, skipped, _found = _load_problem(
+        path, n_largest_optimization=n_largest_optimization, include_samples=include_samples, build_dir=build_dir,
+        python=python, cxx=cxx, sandbox=sandbox, build_submissions=build_submissions, cxx_std=cxx_std,
+        optimization_tests=optimization_tests)
+    return problem, skipped
+
+
+def _load_problem(path, *, n_largest_optimization: int, include_samples: bool, build_dir: Path | None,
+                  python: str | None, cxx: str, sandbox: str, build_submissions: bool, cxx_std: str | None,
+                  optimization_tests: int | None, patterns: Sequence[str] | None = None
+                  ) -> tuple[Problem | None, tuple[Skipped, ...], list[str]]:
+    """:func:`load_problem`, plus the names of the submissions found (see :func:`_collect_submissions`).
+
+    With ``patterns``, only the matching submissions are byte-compiled, built and kept.
     """
     root = Path(path).resolve()
     pid = root.name
@@ -1057,15 +1090,15 @@ def load_problem(path, *, n_largest_optimization: int = 6, include_samples: bool
         if not tests:
             where = "data/secret" if not include_samples else "data/sample or data/secret"
             raise _Skip(f"no tests: no NAME.in with NAME.ans under {where}")
-        submissions = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON, sandbox)
+        submissions, found = _collect_submissions(pid, root, skipped, python or DEFAULT_PYTHON, sandbox, patterns)
         if build_submissions:
             submissions = _built(submissions, skipped, Path(build_dir) if build_dir else default_build_dir(),
                                  python=python or DEFAULT_PYTHON, cxx=cxx, sandbox=sandbox, cxx_std=cxx_std)
     except _Skip as exc:  # the tests listed as unusable so far stay listed: they explain a "no tests"
-        return None, (*skipped, Skipped(exc.path or root, str(exc), exc.what, pid))
+        return None, (*skipped, Skipped(exc.path or root, str(exc), exc.what, pid)), []
     problem = Problem(pid, name, root, tuple(tests), tuple(submissions), checker, time_limit, memory,
                       unusable, choice, candidates, slots)
-    return problem, tuple(skipped)
+    return problem, tuple(skipped), found
 
 
 def _smallest_kept(raw: list[tuple[str, str, Path, Path, int]], kinds: list[str]) -> int:
@@ -1122,14 +1155,18 @@ def _skipped_id(s: Skipped) -> str | None:
     return submission_id(s.problem, "/".join(parts[at + 1:]))
 
 
-def _select_submissions(problems: list[Problem], skipped: list[Skipped], patterns: list[str]
-                        ) -> tuple[list[Problem], list[Skipped], str]:
-    """Keep the submissions (and the skips of submissions) matching a pattern; the selection in words."""
+def _select_submissions(problems: list[Problem], skipped: list[Skipped], patterns: list[str], *,
+                        found: dict[str, list[str]]) -> tuple[list[Problem], list[Skipped], str]:
+    """Keep the submissions (and the skips of submissions) matching a pattern; the selection in words.
+
+    ``problems`` hold the matching submissions already (:func:`_load_problem` with the patterns); ``found``:
+    problem id -> the names of every submission found in it, selected or not (the "of N" of the selection).
+    """
     import dataclasses
 
     used = {pattern: 0 for pattern in patterns}
     kept_problems = []
-    total = 0
+    total = sum(len(found.get(problem.id, ())) for problem in problems)
     for problem in problems:
         keep = []
         for sub in problem.submissions:
@@ -1138,7 +1175,6 @@ def _select_submissions(problems: list[Problem], skipped: list[Skipped], pattern
                 used[pat] += 1
             if hit:
                 keep.append(sub)
-        total += len(problem.submissions)
         if keep:
             kept_problems.append(dataclasses.replace(problem, submissions=tuple(keep)))
     kept_skips, skipped_hits = [], {pattern: [] for pattern in patterns}
@@ -1161,7 +1197,7 @@ def _select_submissions(problems: list[Problem], skipped: list[Skipped], pattern
             lines.append(f"{pat!r} matches only skipped submissions ({', '.join(only[:3])}"
                          f"{', ...' if len(only) > 3 else ''}; see 'speedaudit suite')" if only else
                          f"{pat!r} matches no submission")
-        example = next((submission_id(p.id, p.submissions[0].name) for p in problems if p.submissions), None)
+        example = next((submission_id(p.id, found[p.id][0]) for p in problems if found.get(p.id)), None)
         raise SuiteError("submission pattern(s): " + "; ".join(lines) + ". Patterns are matched against "
                          "PROBLEM/SOLUTION ids" + (f" such as {example!r}" if example else "")
                          + " (fnmatch: * ? [...]; the whole id)")
@@ -1169,6 +1205,28 @@ def _select_submissions(problems: list[Problem], skipped: list[Skipped], pattern
     shown = ", ".join(map(repr, patterns[:5])) + (f" and {len(patterns) - 5} more" if len(patterns) > 5 else "")
     return kept_problems, kept_skips, (f"submissions: {n_kept} of {total} matching {len(patterns)} pattern(s) "
                                        f"({shown}), in {len(kept_problems)} of {len(problems)} problems")
+
+
+def _named_problems(patterns: Sequence[str]) -> set[str] | None:
+    """The problem ids the patterns name, when every pattern names its own; else None.
+
+    A pattern names its problem when its text before the first ``/`` holds no ``*``, ``?`` or ``[``: an id
+    ``PROBLEM/SOLUTION`` can equal or :func:`fnmatch.fnmatchcase`-match it only when PROBLEM is that text
+    (fnmatch has no escapes, and a problem id holds no ``/``). A pattern without ``/`` matches no id at all;
+    it gives None, so that its error message is the one of a whole load.
+
+    >>> _named_problems(["lis/accepted/*", "twosum/*/*.py"]) == {"lis", "twosum"}
+    True
+    >>> _named_problems(["lis/accepted/*", "*/accepted/*.cpp"]) is None, _named_problems(["lis"]) is None
+    (True, True)
+    """
+    named = set()
+    for pattern in patterns:
+        head, slash, _ = pattern.partition("/")
+        if not slash or not head or any(c in head for c in "*?["):
+            return None
+        named.add(head)
+    return named
 
 
 def _looks_like_package(path: Path) -> bool:
@@ -1217,7 +1275,9 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         of these patterns (``"lis/accepted/*"``, ``"*/accepted/*.cpp"``). A
         pattern is never split (names may hold commas and spaces). Problems
         left without a submission are left out; skipped submissions that match
-        no pattern are not listed. None (default): all.
+        no pattern are not listed. Only the packages the patterns can match
+        are read, and only the matching submissions are byte-compiled and
+        built (see the module's decisions). None (default): all.
 
     Returns
     -------
@@ -1285,10 +1345,17 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
             raise SuiteError(f"{root}: no problem {', '.join(map(repr, missing))}; "
                              f"problems here: {', '.join(sorted(names)) or 'none'}")
         candidates = [p for p in candidates if p.name in set(wanted)]
+    not_read: list[str] = []
+    named = _named_problems(submissions) if submissions is not None else None
+    if named is not None and named <= {p.name for p in candidates}:
+        # every pattern names its problem: the other packages cannot hold a match, so they are not read
+        not_read = [p.name for p in candidates if p.name not in named]
+        candidates = [p for p in candidates if p.name in named]
     from tqdm.auto import tqdm
 
     loaded: list[Problem] = []
     skipped: list[Skipped] = []
+    found: dict[str, list[str]] = {}
     bar = tqdm(candidates, desc="load and build" if build_submissions else "load", unit="package",
                disable=not progress, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
     for candidate in bar:
@@ -1299,17 +1366,21 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         if not _looks_like_package(candidate):
             skipped.append(Skipped(candidate, "not a problem package (no problem.yaml, data/ or submissions/)"))
             continue
-        problem, skips = load_problem(candidate, n_largest_optimization=n_largest_optimization,
-                                      include_samples=include_samples, build_dir=build_dir, python=python, cxx=cxx,
-                                      sandbox=sandbox, build_submissions=build_submissions, cxx_std=cxx_std,
-                                      optimization_tests=optimization_tests)
+        problem, skips, names = _load_problem(
+            candidate, n_largest_optimization=n_largest_optimization, include_samples=include_samples,
+            build_dir=build_dir, python=python, cxx=cxx, sandbox=sandbox, build_submissions=build_submissions,
+            cxx_std=cxx_std, optimization_tests=optimization_tests, patterns=submissions)
         skipped.extend(skips)
         if problem is not None:
             loaded.append(problem)
+            found[problem.id] = names
     selection = []
     if submissions is not None:
-        loaded, skipped, text = _select_submissions(loaded, skipped, submissions)
+        loaded, skipped, text = _select_submissions(loaded, skipped, submissions, found=found)
         selection.append(text)
+        if not_read:
+            selection.append(f"packages: read only {', '.join(p.name for p in candidates)}, named by the "
+                             f"patterns; the other {len(not_read)} were not read (nothing in them can match)")
     if optimization_tests is not None:
         n_opt = sum(t.kind == "optimization" for p in loaded for t in p.tests)
         selection.insert(0, f"optimization tests: the {optimization_tests} largest per problem (input bytes, ties "

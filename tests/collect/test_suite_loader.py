@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -656,12 +657,86 @@ def test_submission_patterns_select_by_problem_and_solution_id(tmp_path):
         expected = [i for i in ids if any(i == pat or fnmatch.fnmatchcase(i, pat) for pat in patterns)]
         assert got == expected and got, patterns
         assert {p.id for p in suite.problems} == {i.split("/")[0] for i in expected}
-        assert f"submissions: {len(expected)} of {len(ids)} matching {len(patterns)} pattern(s)" \
+        # "of N": the submissions of the packages read, which are only the ones named when every pattern
+        # names its problem (nothing before its first "/" that fnmatch reads as a wildcard)
+        heads = {pat.split("/")[0] for pat in patterns}
+        named = all("/" in pat and not set("*?[") & set(pat.split("/")[0]) for pat in patterns)
+        read = [i for i in ids if not named or i.split("/")[0] in heads]
+        assert f"submissions: {len(expected)} of {len(read)} matching {len(patterns)} pattern(s)" \
             in suite.selection[0]
+        assert any(line.startswith("packages: read only lis, named by the patterns; the other 1 were not read")
+                   for line in suite.selection) == (named and heads == {"lis"}), suite.selection
     # a name with a comma and brackets is one pattern, matched by equality (fnmatch alone reads [1] as a class)
     (only,) = load_suite(root, submissions=f"lis/accepted/{ODD_NAME}", sandbox="local").submissions
     assert only.name == f"accepted/{ODD_NAME}"
     assert not fnmatch.fnmatchcase(f"lis/accepted/{ODD_NAME}", f"lis/accepted/{ODD_NAME}")
+
+
+def _broken_packages(root: Path) -> None:
+    """A package whose custom output validator does not compile (``broken``), one whose problem.yaml does not
+    parse (``malformed``) and, in lis, an accepted C++ program that does not compile: each fails when it is
+    read or built."""
+    shutil.copytree(root / "twosum", root / "malformed")
+    (root / "malformed" / "problem.yaml").write_text("name: [unclosed\n")
+    shutil.copytree(root / "twosum", root / "broken")
+    (root / "broken" / "problem.yaml").write_text("name: Broken\nvalidation: custom\n")
+    (root / "broken" / "output_validators" / "check").mkdir(parents=True)
+    (root / "broken" / "output_validators" / "check" / "validate.cpp").write_text("int main( { return 0; }\n")
+    (root / "lis" / "submissions" / "accepted" / "broken.cpp").write_text("int main( { return 0; }\n")
+
+
+def test_patterns_that_name_their_problems_read_and_build_nothing_else(tmp_path):
+    # Issue 26 item 6: the packages the patterns do not name are not read (a broken one is neither loaded nor
+    # listed), and in the packages read only the selected submissions are built (the build folder shows it:
+    # one cpp-<hash> folder per C/C++ build attempted, a failed one included).
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    _broken_packages(root)
+    build = tmp_path / "build"
+    suite = load_suite(root, submissions=["lis/accepted/tails_fread.cpp", "lis/wrong_answer/*"],
+                       build_submissions=True, build_dir=build, sandbox="local")
+    assert [f"{p.id}/{s.name}" for p in suite.problems for s in p.submissions] == [
+        "lis/accepted/tails_fread.cpp", "lis/wrong_answer/contiguous_run.py", "lis/wrong_answer/non_strict.py"]
+    assert suite.skipped == ()
+    assert len(list(build.glob("cpp-*"))) == 1       # tails_fread.cpp only: not lis's 5 other C++ programs
+    n_lis = sum(1 for d in (root / "lis" / "submissions").iterdir() for _ in d.iterdir())
+    assert suite.selection == (
+        f"submissions: 3 of {n_lis} matching 2 pattern(s) ('lis/accepted/tails_fread.cpp', 'lis/wrong_answer/*'), "
+        f"in 1 of 1 problems",
+        "packages: read only lis, named by the patterns; the other 3 were not read (nothing in them can match)")
+
+    # a skip the patterns select is still listed, with the compiler's reason
+    suite = load_suite(root, submissions=["lis/accepted/b*"], build_submissions=True, build_dir=build,
+                       sandbox="local")
+    assert [s.name for s in suite.submissions] == ["accepted/bisect_tails.py"]
+    assert [(Path(s.path).name, s.what) for s in suite.skipped] == [("broken.cpp", "submission")]
+    assert "does not build" in suite.skipped[0].reason
+
+    # a pattern whose problem part is a wildcard can match in any package: every one is read, as before
+    suite = load_suite(root, submissions=["*/accepted/tails_fread.cpp"], build_submissions=True,
+                       build_dir=tmp_path / "build2", sandbox="local")
+    assert [f"{p.id}/{s.name}" for p in suite.problems for s in p.submissions] == ["lis/accepted/tails_fread.cpp"]
+    assert [(s.problem, s.what) for s in suite.skipped] == [("malformed", "package")]
+    assert "problem.yaml is not valid YAML" in suite.skipped[0].reason
+    assert len(list((tmp_path / "build2").glob("cpp-*"))) == 2   # broken's validator and tails_fread.cpp
+    assert len(suite.selection) == 1
+
+    # a pattern naming a problem that is not there: every package is read, and the message is a whole load's
+    with pytest.raises(SuiteError, match=r"'nosuch/accepted/\*' matches no submission\. .* such as "
+                                         + re.escape(f"'lis/accepted/{ODD_NAME}'")):
+        load_suite(root, submissions=["lis/accepted/bisect_tails.py", "nosuch/accepted/*"], sandbox="local")
+
+
+def test_collect_with_patterns_naming_one_problem_leaves_a_broken_package_alone(tmp_path):
+    root = speedbench_copy(tmp_path / "suite", "lis", "twosum")
+    _broken_packages(root)
+    out = tmp_path / "lis.parquet"
+    proc = subprocess.run([*CLI, "collect", str(root), "--out", str(out), "--repeats", "1", "--timeout", "10",
+                           "--tests", "optimization", "--optimization-tests", "1", "--no-progress", "--strict",
+                           "--submission", "lis/accepted/bisect_tails.py", "--sandbox", "local"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr        # --strict: nothing read was skipped
+    assert "selection: packages: read only lis, named by the patterns; the other 3 were not read" in proc.stderr
+    assert "broken" not in proc.stderr and "malformed" not in proc.stderr
 
 
 @pytest.mark.parametrize("kwargs, message", [
