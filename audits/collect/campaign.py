@@ -505,7 +505,7 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
 def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None, *, progress: bool = False) -> Plan:
     from tqdm.auto import tqdm
 
-    from audits.collect.languages import BuildError, cxx_flags, floor_program, prepare
+    from audits.collect.languages import BuildError, check_python_copies, cxx_flags, floor_program, prepare
 
     build_dir = work_dir / "build"
     skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
@@ -520,6 +520,9 @@ def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None, *, p
     for problem in suite.problems:
         tests = [t for t in problem.tests if t.kind in spec.test_kinds]
         programs = [(s.name, s, "reference", bool(s.correct)) for s in problem.submissions]
+        # the problem's Python copies byte-compiled in one box run (prepare then finds them checked)
+        check_python_copies([sub for _, sub, *_ in programs + extra.get(problem.id, [])], build_dir,
+                            python=spec.python, sandbox=spec.sandbox)
         for name, submission, role, correct in programs + extra.get(problem.id, []):
             bar.update(1)
             try:

@@ -71,8 +71,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES", "EXTENSIONS", "Program",
-           "BuildError", "language_of", "prepare", "floor_program", "check_python", "build_sandbox", "newest_cxx_std",
-           "cxx_flags"]
+           "BuildError", "language_of", "prepare", "floor_program", "check_python", "check_python_copies",
+           "build_sandbox", "newest_cxx_std", "cxx_flags"]
 
 #: Debian's system Python: readable by the unprivileged uid the runner executes programs as.
 DEFAULT_PYTHON = "/usr/bin/python3"
@@ -910,6 +910,52 @@ def _check_python_copy(source: Path, copy_root: Path, entry: Path, interpreter: 
         raise BuildError(f"{shown}: {why}", first_line=why)
     with contextlib.suppress(OSError):
         marker.touch()
+
+
+def check_python_copies(sources, build_dir: Path, *, python: str = DEFAULT_PYTHON, sandbox: str = "auto") -> None:
+    """Copy many Python submissions into ``build_dir`` and byte-compile the copies in **one** box run.
+
+    What :func:`prepare` does for one Python program (copy, then :func:`check_python` on the copy, a marker
+    beside it on success), for many at once: a campaign's plan calls it per problem (issue 26: one box run
+    for a problem's programs instead of one each; the load already checks the originals in one run per
+    problem). A copy that passes gets its marker, so :func:`prepare` does not check it again; one that fails
+    (or that cannot be copied, or a source that is not Python) is left as it is, and :func:`prepare` raises
+    its :class:`BuildError` with the same message as ever. Never raises: a check that cannot run here leaves
+    every copy to :func:`prepare`.
+    """
+    todo: list[tuple[Path, list[Path]]] = []
+    try:
+        interpreter = _resolve_tool(python, "Python interpreter")
+        build_dir = _ensure_dir(Path(build_dir).resolve())
+    except (BuildError, OSError):
+        return
+    for source in sources:
+        path = Path(getattr(source, "path", source))
+        try:
+            if path.is_symlink() or not path.exists():
+                continue
+            path = path.resolve()
+            if language_of(path) != "python" or any(path.is_dir() and (path / n).is_file() for n in _SCRIPTS):
+                continue
+            entry, copy_root = _copy_python(path, build_dir, interpreter)
+            marker = copy_root / (_CHECKED if path.is_dir() else f"{_CHECKED}-{entry.name}")
+            if marker.is_file():
+                continue
+            files = [p for p in _source_files(copy_root) if p.suffix.lower() in (".py", ".py3")] \
+                if path.is_dir() else [entry]
+        except (BuildError, OSError):
+            continue  # prepare says why
+        todo.append((marker, files))
+    if not todo:
+        return
+    try:
+        verdicts = check_python([f for _, files in todo for f in files], python=interpreter, sandbox=sandbox)
+    except BuildError:
+        return
+    for marker, files in todo:
+        if not any(verdicts.get(f) for f in files):
+            with contextlib.suppress(OSError):
+                marker.touch()
 
 
 def floor_program(language: str, build_dir: Path, *, python: str = DEFAULT_PYTHON, cxx: str = DEFAULT_CXX,
