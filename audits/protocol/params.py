@@ -12,6 +12,12 @@ format wherever it comes from (a library call, the command line, a report parame
 :func:`read_options` builds the dataclass from the parsed flags: the command line declares no option by
 hand. This module imports neither numpy nor pandas (``speedaudit --help`` imports it).
 
+The public keyword functions (``run_reliability_audit(corpus, n_boot=...)``, ``run_partitioned_reliability``, ...)
+do not write a default again: each option keyword defaults to :data:`DEFAULT` (shown as ``<Options default>``
+in a signature) and :func:`defaults_from` gives a keyword left out the field's declared default, so the
+in-memory and the Dask functions read the same declaration. A dedicated object rather than ``None``, which is
+a real value of several options (``floor_s=None``: from the floor rows; ``names=None``: every aggregator).
+
 Examples
 --------
 >>> from dataclasses import dataclass
@@ -31,6 +37,8 @@ audits.protocol.params.OptionError: demo option n_boot must be an integer >= 0 (
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -40,7 +48,7 @@ from typing import Any, ClassVar
 from audits.errors import UserError
 
 __all__ = ["Options", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices", "option",
-           "n_boot_option", "seed_option", "add_options", "read_options"]
+           "n_boot_option", "seed_option", "add_options", "read_options", "DEFAULT", "defaults_from"]
 
 
 class OptionError(UserError, ValueError):
@@ -294,6 +302,81 @@ class Options:
     def changed(self) -> dict:
         """The fields whose value differs from the default."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+
+# --- the keyword functions' defaults ---------------------------------------------------------------------
+
+class _OptionsDefault:
+    """The type of :data:`DEFAULT`: one instance, copied and pickled as itself."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<Options default>"
+
+    def __reduce__(self):
+        return "DEFAULT"  # pickled by name: unpickles as this module's DEFAULT
+
+    def __bool__(self):
+        raise TypeError("<Options default> stands for an option's declared default; it is read only after "
+                        "defaults_from resolved it")
+
+
+#: The default of every option keyword of a public keyword function (its repr: ``<Options default>``): the
+#: keyword left out, :func:`defaults_from` gives it the declared default of the audit's :class:`Options` field of
+#: the same name. Not ``None``: ``None`` is a real value of several options. Typed ``Any`` so that a keyword
+#: annotated ``n_boot: int = DEFAULT`` type-checks.
+DEFAULT: Any = _OptionsDefault()
+
+
+def defaults_from(options: type[Options]):
+    """Decorate a public keyword function whose option keywords default to :data:`DEFAULT`: a keyword left out
+    (or given as :data:`DEFAULT`) takes the declared default of the field of ``options`` of that name before
+    the function runs, so that the field is the only place the default is written.
+
+    Resolving validates nothing: a value given goes on as it is, to the function's own checks or to the
+    :class:`Options` that validate it (one place, one message format). Checked when decorating: every keyword
+    defaulting to :data:`DEFAULT` is keyword-only and a field of ``options``. The function keeps its signature
+    (``inspect.signature`` shows ``<Options default>``) and docstring; ``__options__`` names ``options``.
+
+    >>> @dataclass(frozen=True)
+    ... class Demo(Options):
+    ...     n_boot: int = option(1000, Interval(int, 0, None), help="resamples")
+    >>> @defaults_from(Demo)
+    ... def run(corpus, *, n_boot=DEFAULT):
+    ...     return n_boot
+    >>> run("c"), run("c", n_boot=5), inspect.signature(run)
+    (1000, 5, <Signature (corpus, *, n_boot=<Options default>)>)
+    """
+
+    def decorate(func):
+        declared = {f.name: f.default for f in fields(options)}
+        names = []
+        for p in inspect.signature(func).parameters.values():
+            if p.default is not DEFAULT:
+                continue
+            if p.name not in declared or p.kind is not p.KEYWORD_ONLY:
+                raise TypeError(f"{func.__qualname__}: keyword {p.name} defaults to <Options default> but is not a "
+                                f"keyword-only parameter named after a field of {options.__name__}")
+            names.append(p.name)
+        names = tuple(names)
+
+        @functools.wraps(func)
+        def with_defaults(*args, **kwargs):
+            for name in names:
+                if kwargs.get(name, DEFAULT) is DEFAULT:
+                    kwargs[name] = declared[name]
+            return func(*args, **kwargs)
+
+        with_defaults.__options__ = options
+        return with_defaults
+
+    return decorate
 
 
 # --- the command line -------------------------------------------------------------------------------------
