@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level, unmeasured_finding
-from audits.checks.declared.aggregation import AggregationThresholds
+from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
+from audits.protocol.params import DEFAULT, defaults_from
 from stats.aggregation import AggregatorComparison, floor_from_rows, floors_by_language
 from stats.bootstrap import check_n_boot
 from audits.protocol.context import audit_context
@@ -250,19 +251,23 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
     return findings
 
 
+@defaults_from(AggregationOptions)
 def run_aggregation_audit(
     corpus: pd.DataFrame,
     *,
-    environment: str | None = None,
-    campaign: str | None = None,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     runs=None,
-    names: Sequence[str] | None = None,
-    floor_s: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
+    names: Sequence[str] | None = DEFAULT,
+    floor_s: float | None = DEFAULT,
+    n_boot: int = DEFAULT,
+    seed: int | None = DEFAULT,
     thresholds: AggregationThresholds | Mapping | None = None,
 ) -> AggregationAudit:
     """Compare every aggregator on a corpus and say which one to use.
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.aggregation.AggregationOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
@@ -270,15 +275,15 @@ def run_aggregation_audit(
         A timing corpus (``audits.corpus.io.load_corpus``); a run with one repeat gets n/a findings. Or the
         :class:`audits.protocol.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
-        Restrict to the runs of this environment and / or campaign; default every run, each on its own.
+        Restrict to the runs of this environment and / or campaign; default None: every run, each on its own.
     runs : sequence of Run or (environment, campaign) pairs, optional
         Exactly these runs.
     names : sequence of str, optional
-        Aggregators to compare (default: all registered).
+        Aggregators to compare (default None: all registered).
     floor_s : float, optional
-        Sandbox floor for ``floor_pct``; default from each run's ``floor`` rows.
-    n_boot, seed
-        Bootstrap over problems.
+        Sandbox floor for ``floor_pct``; default None: from each run's ``floor`` rows.
+    n_boot, seed : int
+        Bootstrap over problems (default: the Options fields, 1000 and 0).
     thresholds : AggregationThresholds or mapping, optional
 
     Returns

@@ -31,7 +31,8 @@ import pandas as pd
 
 from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
-from audits.checks.declared.calibration import CalibrationThresholds
+from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
+from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, check_n_boot
 from stats.calibration import (
@@ -276,24 +277,28 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems,
     }
 
 
+@defaults_from(CalibrationOptions)
 def run_calibration_audit(
     corpus: pd.DataFrame,
     *,
     source,
     target,
-    key: str = "auto",
-    families: Sequence[str] = FAMILIES,
-    robust: bool | str = False,
-    calibration_family: str | None = None,
-    variance_ratio: float = 1.0,
-    taus: Sequence[float] = (10.0, 30.0),
-    n_boot: int = 1000,
-    n_boot_rank: int = 200,
-    level: float = 0.95,
-    seed: int | None = 0,
+    key: str = DEFAULT,
+    families: Sequence[str] = DEFAULT,
+    robust: bool | str | None = DEFAULT,
+    calibration_family: str | None = DEFAULT,
+    variance_ratio: float = DEFAULT,
+    taus: Sequence[float] = DEFAULT,
+    n_boot: int = DEFAULT,
+    n_boot_rank: int = DEFAULT,
+    level: float = DEFAULT,
+    seed: int | None = DEFAULT,
     thresholds: CalibrationThresholds | Mapping | None = None,
 ) -> CalibrationAudit:
     """Audit whether ``source`` timings map onto ``target`` timings.
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.calibration.CalibrationOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
@@ -304,25 +309,32 @@ def run_calibration_audit(
         file, or environment against environment), or two environment or campaign names
         (``key="auto"`` finds the column; see :func:`calibration_pair`). The direction is kept: source
         is mapped onto target. For stored vs fresh: source = stored campaign, target = fresh campaign.
+    key : {"auto", "environment", "campaign"}
+        With two names: which column holds them (default: the Options field, ``"auto"``).
     families : sequence of str
-        Families to fit (default all: multiplicative, affine, power, poly2,
+        Families to fit (default: the Options field, all: multiplicative, affine, power, poly2,
         poly3, deming).
-    robust : bool or {"huber", "theilsen"}
+    robust : bool, None or {"huber", "theilsen"}
         Also fit a robust affine (``True`` means Huber); reported as
-        ``affine_huber`` / ``affine_theilsen``.
+        ``affine_huber`` / ``affine_theilsen``. Default: the Options field, None (as False: no robust fit).
     calibration_family : str, optional
         The map used for calibrated rank agreement and the calibrated Bland-Altman. Default: chosen by
         held-out log error (:func:`stats.calibration.choose_family`: the usable family of ``families``
         with the lowest out-of-fold log-RMSE), never a fixed family. The p_tau sensitivity moves the
         affine intercept.
-    variance_ratio : float, default 1
-        Deming's var(error of target) / var(error of source).
+    variance_ratio : float
+        Deming's var(error of target) / var(error of source) (default: the Options field, 1).
     taus : sequence of float
-        Speed thresholds (percentile points) for the p_tau sensitivity.
+        Speed thresholds (percentile points) for the p_tau sensitivity (default: the Options field, (10, 30)).
     n_boot : int
-        Bootstrap resamples of problems for parameter, R^2 and Bland-Altman CIs.
+        Bootstrap resamples of problems for parameter, R^2 and Bland-Altman CIs (default: the Options field,
+        1000).
     n_boot_rank : int
-        Resamples for the Spearman CIs (each re-ranks all units).
+        Resamples for the Spearman CIs (each re-ranks all units; default: the Options field, 200).
+    level : float
+        Confidence level of the intervals (default: the Options field, 0.95).
+    seed : int
+        Seed of every resampling (default: the Options field, 0).
     thresholds : CalibrationThresholds or mapping, optional
         The thresholds, or overrides of the defaults (``{"lopo_r2.fail": 0.8}``, ``{"spearman": 0.85}``).
 
@@ -362,7 +374,7 @@ def run_calibration_audit(
                            level=level, seed=seed, limits=limits)
 
 
-def _check_options(families, calibration_family, robust, n_boot, n_boot_rank) -> tuple[list, str | bool, int, int]:
+def _check_options(families, calibration_family, robust, n_boot, n_boot_rank) -> tuple[list, str | bool | None, int, int]:
     families = list(families)
     for family in families:
         if family not in FAMILIES:

@@ -55,12 +55,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from audits.checks.declared.clocks import CONTENTION_FAIL, CONTENTION_MIN_CPU_S, CONTENTION_WARN, ClocksThresholds
+from audits.checks.declared.clocks import (CONTENTION_FAIL, CONTENTION_MIN_CPU_S, CONTENTION_WARN, ClocksOptions,
+                                           ClocksThresholds)
 from audits.corpus.runs import Run
 from audits.protocol.context import reference_rows
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
+from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import first_rows, group_codes
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "wall_cpu_ratio", "Contention", "contention",
@@ -532,19 +534,27 @@ def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["environment", "campaign", "executions", "seconds"])
 
 
-def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = None, n_boot: int = 200,
-                     seed: int = 0, source: str = "the corpus", thresholds=None, context=None,
-                     reference: Run | None = None, reference_measure: str = "cpu_s") -> ClocksAudit:
+@defaults_from(ClocksOptions)
+def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = DEFAULT, n_boot: int = DEFAULT,
+                     seed: int = DEFAULT, source: str = DEFAULT, thresholds=None, context=None,
+                     reference: Run | None = None, reference_measure: str = DEFAULT) -> ClocksAudit:
     """Compare measures (clocks) side by side per run (see the module docstring).
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.clocks.ClocksOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
     corpus : DataFrame
         A loaded corpus (:func:`audits.corpus.io.load_corpus`).
     measures : sequence of str, optional
-        Columns to compare, the first being the base of the rank agreement (default:
+        Columns to compare, the first being the base of the rank agreement (default None:
         :func:`available_measures`, i.e. ``duration_s`` first).
-    n_boot, seed : bootstrap of the figures' intervals (only the estimates are reported).
+    n_boot, seed : int
+        Bootstrap of the figures' intervals (only the estimates are reported; default: the Options fields,
+        200 and 0).
+    source : str
+        How error messages name the corpus (default: the Options field, ``"the corpus"``).
     thresholds : ClocksThresholds or mapping, optional
         The limits of the rank agreement (:func:`clock_findings`).
     context : AuditContext, optional
@@ -552,8 +562,8 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = N
         pool and per-repeat scores from it instead of building them again (the same values).
     reference : Run, optional
         The reference run of ``faithfulness`` (see the module docstring); None: the column is NaN.
-    reference_measure : str, default ``cpu_s``
-        The reference run's clock.
+    reference_measure : str
+        The reference run's clock (default: the Options field, ``cpu_s``).
 
     Returns
     -------

@@ -46,13 +46,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from audits.checks.declared.compare import CompareOptions
 from audits.corpus.runs import Run, runs_of
 from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
+from audits.protocol.params import DEFAULT, defaults_from
 from stats.compare import PairedComparison, paired_comparison
 from stats.noise import DEFAULT_PRIOR_DF
 
-__all__ = ["PREFIX", "CompareRun", "CompareAudit", "run_compare_audit"]
+__all__ = ["CompareRun", "CompareAudit", "run_compare_audit"]
 
 #: ``by`` value meaning the solution id up to its first ``/``.
 PREFIX = "prefix"
@@ -298,21 +300,29 @@ def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
     return out
 
 
-def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | Sequence[str], by: str = PREFIX,
-                      confidence: float = 0.95, prior_df: float = DEFAULT_PRIOR_DF, n_boot: int = 1000,
-                      level: float = 0.95, seed: int = 0, source: str = "the corpus",
+@defaults_from(CompareOptions)
+def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | Sequence[str], by: str = DEFAULT,
+                      confidence: float = DEFAULT, prior_df: float = DEFAULT_PRIOR_DF, n_boot: int = DEFAULT,
+                      level: float = 0.95, seed: int = DEFAULT, source: str = DEFAULT,
                       thresholds=None) -> CompareAudit:
     """Compare sets ``a`` and ``b`` (see :func:`resolve_sides`) in every run that holds both.
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.compare.CompareOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
     corpus : DataFrame
         A corpus (any runs); ``duration_s`` is the measure (``use_measure`` puts another in place).
     a, b : str or sequence of str
-        The two sets.
-    by : str, default ``prefix``
+        The two sets (required here, unlike the Options fields' judge-archive defaults).
+    by : str
+        The column whose values name the sets (default: the Options field, ``prefix``: :data:`PREFIX`).
     confidence, prior_df, n_boot, level, seed
-        As :func:`stats.compare.paired_comparison`.
+        As :func:`stats.compare.paired_comparison` (defaults of ``confidence``, ``n_boot``, ``seed``: the
+        Options fields, 0.95, 1000 and 0).
+    source : str
+        How error messages name the corpus (default: the Options field, ``"the corpus"``).
     thresholds : CompareThresholds or mapping of overrides, optional
         The shared-execution limits (:class:`audits.checks.declared.compare.CompareThresholds`).
 

@@ -37,7 +37,8 @@ from audits.protocol.context import audit_context
 from audits.corpus.runs import Run, RunSummary, describe_runs
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
 from audits.checks.reliability import one_result
-from audits.checks.declared.discriminability import DiscriminabilityThresholds
+from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
+from audits.protocol.params import DEFAULT, defaults_from
 from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
 from stats.discriminability import (
     StrongWeakGap,
@@ -404,35 +405,41 @@ def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
     return out
 
 
+@defaults_from(DiscriminabilityOptions)
 def run_discriminability_audit(
     corpus: pd.DataFrame,
     *,
-    floor_s: float | None = None,
-    environment: str | None = None,
-    campaign: str | None = None,
+    floor_s: float | None = DEFAULT,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     runs=None,
     thresholds: DiscriminabilityThresholds | None = None,
-    method: str = "iqr",
-    n_boot: int = 1000,
-    seed: int = 0,
+    method: str = DEFAULT,
+    n_boot: int = DEFAULT,
+    seed: int = DEFAULT,
 ) -> DiscriminabilityAudit:
     """Run the discriminability audit on every run of ``corpus`` (each (environment, campaign) on its own).
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.discriminability.DiscriminabilityOptions` (``<Options default>`` in the
+    signature).
 
     Parameters
     ----------
     corpus : DataFrame
         A normalised timing corpus.
     floor_s : float, optional
-        The sandbox floor in seconds; default: median of the run's ``floor``
+        The sandbox floor in seconds; default None: median of the run's ``floor``
         rows (NaN, with a warning finding, when there are none).
     environment, campaign : str, optional
-        Restrict the audit to the runs of this environment and / or campaign (default: every run).
+        Restrict the audit to the runs of this environment and / or campaign (default None: every run).
     runs : sequence of Run or (environment, campaign) pairs, optional
         Exactly these runs.
     thresholds : DiscriminabilityThresholds, optional
     method : {"iqr", "mad"}
-        Robust CV variant.
-    n_boot, seed : bootstrap over problems.
+        Robust CV variant (default: the Options field, ``"iqr"``).
+    n_boot, seed : int
+        Bootstrap over problems (default: the Options fields, 1000 and 0).
 
     Examples
     --------

@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.clocks import Contention
-from audits.checks.declared.reliability import ReliabilityThresholds
+from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
+from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.context import audit_context, reference_rows as _reference_rows
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
@@ -571,20 +572,24 @@ def _check_targets(target_reliability: float, target_precision: float) -> None:
 D2_5 = float(d2_constant(5))
 
 
+@defaults_from(ReliabilityOptions)
 def run_reliability_audit(
     corpus: pd.DataFrame,
     *,
-    environment: str | None = None,
-    campaign: str | None = None,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     runs=None,
     thresholds: ReliabilityThresholds | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    target_reliability: float = 0.9,
-    target_precision: float = 0.05,
-    max_pairs: int = 200_000,
+    n_boot: int = DEFAULT,
+    seed: int = DEFAULT,
+    target_reliability: float = DEFAULT,
+    target_precision: float = DEFAULT,
+    max_pairs: int = DEFAULT,
 ) -> ReliabilityAudit:
     """Run the reliability audit on every run of ``corpus`` (each (environment, campaign) on its own).
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.reliability.ReliabilityOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
@@ -592,16 +597,18 @@ def run_reliability_audit(
         A normalised timing corpus (:func:`audits.corpus.io.normalize`), or the
         :class:`audits.protocol.context.AuditContext` every audit of it shares.
     environment, campaign : str, optional
-        Restrict the audit to the runs of this environment and / or campaign (default: every run).
+        Restrict the audit to the runs of this environment and / or campaign (default None: every run).
     runs : sequence of Run or (environment, campaign) pairs, optional
         Exactly these runs (instead of ``environment`` / ``campaign``).
     thresholds : ReliabilityThresholds, optional
-    n_boot, seed : bootstrap resamples over problems and their seed.
-    target_reliability : float in (0, 1), default 0.9
-    target_precision : float > 0, default 0.05
-        Target full relative width of a 95 % CI of one timing's mean.
+    n_boot, seed : int
+        Bootstrap resamples over problems and their seed (default: the Options fields, 1000 and 0).
+    target_reliability : float in (0, 1)
+        Default: the Options field, 0.9.
+    target_precision : float > 0
+        Target full relative width of a 95 % CI of one timing's mean (default: the Options field, 0.05).
     max_pairs : int
-        Cap on the solution pairs tested for significance (seeded sample).
+        Cap on the solution pairs tested for significance (seeded sample; default: the Options field, 200000).
 
     Examples
     --------

@@ -24,7 +24,8 @@ import pandas as pd
 from audits.protocol.context import AuditContext, audit_context
 from audits.corpus.runs import Runs, RunSummary, one_run
 from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
-from audits.checks.declared.simulation import SimulationThresholds
+from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
+from audits.protocol.params import DEFAULT, defaults_from
 from stats.bootstrap import check_n_boot
 from stats.rewards import RewardEnvironment, apply_environment, base_percentiles, p_tau
 from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality
@@ -265,22 +266,26 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     return out
 
 
+@defaults_from(SimulationOptions)
 def run_simulation_audit(
     corpus: pd.DataFrame,
     *,
-    reward_environments: Sequence[RewardEnvironment] | None = None,
-    environment: str | None = None,
-    campaign: str | None = None,
+    reward_environments: Sequence[RewardEnvironment] | None = DEFAULT,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     environments: Sequence[RewardEnvironment] | None = None,
-    group_sizes: Sequence[int] = (2, 4, 8, 16),
-    seed: int = 0,
+    group_sizes: Sequence[int] = DEFAULT,
+    seed: int = DEFAULT,
     thresholds: SimulationThresholds | dict | None = None,
-    n_bins: int = 10,
-    quality_distribution="uniform",
-    n_boot: int = 200,
-    include_incorrect: bool = False,
+    n_bins: int = DEFAULT,
+    quality_distribution=DEFAULT,
+    n_boot: int = DEFAULT,
+    include_incorrect: bool = DEFAULT,
 ) -> SimulationAudit:
     """Simulate every reward environment on one sandbox run and judge it.
+
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.simulation.SimulationOptions` (``<Options default>`` in the signature).
 
     Parameters
     ----------
@@ -288,16 +293,27 @@ def run_simulation_audit(
         A timing corpus (several repeats of correct reference solutions).
     reward_environments : sequence of RewardEnvironment
         E.g. from :func:`audits.checks.reward_environments.load_reward_environments`
-        (``environments=`` is the old name of this option).
+        (``environments=`` is the old name of this option). Required here (the Options field's None, the
+        shipped examples, is the registered audit's choice).
     environment, campaign : str, optional
         The run of the corpus whose timings stand in for rollouts (see
         :func:`choose_run`: the only environment, and its only or earliest campaign).
     group_sizes : sequence of int
-        GRPO group sizes; the headline zero-advantage rate is at the largest.
+        GRPO group sizes; the headline zero-advantage rate is at the largest (default: the Options field,
+        (2, 4, 8, 16)).
+    seed : int
+        Seed of the simulation and its bootstrap (default: the Options field, 0).
     thresholds : SimulationThresholds or dict, optional
         The thresholds, or overrides of the documented defaults (``{"auc_sparse.fail": 0.02}``).
-    include_incorrect : bool, default False
-        Also use incorrect references as rollouts (see :func:`stats.simulator.simulate`).
+    n_bins : int
+        Quality bins of the curves (default: the Options field, 10).
+    quality_distribution
+        Quality distribution of a GRPO group's rollouts (default: the Options field, ``"uniform"``).
+    n_boot : int
+        Bootstrap resamples over problems (default: the Options field, 200).
+    include_incorrect : bool
+        Also use incorrect references as rollouts (see :func:`stats.simulator.simulate`; default: the Options
+        field, False).
 
     Returns
     -------

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from audits.checks.declared.compare import CompareOptions
 from audits.errors import UserError
+from audits.protocol.params import DEFAULT, defaults_from
 from audits.report.results import NotSaved
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
@@ -29,10 +31,12 @@ PROBLEM_COLUMNS = (("n_a", "A solutions"), ("n_b", "B solutions"), ("n_pairs", "
                    ("pass_rate_b", "pass rate B"))
 
 
-def compare_for_page(corpus, *, a, b, by: str = "prefix", confidence: float = 0.95, n_boot: int = 1000,
-                     seed: int = 0):
+@defaults_from(CompareOptions)
+def compare_for_page(corpus, *, a, b, by: str = DEFAULT, confidence: float = DEFAULT, n_boot: int = DEFAULT,
+                     seed: int = DEFAULT):
     """The registered compare audit (:mod:`audits.checks.registered`), or the reason (text) the comparison is
-    n/a on this corpus (a bad set, no run with both): what ``audit all`` and the report compute, too."""
+    n/a on this corpus (a bad set, no run with both): what ``audit all`` and the report compute, too. An option
+    left out takes its declared default, the field of :class:`~audits.checks.declared.compare.CompareOptions`."""
     from audits.protocol import registry
     from audits.protocol.audit import Skip
 
