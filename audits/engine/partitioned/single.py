@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import os
 
+from audits.checks.declared.aggregation import AggregationOptions
+from audits.checks.declared.calibration import CalibrationOptions
+from audits.checks.declared.discriminability import DiscriminabilityOptions
+from audits.checks.declared.reliability import ReliabilityOptions
+from audits.checks.declared.simulation import SimulationOptions
 from audits.corpus.dataset import CorpusDataset
+from audits.protocol.params import DEFAULT, defaults_from, field_default
 
 __all__ = ["run_partitioned_aggregation", "run_partitioned_calibration", "run_partitioned_discriminability",
            "run_partitioned_reliability", "run_partitioned_simulation"]
@@ -26,23 +32,26 @@ def _one(name: str, dataset, options: dict, *, thresholds, client, scheduler, n_
     return whole.results[name]
 
 
+@defaults_from(DiscriminabilityOptions)
 def run_partitioned_discriminability(
     dataset: str | os.PathLike | CorpusDataset,
     *,
     scheduler: str | None = None,
     client=None,
-    floor_s: float | None = None,
-    environment: str | None = None,
-    campaign: str | None = None,
+    floor_s: float | None = DEFAULT,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     thresholds=None,
-    method: str = "iqr",
-    n_boot: int = 1000,
-    seed: int = 0,
+    method: str = DEFAULT,
+    n_boot: int = DEFAULT,
+    seed: int = DEFAULT,
     n_workers: int = 2,
 ):
     """:func:`audits.checks.discriminability.run_discriminability_audit` of a partitioned dataset, on Dask.
 
-    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``. An option left out
+    takes its declared default, the field of :class:`~audits.checks.declared.discriminability.DiscriminabilityOptions`
+    (as in memory).
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     """
     return _one("discriminability", dataset, {"floor_s": floor_s, "environment": environment, "campaign": campaign,
@@ -50,25 +59,28 @@ def run_partitioned_discriminability(
                 thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
 
 
+@defaults_from(ReliabilityOptions)
 def run_partitioned_reliability(
     dataset: str | os.PathLike | CorpusDataset,
     *,
     scheduler: str | None = None,
     client=None,
-    environment: str | None = None,
-    campaign: str | None = None,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     thresholds=None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    target_reliability: float = 0.9,
-    target_precision: float = 0.05,
-    max_pairs: int = 200_000,
+    n_boot: int = DEFAULT,
+    seed: int = DEFAULT,
+    target_reliability: float = DEFAULT,
+    target_precision: float = DEFAULT,
+    max_pairs: int = DEFAULT,
     n_workers: int = 2,
     selection_limit: int = 1 << 20,
 ):
     """:func:`audits.checks.reliability.run_reliability_audit` of a partitioned dataset, on Dask.
 
-    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``. An option left out
+    takes its declared default, the field of :class:`~audits.checks.declared.reliability.ReliabilityOptions`
+    (as in memory).
     ``client``: an existing :class:`distributed.Client`; else ``scheduler`` or a loopback LocalCluster.
     ``selection_limit``: the contention medians gather the keys of a bin of at most this many
     (:mod:`audits.checks.median_selection`).
@@ -80,23 +92,26 @@ def run_partitioned_reliability(
                 selection_limit=selection_limit)
 
 
+@defaults_from(AggregationOptions)
 def run_partitioned_aggregation(
     dataset: str | os.PathLike | CorpusDataset,
     *,
     scheduler: str | None = None,
     client=None,
-    environment: str | None = None,
-    campaign: str | None = None,
-    names=None,
-    floor_s: float | None = None,
-    n_boot: int = 1000,
-    seed: int | None = 0,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
+    names=DEFAULT,
+    floor_s: float | None = DEFAULT,
+    n_boot: int = DEFAULT,
+    seed: int | None = DEFAULT,
     thresholds=None,
     n_workers: int = 2,
 ):
     """:func:`audits.checks.aggregation.run_aggregation_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options.
+    An option left out takes its declared default, the field of
+    :class:`~audits.checks.declared.aggregation.AggregationOptions` (as in memory).
     Custom aggregators (:func:`stats.aggregation.register_aggregator`) must be registered in the worker processes
     too (e.g. by a module the workers import); the built-ins always are.
 
@@ -114,29 +129,31 @@ def run_partitioned_aggregation(
                 thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
 
 
+@defaults_from(SimulationOptions)
 def run_partitioned_simulation(
     dataset: str | os.PathLike | CorpusDataset,
     *,
     scheduler: str | None = None,
     client=None,
-    reward_environments=None,
-    environment: str | None = None,
-    campaign: str | None = None,
+    reward_environments=DEFAULT,
+    environment: str | None = DEFAULT,
+    campaign: str | None = DEFAULT,
     environments=None,
-    group_sizes=(2, 4, 8, 16),
-    seed: int = 0,
+    group_sizes=DEFAULT,
+    seed: int = DEFAULT,
     thresholds=None,
-    n_bins: int = 10,
-    quality_distribution="uniform",
-    n_boot: int = 200,
-    include_incorrect: bool = False,
+    n_bins: int = DEFAULT,
+    quality_distribution=DEFAULT,
+    n_boot: int = DEFAULT,
+    include_incorrect: bool = DEFAULT,
     n_workers: int = 2,
 ):
     """:func:`audits.checks.simulation.run_simulation_audit` of a partitioned dataset, on Dask.
 
     Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()`` with the same options
     (``environments=`` is the old name of ``reward_environments``; the run is the simulation's own choice unless
-    ``environment`` / ``campaign`` name it, and an error when it cannot choose).
+    ``environment`` / ``campaign`` name it, and an error when it cannot choose). An option left out takes its
+    declared default, the field of :class:`~audits.checks.declared.simulation.SimulationOptions` (as in memory).
 
     Examples
     --------
@@ -154,6 +171,7 @@ def run_partitioned_simulation(
         n_workers=n_workers)
 
 
+@defaults_from(CalibrationOptions)
 def run_partitioned_calibration(
     dataset: str | os.PathLike | CorpusDataset,
     *,
@@ -161,32 +179,34 @@ def run_partitioned_calibration(
     target,
     scheduler: str | None = None,
     client=None,
-    families=None,
-    robust: bool | str = False,
-    calibration_family: str | None = None,
-    variance_ratio: float = 1.0,
-    taus=(10.0, 30.0),
-    n_boot: int = 1000,
-    n_boot_rank: int = 200,
-    level: float = 0.95,
-    seed: int | None = 0,
+    families=DEFAULT,
+    robust: bool | str | None = DEFAULT,
+    calibration_family: str | None = DEFAULT,
+    variance_ratio: float = DEFAULT,
+    taus=DEFAULT,
+    n_boot: int = DEFAULT,
+    n_boot_rank: int = DEFAULT,
+    level: float = DEFAULT,
+    seed: int | None = DEFAULT,
     thresholds=None,
     n_workers: int = 2,
 ):
     """:func:`audits.checks.calibration.run_calibration_audit` of two runs of a partitioned dataset, on Dask.
 
     ``source``, ``target``: two runs (:class:`audits.corpus.runs.Run` or ``(environment, campaign)``).
-    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``.
+    Equal (every JSON figure) to the in-memory audit of ``open_dataset(dataset).load()``. An option left out
+    takes its declared default, the field of :class:`~audits.checks.declared.calibration.CalibrationOptions`
+    (as in memory); ``families=None`` is that default too.
     """
     from audits.corpus.runs import Run
     from audits.errors import UserError
-    from stats.calibration import FAMILIES
 
     if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
         raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
+    if families is None:
+        families = field_default(CalibrationOptions, "families")
     (result,) = _one("calibration", dataset, {
-        "pairs": ((Run.coerce(source), Run.coerce(target)),), "families": tuple(FAMILIES if families is None
-                                                                                else families),
+        "pairs": ((Run.coerce(source), Run.coerce(target)),), "families": tuple(families),
         "robust": "huber" if robust is True else robust or None, "calibration_family": calibration_family,
         "variance_ratio": variance_ratio, "taus": tuple(taus), "n_boot": n_boot, "n_boot_rank": n_boot_rank, "level": level, "seed": seed},
         thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
