@@ -156,7 +156,7 @@ def _fmt_ci(row, column) -> str:
     return f"{row[column]:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresholds, *, n_boot: int = 1000
+def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresholds, *, n_boot: int
                   ) -> list[Finding]:
     table = comp.table.set_index("aggregator")
     findings: list[Finding] = []
@@ -377,7 +377,7 @@ def partition_values(part, plan: dict, *, names: Sequence[str] | None = None) ->
 
 
 def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds | Mapping | None = None,
-                  n_boot: int = 1000, seed: int | None = 0) -> AggregationAudit:
+                  n_boot: int, seed: int | None) -> AggregationAudit:
     """The audit from every partition's :func:`partition_values`: per run, the values of its problems (one part's
     as they are, several joined in problem-name order, :meth:`stats.aggregation.AggregatorProblemValues.concat`),
     :func:`stats.aggregation.combine_aggregator_values` (means, paired bootstrap over problems, Pareto front),
@@ -402,7 +402,7 @@ def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds 
 
 def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparison | None]], *,
                             thresholds: AggregationThresholds | Mapping | None = None,
-                            n_boot: int = 1000) -> AggregationAudit:
+                            n_boot: int) -> AggregationAudit:
     """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
 
     :func:`combine_parts` (in memory and on Dask, whose comparisons come from per-partition values) ends here:

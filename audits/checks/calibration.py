@@ -573,7 +573,7 @@ _UNUSABLE = "any held-out prediction non-finite, <= 0 or below a tenth of the sm
 
 def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, identity, best_family,
               calibration_family, chosen_by, sp_raw, sp_cal, drift,
-              sensitivity, limits, n_boot: int = 1000) -> list[Finding]:
+              sensitivity, limits, n_boot: int) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
 
