@@ -2,7 +2,7 @@
 
 The page compares two candidate sets timed in one campaign (:func:`audits.checks.compare.run_compare_audit`).
 On a corpus that does not hold both sets in one run the comparison is ``n/a`` with the reason (the
-audit's own message), and every section says so instead of failing: :func:`compare_for_page` returns
+audit's own message), and every section says so instead of failing: :func:`page_comparison` returns
 either the audit or that reason, and each display function takes either.
 """
 
@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from audits.checks.declared.compare import CompareOptions
-from audits.errors import UserError
-from audits.protocol.params import DEFAULT, defaults_from
 from audits.report.results import NotSaved
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
@@ -29,22 +26,6 @@ PROBLEM_COLUMNS = (("n_a", "A solutions"), ("n_b", "B solutions"), ("n_pairs", "
                    ("n_comparisons", "comparisons"), ("n_a_wins", "A faster"), ("n_b_wins", "B faster"),
                    ("n_undecided", "undecided"), ("win_rate", "win rate of A"), ("pass_rate_a", "pass rate A"),
                    ("pass_rate_b", "pass rate B"))
-
-
-@defaults_from(CompareOptions)
-def compare_for_page(corpus, *, a, b, by: str = DEFAULT, confidence: float = DEFAULT, n_boot: int = DEFAULT,
-                     seed: int = DEFAULT):
-    """The registered compare audit (:mod:`audits.checks.registered`), or the reason (text) the comparison is
-    n/a on this corpus (a bad set, no run with both): what ``audit all`` and the report compute, too. An option
-    left out takes its declared default, the field of :class:`~audits.checks.declared.compare.CompareOptions`."""
-    from audits.protocol import registry
-    from audits.protocol.audit import Skip
-
-    options = {"a": a, "b": b, "by": by, "confidence": confidence, "n_boot": n_boot, "seed": seed}
-    try:
-        return registry.get("compare").run(corpus, options)
-    except (Skip, UserError) as exc:
-        return str(exc).replace("\n  -> ", "; ")
 
 
 def page_comparison(results):
