@@ -56,13 +56,12 @@ import pandas as pd
 from stats._groups import first_rows, group_codes
 from stats._ties import grouped_midranks, snap
 from stats.bootstrap import Interval
-from stats.declarations import FAMILIES, OLS_FAMILIES, ROBUST_METHODS
+from stats.declarations import FAMILIES, ROBUST_METHODS
 from stats.ranking import problem_scores, reference_pools, solution_cells, test_percentiles
 
 __all__ = [
     "FAMILIES",
     "FLOOR_SHARE",
-    "OLS_FAMILIES",
     "prediction_floor",
     "share_off",
     "identity_log_rmse",

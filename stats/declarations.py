@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["OLS_FAMILIES", "FAMILIES", "ROBUST_METHODS", "DegeneracyThresholds"]
+__all__ = ["FAMILIES", "ROBUST_METHODS", "DegeneracyThresholds"]
 
 OLS_FAMILIES = ("multiplicative", "affine", "power", "poly2", "poly3")
 FAMILIES = OLS_FAMILIES + ("deming",)
