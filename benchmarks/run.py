@@ -9,7 +9,7 @@ For every size it builds (once, untimed, cached under ``benchmarks/results/``)
 a synthetic corpus (:mod:`benchmarks.corpora`), then runs every stage of
 :mod:`benchmarks.stages` in a *fresh* child process and records the stage's
 wall time (measured inside the child, after imports) and the child's peak RSS
-(``ru_maxrss`` from ``os.wait4``, so stages do not pollute each other). On
+(its own ``VmHWM``, :func:`benchmarks.stages.own_peak_kb`, so stages do not pollute each other). On
 sizes up to ``--baseline-max`` it also runs the straightforward baseline of
 each audit stage (:mod:`benchmarks.baselines`) under a time budget per stage,
 checks that baseline and fast results agree, and reports the ratio. A baseline
@@ -77,7 +77,8 @@ def run_child(stage: str, corpus: Path, *, impl: str = "fast", budget: float | N
 
     The child is killed when it runs longer than ``budget`` seconds (then
     ``status`` is ``"over budget"``). ``maxrss_mb`` is the child's own peak
-    resident set size (``os.wait4``), interpreter and imports included.
+    resident set size (its ``VmHWM``, :func:`benchmarks.stages.own_peak_kb`; ``os.wait4``'s where it has none
+    or was killed), interpreter and imports included.
     """
     out = Path(workdir) / f"{stage}.{impl}.json"
     for stale in (out, Path(str(out) + ".npz")):
@@ -105,6 +106,8 @@ def run_child(stage: str, corpus: Path, *, impl: str = "fast", budget: float | N
     if proc.returncode != 0 or not out.exists():
         return {**record, "status": "error", "error": stderr.strip().splitlines()[-1:] or ["exit " + str(proc.returncode)]}
     result = json.loads(out.read_text())
+    if result.get("hwm_kb"):  # the stage's own peak (benchmarks.stages.own_peak_kb): wait4's carries this one's
+        record["maxrss_mb"] = result["hwm_kb"] / 1024.0
     arrays = Path(str(out) + ".npz")
     if arrays.exists():
         with np.load(arrays) as data:

@@ -326,6 +326,23 @@ def _jsonable(value):
     return value
 
 
+def own_peak_kb() -> int | None:
+    """This process's own peak resident set (``VmHWM`` of /proc/self/status, kB), None where there is none.
+
+    Not ``ru_maxrss``: Linux carries the high-water mark of the memory a process replaced by ``exec`` into its
+    ``ru_maxrss`` (``setmax_mm_hiwater_rss`` in exec), and a child that ``subprocess`` starts by vfork replaces
+    its parent's memory, so every stage reported at least the parent's own peak (2976 MB for every stage after
+    benchmarks.run had built a 10^7-row corpus in-process, 2026-12-06). ``VmHWM`` belongs to the memory the
+    stage has had since its exec."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Run one benchmark stage in this process (used by benchmarks.run)")
     parser.add_argument("stage", choices=STAGES + DATASET_STAGES)
@@ -335,6 +352,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     result = run_stage(args.stage, args.corpus, impl=args.impl)
     result["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result["hwm_kb"] = own_peak_kb()
     arrays = {k: v for k, v in result["checks"].items() if isinstance(v, np.ndarray)}
     if arrays:
         np.savez(args.out + ".npz", **arrays)

@@ -132,3 +132,30 @@ def test_cli_benchmark_covers_every_command_and_judges_its_targets(monkeypatch):
     assert by_case["speedaudit --help"]["met"] is True and by_case["speedaudit collect --help"]["met"] is False
     assert by_case["speedaudit validate (10,000-row CSV)"]["target_s"] == 1.0
     assert by_case["speedaudit --help"]["ratio_to_python_startup"] == pytest.approx(0.29 / 0.03)
+
+
+def test_a_stage_reports_its_own_peak_not_its_parents(corpus_path, tmp_path):
+    """A stage started by a parent holding 600 MB reports its own peak: Linux carries the memory a process
+    replaced at exec (a vforked child's: its parent's) into ``ru_maxrss``, which made every stage after an
+    in-process 10^7 corpus build report the builder's 2976 MB."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import json
+        from pathlib import Path
+        from benchmarks.run import run_child
+        ballast = b"\x01" * (600 << 20)  # written: resident
+        done = run_child("floor", Path({str(corpus_path)!r}), workdir={str(tmp_path)!r})
+        print(json.dumps({{"status": done["status"], "mb": done["maxrss_mb"], "ballast": len(ballast)}}))
+    """)
+    import json
+
+    from benchmarks.run import ROOT
+
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout.splitlines()[-1])
+    assert done["status"] == "ok"
+    assert 10 < done["mb"] < 400, done  # the floor stage of 2·10^4 rows: interpreter, pandas, the corpus
