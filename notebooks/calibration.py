@@ -41,7 +41,7 @@ results_path = None  # audit results computed once by `speedaudit report` (None:
 from audits.report import narrative
 from audits.report.page import open_page
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report.render import run_label
+from audits.report.inputs import run_label
 
 # %%
 results = open_page(results_path, corpora, globals(), profile=profile)

@@ -67,7 +67,7 @@ from IPython.display import display
 from audits.report import narrative
 from audits.report.compare_page import compare_findings, page_comparison, show_compare_findings
 from audits.report.page import open_page
-from audits.report.render import run_label
+from audits.report.inputs import run_label
 
 # %%
 results = open_page(results_path, corpora, globals(), header=False)

@@ -30,7 +30,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from audits.report.render import repo_root
+from audits.report.inputs import repo_root
 
 #: What never belongs in a wheel build's input (local state of a checkout).
 NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "reports", "__pycache__", ".pytest_cache",

@@ -37,7 +37,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from audits.report.render import ReportError, render_reports, repo_root
+from audits.report.render import ReportError, render_reports
+from audits.report.inputs import repo_root
 
 __all__: list[str] = []  # run as a script (make demo); nothing outside it imports its names
 
@@ -284,7 +285,7 @@ def _announce_subset(args, suite: Path, shipped: list[Path], stored: list[str] |
     if not args.all_programs:
         why = "no stored campaign to choose from"
         if stored is not None:
-            from audits.report.render import load_corpora
+            from audits.report.inputs import load_corpora
 
             corpus = load_corpora(shipped)
             rows = corpus[(corpus["environment"].astype(str) == stored[0])
@@ -309,7 +310,7 @@ def stored_run(shipped: list[Path]) -> list[str] | None:
     if not shipped:
         return None
     from audits.corpus.runs import runs_of
-    from audits.report.render import load_corpora
+    from audits.report.inputs import load_corpora
 
     corpus = load_corpora(shipped)
     quiet = [s for s in runs_of(corpus, order=corpus.attrs.get("run_order")).of_environment("quiet")

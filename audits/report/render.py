@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -51,21 +51,15 @@ from audits.errors import UserError
 from audits.corpus.io import atomic_write
 from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
-from audits.checks.reward_environments import find_shipped
 from audits.report.catalog import REPORTS, ReportSpec
+from audits.report.inputs import SUGGESTED_PAIRS, load_corpora, repo_root, resolve_corpora, suggest_runs
 
-__all__ = ["ReportError", "RenderedReport", "ReportIndex", "repo_root", "read_template", "resolve_files",
-           "load_corpora", "parse_parameter", "render_reports", "resolve_run", "run_label", "suggest_runs",
-           "CalibrationSkipped", "calibrate_runs", "render_workers"]
+__all__ = ["ReportError", "RenderedReport", "ReportIndex", "read_template", "parse_parameter", "render_reports",
+           "render_workers"]
 
 
 class ReportError(UserError):
     """A report could not be rendered (failing cell, bad parameter, missing kernel)."""
-
-
-def repo_root() -> Path:
-    """The checkout this package runs from (the folder holding ``notebooks/`` and ``fixtures/``)."""
-    return Path(__file__).resolve().parents[2]
 
 
 #: The package the templates are installed as (pyproject.toml maps ``notebooks/`` onto it).
@@ -148,243 +142,6 @@ def default_audits() -> tuple[str, ...]:
     """Report names rendered by default: every template whose template file and audit modules exist."""
     return tuple(name for name, spec in REPORTS.items()
                  if template_path(name).exists() and all(_importable(m) for m in spec.requires))
-
-
-def resolve_files(paths: str | os.PathLike | Sequence[str | os.PathLike], *, what: str = "file") -> list[Path]:
-    """Absolute paths; a relative path is looked up from the working directory, then the repo root.
-
-    Notebook defaults are written relative to the repository (``fixtures/...``) so that a template runs
-    as it is in JupyterLab (whose working directory is ``notebooks/``) and under papermill. A shipped
-    reward-environment file (``fixtures/environments/<file>``) is also found in an installed wheel
-    (:func:`audits.checks.reward_environments.find_shipped`).
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        candidates = [path] if path.is_absolute() else [Path.cwd() / path, repo_root() / path]
-        if not path.is_absolute() and (shipped := find_shipped(path)) is not None:
-            candidates.append(shipped)  # e.g. fixtures/environments/top30.yaml in an installed wheel
-        found = next((c for c in candidates if c.exists()), None)
-        if found is None:
-            tried = ", ".join(dict.fromkeys(str(c) for c in candidates))
-            hint = ("pass an existing .parquet/.csv/.jsonl file, e.g. one of fixtures/corpora/*.parquet or the "
-                    "output of 'speedaudit collect'") if what == "corpus file" else "check the path"
-            raise UserError(f"{what} {raw} not found (looked in: {tried}); {hint}")
-        out.append(found.resolve())
-    return out
-
-
-def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """:func:`resolve_files` for corpus files (the error says how to get one)."""
-    return resolve_files(paths, what="corpus file")
-
-
-def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
-    """Load and validate one or more corpora and stack them into one.
-
-    The corpora must not overlap: each (environment, campaign) may come from one file only, because
-    its repeats would otherwise be mixed silently. Categories are unified. With several files,
-    ``attrs["run_order"]`` lists the runs in the order the files were given (an explicit user order
-    for :func:`audits.corpus.runs.runs_of` when the corpus has no timestamps).
-    """
-    import pandas as pd
-
-    from audits.corpus.io import CorpusError, load_corpus
-    from stats._groups import first_rows, group_codes
-
-    frames, seen = [], {}
-    for path in resolve_corpora(paths):
-        frame = load_corpus(path)
-        codes, n_runs = group_codes(frame, ["environment", "campaign"])
-        first = first_rows(codes, n_runs)
-        runs = zip(frame["environment"].iloc[first].astype(str), frame["campaign"].iloc[first].astype(str))
-        for env, campaign in runs:
-            if (env, campaign) in seen:
-                raise CorpusError(f"{path}: environment {env!r} campaign {campaign!r} is also in {seen[env, campaign]}; "
-                                  "give each file its own campaign name (speedaudit collect --campaign NAME) or "
-                                  "pass only one of them")
-            seen[env, campaign] = path
-        frames.append(frame)
-    if len(frames) == 1:
-        return frames[0]
-    # Stack without turning categoricals into object arrays (slow at 10^7 rows): give every frame the
-    # union of the categories, so concat keeps the categorical dtype and only remaps codes.
-    for column in frames[0].columns:
-        if not all(column in f.columns and isinstance(f[column].dtype, pd.CategoricalDtype) for f in frames):
-            continue
-        union = list(frames[0][column].cat.categories)
-        seen_values = set(union)
-        for f in frames[1:]:
-            union += [v for v in f[column].cat.categories if v not in seen_values]
-            seen_values.update(f[column].cat.categories)
-        for k, f in enumerate(frames):
-            if list(f[column].cat.categories) != union:
-                frames[k] = f.assign(**{column: f[column].cat.set_categories(union)})
-    stacked = pd.concat(frames, ignore_index=True)
-    stacked.attrs["run_order"] = [list(run) for run in seen]
-    return stacked
-
-
-def resolve_run(corpus, value, *, runs=None):
-    """The :class:`audits.corpus.runs.Run` a report parameter names (among ``runs``, default the corpus's run table).
-
-    ``value`` is ``[environment, campaign]`` (the form :func:`suggest_runs` writes), a mapping
-    ``{environment: ..., campaign: ...}``, a Run, or a string, which is looked up (never split) as the
-    display label ``environment/campaign`` of exactly one run of the corpus, for the templates' older
-    defaults; a label that fits several runs (names may contain ``/``) is an error asking for the pair form.
-    """
-    from audits.corpus.runs import Run, RunError, runs_of
-
-    runs = runs if runs is not None else runs_of(corpus)
-    if isinstance(value, str):
-        matches = [r for r in runs.names if f"{r.environment}/{r.campaign}" == value]
-        if len(matches) != 1:
-            raise UserError(f"run {value!r} is {'ambiguous' if matches else 'not in the corpus'}: name it as "
-                            f"[ENVIRONMENT, CAMPAIGN] (e.g. -p 'stored_run=[quiet, c0]'); runs: {runs.listing()}")
-        return matches[0]
-    try:
-        run = Run.coerce(value)
-        runs.get(run)
-    except RunError as exc:
-        raise UserError(str(exc)) from exc
-    return run
-
-
-def run_label(value) -> str:
-    """Display label of a run parameter (``environment · campaign``), for titles; ``none`` for None."""
-    from audits.corpus.runs import Run
-
-    if value is None:
-        return "none"
-    if isinstance(value, str):
-        return value
-    return str(Run.coerce(value))
-
-
-def select_pair(corpus, source, target):
-    """The two runs a calibration section compares (:func:`audits.checks.calibration.calibration_pair`), each
-    named as :func:`resolve_run` reads it. The direction is kept: ``source`` is mapped onto ``target``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> runs = pd.DataFrame({"environment": ["quiet", "quiet", "busy"], "campaign": ["a", "b", "b"]})
-    >>> pair = select_pair(runs, ["quiet", "a"], ["quiet", "b"])
-    >>> pair.key, pair.source, pair.target, len(pair.frame)
-    ('campaign', 'a', 'b', 2)
-    >>> select_pair(runs, ["quiet", "b"], ["busy", "b"]).key
-    'environment'
-    """
-    from audits.checks.calibration import calibration_pair
-
-    pair = _named_pair(corpus, source, target)
-    return calibration_pair(corpus, source=pair.source, target=pair.target)
-
-
-def _named_pair(corpus, source, target, *, runs=None):
-    """The :class:`audits.corpus.selection.PairChoice` (rule ``"named"``) of two run parameters (among ``runs``,
-    default the corpus's run table, computed once)."""
-    from audits.corpus.runs import runs_of
-    from audits.corpus.selection import choose_pairs
-
-    runs = runs if runs is not None else runs_of(corpus)
-    named = [(resolve_run(corpus, source, runs=runs), resolve_run(corpus, target, runs=runs))]
-    return choose_pairs(corpus, named=named, runs=runs)[0]
-
-
-#: Template parameters that name runs of the corpus; chosen by :func:`suggest_runs` when the user passes
-#: corpora without them (the templates' defaults name runs of the shipped corpora).
-RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggregation_environment",
-                  "simulation_environment")
-
-
-#: The report's two calibration results, the default rule that suggests each and its two run parameters.
-_SUGGESTED_PAIRS = (("stored", "stored->fresh", ("stored_run", "fresh_run")),
-                    ("across", "vs-quietest", ("source_run", "target_run")))
-
-
-def suggest_runs(corpus, *, order=None) -> dict:
-    """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`), as ``[environment, campaign]``.
-
-    * ``stored_run``/``fresh_run`` and ``source_run``/``target_run``: the first ``"stored->fresh"`` and the
-      first ``"vs-quietest"`` default pair of :func:`audits.corpus.selection.choose_pairs` (the one rule for
-      pairs: stored -> fresh only when the runs are ordered by timestamps or by ``order``, the order of the
-      corpus files on the command line; an environment against the quietest one of its campaign, never "the
-      first two environments"). None when the corpus has no such pair, and the report says how to name them
-      (``-p 'stored_run=[ENV, CAMPAIGN]'``);
-    * ``aggregation_environment``/``simulation_environment``: ``quiet`` if present, else the first by name.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> runs = pd.DataFrame({"environment": ["busy"] * 2 + ["quiet"] * 4, "campaign": list("bbaabb"),
-    ...     "problem": "p", "test": "t", "solution": "s", "repeat": [0, 1] * 3, "status": "ok", "role": "reference",
-    ...     "duration_s": [1.0, 2.0, 1.0, 1.01, 1.0, 1.01],
-    ...     "timestamp": ["2026-01-03"] * 2 + ["2026-01-01"] * 2 + ["2026-01-02"] * 2})
-    >>> s = suggest_runs(runs)
-    >>> s["stored_run"], s["fresh_run"], s["source_run"], s["target_run"]
-    (['quiet', 'a'], ['quiet', 'b'], ['busy', 'b'], ['quiet', 'b'])
-    """
-    from audits.corpus.runs import runs_of
-    from audits.corpus.selection import choose_pairs
-
-    runs = runs_of(corpus, order=order)
-    envs = sorted(runs.environments, key=lambda e: (e != "quiet", e))
-    out: dict = dict.fromkeys(RUN_PARAMETERS)
-    for choice in choose_pairs(corpus, runs=runs):
-        names = {"stored->fresh": ("stored_run", "fresh_run"), "vs-quietest": ("source_run", "target_run")}
-        source, target = names[choice.rule]
-        if out[source] is None:
-            out[source], out[target] = list(choice.source.to_dict().values()), list(choice.target.to_dict().values())
-    if envs:
-        out["aggregation_environment"] = out["simulation_environment"] = envs[0]
-    return out
-
-
-@dataclass(frozen=True)
-class CalibrationSkipped:
-    """Stands in for a calibration audit when no pair of runs was named (``*_run`` is None): n/a, with why."""
-
-    source_run: object
-    target_run: object
-    reason: str
-    skipped: bool = True
-
-    @property
-    def findings(self) -> tuple:
-        from audits.protocol.findings import Finding
-
-        return (Finding.not_available("calibration_pair", self.reason, threshold="two runs to compare"),)
-
-
-def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **options):
-    """:func:`audits.checks.calibration.run_calibration_audit` of ``source_run`` onto ``target_run`` (direction kept).
-
-    Each run is named as :func:`resolve_run` reads it. When either is None (the corpus has no such pair,
-    or does not say which campaign is older, see :func:`suggest_runs`) it returns a
-    :class:`CalibrationSkipped` whose one ``n/a`` finding says why and what to do; the narrative and
-    figure helpers show a note for it instead of numbers. ``rule``: the key of
-    :data:`audits.corpus.selection.PAIR_RULES` that chose the pair (the result's ``pair_rule``; the report
-    passes its ``pair_rules`` parameter). ``options`` go to ``run_calibration_audit``.
-    """
-    from audits.protocol.context import audit_context
-
-    ctx = audit_context(corpus)  # a corpus or the report's shared context (audits.report.results)
-    corpus = ctx.corpus
-    if source_run is None or target_run is None:
-        from audits.corpus.selection import no_pair_reason
-
-        return CalibrationSkipped(source_run, target_run, no_pair_reason(ctx.runs))
-    from audits.checks.calibration import run_calibration_audit
-
-    from audits.corpus.selection import PAIR_RULES
-
-    if rule not in PAIR_RULES:
-        raise ValueError(f"pair rule {rule!r} is not one of {', '.join(PAIR_RULES)}")
-    pair = _named_pair(corpus, source_run, target_run, runs=ctx.runs)  # the shared context's run table
-    return replace(run_calibration_audit(ctx, source=pair.source, target=pair.target, **options), pair_rule=rule)
 
 
 def parse_parameter(text: str) -> tuple[str, object]:
@@ -865,7 +622,7 @@ def render_reports(
         suggested = {k: v for k, v in suggest_runs(corpus, order=order).items() if k not in params}
         params.update(suggested)
         if "pair_rules" not in params:  # a pair the report chose (both runs suggested) says by which rule
-            params["pair_rules"] = {name: rule for name, rule, runs in _SUGGESTED_PAIRS
+            params["pair_rules"] = {name: rule for name, rule, runs in SUGGESTED_PAIRS
                                     if all(suggested.get(k) is not None for k in runs)}
     declared = {n: template_parameters(template_path(n, templates)) for n in names}
     stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]

@@ -139,7 +139,7 @@ def _given(options: Mapping[str, object]) -> dict:
 def _reward_environments_of(p: Mapping[str, object]) -> tuple:
     """The reward environments a page's ``reward_environment_files`` and ``grid_files`` name."""
     from audits.checks.reward_environments import load_reward_environments
-    from audits.report.render import resolve_files
+    from audits.report.inputs import resolve_files
 
     return tuple(load_reward_environments(resolve_files(p["reward_environment_files"]), resolve_files(p["grid_files"])))
 
@@ -149,8 +149,8 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
     (:meth:`audits.protocol.audit.Audit.run`) with the options the parameters name, on the shared context."""
     if name == "corpus_summary":
         return CorpusSummary.of(ctx.corpus, p["corpora"], runs=ctx.runs)
-    if name in ("stored", "across"):  # the page's pair (or its skipped note), resolved by render.resolve_run
-        from audits.report.render import calibrate_runs
+    if name in ("stored", "across"):  # the page's pair (or its skipped note), resolved by inputs.resolve_run
+        from audits.report.inputs import calibrate_runs
 
         src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
         return calibrate_runs(ctx, p[src], p[tgt], rule=dict(p["pair_rules"] or {}).get(name, "named"),
@@ -185,7 +185,7 @@ class ReportResults:
     else computed (once, on one shared context) on first access.
 
     ``corpus`` is a DataFrame, an :class:`~audits.protocol.context.AuditContext`, or the corpus files (loaded with
-    :func:`audits.report.render.load_corpora` only when some result has to be computed here).
+    :func:`audits.report.inputs.load_corpora` only when some result has to be computed here).
     """
 
     def __init__(self, corpus, parameters: Mapping[str, object], stored: Mapping[str, tuple] | None = None):
@@ -203,7 +203,7 @@ class ReportResults:
 
         source = self._source
         if not isinstance(source, (pd.DataFrame, AuditContext)):
-            from audits.report.render import load_corpora
+            from audits.report.inputs import load_corpora
 
             source = load_corpora(source)
         return audit_context(source)
@@ -287,7 +287,7 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     ones). ``extra`` adds top-level keys
     (``speedaudit audit all --json`` keeps every audit's plain JSON there).
     """
-    from audits.report.render import CalibrationSkipped
+    from audits.report.inputs import CalibrationSkipped
     from audits.protocol.saved import dump_results
 
     corpora = [str(Path(c).resolve()) for c in corpora]

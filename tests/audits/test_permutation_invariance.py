@@ -27,7 +27,7 @@ from audits.corpus.synthetic import synthesize
 from audits.checks.discriminability import run_discriminability_audit
 from audits.protocol.findings import to_jsonable
 from audits.checks.reliability import run_reliability_audit
-from audits.report.render import load_corpora
+from audits.report.inputs import load_corpora
 from audits.checks.reward_environments import load_environments
 from audits.checks.simulation import run_simulation_audit
 

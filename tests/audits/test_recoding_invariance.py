@@ -33,7 +33,7 @@ from audits.checks.reward_environments import load_environments
 from audits.checks.simulation import run_simulation_audit
 from audits.corpus.synthetic import synthesize
 from audits.protocol.findings import to_jsonable
-from audits.report.render import load_corpora
+from audits.report.inputs import load_corpora
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVIRONMENTS = [ROOT / "fixtures" / "environments" / name for name in ("top30.yaml", "ranked_worst_p80.yaml")]

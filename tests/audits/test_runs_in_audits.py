@@ -23,7 +23,7 @@ from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.checks.discriminability import run_discriminability_audit
 from audits.checks.reliability import run_reliability_audit
-from audits.report.render import calibrate_runs, suggest_runs
+from audits.report.inputs import calibrate_runs, suggest_runs
 from audits.checks.reward_environments import load_reward_environments
 from audits.checks.simulation import run_simulation_audit
 
@@ -101,7 +101,7 @@ def test_stored_and_fresh_keep_their_direction(two_campaigns, tmp_path):
     flipped = suggest_runs(_with_timestamps(two_campaigns, "fresh", "stored"))
     assert (flipped["stored_run"], flipped["fresh_run"]) == (["quiet", "fresh"], ["quiet", "stored"])
     # Without timestamps, two files given in the order stored, fresh are an explicit order ...
-    from audits.report.render import load_corpora
+    from audits.report.inputs import load_corpora
 
     paths = []
     for campaign in ("stored", "fresh"):

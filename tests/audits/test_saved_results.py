@@ -19,7 +19,7 @@ from audits.engine.whole_audit import WholeAudit, run_whole_audit
 from audits.protocol.saved import (FORMAT_VERSION, PACK_MIN_VALUES, ResultsFileError, decode, dump_results, encode, load_results,
                                    read_results)
 from audits.report.results import CorpusSummary, NotSaved
-from audits.report.render import CalibrationSkipped
+from audits.report.inputs import CalibrationSkipped
 
 
 def differences(a, b, where="result") -> list[str]:

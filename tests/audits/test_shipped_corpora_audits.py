@@ -15,7 +15,7 @@ import yaml
 from audits.checks.calibration import run_calibration_audit
 from audits.checks.discriminability import run_discriminability_audit
 from audits.checks.reliability import run_reliability_audit
-from audits.report.render import load_corpora
+from audits.report.inputs import load_corpora
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = [ROOT / "fixtures" / "corpora" / f"{name}.parquet" for name in ("quiet-a", "quiet-b", "busy-a")]

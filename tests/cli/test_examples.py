@@ -45,7 +45,7 @@ import pytest
 
 from audits.cli._main import build_parser
 from audits.corpus.synthetic import synthesize
-from audits.report.render import repo_root
+from audits.report.inputs import repo_root
 from tests.installed_wheel import installed_wheel, locked, session_folder
 
 ROOT = repo_root()

@@ -8,7 +8,7 @@ import pytest
 from audits.corpus.runs import Run, RunError, runs_of
 from audits.corpus.selection import choose_pairs
 from audits.corpus.synthetic import synthesize
-from audits.report.render import suggest_runs
+from audits.report.inputs import suggest_runs
 
 #: Environment names with characters a parser would split on; planted repeat noise, quietest "m:2".
 NOISE = {"m/1": 0.10, "m:2": 0.01, "m 3": 0.30}

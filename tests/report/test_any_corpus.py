@@ -149,7 +149,7 @@ def test_pyperf_import_every_page_renders_and_names_its_runs(pyperf_import):
 
 def test_simulation_audit_leaves_out_reward_environments_reading_a_missing_column():
     from audits.checks.reward_environments import load_environments
-    from audits.report.render import resolve_files
+    from audits.report.inputs import resolve_files
     from audits.checks.simulation import run_simulation_audit
     from stats.rewards import RewardEnvironment
 

@@ -34,7 +34,8 @@ from audits.checks.clocks import run_clocks_audit
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
 from audits.report.narrative import CLOCK_FIGURES, format_value
-from audits.report.render import load_corpora, render_notebook, render_reports
+from audits.report.render import render_notebook, render_reports
+from audits.report.inputs import load_corpora
 
 pytestmark = pytest.mark.slow  # a minute or more under make test's load (45 s at load 5): pages rendered, one opened in Chromium
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from audits.collect.suite import load_suite, read_patterns
 from audits.report import demo
-from audits.report.render import load_corpora
+from audits.report.inputs import load_corpora
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "fixtures" / "suites" / "speedbench"

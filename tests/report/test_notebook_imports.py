@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from audits.report.render import repo_root
+from audits.report.inputs import repo_root
 
 ROOT = repo_root()
 

@@ -22,9 +22,8 @@ from audits.report import narrative
 from audits.errors import UserError
 from audits.corpus.io import CorpusError, save_corpus
 from audits.protocol.findings import Finding, worst_level
-from audits.report.render import (REPORTS, RenderedReport, calibrate_runs, check_kernel, default_audits, load_corpora, notebook_dir,
-                           notebook_findings, parse_parameter, read_template, repo_root, resolve_corpora, select_pair,
-                           suggest_runs, template_parameters, template_path, write_index)
+from audits.report.render import REPORTS, RenderedReport, check_kernel, default_audits, notebook_dir, notebook_findings, parse_parameter, read_template, template_parameters, template_path, write_index
+from audits.report.inputs import calibrate_runs, load_corpora, repo_root, resolve_corpora, select_pair, suggest_runs
 from audits.corpus.synthetic import synthesize
 
 NOTEBOOKS = sorted(p for p in notebook_dir().glob("*.py") if not p.name.startswith("_"))

@@ -23,7 +23,7 @@ from audits.corpus.synthetic import synthesize  # noqa: E402
 from audits.report.plots._layout import format_duration  # noqa: E402
 from audits.report.plots.aggregation import stability_range_figure  # noqa: E402
 from audits.report.plots.calibration import calibration_scatter  # noqa: E402
-from audits.report.render import calibrate_runs  # noqa: E402
+from audits.report.inputs import calibrate_runs  # noqa: E402
 
 def _corpus(seed=3):
     return synthesize(n_problems=8, n_tests=4, n_correctness_tests=0, n_solutions=8, n_incorrect=0,

@@ -15,7 +15,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 
 from audits.corpus.synthetic import synthesize  # noqa: E402
 from audits.report.plots.simulation import reward_curves  # noqa: E402
-from audits.report.render import resolve_files  # noqa: E402
+from audits.report.inputs import resolve_files  # noqa: E402
 from audits.checks.reward_environments import load_environments  # noqa: E402
 from audits.checks.simulation import run_simulation_audit  # noqa: E402
 from tests.report.test_plots_legible import _boxes, _overlaps  # noqa: E402

@@ -19,8 +19,8 @@ import pytest
 from audits.cli import main as cli_main
 from audits.corpus.io import save_corpus
 from audits.report.narrative import format_interval
-from audits.report.render import (ReportError, default_audits, export_html, load_corpora, render_notebook,
-                           render_reports)
+from audits.report.render import ReportError, default_audits, export_html, render_notebook, render_reports
+from audits.report.inputs import load_corpora
 from audits.corpus.synthetic import synthesize
 from audits.report.results import RESULTS_FILE
 from tests.report.test_report_once import _kernel_calls, count_calls
@@ -248,7 +248,8 @@ def test_aggregation_and_simulation_values_in_html(rendered, corpus):
 
     from audits.checks.aggregation import run_aggregation_audit
     from audits.checks.reward_environments import load_reward_environments
-    from audits.report.render import repo_root, template_parameters, template_path
+    from audits.report.render import template_parameters, template_path
+    from audits.report.inputs import repo_root
     from audits.checks.simulation import run_simulation_audit
 
     _, out, _ = rendered

@@ -58,7 +58,7 @@ def count_calls(monkeypatch, folder: Path) -> tuple[Path, list[str]]:
     site = folder / "site"
     site.mkdir()
     # in the kernels the corpus loader is counted too: a page whose results are all stored never reads the corpus
-    kernel_counted = {**AUDITS, "audits.report.render": "load_corpora"}
+    kernel_counted = {**AUDITS, "audits.report.inputs": "load_corpora"}
     (site / "sitecustomize.py").write_text(f"AUDITS = {kernel_counted!r}\n" + SITECUSTOMIZE)
     log = folder / "calls.log"
     log.write_text("")
@@ -108,7 +108,7 @@ def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, countin
     render_notebook("reliability", tmp_path / "out", parameters={"corpora": [str(corpus_path)], **PARAMS})
     assert here == []
     assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
-                                          "render.load_corpora"]
+                                          "inputs.load_corpora"]
 
 
 def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
@@ -132,7 +132,7 @@ def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting
     render_notebook("reliability", tmp_path / "out",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
     assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
-                                          "render.load_corpora"]
+                                          "inputs.load_corpora"]
     log.write_text("")
     render_notebook("reliability", tmp_path / "out2",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "results_path": str(path)})

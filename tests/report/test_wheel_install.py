@@ -24,7 +24,8 @@ import pytest
 from setuptools import find_packages
 
 from audits.cli._main import build_parser
-from audits.report.render import REPORTS, repo_root, template_parameters, template_path
+from audits.report.render import REPORTS, template_parameters, template_path
+from audits.report.inputs import repo_root
 from tests.cli.test_examples import README_BLOCKS, assert_block_ran, readme_inputs, run_readme_block
 from tests.installed_wheel import run as _run
 

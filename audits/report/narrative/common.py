@@ -288,7 +288,7 @@ def show_plot(plot, audit, *, metric: str | None = None, **options):
     """Display ``plot(audit, **options)`` (a figure function of :mod:`audits.report.plots`) once, as a PNG.
 
     What the corpus does not let it draw is said in a sentence instead (:func:`figure_notes`): a skipped
-    audit (e.g. :class:`audits.report.render.CalibrationSkipped`), every finding on ``metric`` (the figure's
+    audit (e.g. :class:`audits.report.inputs.CalibrationSkipped`), every finding on ``metric`` (the figure's
     quantity) ``n/a``, nothing to draw; and below a drawn figure, what it leaves out (runs, bands).
     """
     from IPython.display import display
