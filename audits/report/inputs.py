@@ -17,7 +17,7 @@ from audits.checks.reward_environments import find_shipped
 from audits.errors import UserError
 
 __all__ = ["repo_root", "resolve_files", "resolve_corpora", "load_corpora", "resolve_run", "run_label",
-           "select_pair", "RUN_PARAMETERS", "SUGGESTED_PAIRS", "suggest_runs", "CalibrationSkipped", "calibrate_runs"]
+           "SUGGESTED_PAIRS", "suggest_runs", "CalibrationSkipped", "calibrate_runs"]
 
 
 def repo_root() -> Path:

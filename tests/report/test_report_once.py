@@ -107,8 +107,8 @@ def test_a_page_on_its_own_computes_what_it_shows(corpus_path, tmp_path, countin
     log, here = counting
     render_notebook("reliability", tmp_path / "out", parameters={"corpora": [str(corpus_path)], **PARAMS})
     assert here == []
-    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
-                                          "inputs.load_corpora"]
+    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "inputs.load_corpora",
+                                          "reliability.combine_parts"]
 
 
 def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting):
@@ -131,8 +131,8 @@ def test_a_page_with_other_parameters_recomputes(corpus_path, tmp_path, counting
     here.clear()
     render_notebook("reliability", tmp_path / "out",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "n_boot": 31, "results_path": str(path)})
-    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "reliability.combine_parts",
-                                          "inputs.load_corpora"]
+    assert sorted(_kernel_calls(log)) == ["discriminability.combine_parts", "inputs.load_corpora",
+                                          "reliability.combine_parts"]
     log.write_text("")
     render_notebook("reliability", tmp_path / "out2",
                     parameters={"corpora": [str(corpus_path)], **PARAMS, "results_path": str(path)})
