@@ -308,25 +308,21 @@ def run_aggregation_audit(
 def repeat_values_part(part) -> dict:
     """``{Run: sorted repeat values}`` of one partition's (an AuditContext's) non-floor rows: what the plan needs
     to know of each partition."""
-    from audits.corpus.runs import Run
-    from stats._groups import first_rows, group_codes, label_mask
+    from audits.corpus.runs import run_codes
+    from stats._groups import label_mask
 
     rows = part.corpus
-    # the floor rows masked out, not copied out; the run names as text for one row per run only (a copy of the
-    # corpus and two whole columns as text, 10^7 Python strings each, at 10^7 rows: 2026-12-06)
+    # the floor rows masked out, not copied out (a copy of the corpus at 10^7 rows: 2026-12-06)
     kept = ~label_mask(rows["role"], "floor") if "role" in rows.columns else np.ones(len(rows), dtype=bool)
     if not kept.any():
         return {}
-    run_code, n_runs = group_codes(rows, ["environment", "campaign"])
-    first = first_rows(run_code, n_runs)
-    envs = rows["environment"].iloc[first].astype(str).to_numpy()
-    camps = rows["campaign"].iloc[first].astype(str).to_numpy()
+    run_code, runs = run_codes(rows)
     repeat = rows["repeat"].to_numpy()
     out = {}
-    for k in range(n_runs):
+    for k, run in enumerate(runs):
         mine = kept & (run_code == k)
         if mine.any():  # a run of floor rows only has no repeat values to give
-            out[Run(envs[k], camps[k])] = np.unique(repeat[mine])
+            out[run] = np.unique(repeat[mine])
     return out
 
 

@@ -358,18 +358,15 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
     :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
     table), which of ``columns`` hold a value, and whether it has correct reference rows."""
-    from audits.corpus.runs import Run
+    from audits.corpus.runs import run_codes
     from stats._groups import first_rows, group_codes, label_mask
 
     part = part.corpus
     if len(part) == 0:
         return {}
-    run_code, n_runs = group_codes(part, ["environment", "campaign"])
     # names as text only for one row per run and per problem: a whole column as text (pandas' string arrays)
     # took 5.4 of the 8.8 s this pass took at 10^7 rows (2026-12-06, cProfile)
-    run_first = first_rows(run_code, n_runs)
-    envs = part["environment"].iloc[run_first].astype(str).to_numpy()
-    camps = part["campaign"].iloc[run_first].astype(str).to_numpy()
+    run_code, run_names = run_codes(part)
     problem_code, n_problems = group_codes(part, ["problem"])
     problem_names = part["problem"].iloc[first_rows(problem_code, n_problems)].astype(str).to_numpy()
     n = len(part)
@@ -383,13 +380,13 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     sized = (np.isfinite(part["input_bytes"].to_numpy(dtype=float)) if "input_bytes" in part.columns
              else np.zeros(n, dtype=bool))
     out = {}
-    for k in range(n_runs):
+    for k, run in enumerate(run_names):
         mine = run_code == k
         scored = mine & reference & ~floor
         units, where = np.unique(unit[scored], return_index=True)
         codes, counts = np.unique(problem_code[scored][where], return_counts=True)
         names = problem_names[codes]
-        out[Run(envs[k], camps[k])] = {
+        out[run] = {
             "repeats": np.unique(repeat[mine & rated]),
             "units": dict(zip(names.tolist(), counts.tolist())),
             "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns},

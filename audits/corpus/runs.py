@@ -65,7 +65,7 @@ from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
-__all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "select_rows", "describe_runs", "RULES", "covered_runs",
+__all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "run_codes", "select_rows", "describe_runs", "RULES", "covered_runs",
            "one_run"]
 
 ORDER_BY = ("timestamp", "user", "corpus order")
@@ -252,6 +252,16 @@ def _timestamps(values: pd.Series) -> pd.Series:
     return pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
 
 
+def run_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[Run]]:
+    """A dense run code per row of ``frame`` and the :class:`Run` of each code: the names are read as text from one
+    row per run only (a whole column as text is 10^7 Python strings at 10^7 rows)."""
+    run_code, n_runs = group_codes(frame, list(RUN_COLUMNS))
+    first = first_rows(run_code, n_runs)
+    envs = frame["environment"].iloc[first].astype(str).to_numpy()
+    camps = frame["campaign"].iloc[first].astype(str).to_numpy()
+    return run_code, [Run(str(e), str(c)) for e, c in zip(envs, camps)]
+
+
 def runs_of(
     corpus: pd.DataFrame,
     *,
@@ -286,11 +296,8 @@ def runs_of(
     rows = corpus.loc[body] if not body.all() else corpus
     if len(rows) == 0:
         return Runs((), "corpus order")
-    run_code, n_runs = group_codes(rows, list(RUN_COLUMNS))
-    first = first_rows(run_code, n_runs)
-    envs = rows["environment"].iloc[first].astype(str).to_numpy()
-    camps = rows["campaign"].iloc[first].astype(str).to_numpy()
-    names = [Run(str(e), str(c)) for e, c in zip(envs, camps)]
+    run_code, names = run_codes(rows)
+    n_runs = len(names)
     n_rows = np.bincount(run_code, minlength=n_runs)
 
     cell_cols = [c for c in ("problem", "test", "solution") if c in rows.columns]
