@@ -14,8 +14,9 @@ hand. This module imports neither numpy nor pandas (``speedaudit --help`` import
 
 The public keyword functions (``run_reliability_audit(corpus, n_boot=...)``, ``run_partitioned_reliability``, ...)
 do not write a default again: each option keyword defaults to :data:`DEFAULT` (shown as ``<Options default>``
-in a signature) and :func:`defaults_from` gives a keyword left out the field's declared default, so the
-in-memory and the Dask functions read the same declaration. A dedicated object rather than ``None``, which is
+in a signature) and :func:`defaults_from` gives a keyword left out the field's declared default and validates
+every option keyword through the Options (:meth:`Options.keyword_values`), so the in-memory and the Dask
+functions read the same declaration and check no option by hand. A dedicated object rather than ``None``, which is
 a real value of several options (``floor_s=None``: from the floor rows; ``names=None``: every aggregator).
 
 Examples
@@ -40,6 +41,7 @@ import argparse
 import functools
 import inspect
 import math
+import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -73,11 +75,12 @@ class Interval:
     closed: str = "both"
 
     def __contains__(self, value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        # numbers.Real: Python's and numpy's numbers alike (np.int64 is no int); never a bool, NaN or infinity
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
-        if self.kind is int and not (isinstance(value, int) or float(value).is_integer()):
+        if not isinstance(value, numbers.Integral) and not math.isfinite(value):
             return False
-        if isinstance(value, float) and math.isnan(value):
+        if self.kind is int and not (isinstance(value, numbers.Integral) or float(value).is_integer()):
             return False
         lo_in = self.closed in ("both", "left")
         hi_in = self.closed in ("both", "right")
@@ -87,6 +90,10 @@ class Interval:
 
     def convert(self, text: str):
         return int(text) if self.kind is int else float(text)
+
+    def normalize(self, value):
+        """An allowed value as stored: an integer option's as a Python int (``1000.0``, ``np.int64(1000)``)."""
+        return int(value) if self.kind is int and type(value) is not int else value
 
     def __str__(self) -> str:
         what = "an integer" if self.kind is int else "a number"
@@ -201,6 +208,11 @@ class Sequence:
     def convert(self, text: str):
         return tuple(self.item.convert(t.strip()) for t in text.split(",") if t.strip())
 
+    def normalize(self, value):
+        """An allowed value as stored: a tuple of its items as stored."""
+        normalize = getattr(self.item, "normalize", None)
+        return tuple(value) if normalize is None else tuple(normalize(v) for v in value)
+
     def __str__(self) -> str:
         return f"a non-empty list{' without repeats' if self.unique else ''} of {self.item}"
 
@@ -212,6 +224,12 @@ def _allowed(constraints) -> str:
 def _message(audit: str, f, value) -> str:
     """The one error format: the option, what it allows, its flag, the value given."""
     return f"{audit} option {f.name} must be {_allowed(f.metadata['constraints'])} ({flag_of(f)}), got {value!r}"
+
+
+def _allows_none(f) -> bool:
+    """Whether field ``f`` allows None (it declares no constraint, or one that allows None)."""
+    constraints = f.metadata.get("constraints", ())
+    return not constraints or any(None in c for c in constraints)
 
 
 # --- declaring options ------------------------------------------------------------------------------------
@@ -276,8 +294,14 @@ class Options:
             if isinstance(value, list):  # a list given where a tuple is declared: store the tuple
                 value = tuple(value)
                 object.__setattr__(self, f.name, value)
-            if constraints and not any(value in c for c in constraints):
+            if not constraints:
+                continue
+            allowing = next((c for c in constraints if value in c), None)
+            if allowing is None:
                 raise OptionError(_message(self.audit, f, value))
+            normalize = getattr(allowing, "normalize", None)
+            if normalize is not None:
+                object.__setattr__(self, f.name, normalize(value))
 
     @classmethod
     def coerce(cls, value=None, **changes) -> Options:
@@ -295,6 +319,36 @@ class Options:
             raise OptionError(f"unknown {cls.audit} option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                               f"it takes: {', '.join(sorted(known))}")
         return replace(base, **items) if base is not None else cls(**items)
+
+    @classmethod
+    def keyword_forms(cls, values: dict) -> dict:
+        """The values of a public keyword function's option keywords in the forms the Options declare: an audit
+        whose keyword function accepts forms of its own (calibration's ``robust=True`` for ``"huber"``) maps them
+        here. A name this leaves out of the result is not an option value (compare's ``a`` as a list of solution
+        ids): the function gets it as given. Default: ``values`` unchanged."""
+        return values
+
+    @classmethod
+    def keyword_values(cls, values: Mapping) -> dict:
+        """``values`` (a public keyword function's option keywords, by name) validated by this class, as
+        :func:`defaults_from` passes them on: :meth:`keyword_forms` first, then None given for an option that
+        does not allow None is its declared default (the keyword functions' "not given"), then the dataclass
+        (its constraints raise :class:`OptionError`: one place, one message format); a list is stored as a
+        tuple, an integer option's value as an int.
+
+        >>> @dataclass(frozen=True)
+        ... class Demo(Options):
+        ...     n_boot: int = option(1000, Interval(int, 0, None), help="resamples")
+        ...     seed: int = option(0, Interval(int, 0, None), help="seed")
+        >>> Demo.keyword_values({"n_boot": 200.0, "seed": None})
+        {'n_boot': 200, 'seed': 0}
+        """
+        values = cls.keyword_forms(dict(values))
+        for f in fields(cls):
+            if f.name in values and values[f.name] is None and not _allows_none(f):
+                values[f.name] = f.default
+        checked = cls.coerce(values)
+        return {name: getattr(checked, name) for name in values}
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -339,10 +393,12 @@ def defaults_from(options: type[Options]):
     (or given as :data:`DEFAULT`) takes the declared default of the field of ``options`` of that name before
     the function runs, so that the field is the only place the default is written.
 
-    Resolving validates nothing: a value given goes on as it is, to the function's own checks or to the
-    :class:`Options` that validate it (one place, one message format). Checked when decorating: every keyword
-    defaulting to :data:`DEFAULT` is keyword-only and a field of ``options``. The function keeps its signature
-    (``inspect.signature`` shows ``<Options default>``) and docstring; ``__options__`` names ``options``.
+    Then every keyword-only keyword named after a field of ``options`` (given or resolved) is validated by
+    ``options`` (:meth:`Options.keyword_values`): a bad value fails with :class:`OptionError` in the one message
+    format before the function runs, which gets the values as the dataclass stores them (a tuple for a list)
+    and checks none of them again. Checked when decorating: every keyword defaulting to :data:`DEFAULT` is
+    keyword-only and a field of ``options``. The function keeps its signature (``inspect.signature`` shows
+    ``<Options default>``) and docstring; ``__options__`` names ``options``.
 
     >>> @dataclass(frozen=True)
     ... class Demo(Options):
@@ -352,12 +408,19 @@ def defaults_from(options: type[Options]):
     ...     return n_boot
     >>> run("c"), run("c", n_boot=5), inspect.signature(run)
     (1000, 5, <Signature (corpus, *, n_boot=<Options default>)>)
+    >>> run("c", n_boot=-1)
+    Traceback (most recent call last):
+    ...
+    audits.protocol.params.OptionError: audit option n_boot must be an integer >= 0 (--n-boot), got -1
     """
 
     def decorate(func):
         declared = {f.name: f.default for f in fields(options)}
         names = []
+        validated = []
         for p in inspect.signature(func).parameters.values():
+            if p.name in declared and p.kind is p.KEYWORD_ONLY:
+                validated.append(p.name)
             if p.default is not DEFAULT:
                 continue
             if p.name not in declared or p.kind is not p.KEYWORD_ONLY:
@@ -365,12 +428,14 @@ def defaults_from(options: type[Options]):
                                 f"keyword-only parameter named after a field of {options.__name__}")
             names.append(p.name)
         names = tuple(names)
+        validated = tuple(validated)
 
         @functools.wraps(func)
         def with_defaults(*args, **kwargs):
             for name in names:
                 if kwargs.get(name, DEFAULT) is DEFAULT:
                     kwargs[name] = declared[name]
+            kwargs.update(options.keyword_values({name: kwargs[name] for name in validated if name in kwargs}))
             return func(*args, **kwargs)
 
         with_defaults.__options__ = options

@@ -24,7 +24,7 @@ from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
-from audits.protocol.params import DEFAULT, Interval, Options, defaults_from, option
+from audits.protocol.params import DEFAULT, Interval, OptionError, Options, defaults_from, option
 from stats.rewards import RewardEnvironment
 
 NAMES = registry.names()
@@ -134,7 +134,7 @@ class _Demo(Options):
     floor_s: float | None = option(None, help="floor")
 
 
-def test_defaults_from_resolves_only_what_is_left_out_and_validates_nothing():
+def test_defaults_from_resolves_only_what_is_left_out_and_validates_through_the_options():
     @defaults_from(_Demo)
     def run(corpus, *, n_boot=DEFAULT, floor_s=DEFAULT, other=None):
         return n_boot, floor_s, other
@@ -142,7 +142,9 @@ def test_defaults_from_resolves_only_what_is_left_out_and_validates_nothing():
     assert run("c") == (1000, None, None)
     assert run("c", n_boot=5, floor_s=0.1) == (5, 0.1, None)
     assert run("c", n_boot=DEFAULT) == (1000, None, None)
-    assert run("c", n_boot=-1) == (-1, None, None)  # validating is the Options' (or the function's) business
+    with pytest.raises(OptionError, match=r"demo option n_boot must be an integer >= 0 \(--n-boot\), got -1"):
+        run("c", n_boot=-1)  # validated by the Options, not by the function (tests/audits/test_keyword_validation.py)
+    assert run("c", other=-1) == (1000, None, -1)  # not an option: the function's own business
     assert inspect.signature(run).parameters["n_boot"].default is DEFAULT
 
 

@@ -102,3 +102,12 @@ class CalibrationOptions(Options):
     n_boot_rank: int = n_boot_option(200, what="for the Spearman CIs")
     level: float = option(0.95, Interval(float, 0, 1, closed="neither"), cli=False, help="confidence level")
     seed: int = seed_option()
+
+    @classmethod
+    def keyword_forms(cls, values: dict) -> dict:
+        """The keyword functions' ``robust=True`` is Huber's robust affine, ``robust=False`` none."""
+        if values.get("robust") is True:
+            values["robust"] = "huber"
+        elif values.get("robust") is False:
+            values["robust"] = None
+        return values

@@ -60,7 +60,7 @@ class ClocksOptions(Options):
                                      help="only the runs of this environment (the corpus column; default: every run)")
     campaign: str | None = option(None, Text(), NoneOk(), shared=True, metavar="NAME",
                                   help="only the runs of this campaign (default: every run)")
-    measures: tuple | None = option(None, Sequence(Text(), unique=True), NoneOk(), cli=False,
+    measures: tuple | None = option(None, Sequence(Text(), unique=True), NoneOk(), cli=False, flag="--measure",
                                     help="the measures to compare (the first is the base)")
     n_boot: int = n_boot_option(200, shared=False, what="behind the figures")
     seed: int = seed_option()
@@ -72,3 +72,11 @@ class ClocksOptions(Options):
     reference_measure: str = option("cpu_s", Text(), shared=False, metavar="COLUMN",
                                     help="the reference run's clock whose within-problem order is the truth")
     source: str = option("the corpus", Text(), cli=False, help="how error messages name the corpus (its file)")
+
+    @classmethod
+    def keyword_forms(cls, values: dict) -> dict:
+        """:func:`audits.checks.clocks.run_clocks_audit`'s ``measures=[]``: no measure named, as None (every
+        available one)."""
+        if isinstance(values.get("measures"), (list, tuple)) and not values["measures"]:
+            values["measures"] = None
+        return values

@@ -58,3 +58,9 @@ class CompareOptions(Options):
     n_boot: int = n_boot_option(1000)
     seed: int = seed_option()
     source: str = option("the corpus", Text(), cli=False, help="how error messages name the corpus (its file)")
+
+    @classmethod
+    def keyword_forms(cls, values: dict) -> dict:
+        """:func:`audits.checks.compare.run_compare_audit` also takes a set as a list of solution ids (``a=[...]``):
+        not an option value, resolved with the corpus (:func:`audits.checks.compare.resolve_sides`)."""
+        return {k: v for k, v in values.items() if not (k in ("a", "b") and isinstance(v, (list, tuple)))}

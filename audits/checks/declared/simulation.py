@@ -52,7 +52,7 @@ class SimulationOptions(Options):
     reward_environments: tuple | None = option(None, cli=False, help="the reward environments to simulate")
     group_sizes: tuple = option((2, 4, 8, 16), Sequence(Interval(int, 1, None)), metavar="G",
                                 help="GRPO group sizes (the headline zero-advantage rate is at the largest)")
-    n_bins: int = option(10, Interval(int, 1, None), flag="--bins", metavar="N", help="quality bins of the curves")
+    n_bins: int = option(10, Interval(int, 2, None), flag="--bins", metavar="N", help="quality bins of the curves")
     quality_distribution: object = option("uniform", cli=False,
                                           help="quality distribution of a GRPO group's rollouts")
     include_incorrect: bool = option(False, Boolean(),
