@@ -569,11 +569,9 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
     -------
     ClocksAudit
     """
-    measures = list(measures) if measures else available_measures(corpus)
+    measures = list(measures) if measures else available_measures(corpus)  # validated by ClocksOptions (no repeat)
     if not measures:
         raise UserError(f"{source}: no measure to compare (no ok execution has a positive duration)")
-    if len(set(measures)) != len(measures):
-        raise UserError(f"{source}: --measure names a column twice ({', '.join(measures)})")
     swapped = {m: use_measure(corpus, m, source=source) for m in measures}
     run_code, n_runs = group_codes(corpus, list(RUN_COLUMNS))  # one row per run turned into names, not every row
     firsts = corpus.iloc[first_rows(run_code, n_runs)][list(RUN_COLUMNS)].astype(str)

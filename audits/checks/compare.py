@@ -328,11 +328,12 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
 
     Raises
     ------
+    OptionError
+        An option its :class:`~audits.checks.declared.compare.CompareOptions` field does not allow (e.g.
+        ``confidence`` outside (0.5, 1)).
     UserError
         A bad set (:func:`resolve_sides`), or no run holding executions of both sets.
     """
-    if not 0.5 < confidence < 1:
-        raise UserError(f"--confidence must lie in (0.5, 1), got {confidence}")
     side = resolve_sides(corpus, a, b, by=by, source=source)
     frame = corpus.assign(_side=side)
     results, skipped = [], []

@@ -39,7 +39,7 @@ from audits.protocol.findings import Finding, findings_table, judge, to_jsonable
 from audits.checks.reliability import one_result
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
 from audits.protocol.params import DEFAULT, defaults_from
-from stats.bootstrap import Interval, bootstrap_ci, check_n_boot
+from stats.bootstrap import Interval, bootstrap_ci
 from stats.discriminability import (
     StrongWeakGap,
     noise_aware_robust_cv,
@@ -449,11 +449,6 @@ def run_discriminability_audit(
     (['quiet · c0'], 6)
     """
     thresholds = DiscriminabilityThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
-    if method not in ("iqr", "mad"):
-        raise ValueError(f"method must be 'iqr' or 'mad', got {method!r}")
-    if floor_s is not None and not (np.isfinite(floor_s) and floor_s > 0):
-        raise ValueError(f"floor_s must be a positive number of seconds, got {floor_s}")
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): rows, pool, scores per run built once
     plan = plan_runs(ctx, environment=environment, campaign=campaign, runs=runs)
     return combine_parts([partition_tables(ctx, plan, floor_s=floor_s, thresholds=thresholds, method=method)], plan,
@@ -494,10 +489,11 @@ def combine_parts(parts: list, plan: dict, *, floor_s: float | None, thresholds:
                   method: str, n_boot: int, seed: int) -> DiscriminabilityAudit:
     """The audit from every partition's :func:`partition_tables` (each partition's tables taken out of ``parts``
     as they are joined): per run, the tables concatenated (:func:`audits.protocol.partition.joined`), the
-    language counts listed, then :func:`combine_problem_tables`."""
+    language counts listed, then :func:`combine_problem_tables`. The options come validated by
+    :class:`~audits.checks.declared.discriminability.DiscriminabilityOptions` (the registered audit's, or
+    :func:`run_discriminability_audit`'s keywords): not checked again here."""
     from audits.protocol.partition import joined
 
-    n_boot = check_n_boot(n_boot)
     per_run = {}
     for summary in plan["runs"]:
         mine = [p.pop(summary.run) for p in parts if summary.run in p]

@@ -175,9 +175,9 @@ class Calibration(Audit):
 
         source, target = pair
         result = run_calibration_audit(ctx, source=source, target=target, key=options.key,
-                                       families=list(options.families), robust=options.robust or False,
+                                       families=options.families, robust=options.robust,
                                        calibration_family=options.calibration_family,
-                                       variance_ratio=options.variance_ratio, taus=tuple(options.taus),
+                                       variance_ratio=options.variance_ratio, taus=options.taus,
                                        n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
                                        level=options.level, seed=options.seed, thresholds=thresholds)
         return replace(result, pair_rule="named")

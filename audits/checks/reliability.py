@@ -44,7 +44,7 @@ from audits.protocol.context import audit_context, reference_rows as _reference_
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
 from stats._groups import group_codes, label_mask
-from stats.bootstrap import Interval, check_n_boot, cluster_bootstrap_ci
+from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.reliability import (
     ICC_TYPES,
     PairSignificance,
@@ -561,13 +561,6 @@ def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: di
     return out
 
 
-def _check_targets(target_reliability: float, target_precision: float) -> None:
-    if not 0 < target_reliability < 1:
-        raise ValueError(f"target_reliability must lie in (0, 1), got {target_reliability}")
-    if not target_precision > 0:
-        raise ValueError(f"target_precision must be > 0, got {target_precision}")
-
-
 #: d2(5) = 2.326, the expected range of 5 normal draws in sd units: the rank-range limits were set at 5 repeats.
 D2_5 = float(d2_constant(5))
 
@@ -672,12 +665,12 @@ def combine_parts(parts: list, plan: tuple, ctx, *, thresholds: ReliabilityThres
                   target_reliability: float, target_precision: float, max_pairs: int) -> ReliabilityAudit:
     """The audit from every partition's :func:`partition_tables` (taken out of ``parts`` run by run as they are
     joined): each run's contention (exact medians over ``ctx``'s partitions, :mod:`audits.checks.median_selection`),
-    then :func:`combine_problem_tables` and the findings."""
+    then :func:`combine_problem_tables` and the findings. The options come validated by
+    :class:`~audits.checks.declared.reliability.ReliabilityOptions` (the registered audit's, or
+    :func:`run_reliability_audit`'s keywords): not checked again here."""
     from audits.checks.median_selection import run_contention
 
     thresholds = ReliabilityThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
-    _check_targets(target_reliability, target_precision)
     summaries = {s.run: s for s in plan}
     contention = run_contention(ctx, summaries, {s.run: [p[s.run].pop("contention") for p in parts if s.run in p]
                                                  for s in plan}, thresholds,

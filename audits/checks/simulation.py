@@ -482,11 +482,12 @@ def partition_part(part, plan: dict) -> list | None:
 def combine_parts(parts: list, plan: dict, *, thresholds, n_boot: int, seed: int) -> SimulationAudit:
     """The audit from every partition's :func:`partition_part`: per reward environment
     :func:`stats.simulator.combine_simulation` of its parts (curves, diagnostics and their bootstrap over problems,
-    group statistics, verdict), then :func:`combine_simulation_results`."""
+    group statistics, verdict), then :func:`combine_simulation_results`. The options come validated by
+    :class:`~audits.checks.declared.simulation.SimulationOptions` (the registered audit's, or
+    :func:`run_simulation_audit`'s keywords): not checked again here."""
     from stats.simulator import combine_simulation
 
     th = SimulationThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN), every point estimate still computed
     parts = [p for p in parts if p is not None]
     results = [combine_simulation([p[j] for p in parts], env, group_sizes=plan["sizes"],
                                   headline_group_size=plan["headline"], thresholds=_degeneracy(th), n_boot=n_boot,

@@ -12,7 +12,7 @@ from audits.checks.declared.discriminability import DiscriminabilityOptions
 from audits.checks.declared.reliability import ReliabilityOptions
 from audits.checks.declared.simulation import SimulationOptions
 from audits.corpus.dataset import CorpusDataset
-from audits.protocol.params import DEFAULT, defaults_from, field_default
+from audits.protocol.params import DEFAULT, defaults_from
 
 __all__ = ["run_partitioned_aggregation", "run_partitioned_calibration", "run_partitioned_discriminability",
            "run_partitioned_reliability", "run_partitioned_simulation"]
@@ -203,11 +203,9 @@ def run_partitioned_calibration(
 
     if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
         raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
-    if families is None:
-        families = field_default(CalibrationOptions, "families")
-    (result,) = _one("calibration", dataset, {
-        "pairs": ((Run.coerce(source), Run.coerce(target)),), "families": tuple(families),
-        "robust": "huber" if robust is True else robust or None, "calibration_family": calibration_family,
-        "variance_ratio": variance_ratio, "taus": tuple(taus), "n_boot": n_boot, "n_boot_rank": n_boot_rank, "level": level, "seed": seed},
+    (result,) = _one("calibration", dataset, {  # the options as defaults_from validated them (robust=True: "huber")
+        "pairs": ((Run.coerce(source), Run.coerce(target)),), "families": families,
+        "robust": robust, "calibration_family": calibration_family,
+        "variance_ratio": variance_ratio, "taus": taus, "n_boot": n_boot, "n_boot_rank": n_boot_rank, "level": level, "seed": seed},
         thresholds=thresholds, client=client, scheduler=scheduler, n_workers=n_workers)
     return result
