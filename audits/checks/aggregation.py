@@ -41,7 +41,6 @@ from audits.protocol.findings import Finding, findings_table, judge, to_jsonable
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
 from audits.protocol.params import DEFAULT, defaults_from
 from stats.aggregation import AggregatorComparison, floor_from_rows, floors_by_language
-from stats.bootstrap import check_n_boot
 from audits.protocol.context import audit_context
 from audits.corpus.runs import RunSummary
 
@@ -384,8 +383,7 @@ def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds 
     then :func:`combine_run_comparisons`."""
     from stats.aggregation import AggregatorProblemValues, combine_aggregator_values
 
-    th = AggregationThresholds.coerce(thresholds)
-    n_boot = check_n_boot(n_boot)  # 0: no intervals (NaN) and nothing judged against bootstrap noise
+    th = AggregationThresholds.coerce(thresholds)  # the options: validated by AggregationOptions (not again here)
     planned = {s.run for s, _, _ in plan["plan"]}
     repeats = plan["repeats"]
     items = []
