@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from stats._groups import grouped_order
+
 __all__ = ["snap", "tail_weights", "grouped_midranks", "smallest_by_half_inclusion"]
 
 SIGNIFICANT = 12
@@ -129,16 +131,29 @@ def grouped_midranks(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
 def _less_equal(groups: np.ndarray, values: np.ndarray, n_groups: int | None = None):
     """Per value: #{smaller values in its group}, #{equal values in its group}, and the group sizes.
 
-    Exact integer keys (group, dense rank of the value), one sort and two
-    ``searchsorted`` calls: no loop over groups.
+    One (group, value) sort (:func:`stats._groups.grouped_order`), then the runs of equal (group, value) in
+    sorted order: a run's offset in its group is ``less``, its length ``equal``. NaNs equal each other (as
+    ``np.unique`` counts them) and -0.0 equals 0.0. This replaced ``np.unique(values)`` for a dense rank, a sort
+    of (group, rank) keys and two ``searchsorted`` over them: 1.97 -> 0.77 s at 2*10^6 values in 1,000
+    groups, 16.3 -> 4.5 s at 5*10^6 in 250,000 (2026-12-06, same results).
     """
-    _, dense = np.unique(values, return_inverse=True)
-    keys = groups * np.int64(dense.max() + 1) + dense
-    sorted_keys = np.sort(keys)
+    groups = np.asarray(groups, dtype=np.int64)
+    values = np.asarray(values, dtype=float)
     sizes = np.bincount(groups, minlength=n_groups or 0)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    less = np.searchsorted(sorted_keys, keys, side="left") - starts[groups]
-    equal = np.searchsorted(sorted_keys, keys, side="right") - starts[groups] - less
+    n = len(values)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), sizes
+    order = grouped_order(values, groups)
+    g, v = groups[order], values[order]
+    same = (g[1:] == g[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+    new_run = np.concatenate(([True], ~same))
+    run_start = np.flatnonzero(new_run)          # sorted position where each run begins
+    run_of = np.cumsum(new_run) - 1              # run of every sorted position
+    group_start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    less = np.empty(n, dtype=np.int64)
+    equal = np.empty(n, dtype=np.int64)
+    less[order] = run_start[run_of] - group_start[g]
+    equal[order] = np.diff(np.append(run_start, n))[run_of]
     return less, equal, sizes
 
 
