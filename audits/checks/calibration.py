@@ -34,10 +34,9 @@ from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of
 from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
 from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import group_codes, label_mask, present_labels
-from stats.bootstrap import Interval, check_n_boot
+from stats.bootstrap import Interval
 from stats.calibration import (
     FAMILIES,
-    ROBUST_METHODS,
     BlandAltman,
     Fit,
     Pairing,
@@ -355,8 +354,7 @@ def run_calibration_audit(
 
     limits = CalibrationThresholds.coerce(thresholds)
     ctx = audit_context(corpus)  # the shared context's run table (audits.protocol.context)
-    families, robust, n_boot, n_boot_rank = _check_options(families, calibration_family, robust, n_boot,
-                                                           n_boot_rank)
+    families = list(families)  # the options: validated by CalibrationOptions (defaults_from), robust=True as "huber"
     if _is_run(source) and _is_run(target):  # two runs: the partition steps, the corpus as one partition
         piece = run_pair_piece(ctx.runs, source, target)
         return combine_pair([pair_part(ctx, piece)], piece, families=families, robust=robust,
@@ -372,21 +370,6 @@ def run_calibration_audit(
                            families=families, robust=robust, calibration_family=calibration_family,
                            variance_ratio=variance_ratio, taus=taus, n_boot=n_boot, n_boot_rank=n_boot_rank,
                            level=level, seed=seed, limits=limits)
-
-
-def _check_options(families, calibration_family, robust, n_boot, n_boot_rank) -> tuple[list, str | bool | None, int, int]:
-    families = list(families)
-    for family in families:
-        if family not in FAMILIES:
-            raise ValueError(f"unknown calibration family {family!r}; choose from {', '.join(FAMILIES)}")
-    if calibration_family is not None and calibration_family not in FAMILIES:
-        raise ValueError(f"unknown calibration family {calibration_family!r}; choose from {', '.join(FAMILIES)}")
-    if robust is True:
-        robust = "huber"
-    if robust and robust not in ROBUST_METHODS:
-        raise ValueError(f"robust must be False, True or one of {ROBUST_METHODS}, got {robust!r}")
-    n_boot, n_boot_rank = check_n_boot(n_boot), check_n_boot(n_boot_rank, "n_boot_rank")  # 0: no intervals
-    return families, robust, n_boot, n_boot_rank
 
 
 def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataFrame | None, drift_names,
@@ -1016,13 +999,14 @@ def combine_pair(parts: list, piece: dict, *, families, robust, calibration_fami
                  n_boot_rank, level, seed, thresholds) -> CalibrationAudit:
     """One pair's calibration from every partition's :func:`pair_part`: the cells joined in problem order and paired
     (:func:`stats.calibration.pair_cells`), then :func:`combine_pairing` (``parts`` is emptied once its cells are
-    joined, so the client does not hold them twice through the combine)."""
+    joined, so the client does not hold them twice through the combine). The options come validated by
+    :class:`~audits.checks.declared.calibration.CalibrationOptions` (the registered audit's, or
+    :func:`run_calibration_audit`'s keywords): not checked again here."""
     from audits.protocol.partition import joined
-    from stats.calibration import FAMILIES, pair_cells
+    from stats.calibration import pair_cells
 
     limits = CalibrationThresholds.coerce(thresholds)
-    families, robust, n_boot, n_boot_rank = _check_options(FAMILIES if families is None else list(families),
-                                                           calibration_family, robust or False, n_boot, n_boot_rank)
+    families = list(families)
     src, tgt, key = piece["source"], piece["target"], piece["key"]
     names = (src.campaign, tgt.campaign) if key == "campaign" else (src.environment, tgt.environment)
     drift_names = drift_pairings = None
