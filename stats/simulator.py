@@ -68,8 +68,8 @@ from stats._groups import first_rows, group_codes, label_mask
 from stats.declarations import DegeneracyThresholds
 from stats._ties import grouped_midranks
 from stats.ranking import problem_scores, reference_pools, test_percentiles
-from stats.rewards import (Environment, EnvironmentRun, row_lookup, apply_environment, base_percentiles,
-                           environment_rewards)
+from stats.rewards import (Environment, EnvironmentRun, ScoringBase, row_lookup, apply_environment,
+                           base_percentiles, environment_rewards)
 
 __all__ = ["DegeneracyThresholds", "SimulationResult", "repeat_quality", "simulate", "SimulationProblems",
            "simulate_problems", "combine_simulation", "simulate_grid", "rank_environments"]
@@ -543,6 +543,7 @@ def simulate(
     pools: pd.DataFrame | None = None,
     percentiles: np.ndarray | None = None,
     floor_durations: np.ndarray | None = None,
+    base: ScoringBase | None = None,
     include_incorrect: bool = False,
     n_bins: int = 10,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
@@ -571,6 +572,9 @@ def simulate(
     floor_durations : ndarray, optional
         The durations of the run's ``floor`` rows when ``runs`` comes without them
         (:func:`stats.rewards.apply_environment`; :func:`simulate_grid` strips them once).
+    base : ScoringBase, optional
+        ``stats.rewards.ScoringBase(runs, pools=pools, roles=("reference",))`` of ``runs`` without floor rows
+        (likewise: the test table, scored rows and units built once for every environment).
     include_incorrect : bool, default False
         Also use the incorrect references as rollouts (ranked by their q, failed
         tests at percentile 100). Only then can schemes that ignore correctness
@@ -600,7 +604,8 @@ def simulate(
         quality = repeat_quality(runs, pools=pools, include_incorrect=include_incorrect)
     part = simulate_problems(runs, env, repeats=np.sort(pd.unique(quality["repeat"].to_numpy())), quality=quality,
                              pools=pools, percentiles=percentiles, n_bins=n_bins, group_sizes=group_sizes,
-                             quality_distribution=quality_distribution, floor_durations=floor_durations)
+                             quality_distribution=quality_distribution, floor_durations=floor_durations,
+                             base=base)
     return combine_simulation(part, env, headline_group_size=headline, group_sizes=group_sizes,
                               thresholds=thresholds, n_boot=n_boot, level=level, seed=seed)
 
@@ -732,16 +737,19 @@ def simulate_problems(
     quality_distribution="uniform",
     stream_start: dict | None = None,
     floor_durations: np.ndarray | None = None,
+    base: ScoringBase | None = None,
 ) -> SimulationProblems:
     """The per-problem part of :func:`simulate` (which calls it on every problem of the run).
 
     ``runs`` holds whole problems (all of the run's, or a partition's, with the run's ``floor`` rows);
     ``repeats`` are the sorted repeat values of the whole run's ``quality`` (they define the repeat pairs);
     ``stream_start`` (multitask rewards only) the position of each problem's first rollout in the whole run's
-    table (:func:`_multitask_draws`; None: ``runs`` is the whole run).
+    table (:func:`_multitask_draws`; None: ``runs`` is the whole run). ``base``: a
+    :class:`stats.rewards.ScoringBase` of these ``runs`` (without floor rows: ``floor_durations`` given),
+    ``pools``, the references, per repeat, shared by every environment simulated on them.
     """
     outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools,
-                                                percentiles=percentiles, floor_durations=floor_durations)
+                                                percentiles=percentiles, floor_durations=floor_durations, base=base)
     scores = outcome.scores
     draws = None
     if env.reward.scheme == "multitask" and stream_start is not None:
@@ -940,6 +948,8 @@ def simulate_grid(runs: pd.DataFrame, environments: Sequence[Environment], **opt
     percentiles = options.pop("percentiles", None)
     if percentiles is None:
         percentiles = base_percentiles(runs, pools=pools, roles=("reference",))
+    if "base" not in options and not ("role" in runs.columns and label_mask(runs["role"], "floor").any()):
+        options["base"] = ScoringBase(runs, pools=pools, roles=("reference",), per_repeat=True)
     results = [simulate(runs, env, quality=quality, pools=pools, percentiles=percentiles, **options)
                for env in environments]
     return rank_environments(results), results

@@ -460,6 +460,7 @@ def partition_part(part, plan: dict) -> list | None:
     in memory the whole corpus, whose run context's pool and per-repeat percentiles every audit shares), one per
     usable reward environment; None when the partition holds none of the run's (non-floor) rows."""
     from audits.protocol.partition import run_rows
+    from stats.rewards import ScoringBase
     from stats.simulator import simulate_problems
 
     run_ctx = run_rows(part, plan["run"])
@@ -471,11 +472,12 @@ def partition_part(part, plan: dict) -> list | None:
     rows, pools, ranked = run_ctx.rows, run_ctx.pools, run_ctx.repeat_percentiles["percentile"].to_numpy()
     quality = repeat_quality(rows, pools=pools, include_incorrect=options["include_incorrect"], percentiles=ranked)
     percentiles = base_percentiles(rows, pools=pools, roles=("reference",), percentiles=ranked)
+    base = ScoringBase(rows, pools=pools, roles=("reference",), per_repeat=True)  # shared by the environments
     return [simulate_problems(rows, _filter_as_in_the_run(env, rows), repeats=plan["repeats"], quality=quality,
                               pools=pools, percentiles=percentiles, n_bins=options["n_bins"],
                               group_sizes=options["group_sizes"], quality_distribution=options["quality_distribution"],
                               stream_start=plan["stream_start"] if env.reward.scheme == "multitask" else None,
-                              floor_durations=plan["floor_durations"])
+                              floor_durations=plan["floor_durations"], base=base)
             for env in plan["usable"]]
 
 
@@ -508,18 +510,17 @@ def _check_sizes(reward_environments) -> None:
 
 
 def _reward_environment_list(reward_environments, environments) -> list:
-    """The reward environments given (``environments=`` is the old name), checked."""
+    """The reward environments given, required: ``reward_environments`` as :class:`SimulationOptions` validated it
+    (:func:`audits.protocol.params.defaults_from`), or under its old name ``environments=``, validated here by the
+    same field."""
+    if environments is not None:
+        if reward_environments is not None:
+            raise TypeError("pass the reward environments once, as reward_environments=")
+        reward_environments = SimulationOptions.keyword_values({"reward_environments": environments})[
+            "reward_environments"]
     if reward_environments is None:
-        reward_environments = environments
-    elif environments is not None:
-        raise TypeError("pass the reward environments once, as reward_environments=")
-    reward_environments = list(reward_environments or ())
-    if not reward_environments:
         raise ValueError("no reward environment to simulate; pass at least one RewardEnvironment")
-    if not all(isinstance(e, RewardEnvironment) for e in reward_environments):
-        raise TypeError("reward_environments must be stats.rewards.RewardEnvironment objects "
-                        "(audits.checks.reward_environments.load_*)")
-    return reward_environments
+    return list(reward_environments)
 
 
 def _no_references(run: RunSummary) -> str:
