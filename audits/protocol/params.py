@@ -49,8 +49,8 @@ from typing import Any, ClassVar
 
 from audits.errors import UserError
 
-__all__ = ["Options", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices", "option",
-           "n_boot_option", "seed_option", "add_options", "read_options", "DEFAULT", "defaults_from"]
+__all__ = ["Options", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices", "Instances",
+           "option", "n_boot_option", "seed_option", "add_options", "read_options", "DEFAULT", "defaults_from"]
 
 
 class OptionError(UserError, ValueError):
@@ -161,6 +161,21 @@ class Choices:
 
     def __str__(self) -> str:  # not loaded for --help: that would import what the option defers
         return f"one of {self.what}"
+
+
+@dataclass(frozen=True)
+class Instances:
+    """An object of a class known only where the option is validated (``load``: a function returning the class),
+    so that declaring the option imports nothing heavy; not a command-line value (``what`` names the class)."""
+
+    load: Callable[[], type]
+    what: str
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, self.load())
+
+    def __str__(self) -> str:
+        return self.what
 
 
 @dataclass(frozen=True)

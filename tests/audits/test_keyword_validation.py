@@ -25,8 +25,8 @@ from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
-from audits.protocol.params import (Boolean, Choices, Interval, NoneOk, OptionError, Sequence, StrOptions, Text,
-                                    defaults_from)
+from audits.protocol.params import (Boolean, Choices, Instances, Interval, NoneOk, OptionError, Sequence,
+                                    StrOptions, Text, defaults_from)
 from stats.rewards import RewardEnvironment
 
 NAMES = registry.names()
@@ -47,6 +47,16 @@ def on_dask(name):
 
 
 # --- values a constraint does not allow, generated from the constraint -----------------------------------
+
+class _Other:
+    """An object of no declared class (its repr is stable: test ids must not vary between collections)."""
+
+    def __repr__(self) -> str:
+        return "<another object>"
+
+
+_NOT_AN_INSTANCE = _Other()
+
 
 def _allowed(constraint):
     """One value ``constraint`` allows (to build a list that breaks only its ``unique``)."""
@@ -80,6 +90,8 @@ def _outside(constraint) -> list:
         return [12345, ("a", "b")]
     if isinstance(constraint, Boolean):
         return ["yes", 1]
+    if isinstance(constraint, Instances):
+        return [_NOT_AN_INSTANCE]
     if isinstance(constraint, Sequence):
         out = [(), "a,b", [v for v in _outside(constraint.item) if not isinstance(v, (list, tuple))][:1]]
         if constraint.unique:

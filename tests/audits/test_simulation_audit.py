@@ -23,6 +23,7 @@ from audits.checks.reward_environments import EnvironmentFileError, expand_grid,
 from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
 from audits.checks.simulation import run_simulation_audit, score_candidates
 from audits.corpus.synthetic import synthesize
+from audits.protocol.params import OptionError
 from stats.rewards import Environment, apply_environment, pass_at_k
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "environments"
@@ -107,7 +108,15 @@ def test_audit_input_errors(synth):
     with pytest.raises(ValueError, match="no run has environment 'loud'"):
         run_simulation_audit(synth.corpus, reward_environments=ENVS[:1], environment="loud")
     with pytest.raises(ValueError, match="no reward environment"):
-        run_simulation_audit(synth.corpus, reward_environments=[], environment="quiet")
+        run_simulation_audit(synth.corpus, environment="quiet")
+    # what SimulationOptions allows (one message format), under the option's name and under its old name
+    for bad in ([], ["top30"]):
+        for keyword in ("reward_environments", "environments"):
+            with pytest.raises(OptionError, match=r"simulation option reward_environments must be a non-empty list "
+                                                  r"of stats\.rewards\.RewardEnvironment or None \(--reward-env\)"):
+                run_simulation_audit(synth.corpus, environment="quiet", **{keyword: bad})
+    with pytest.raises(TypeError, match="once"):
+        run_simulation_audit(synth.corpus, reward_environments=ENVS[:1], environments=ENVS[:1], environment="quiet")
 
 
 # ------------------------------------------------------------------ environment files

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from audits.protocol.params import (Boolean, Choices, Interval, NoneOk, Options, Sequence, StrOptions,  # noqa: F401
-                                    Text, n_boot_option, option, seed_option)
+from audits.protocol.params import (Boolean, Choices, Instances, Interval, NoneOk, Options, Sequence,  # noqa: F401
+                                    StrOptions, Text, n_boot_option, option, seed_option)
 from audits.protocol.thresholds import ThresholdError, Thresholds  # noqa: F401
 import dataclasses
 
@@ -33,6 +33,12 @@ SimulationThresholds = dataclasses.make_dataclass(
                             "reward_gates": ClassVar[frozenset]}})
 
 
+def _reward_environment() -> type:
+    from stats.rewards import RewardEnvironment
+
+    return RewardEnvironment
+
+
 @dataclass(frozen=True)
 class SimulationOptions(Options):
     """Options of :func:`audits.checks.simulation.run_simulation_audit` (constraints as data).
@@ -49,7 +55,9 @@ class SimulationOptions(Options):
                                      help="environment of the run whose timings stand in for rollouts")
     campaign: str | None = option(None, Text(), NoneOk(), shared=False, metavar="NAME",
                                   help="campaign of that run (automatic: the only or the earliest)")
-    reward_environments: tuple | None = option(None, cli=False, help="the reward environments to simulate")
+    reward_environments: tuple | None = option(
+        None, Sequence(Instances(_reward_environment, "stats.rewards.RewardEnvironment")), NoneOk(), cli=False,
+        flag="--reward-env", help="the reward environments to simulate")
     group_sizes: tuple = option((2, 4, 8, 16), Sequence(Interval(int, 1, None)), metavar="G",
                                 help="GRPO group sizes (the headline zero-advantage rate is at the largest)")
     n_bins: int = option(10, Interval(int, 2, None), flag="--bins", metavar="N", help="quality bins of the curves")
