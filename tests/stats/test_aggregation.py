@@ -19,6 +19,7 @@ from audits.corpus.synthetic import synthesize
 from stats.aggregation import (
     AGGREGATORS,
     aggregate,
+    aggregation_context,
     compare_aggregators,
     get_aggregator,
     list_aggregators,
@@ -515,3 +516,47 @@ def test_comparison_input_checks():
     two = synthesize(n_problems=3, n_tests=3, n_solutions=5, n_repeats=2, seed=1, busy=True).corpus
     with pytest.raises(ValueError, match="environment"):
         compare_aggregators(two)
+
+
+def test_unit_table_sorts_as_the_two_key_sort(random_case, monkeypatch):
+    """The per-unit sort through the (units x widest unit) table equals the (unit, key) two-key sort: every
+    aggregator's scores, and the raw rows / ranks / counts for a masked key with NaN and ties, rows shuffled."""
+    _, cells, pools, _, _ = random_case
+    shuffled = cells.sample(frac=1.0, random_state=4).reset_index(drop=True)
+    ctx, _ = aggregation_context(shuffled, pools)
+    assert ctx._unit_table is not None                      # the table path is the one under test
+    key = np.round(ctx.percentile, -1)                      # ties
+    key[::7] = np.nan
+    mask = np.arange(len(key)) % 5 != 0
+    with_table = ctx.sorted_within_units(key, mask)
+    with_table_scores = {name: aggregate(shuffled, pools, name=name)["score"].to_numpy() for name in REQUIRED}
+    monkeypatch.setattr(agg_mod.AggregationContext, "_unit_table", property(lambda self: None))
+    plain, _ = aggregation_context(shuffled, pools)
+    for got, want in zip(with_table, plain.sorted_within_units(key, mask)):
+        np.testing.assert_array_equal(got, want)
+    for name in REQUIRED:
+        np.testing.assert_array_equal(with_table_scores[name], aggregate(shuffled, pools, name=name)["score"].to_numpy())
+
+
+def test_unit_table_keeps_ties_in_row_order_in_wide_units():
+    """Units of 40 tests with heavy ties (wider than the 16 rows numpy sorts by insertion): the rows come
+    out as ``np.lexsort((key, unit))`` orders them, ties in input order."""
+    rng = np.random.default_rng(9)
+    n_units, width = 300, 40
+    cells = pd.DataFrame({"problem": "p", "solution": np.repeat([f"s{i}" for i in range(n_units)], width),
+                          "test": np.tile([f"t{j}" for j in range(width)], n_units), "repeat": 0,
+                          "duration_s": 1.0, "status": "ok", "test_kind": "optimization",
+                          "percentile": rng.integers(0, 4, n_units * width) * 25.0})
+    cells = cells.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    pools = pd.DataFrame({"problem": "p", "test": [f"t{j}" for j in range(width)], "solution": "r",
+                          "duration_s": 1.0})
+    ctx, _ = aggregation_context(cells, pools, floor_s=0.0)
+    assert ctx._unit_table is not None and ctx._unit_table.shape[1] == width
+    key = ctx.percentile.copy()
+    key[rng.random(len(key)) < 0.1] = np.nan
+    rows, rank, count, start = ctx.sorted_within_units(key)
+    use = np.flatnonzero(np.isfinite(key))
+    want = use[np.lexsort((key[use], ctx.codes[use]))]
+    np.testing.assert_array_equal(rows, want)
+    np.testing.assert_array_equal(count, np.bincount(ctx.codes[use], minlength=ctx.n_groups))
+    np.testing.assert_array_equal(rank, np.arange(len(rows)) - start[ctx.codes[rows]])
