@@ -1,8 +1,8 @@
 """The aggregation audit's declarations: its thresholds and options, importable without numpy or pandas.
 
-The audit itself is :mod:`audits.checks.aggregation` (its statistics) registered as
-:data:`audits.checks.registered.AGGREGATION`; this module is what the command line's ``--help``, the registry
-and every orchestrator read (one declaration of each option and default).
+The audit itself is :mod:`audits.checks.aggregation` (its statistics) registered as ``AUDITS["aggregation"]`` of
+:mod:`audits.checks.registered`; this module is what the command line's ``--help``, the registry and every
+orchestrator read (one declaration of each option and default).
 """
 
 from __future__ import annotations

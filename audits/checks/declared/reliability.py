@@ -1,8 +1,8 @@
 """The reliability audit's declarations: its thresholds and options, importable without numpy or pandas.
 
-The audit itself is :mod:`audits.checks.reliability` (its statistics) registered as
-:data:`audits.checks.registered.RELIABILITY`; this module is what the command line's ``--help``, the registry
-and every orchestrator read (one declaration of each option and default).
+The audit itself is :mod:`audits.checks.reliability` (its statistics) registered as ``AUDITS["reliability"]`` of
+:mod:`audits.checks.registered`; this module is what the command line's ``--help``, the registry and every
+orchestrator read (one declaration of each option and default).
 """
 
 from __future__ import annotations
