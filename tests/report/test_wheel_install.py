@@ -28,6 +28,7 @@ from audits.report.render import REPORTS, template_parameters, template_path
 from audits.report.inputs import repo_root
 from tests.cli.test_examples import README_BLOCKS, assert_block_ran, readme_inputs, run_readme_block
 from tests.installed_wheel import run as _run
+from tests.test_docs_python import python_blocks
 
 PYPROJECT = tomllib.loads((repo_root() / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
@@ -145,3 +146,28 @@ def test_wheel_runs_every_readme_command_from_an_empty_folder(installed_wheel, t
     version = subprocess.run([venv / "bin" / "speedaudit", "--version"], env=env, capture_output=True, text=True,
                              cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.strip() == f"speedaudit {PYPROJECT['project']['version']}"
+
+
+#: README's fenced ``python`` blocks: its public-API example (tests/test_docs_python.py runs them from the checkout).
+README_PYTHON = python_blocks((repo_root() / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_wheel_runs_readme_python_example_from_an_empty_folder(installed_wheel, tmp_path):
+    """README's Python example runs as written after ``pip install .`` (issue 23, "Done when"): each ``python`` block
+    of README.md run by the installed wheel's interpreter, without ``PYTHONPATH``, in a folder that holds only a copy
+    of the shipped corpora the example reads; ``speedaudit`` comes from the fresh venv's site-packages."""
+    venv, site, env = installed_wheel
+    assert README_PYTHON and any("import speedaudit" in source for _, source in README_PYTHON)
+    shutil.copytree(repo_root() / "fixtures" / "corpora", tmp_path / "fixtures" / "corpora")
+    python = venv / "bin" / "python"
+    env = dict(env, MPLBACKEND="Agg")
+    where = _run([python, "-c", "import speedaudit; print(speedaudit.__file__)"], cwd=tmp_path, env=env).strip()
+    assert Path(where) == site / "speedaudit" / "__init__.py"
+    for line, source in README_PYTHON:
+        script = tmp_path / f"readme-{line}.py"
+        script.write_text(source, encoding="utf-8")
+        result = subprocess.run([python, script.name], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=1500, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, f"README.md:{line} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
