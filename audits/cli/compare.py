@@ -38,12 +38,14 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def register(commands, audit_commands) -> None:
-    p = commands.add_parser("compare", help="paired speed win rate of candidate set A over set B (shared execution)",
-                            description=_DESCRIPTION, epilog=_EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_corpus_input(p, pools=False)
-    p.add_argument("--measure", default="duration_s", metavar="COLUMN",
-                   help="the duration column compared (default: duration_s; e.g. cpu_s or instructions)")
-    add_audit_options(p, "compare")  # --a, --b, --by, --confidence, run selection, --n-boot, --seed, --threshold
-    add_result_options(p)
-    p.set_defaults(func=_compare)
+    # `speedaudit compare` and, like every registered audit, `speedaudit audit compare`
+    for parsers, epilog in ((commands, _EPILOG), (audit_commands, None)):
+        p = parsers.add_parser("compare", help="paired speed win rate of candidate set A over set B (shared execution)",
+                               description=_DESCRIPTION, epilog=epilog,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        add_corpus_input(p, pools=False)
+        p.add_argument("--measure", default="duration_s", metavar="COLUMN",
+                       help="the duration column compared (default: duration_s; e.g. cpu_s or instructions)")
+        add_audit_options(p, "compare")  # --a, --b, --by, --confidence, run selection, --n-boot, --seed, --threshold
+        add_result_options(p)
+        p.set_defaults(func=_compare)

@@ -97,6 +97,8 @@ AUDIT_OPTIONS = {"calibration": ["--environment", "quiet", "--source-campaign", 
                                  "--n-boot", "30"],
                  "simulation": ["--reward-env", "fixtures/environments/top30.yaml", "--environment", "quiet",
                                 "--campaign", "stored", "--n-boot", "30"],
+                 # the synthetic corpus has no judge verdict folders: its references against its candidates
+                 "compare": ["--by", "role", "--a", "reference", "--b", "candidate", "--n-boot", "30"],
                  # no --reward-env: the shipped examples, from the wheel
                  "all": ["--simulation-environment", "quiet", "--simulation-campaign", "stored", "--n-boot", "30"]}
 SHORT = ["--n-boot", "30"]
