@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from stats._groups import group_codes, grouped_median, subset_codes
+from stats._groups import group_codes, grouped_median, grouped_order, subset_codes
 from stats._ties import snap
 
 __all__ = ["STATUSES", "select_runs", "solution_cells", "reference_pools", "test_percentiles", "percentile_table",
@@ -242,22 +242,45 @@ def pool_join(executions: pd.DataFrame, pools: pd.DataFrame) -> tuple[pd.DataFra
     return executions, keys
 
 
-def _searchsorted_both(haystack: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``searchsorted`` left and right of many needles in a sorted haystack.
+def _below_and_equal(pool_group: np.ndarray, pool_value: np.ndarray, group: np.ndarray, value: np.ndarray,
+                     n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """#{pool values of the group < value} and #{== value} for every (group, value) needle.
 
-    The needles are sorted first: at 10^7 random needles this turns cache-missing
-    binary searches into a near-sequential merge (measured ~5x faster), and an
-    already sorted input costs almost nothing to argsort. The argsort need not be
-    stable (equal needles get equal answers), and numpy's default (SIMD) sort is
-    ~4x faster than the stable one at 5*10^6 needles (measured 0.15 s vs 0.59 s).
+    The pool is sorted by (group, value) once; then every needle runs its own binary search inside its group's
+    block, all needles at once: ceil(log2(largest block + 1)) vectorised steps of midpoint, gather, compare.
+    The equal count searches again only for the needles that hit an equal value. NaN pool values sort last
+    and count as larger than every needle; -0.0 equals 0.0. Written by hand because numpy's ``searchsorted``
+    takes one sorted array, not one block per needle: the keyed equivalent (a dense rank of the values, a sort
+    of (group, rank) keys, two sorted-needle ``searchsorted``) took 3.3 s for 5*10^6 needles in 20,000 groups
+    of 50 against 0.9 s here (2026-12-06, the same counts).
     """
-    order = np.argsort(needles)
-    ordered = needles[order]
-    left = np.empty(len(needles), dtype=np.int64)
-    right = np.empty(len(needles), dtype=np.int64)
-    left[order] = np.searchsorted(haystack, ordered, side="left")
-    right[order] = np.searchsorted(haystack, ordered, side="right")
-    return left, right
+    if len(pool_value) == 0:
+        return np.zeros(len(value), dtype=np.int64), np.zeros(len(value), dtype=np.int64)
+    order = grouped_order(pool_value, pool_group)
+    flat = pool_value[order]
+    size = np.bincount(pool_group, minlength=n_groups)
+    start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    itype = np.int32 if len(flat) < np.iinfo(np.int32).max else np.int64  # half the memory traffic
+    lo = start[group].astype(itype)
+    end = lo + size[group].astype(itype)
+    steps = int(size.max()).bit_length()
+    last = len(flat) - 1
+
+    def first_not(lo, hi, needle, strict):  # first position in [lo, hi) whose value is not < (<=) needle
+        for _ in range(steps):
+            mid = (lo + hi) >> 1
+            probe = flat[np.minimum(mid, last)]
+            go = ((probe < needle) if strict else (probe <= needle)) & (lo < hi)  # a closed range stays put
+            hi = np.where(go, hi, mid)  # closed: mid == lo == hi
+            lo = np.where(go, mid + 1, lo)
+        return lo
+
+    below = first_not(lo, end, value, True)
+    equal = np.zeros(len(value), dtype=np.int64)
+    tied = np.flatnonzero((below < end) & (flat[np.minimum(below, last)] == value))
+    if len(tied):
+        equal[tied] = first_not(below[tied], end[tied], value[tied], False) - below[tied]
+    return (below - lo).astype(np.int64), equal
 
 
 def joint_codes(a: pd.DataFrame, b: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -323,29 +346,9 @@ def test_percentiles(
     executions, keys = pool_join(executions, pools)
     exec_test, pool_test, n_tests = joint_codes(executions, pools, keys)
     pool_d = pools["duration_s"].to_numpy(dtype=float)
-    # Exact integer keys: (test group, position of the value among the pool's
-    # distinct values). A pool value uniq[j] gets 2j+1; an execution's value gets
-    # 2i+1 when it equals uniq[i] and 2i when it lies strictly between uniq[i-1]
-    # and uniq[i]: order and ties are kept exactly, and only the (small) pool is
-    # de-duplicated instead of every execution.
-    uniq, pool_inverse = np.unique(pool_d, return_inverse=True)
     exec_d = np.where(ok, durations, 0.0)
-    pos, _ = _searchsorted_both(uniq, exec_d)
-    hit = pos < len(uniq)
-    equal_value = np.zeros(len(exec_d), dtype=bool)
-    equal_value[hit] = uniq[pos[hit]] == exec_d[hit]
-    pool_v = 2 * pool_inverse.astype(np.int64) + 1
-    exec_v = 2 * pos.astype(np.int64) + equal_value
-    radix = np.int64(2 * len(uniq) + 2)
-    pool_key = np.sort(pool_test * radix + pool_v)
-    exec_key = exec_test * radix + exec_v
-
     pool_size = np.bincount(pool_test, minlength=n_tests)
-    block_start = np.concatenate(([0], np.cumsum(pool_size)[:-1]))
-    less, less_equal = _searchsorted_both(pool_key, exec_key)
-    less -= block_start[exec_test]
-    less_equal -= block_start[exec_test]
-    equal = less_equal - less
+    less, equal = _below_and_equal(pool_test, pool_d, exec_test, exec_d, n_tests)
     n = pool_size[exec_test].astype(float)
     less = less.astype(float)
     equal = equal.astype(float)
