@@ -12,7 +12,6 @@ constraint is covered without editing this file.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
 import re
@@ -21,29 +20,13 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
 from audits.protocol.params import (Boolean, Choices, Instances, Interval, NoneOk, OptionError, Sequence,
                                     StrOptions, Text, defaults_from)
-from stats.rewards import RewardEnvironment
 
-NAMES = registry.names()
-ON_DASK = [n for n in NAMES if registry.get(n).dask is None]
-PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
-ENV = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
-#: Keywords a call must give (no usable default in the keyword function).
-REQUIRED = {"simulation": {"reward_environments": [ENV]}, "calibration": {"source": PAIR[0], "target": PAIR[1]},
-            "compare": {"a": "A", "b": "B"}}
-
-
-def in_memory(name):
-    return getattr(importlib.import_module(f"audits.checks.{name}"), f"run_{name}_audit")
-
-
-def on_dask(name):
-    return getattr(single, f"run_partitioned_{name}")
+from tests.audits.keyword_functions import FUNCTIONS, NAMES, REQUIRED
 
 
 # --- values a constraint does not allow, generated from the constraint -----------------------------------
@@ -125,7 +108,6 @@ def cases(name, get) -> list:
     return [(f.name, value) for f in fields(cls) if f.name in keywords for value in invalid_values(cls, f)]
 
 
-FUNCTIONS = [(name, "memory", in_memory) for name in NAMES] + [(name, "dask", on_dask) for name in ON_DASK]
 CASES = [(name, where, get, keyword, value) for name, where, get in FUNCTIONS for keyword, value in cases(name, get)]
 
 

@@ -11,7 +11,6 @@ JSON; on Dask, the same options reaching the engine, which are the declared defa
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import json
 import pickle
@@ -20,31 +19,14 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pytest
 
-from audits.corpus.runs import Run
 from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
 from audits.protocol.params import DEFAULT, Interval, OptionError, Options, defaults_from, option
-from stats.rewards import RewardEnvironment
 
-NAMES = registry.names()
-ON_DASK = [n for n in NAMES if registry.get(n).dask is None]
-PAIR = (Run("quiet", "c0"), Run("quiet", "c1"))
-ENV = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
-#: Keywords a call must give (no usable default in the keyword function): the rest is left out.
-REQUIRED = {"simulation": {"reward_environments": [ENV]}, "calibration": {"source": PAIR[0], "target": PAIR[1]},
-            "compare": {"a": "A", "b": "B"}}
+from tests.audits.keyword_functions import FUNCTIONS, NAMES, ON_DASK, REQUIRED, in_memory, on_dask
 
 
-def in_memory(name):
-    return getattr(importlib.import_module(f"audits.checks.{name}"), f"run_{name}_audit")
-
-
-def on_dask(name):
-    return getattr(single, f"run_partitioned_{name}")
-
-
-FUNCTIONS = [(name, "memory", in_memory) for name in NAMES] + [(name, "dask", on_dask) for name in ON_DASK]
 
 
 def option_keywords(name, fn) -> dict:
