@@ -83,7 +83,7 @@ import numpy as np
 import pandas as pd
 
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order
-from stats._ties import snap, tail_weights
+from stats._ties import pool_less_equal, snap, tail_weights
 from stats.bootstrap import check_n_boot
 from stats.ranking import joint_codes, pool_join, test_percentiles
 
@@ -149,8 +149,8 @@ def tie_rank(x_group: np.ndarray, x_value: np.ndarray, p_group: np.ndarray, p_va
 
     Returns ``(less, equal, n)``: #{pool_g < x}, #{pool_g == x} and the pool
     size of x's group g. Non-finite pool values (NaN) are dropped; +inf is an
-    ordinary (largest) value. One ``np.unique`` to exact integer value ranks,
-    one sort and two ``searchsorted`` calls: no loop over groups.
+    ordinary (largest) value. The counts come from one batched binary search
+    per x inside its group's sorted block (:func:`stats._ties.pool_less_equal`).
     """
     x_group = np.asarray(x_group, dtype=np.int64)
     p_group = np.asarray(p_group, dtype=np.int64)
@@ -159,13 +159,7 @@ def tie_rank(x_group: np.ndarray, x_value: np.ndarray, p_group: np.ndarray, p_va
     keep = ~np.isnan(p_value)
     p_group, p_value = p_group[keep], p_value[keep]
     x_clean = np.where(np.isnan(x_value), 0.0, x_value)
-    uniq, inverse = np.unique(np.concatenate([p_value, x_clean]), return_inverse=True)
-    radix = np.int64(len(uniq) + 1)
-    p_key = np.sort(p_group * radix + inverse[: len(p_value)])
-    x_key = x_group * radix + inverse[len(p_value):]
-    start = np.searchsorted(p_key, x_group * radix, side="left")
-    less = np.searchsorted(p_key, x_key, side="left") - start
-    equal = np.searchsorted(p_key, x_key, side="right") - start - less
+    less, equal = pool_less_equal(p_group, p_value, x_group, x_clean, n_groups)
     n = np.bincount(p_group, minlength=n_groups)[x_group]
     return less.astype(float), equal.astype(float), n.astype(float)
 

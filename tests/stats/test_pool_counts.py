@@ -1,6 +1,6 @@
 """Per-test percentiles from the batched binary search, against scipy and a brute-force count.
 
-``stats.ranking._below_and_equal`` counts, for every execution, the pool values of its test below and
+``stats._ties.pool_less_equal`` counts, for every execution, the pool values of its test below and
 equal to its duration by one binary search per needle inside its test's block. These tests hold it to
 ``scipy.stats.percentileofscore(kind="mean")`` (= 100 (#< + #<=) / 2n) test by test, on ties, signed
 zeros, NaN pool values, tests without a pool and blocks of very different sizes.
@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import scipy.stats as sps
 
-from stats.ranking import _below_and_equal, test_percentiles
+from stats._ties import pool_less_equal
+from stats.ranking import test_percentiles
 
 
 def _case(seed):
@@ -30,7 +31,7 @@ def _case(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_counts_equal_a_brute_force_count(seed):
     perm, pool_group, pool_value, group, value = _case(seed)
-    below, equal = _below_and_equal(pool_group[perm], pool_value[perm], group, value, 40)
+    below, equal = pool_less_equal(pool_group[perm], pool_value[perm], group, value, 40)
     for i in range(len(value)):
         peers = pool_value[pool_group == group[i]]
         assert (below[i], equal[i]) == (np.sum(peers < value[i]), np.sum(peers == value[i])), i
