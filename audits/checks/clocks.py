@@ -64,6 +64,7 @@ from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
 from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import first_rows, group_codes
+from stats.reliability import correct_reference_mask
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "wall_cpu_ratio", "Contention", "contention",
            "CONTENTION_WARN", "CONTENTION_FAIL", "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values",
@@ -585,16 +586,17 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
         run = Run(env, camp)
         return context.run(run) if context is not None and frame is context.corpus and run in names else None
 
+    # the columns the load and the wall/CPU ratio read: a run's rows of these, not of every column
+    ratio_columns = [c for c in ("load_1m", "status", "role", "duration_s", "cpu_s") if c in corpus.columns]
     for env, camp in runs:
-        wall_run = corpus.loc[_run_mask(corpus, env, camp)]
-        load = wall_run["load_1m"].to_numpy(dtype=float) if "load_1m" in wall_run.columns else np.zeros(0)
-        load = load[np.isfinite(load)]
+        wall_run = corpus[ratio_columns].loc[_run_mask(corpus, env, camp)]
+        load = load_values(wall_run)
         ratio, _, _ = wall_cpu_ratio(wall_run)
         for m in measures:
             frame = swapped[m]
             run = frame.loc[_run_mask(frame, env, camp)]
-            figures = _figures(run, n_boot=n_boot, seed=seed, shared=shared(frame, env, camp)) if len(
-                _refs(run)) else dict.fromkeys(
+            figures = _figures(run, n_boot=n_boot, seed=seed, shared=shared(frame, env, camp)) if (
+                correct_reference_mask(run).any()) else dict.fromkeys(
                 ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap", "filterable_share"), math.nan)
             rows.append({"environment": env, "campaign": camp, "measure": m, "n_rows": int(len(run)), **figures,
                          "median_load_1m": float(np.median(load)) if len(load) else math.nan,
