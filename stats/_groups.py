@@ -103,7 +103,7 @@ def mixed_radix_key(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return combined
 
 
-def _dense_range(keys: np.ndarray) -> bool:
+def dense_range(keys: np.ndarray) -> bool:
     """Whether non-negative integer ``keys`` span a range small enough for a presence table (<= 4 n + 2^20)."""
     return len(keys) > 0 and int(keys.min()) >= 0 and int(keys.max()) <= 4 * len(keys) + (1 << 20)
 
@@ -121,7 +121,7 @@ def unique_ints(keys: np.ndarray) -> np.ndarray:
     [1, 3, 5]
     """
     keys = np.asarray(keys)
-    if _dense_range(keys):
+    if dense_range(keys):
         return np.flatnonzero(np.bincount(keys)).astype(keys.dtype, copy=False)
     ordered = np.sort(keys)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
@@ -137,7 +137,7 @@ def dense_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
     ([2, 0, 2, 1], 3)
     """
     values = np.asarray(values)
-    if values.dtype.kind in "iu" and _dense_range(values):
+    if values.dtype.kind in "iu" and dense_range(values):
         rank = np.cumsum(np.bincount(values) > 0) - 1
         return rank[values].astype(np.int64, copy=False), int(rank[-1]) + 1
     uniques, inverse = np.unique(values, return_inverse=True)
@@ -158,7 +158,7 @@ def group_codes(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray
     if len(columns) == 0:
         return np.zeros(len(frame), dtype=np.int64), 1 if len(frame) else 0
     key = mixed_radix_key(frame, columns)
-    if _dense_range(key):
+    if dense_range(key):
         # The keys' rank among the present keys (what factorize(sort=True) numbers them), from a presence
         # table: O(rows + range), no hashing (factorize was a sixth of the whole audit at 10^6 rows).
         present = np.bincount(key) > 0

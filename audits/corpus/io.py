@@ -38,7 +38,7 @@ from audits.corpus.schema import (
     key_columns,
 )
 from audits.errors import UserError
-from stats._groups import group_codes, mixed_radix_key
+from stats._groups import dense_range, group_codes, mixed_radix_key
 
 __all__ = ["CorpusError", "read_table", "check_input_file", "normalize", "load_corpus", "save_corpus", "summarize",
            "unit_warnings", "CorpusSummary"]
@@ -357,7 +357,9 @@ def normalize(
               f"required column missing (required: {', '.join(REQUIRED)}; file columns: {list(map(str, frame.columns))})",
               "add it, or map a file column onto it with --map FILE_COLUMN=" + missing[0])
 
-    out = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    # The columns are gathered in a dict and the frame built once, in its final order: assigning them one by
+    # one into a DataFrame and reordering at the end copied every column (0.6 s at 10^7 rows, 2026-12-06).
+    out: dict = {}
     raw = frame.reset_index(drop=True)
 
     for column in ("problem", "test", "solution"):
@@ -387,8 +389,8 @@ def normalize(
         scale = UNITS[unit] if column in DURATION_COLUMNS else 1.0
         out[column] = numeric.to_numpy(dtype=float) * scale
 
-    d = out["duration_s"].to_numpy()
-    ok = (out["status"] == "ok").to_numpy()
+    d = np.asarray(out["duration_s"])
+    ok = np.asarray(out["status"] == "ok")
     checks = [
         (ok & np.isnan(d), "missing (NaN) duration on ok rows", "an ok execution needs its measured duration"),
         (np.isinf(d), "infinite durations", "record the measured wall time (for a timeout: the limit)"),
@@ -429,8 +431,9 @@ def normalize(
     if "correct" in raw.columns:
         out["correct"] = _parse_bool(raw["correct"], source, raw)
     else:
-        incorrect_row = out["status"].isin(_INCORRECT_STATUSES).to_numpy()
-        solution_code, n_solutions = group_codes(out, ["problem", "solution"])
+        incorrect_row = np.asarray(out["status"].isin(_INCORRECT_STATUSES))
+        solution_code, n_solutions = group_codes(pd.DataFrame({c: out[c] for c in ("problem", "solution")}, copy=False),
+                                                 ["problem", "solution"])
         incorrect = np.bincount(solution_code[incorrect_row], minlength=n_solutions) > 0
         out["correct"] = ~incorrect[solution_code]
 
@@ -447,26 +450,31 @@ def normalize(
             _fail(source, "run", "process-run indices must be whole numbers >= 0", "number runs 0, 1, 2, ...",
                   raw, bad)
         out["run"] = numeric.astype(np.int64)
-    known_columns = set(out.columns) | set(REQUIRED)
+    known_columns = set(out) | set(REQUIRED)
     for column in raw.columns:
-        if column not in known_columns and column not in out.columns:
+        if column not in known_columns and column not in out:
             out[column] = raw[column]
 
-    key = key_columns(out.columns)
-    if _has_duplicates(out, key):  # one sort; finding which rows (hashing 10^7 keys) only when needed
-        key_code, n_keys = group_codes(out, key)
+    key = key_columns(list(out))
+    ordered = key + ["duration_s", "status", "role", "correct", "test_kind"]
+    corpus = pd.DataFrame({c: out[c] for c in ordered + [c for c in out if c not in ordered]},
+                          index=pd.RangeIndex(len(raw)), copy=False)
+    if _has_duplicates(corpus, key):  # finding which rows (hashing 10^7 keys) only when there are some
+        key_code, n_keys = group_codes(corpus, key)
         duplicated = np.bincount(key_code, minlength=n_keys)[key_code] > 1
         _fail(source, "repeat", f"duplicate ({', '.join(key)}) keys",
-              "each execution needs its own repeat index (or campaign/environment)", out, duplicated, key)
-
-    ordered = key + ["duration_s", "status", "role", "correct", "test_kind"]
-    return out[ordered + [c for c in out.columns if c not in ordered]]
+              "each execution needs its own repeat index (or campaign/environment)", corpus, duplicated, key)
+    return corpus
 
 
 def _has_duplicates(frame: pd.DataFrame, columns: list[str]) -> bool:
-    """Whether two rows share their ``columns`` values: one sort of the mixed-radix key
-    (SIMD sort: ~0.1-0.2 s at 10^7 rows, against seconds for hashing 10^7 distinct keys)."""
-    ordered = np.sort(mixed_radix_key(frame, columns))
+    """Whether two rows share their ``columns`` values, from the mixed-radix key: a presence count when the
+    keys span a small range (:func:`stats._groups.dense_range`: 0.05 s at 10^7 rows), else one sort (0.8 s;
+    hashing 10^7 distinct keys takes seconds)."""
+    key = mixed_radix_key(frame, columns)
+    if dense_range(key):
+        return bool(np.bincount(key).max() > 1)
+    ordered = np.sort(key)
     return bool((ordered[1:] == ordered[:-1]).any())
 
 

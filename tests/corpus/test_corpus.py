@@ -240,3 +240,21 @@ def test_crash_during_save_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(CorpusError, match="writing failed \\(disk full\\); nothing was written"):
         save_corpus(corpus, target)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spread", [False, True])
+@pytest.mark.parametrize("duplicated", [False, True])
+def test_duplicate_keys_are_found_whether_the_keys_are_dense_or_spread(spread, duplicated):
+    """Few key combinations: a presence count of the keys; a problem, test and solution per row (3000^3
+    combinations, too spread for a count): one sort. Both must find the one duplicated key."""
+    n = 3000
+    ids = [f"x{i}" for i in range(n)] if spread else "x"
+    frame = pd.DataFrame({"problem": ids, "test": ids, "solution": ids, "status": "ok",
+                          "duration_s": np.linspace(0.1, 1.0, n), "repeat": 0 if spread else np.arange(n)})
+    if duplicated:
+        frame.loc[n - 1, ["problem", "test", "solution", "repeat"]] = frame.loc[7, ["problem", "test", "solution",
+                                                                                   "repeat"]].to_numpy()
+        with pytest.raises(CorpusError, match="duplicate"):
+            normalize(frame, source="keys.csv")
+    else:
+        assert len(normalize(frame, source="keys.csv")) == n
