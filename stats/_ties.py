@@ -175,7 +175,8 @@ def pool_less_equal(pool_group: np.ndarray, pool_value: np.ndarray, group: np.nd
     flat = pool_value[order]
     size = np.bincount(pool_group, minlength=n_groups)
     start = np.concatenate(([0], np.cumsum(size)[:-1]))
-    itype = np.int32 if len(flat) < np.iinfo(np.int32).max else np.int64  # half the memory traffic
+    # int32 positions halve the memory traffic; lo + hi must not overflow, hence 2^30
+    itype = np.int32 if len(flat) < (1 << 30) else np.int64
     lo = start[group].astype(itype)
     end = lo + size[group].astype(itype)
     steps = int(size.max()).bit_length()
