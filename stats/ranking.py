@@ -388,6 +388,7 @@ def problem_scores(
     tau: float | None = None,
     timeout_fails_c: bool = True,
     by: Sequence[str] | None = None,
+    codes: tuple[np.ndarray, int] | None = None,
 ) -> pd.DataFrame:
     """Problem-level q, c and g of every solution (default aggregator ``mean_pct``).
 
@@ -408,6 +409,9 @@ def problem_scores(
         Whether a timeout makes c = 0 (the environment's choice).
     by : sequence of str, optional
         Score units; default (problem, solution) plus ``repeat`` when present.
+    codes : (ndarray, int), optional
+        ``group_codes(percentiles, by)`` when the caller already has them (e.g. from
+        :func:`stats._groups.subset_codes` of a larger table's); default: computed here.
 
     Returns
     -------
@@ -430,7 +434,9 @@ def problem_scores(
     if by is None:
         by = ["problem", "solution"] + (["repeat"] if "repeat" in percentiles.columns else [])
     by = list(by)
-    codes, n_groups = group_codes(percentiles, by)
+    codes, n_groups = group_codes(percentiles, by) if codes is None else codes
+    if len(codes) != len(percentiles):
+        raise ValueError(f"problem_scores: {len(codes)} codes for {len(percentiles)} rows")
     is_opt = _is_kind(percentiles, "test_kind", "optimization", default=True)
     status = status_codes(percentiles)
     ok = status == 0

@@ -46,7 +46,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask
+from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask, subset_codes
 from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
 from stats.pass_at_k import pass_at_k
@@ -710,10 +710,16 @@ class ScoringBase:
         return ["problem", "solution"] + (["repeat"] if self.per_repeat and "repeat" in self.frame.columns else [])
 
     @cached_property
+    def unit_codes(self) -> tuple[np.ndarray, int]:
+        """``group_codes(frame, by)``: the unit of every scored row (a filter's rows take a subset of them,
+        :func:`stats._groups.subset_codes`)."""
+        return group_codes(self.frame, self.by)
+
+    @cached_property
     def units(self) -> pd.DataFrame:
         """One row per scored unit (``by`` plus role and correct), also those whose tests a filter removes."""
         full = self.frame
-        unit_codes, n_all = group_codes(full, self.by)
+        unit_codes, n_all = self.unit_codes
         columns = [c for c in self.by + ["role", "correct"] if c in full.columns]
         return full.iloc[first_rows(unit_codes, n_all)][columns].reset_index(drop=True)
 
@@ -868,8 +874,9 @@ def apply_environment(
 
     by = base.by
     units = base.units  # every unit keeps a row even when the filter removed all of its tests
-    scores = problem_scores(frame, tau=env.post.tau, timeout_fails_c=env.limit.timeout_fails_c, by=by)
-    codes, n_units = group_codes(frame, by)
+    codes, n_units = subset_codes(*base.unit_codes, keep)  # group_codes(frame, by), from the unfiltered rows
+    scores = problem_scores(frame, tau=env.post.tau, timeout_fails_c=env.limit.timeout_fails_c, by=by,
+                            codes=(codes, n_units))
     is_opt = (label_mask(frame["test_kind"], "optimization") if "test_kind" in frame.columns
               else np.ones(len(frame), dtype=bool))
     hard = is_opt & (status_codes(frame) != 0)
