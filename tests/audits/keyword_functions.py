@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
+
 from audits.corpus.runs import Run
 from audits.engine.partitioned import single
 from audits.protocol import registry
@@ -31,3 +33,18 @@ def on_dask(name):
 
 #: ``(audit name, "memory" or "dask", the function's getter)`` of every keyword function.
 FUNCTIONS = [(name, "memory", in_memory) for name in NAMES] + [(name, "dask", on_dask) for name in ON_DASK]
+
+
+def keyword_corpora(*, n_problems: int, n_tests: int, n_solutions: int, n_candidates: int, n_pair_problems: int) -> dict:
+    """The corpora the keyword functions are called on: ``"default"`` (two campaigns of one environment, the
+    second drifted as the study measured, with a second clock ``cpu_s``) and ``"compare"`` (sets A/ and B/)."""
+    from audits.corpus.io import normalize
+    from audits.corpus.synthetic import synthesize
+    from audits.corpus.synthetic_pairs import synthesize_pairs
+
+    c = synthesize(n_problems=n_problems, n_tests=n_tests, n_correctness_tests=1, n_solutions=n_solutions,
+                   n_incorrect=1, n_candidates=n_candidates, n_repeats=3,
+                   campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=3).corpus
+    c["cpu_s"] = c["duration_s"] * np.random.default_rng(11).uniform(0.85, 0.99, len(c))  # a second clock
+    pairs = normalize(synthesize_pairs(n_problems=n_pair_problems, share_a=0.7, share_tie=0.2, seed=0).corpus)
+    return {"default": c, "compare": pairs}

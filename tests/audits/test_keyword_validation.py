@@ -20,13 +20,12 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
 from audits.protocol.params import (Boolean, Choices, Instances, Interval, NoneOk, OptionError, Sequence,
                                     StrOptions, Text, defaults_from)
 
-from tests.audits.keyword_functions import FUNCTIONS, NAMES, REQUIRED
+from tests.audits.keyword_functions import keyword_corpora, FUNCTIONS, NAMES, REQUIRED
 
 
 # --- values a constraint does not allow, generated from the constraint -----------------------------------
@@ -113,14 +112,7 @@ CASES = [(name, where, get, keyword, value) for name, where, get in FUNCTIONS fo
 
 @pytest.fixture(scope="module")
 def corpora():
-    c = synthesize(n_problems=4, n_tests=2, n_correctness_tests=1, n_solutions=5, n_incorrect=1, n_candidates=1,
-                   n_repeats=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=3).corpus
-    c["cpu_s"] = c["duration_s"] * np.random.default_rng(11).uniform(0.85, 0.99, len(c))  # a second clock
-    from audits.corpus.io import normalize
-    from audits.corpus.synthetic_pairs import synthesize_pairs
-
-    pairs = normalize(synthesize_pairs(n_problems=4, share_a=0.7, share_tie=0.2, seed=0).corpus)  # sets A/, B/
-    return {"default": c, "compare": pairs}
+    return keyword_corpora(n_problems=4, n_tests=2, n_solutions=5, n_candidates=1, n_pair_problems=4)
 
 
 @pytest.fixture

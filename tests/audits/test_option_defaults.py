@@ -16,15 +16,13 @@ import json
 import pickle
 from dataclasses import dataclass, fields
 
-import numpy as np
 import pytest
 
-from audits.corpus.synthetic import synthesize
 from audits.engine.partitioned import single
 from audits.protocol import registry
 from audits.protocol.params import DEFAULT, Interval, OptionError, Options, defaults_from, option
 
-from tests.audits.keyword_functions import FUNCTIONS, NAMES, ON_DASK, REQUIRED, in_memory, on_dask
+from tests.audits.keyword_functions import keyword_corpora, FUNCTIONS, NAMES, ON_DASK, REQUIRED, in_memory, on_dask
 
 
 
@@ -53,14 +51,7 @@ def test_every_option_keyword_defaults_to_the_sentinel(name, where, get):
 
 @pytest.fixture(scope="module")
 def corpora():
-    c = synthesize(n_problems=5, n_tests=3, n_correctness_tests=1, n_solutions=6, n_incorrect=1, n_candidates=2,
-                   n_repeats=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053)), seed=3).corpus
-    c["cpu_s"] = c["duration_s"] * np.random.default_rng(11).uniform(0.85, 0.99, len(c))  # a second clock
-    from audits.corpus.io import normalize
-    from audits.corpus.synthetic_pairs import synthesize_pairs
-
-    pairs = normalize(synthesize_pairs(n_problems=6, share_a=0.7, share_tie=0.2, seed=0).corpus)  # sets A/, B/
-    return {"default": c, "compare": pairs}
+    return keyword_corpora(n_problems=5, n_tests=3, n_solutions=6, n_candidates=2, n_pair_problems=6)
 
 
 def _json(result) -> str:
