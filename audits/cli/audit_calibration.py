@@ -12,6 +12,7 @@ from audits.cli._common import (
     add_pair_selection,
     add_result_options,
     exit_status,
+    pair_named,
     read_corpus,
     read_audit_options,
     read_pair,
@@ -24,7 +25,7 @@ from stats.declarations import FAMILIES, ROBUST_METHODS
 
 def _audit(args: argparse.Namespace) -> int:
     corpus = read_corpus(args)
-    pair = read_pair(args, corpus)
+    pair = _one_pair(args, corpus)
     audit = run_audit_command(args, "calibration", corpus=corpus, pairs=(pair,), key=args.key)
     (audit,) = audit
     report_audit(audit, args)
@@ -40,6 +41,18 @@ def _audit(args: argparse.Namespace) -> int:
             fig.savefig(out / f"{name}.png", dpi=110)
         print(f"wrote {len(figures)} figures to {out}")
     return exit_status(audit, args)
+
+
+def _one_pair(args: argparse.Namespace, corpus):
+    """The one pair this command calibrates: ``--pair`` (the Options field ``pairs``, given once), else the
+    ``--source-*``/``--target-*`` or ``--source``/``--target`` flags (:func:`audits.cli._common.read_pair`)."""
+    named = read_audit_options(args, "calibration").pairs
+    if not named:
+        return read_pair(args, corpus)
+    if len(named) > 1 or pair_named(args) or args.source is not None or args.target is not None:
+        raise UserError("speedaudit audit calibration calibrates one pair: give --pair once, or the --source-*/"
+                        "--target-* flags (speedaudit audit all and speedaudit report take --pair repeated)")
+    return named[0]
 
 
 def _calibrate(args: argparse.Namespace) -> int:

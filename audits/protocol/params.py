@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 from audits.errors import UserError
 
 __all__ = ["Options", "Interval", "StrOptions", "Text", "Sequence", "NoneOk", "Boolean", "Choices", "Instances",
-           "option", "n_boot_option", "seed_option", "add_options", "read_options", "DEFAULT", "defaults_from"]
+           "RunPairs", "option", "n_boot_option", "seed_option", "add_options", "read_options", "DEFAULT", "defaults_from"]
 
 
 class OptionError(UserError, ValueError):
@@ -230,6 +230,60 @@ class Sequence:
 
     def __str__(self) -> str:
         return f"a non-empty list{' without repeats' if self.unique else ''} of {self.item}"
+
+
+@dataclass(frozen=True)
+class RunPairs:
+    """A list, possibly empty, of (source, target) pairs of runs: each run ``[environment, campaign]`` (two names,
+    a mapping ``{environment: ..., campaign: ...}`` or an :class:`audits.corpus.runs.Run`), or both sides names
+    of one column (a calibration's ``--source``/``--target`` with ``key``). Names are data, never split.
+
+    On the command line: the flag repeated, each time four names ``SOURCE_ENV SOURCE_CAMPAIGN TARGET_ENV
+    TARGET_CAMPAIGN`` (:attr:`nargs`); in a report parameter, YAML: ``[[[quiet, c0], [busy, c0]]]``.
+
+    >>> [[["quiet", "c0"], ["busy", "c0"]]] in RunPairs(), [[["quiet"], ["busy", "c0"]]] in RunPairs(), () in RunPairs()
+    (True, False, True)
+    >>> RunPairs().from_words(["quiet", "c0", "busy", "c0"])
+    (('quiet', 'c0'), ('busy', 'c0'))
+    """
+
+    #: Words per pair on the command line (the flag takes four each time it is given).
+    nargs: ClassVar[int] = 4
+
+    @staticmethod
+    def _side(value) -> bool:
+        if isinstance(value, str):
+            return True
+        if isinstance(value, Mapping):
+            return set(value) == {"environment", "campaign"} and all(isinstance(v, str) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return len(value) == 2 and all(isinstance(v, str) for v in value)
+        return isinstance(getattr(value, "environment", None), str) and isinstance(getattr(value, "campaign", None),
+                                                                                   str)
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+            return False
+        return all(isinstance(p, (list, tuple)) and len(p) == 2 and all(self._side(s) for s in p) for p in value)
+
+    def from_words(self, words) -> tuple:
+        """One pair from the flag's four words."""
+        source_env, source_campaign, target_env, target_campaign = words
+        return (source_env, source_campaign), (target_env, target_campaign)
+
+    def normalize(self, value) -> tuple:
+        """The pairs as stored: a tuple of (source, target) tuples, a run given as a list stored as a tuple."""
+        def side(s):
+            if isinstance(s, list):
+                return tuple(s)
+            if isinstance(s, Mapping):
+                return (s["environment"], s["campaign"])
+            return s
+
+        return tuple((side(s), side(t)) for s, t in value)
+
+    def __str__(self) -> str:
+        return "a list of (source, target) pairs of runs, each run [environment, campaign]"
 
 
 def _allowed(constraints) -> str:
@@ -465,7 +519,7 @@ def _default_text(value) -> str:
     if value is None:
         return "automatic"
     if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
+        return ",".join(str(v) for v in value) if value else "none"
     return str(value)
 
 
@@ -497,6 +551,9 @@ def add_options(parser, options: type[Options], *, prefix: str = "", skip: Itera
         help_text = f"{meta['help']} (default: {_default_text(f.default)}; {allowed})".replace("%", "%%")
         if any(isinstance(c, Boolean) for c in constraints):
             target.add_argument(flag, dest=dest, action="store_const", const=True, default=None, help=help_text)
+        elif (words := next((c for c in constraints if hasattr(c, "nargs")), None)) is not None:
+            target.add_argument(flag, dest=dest, default=None, action="append", nargs=words.nargs,
+                                metavar=meta.get("metavar") or f.name.upper(), help=help_text)
         else:
             choices = next((c.options for c in constraints if isinstance(c, StrOptions)), None)
             many = any(isinstance(c, Sequence) for c in constraints)
@@ -513,6 +570,12 @@ def _dest(options: type[Options], f, prefix: str) -> str:
 
 
 def _convert(options: type[Options], f, text):
+    words = next((c for c in f.metadata["constraints"] if hasattr(c, "nargs")), None)
+    if words is not None and isinstance(text, list):  # a repeated flag of several words each: one value per flag
+        value = tuple(words.from_words(w) for w in text)
+        if value in words:
+            return value
+        raise OptionError(_message(options.audit, f, text))
     if isinstance(text, list):  # nargs="+": "--tau 10 30" as "--tau 10,30"
         text = ",".join(text)
     if not isinstance(text, str):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from audits.protocol.params import (Boolean, Choices, Interval, NoneOk, Options, Sequence, StrOptions,  # noqa: F401
-                                    Text, n_boot_option, option, seed_option)
+from audits.protocol.params import (Boolean, Choices, Interval, NoneOk, Options, RunPairs, Sequence,  # noqa: F401
+                                    StrOptions, Text, n_boot_option, option, seed_option)
 from audits.protocol.thresholds import ThresholdError, Thresholds  # noqa: F401
 from stats.declarations import FAMILIES, ROBUST_METHODS
 
@@ -78,14 +78,20 @@ class CalibrationThresholds(Thresholds):
 class CalibrationOptions(Options):
     """Options of :func:`audits.checks.calibration.run_calibration_audit` (constraints as data).
 
-    ``pairs``: the (source, target) runs to calibrate, as the user names them (the command line's
-    ``--source-*``/``--target-*``); empty: the documented default pairs
-    (:func:`audits.corpus.selection.choose_pairs`) where the caller asks for them.
+    ``pairs``: the (source, target) runs to calibrate, as the user names them (``--pair`` of ``audit all`` and
+    ``speedaudit report``, the report's ``pairs`` parameter; ``speedaudit audit calibration`` names its one pair
+    with ``--source-*``/``--target-*``); empty: the documented default pairs
+    (:func:`audits.corpus.selection.choose_pairs`, rule ``"default pairs"`` of :data:`audits.corpus.runs.RULES`).
     """
 
     audit: ClassVar[str] = "calibration"
 
-    pairs: tuple = option((), cli=False, help="the (source, target) runs to calibrate")
+    pairs: tuple = option((), RunPairs(), flag="--pair",
+                          metavar=("SOURCE_ENV", "SOURCE_CAMPAIGN", "TARGET_ENV", "TARGET_CAMPAIGN"),
+                          help="calibrate SOURCE onto TARGET, each run named by its environment and campaign "
+                               "(repeatable; the pairs named win, in the order given; none: the default pairs, "
+                               "each stored -> fresh campaign pair in one environment and each environment against "
+                               "the quietest in one campaign)")
     key: str = option("auto", StrOptions("auto", "environment", "campaign"), cli=False,
                       help="with --source/--target: which column holds the two names")
     families: tuple = option(FAMILIES, Sequence(StrOptions(*FAMILIES), unique=True), metavar="F",
