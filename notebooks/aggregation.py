@@ -45,6 +45,9 @@ aggregation = results.aggregation
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")
 
 # %%
+narrative.Markdown(narrative.describe_run_rule(aggregation))
+
+# %%
 narrative.Markdown(narrative.describe_aggregation(aggregation))
 
 # %% [markdown]

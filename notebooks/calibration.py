@@ -9,12 +9,13 @@
 # %% [markdown]
 # # Calibration of stored reference timings
 #
-# Can timings from one run stand in for another? Two comparisons: a **stored campaign against a fresh
-# one** in the same environment (do yesterday's reference timings still match today's service?), and
-# **one environment against another** in the same campaign (can a quiet local sandbox stand in for a
-# busy worker?). Each is paired per (problem, test, solution) on median durations and fitted with every
-# family (multiplicative, affine, power, polynomial, Deming); validity is leave-one-problem-out R²
-# pooled over all held-out problems (DESIGN.md, "Calibration").
+# Can timings from one run stand in for another? Every pair the calibration audit chose: the pairs named
+# (`--pair`, `-p pairs=...`), else the default pairs, a **stored campaign against each fresh one** in one
+# environment (do yesterday's reference timings still match today's service?) and **each environment against
+# the quietest** in one campaign (can a busy worker's timings be mapped onto a quiet sandbox's?). Each pair is
+# paired per (problem, test, solution) on median durations and fitted with every family (multiplicative,
+# affine, power, polynomial, Deming); validity is leave-one-problem-out R² pooled over all held-out problems
+# (DESIGN.md, "Calibration"). One section per pair below.
 
 # %% tags=["parameters"]
 # Parameters (papermill / `speedaudit report -p key=value` override them).
@@ -27,11 +28,11 @@ corpora = [
 n_boot = None  # bootstrap resamples over problems for every interval (None: each audit's own, as `speedaudit audit AUDIT --help` says)
 profile = "reward"  # verdict profile: "reward" (the study's reward sandbox) or "benchmark" (a benchmark machine)
 seed = 0  # seed of the bootstrap and of the simulator
-stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
-fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
-source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
-target_run = ["busy", "busy-a"]  # ... against a run of another
-pair_rules = {}  # the rule that chose each pair, {"stored": RULE, "across": RULE} (docs/calibration.md; filled by speedaudit report for the pairs it chooses; absent: "named")
+pairs = None  # calibration pairs [[[ENV, CAMPAIGN], [ENV, CAMPAIGN]], ...], source mapped onto target (speedaudit report --pair; the calibration audit's pairs option); none named here or below: every default pair (docs/calibration.md)
+stored_run = None  # one more named pair: [environment, campaign] of stored reference timings ...
+fresh_run = None  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
+source_run = None  # one more named pair: [environment, campaign] of a run of one environment ...
+target_run = None  # ... against a run of another
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = None  # bootstrap resamples for the Spearman rank-agreement CIs, each re-ranks every solution (None: the calibration audit's)
 calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
@@ -41,53 +42,13 @@ results_path = None  # audit results computed once by `speedaudit report` (None:
 from audits.report import narrative
 from audits.report.page import open_page
 from audits.report.plots.calibration import bland_altman_plot, calibration_scatter
-from audits.report.inputs import run_label
 
 # %%
 results = open_page(results_path, corpora, globals(), profile=profile)
-
-# %% [markdown]
-# ## Stored campaign → fresh campaign
+calibrations = results.pairs  # every pair: the named ones, else the default ones, each with the rule that chose it
 
 # %%
-stored = results.stored
-narrative.show_findings(stored.findings, audit="calibration",
-                        title=f"{run_label(stored_run)} → {run_label(fresh_run)}")
+narrative.Markdown(narrative.describe_calibration_pairs(calibrations))
 
 # %%
-narrative.Markdown(narrative.describe_calibration(stored))
-
-# %%
-narrative.calibration_fit_table(stored)
-
-# %% [markdown]
-# Every fitted family on the paired medians (log-log), against the identity:
-
-# %%
-narrative.show_plot(calibration_scatter, stored, seed=seed)
-
-# %% [markdown]
-# Bland-Altman on the log scale: the ratio of the two runs against their size, with the bias and the 95 % limits of agreement (shaded: bootstrap CIs over problems):
-
-# %%
-narrative.show_plot(bland_altman_plot, stored, seed=seed)
-
-# %% [markdown]
-# ## One environment → another
-
-# %%
-across = results.across
-narrative.show_findings(across.findings, audit="calibration",
-                        title=f"{run_label(source_run)} → {run_label(target_run)}")
-
-# %%
-narrative.Markdown(narrative.describe_calibration(across))
-
-# %%
-narrative.calibration_fit_table(across)
-
-# %%
-narrative.show_plot(calibration_scatter, across, seed=seed)
-
-# %%
-narrative.show_plot(bland_altman_plot, across, seed=seed)
+narrative.show_calibration_pairs(calibrations, calibration_scatter, bland_altman_plot, seed=seed)  # one section per pair

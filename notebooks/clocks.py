@@ -46,6 +46,9 @@ clocks = results.clocks
 narrative.show_findings(clocks.findings, audit="clocks", title="Which clock to trust")
 
 # %%
+narrative.Markdown(narrative.describe_run_rule(clocks))
+
+# %%
 narrative.Markdown(narrative.describe_clocks(clocks, corpus))
 
 # %% [markdown]

@@ -35,6 +35,7 @@ results_path = None  # audit results computed once by `speedaudit report` (None:
 # %%
 from audits.report.compare_page import (compare_problems_table, compare_runs_table, describe_compare,
                                         page_comparison, show_compare_figure, show_compare_findings)
+from audits.report.narrative import Markdown, describe_run_rule
 from audits.report.page import open_page
 
 # %%
@@ -46,6 +47,9 @@ comparison = page_comparison(results)  # computed with compare_a, compare_b, com
 
 # %%
 show_compare_findings(comparison)
+
+# %%
+Markdown(describe_run_rule(comparison))
 
 # %% [markdown]
 # ## What the comparison says

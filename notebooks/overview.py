@@ -29,11 +29,11 @@ campaign = None  # only the runs of this campaign (None: every run, each (enviro
 floor_s = None  # the sandbox floor in seconds (None: median of the corpus's floor rows)
 reliability_thresholds = {}  # overrides of audits.checks.reliability.ReliabilityThresholds, e.g. {"repeat_cv": 0.1}
 discriminability_thresholds = {}  # overrides of audits.checks.discriminability.DiscriminabilityThresholds
-stored_run = ["quiet", "quiet-a"]  # [environment, campaign] of the stored reference timings (None: skip) ...
-fresh_run = ["quiet", "quiet-b"]  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
-source_run = ["quiet", "quiet-a"]  # [environment, campaign] of a run of one environment (None: skip) ...
-target_run = ["busy", "busy-a"]  # ... against a run of another
-pair_rules = {}  # the rule that chose each pair, {"stored": RULE, "across": RULE} (docs/calibration.md; filled by speedaudit report for the pairs it chooses; absent: "named")
+pairs = None  # calibration pairs [[[ENV, CAMPAIGN], [ENV, CAMPAIGN]], ...], source mapped onto target (speedaudit report --pair; the calibration audit's pairs option); none named here or below: every default pair (docs/calibration.md)
+stored_run = None  # one more named pair: [environment, campaign] of stored reference timings ...
+fresh_run = None  # ... calibrated onto this fresh run (direction kept: stored -> fresh)
+source_run = None  # one more named pair: [environment, campaign] of a run of one environment ...
+target_run = None  # ... against a run of another
 calibration_family = None  # the map used for calibrated ranks and Bland-Altman (None: chosen by held-out log error)
 n_boot_rank = None  # bootstrap resamples for the Spearman rank-agreement CIs, each re-ranks every solution (None: the calibration audit's)
 calibration_thresholds = {}  # overrides of audits.checks.calibration.CalibrationThresholds, e.g. {"lopo_r2.fail": 0.8}
@@ -67,7 +67,6 @@ from IPython.display import display
 from audits.report import narrative
 from audits.report.compare_page import compare_findings, page_comparison, show_compare_findings
 from audits.report.page import open_page
-from audits.report.inputs import run_label
 
 # %%
 results = open_page(results_path, corpora, globals(), header=False)
@@ -77,8 +76,7 @@ reliability = results.reliability
 discriminability = results.discriminability
 
 # %%
-stored = results.stored
-across = results.across
+calibrations = results.pairs  # every pair: the named ones, else the default ones, each with the rule that chose it
 
 # %%
 aggregation = results.aggregation
@@ -99,8 +97,7 @@ comparison = page_comparison(results)  # computed with compare_a, compare_b, com
 verdicts = {
     "sandbox reliability": reliability.findings,
     "discriminability": discriminability.findings,
-    f"calibration, stored → fresh ({run_label(stored_run)} → {run_label(fresh_run)})": stored.findings,
-    f"calibration, environment → environment ({run_label(source_run)} → {run_label(target_run)})": across.findings,
+    **narrative.calibration_verdicts(calibrations),
     "aggregation": aggregation.findings,
     "reward simulation": simulation.findings,
     "paired comparison": compare_findings(comparison),
@@ -126,12 +123,7 @@ narrative.show_findings(reliability.findings, audit="reliability", title="Sandbo
 narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
 
 # %%
-narrative.show_findings(stored.findings, audit="calibration",
-                        title=f"Calibration {run_label(stored_run)} → {run_label(fresh_run)}")
-
-# %%
-narrative.show_findings(across.findings, audit="calibration",
-                        title=f"Calibration {run_label(source_run)} → {run_label(target_run)}")
+narrative.show_calibration_findings(calibrations)
 
 # %%
 narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggregation")

@@ -47,6 +47,9 @@ reliability = results.reliability
 narrative.show_findings(reliability.findings, audit="reliability", title="Sandbox reliability")
 
 # %%
+narrative.Markdown(narrative.describe_run_rule(reliability))
+
+# %%
 narrative.Markdown(narrative.describe_reliability(reliability))
 
 # %%
@@ -81,6 +84,9 @@ narrative.show_plot(rank_drift_ranges, reliability, metric="mean_rank_range", se
 # %%
 discriminability = results.discriminability
 narrative.show_findings(discriminability.findings, audit="discriminability", title="Discriminability")
+
+# %%
+narrative.Markdown(narrative.describe_run_rule(discriminability))
 
 # %%
 narrative.Markdown(narrative.describe_discriminability(discriminability))

@@ -56,6 +56,9 @@ simulation = results.simulation
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
 
 # %%
+narrative.Markdown(narrative.describe_run_rule(simulation))
+
+# %%
 narrative.Markdown(narrative.describe_simulation(simulation))
 
 # %%

@@ -42,7 +42,7 @@ from audits.checks.declared.aggregation import AggregationOptions, AggregationTh
 from audits.protocol.params import DEFAULT, defaults_from
 from stats.aggregation import AggregatorComparison, floor_from_rows, floors_by_language
 from audits.protocol.context import audit_context
-from audits.corpus.runs import RunSummary
+from audits.corpus.runs import RunSummary, rule_of
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "repeat_values_part", "plan_runs", "partition_values", "combine_parts"]
 
@@ -72,6 +72,8 @@ class AggregationAudit:
     primary: tuple
     thresholds: AggregationThresholds
     runs: tuple = ()
+    #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``.
+    run_rule: str = "every run"
 
     @property
     def level(self) -> str:
@@ -107,6 +109,7 @@ class AggregationAudit:
             environments.setdefault(str(env), {})[str(camp)] = comp.to_dict()
         return to_jsonable({
             "audit": "aggregation",
+            "run_rule": self.run_rule,
             "level": self.level,
             "primary": (None if self.primary is None
                         else {"environment": self.primary[0], "campaign": self.primary[1]}),
@@ -395,12 +398,12 @@ def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds 
         values = mine[0] if len(mine) == 1 else AggregatorProblemValues.concat(mine)
         items.append((s, combine_aggregator_values(values, n_repeats=len(repeats[s.run]),
                                                    quartile_repeat=repeats[s.run][0], n_boot=n_boot, seed=seed)))
-    return combine_run_comparisons(items, thresholds=th, n_boot=n_boot)
+    return combine_run_comparisons(items, thresholds=th, n_boot=n_boot, run_rule=rule_of(plan["chosen"]))
 
 
 def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparison | None]], *,
                             thresholds: AggregationThresholds | Mapping | None = None,
-                            n_boot: int) -> AggregationAudit:
+                            n_boot: int, run_rule: str = "every run") -> AggregationAudit:
     """The audit from each chosen run's comparison, in run order (``None``: the run has one repeat only).
 
     :func:`combine_parts` (in memory and on Dask, whose comparisons come from per-partition values) ends here:
@@ -433,5 +436,5 @@ def combine_run_comparisons(items: Sequence[tuple[RunSummary, AggregatorComparis
     first = ["environment", "campaign", "repeats"]
     table = table[first + [c for c in table.columns if c not in first]]
     return AggregationAudit(table=table, findings=tuple(th.judged(findings)), comparisons=tuple(comparisons),
-                            primary=primary, thresholds=th, runs=tuple(used))
+                            primary=primary, thresholds=th, runs=tuple(used), run_rule=run_rule)
 

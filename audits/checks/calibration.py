@@ -189,6 +189,12 @@ class CalibrationAudit:
     pair_rule: str = "named"
 
     @property
+    def run_rule(self) -> str:
+        """The rule of :data:`audits.corpus.runs.RULES` that chose the pair: ``"named pairs"`` or ``"default pairs"``
+        (:attr:`pair_rule` says which default rule)."""
+        return "named pairs" if self.pair_rule == "named" else "default pairs"
+
+    @property
     def level(self) -> str:
         return worst_level(self.findings)
 
@@ -218,7 +224,7 @@ class CalibrationAudit:
                 "within_problem_share_below": row["within_problem_share_below"]}
         return to_jsonable({
             "audit": "calibration", "source": self.source, "target": self.target, "key": self.key,
-            "pair_rule": self.pair_rule,
+            "run_rule": self.run_rule, "pair_rule": self.pair_rule,
             "source_runs": [r.to_dict() for r in self.source_runs],
             "target_runs": [r.to_dict() for r in self.target_runs],
             "level": self.level, "pairing": self.pairing.to_dict(), "fits": fits, "identity": self.identity,

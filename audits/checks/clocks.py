@@ -335,6 +335,9 @@ class ClocksAudit:
     quietest_by: str
     measures: tuple[str, ...]
     findings: tuple = ()
+    #: The rule that chose the runs of the table (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or
+    #: ``"named runs"``; the rank agreement's run is the quietest of them (``quietest_by``).
+    run_rule: str = "every run"
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -366,7 +369,8 @@ class ClocksAudit:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return to_jsonable({"measures": list(self.measures), "table": self.table.to_dict("records"),
+        return to_jsonable({"run_rule": self.run_rule, "measures": list(self.measures),
+                            "table": self.table.to_dict("records"),
                             "quietest": None if self.quietest is None else list(self.quietest),
                             "quietest_by": self.quietest_by, "agreement": self.agreement.to_dict("records"),
                             "mean_agreement": self.mean_agreement(),

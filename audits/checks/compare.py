@@ -202,6 +202,9 @@ class CompareAudit:
     findings: tuple[Finding, ...]
     skipped_runs: tuple[str, ...] = ()
     name: str = "compare"
+    #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``;
+    #: of them, those that hold both sets are compared (the others are ``skipped_runs``).
+    run_rule: str = "every run"
 
     @property
     def subject(self) -> str:
@@ -256,7 +259,7 @@ class CompareAudit:
                 "undecided_share": c.undecided_share, "n_undefined": c.n_undefined,
                 "interleaving": {"auc": r.interleaving_auc, "overlap": r.overlap, "column": r.order_column},
                 "problems": c.problems.to_dict("records")})
-        return to_jsonable({"audit": self.name, "a": self.a, "b": self.b, "by": self.by,
+        return to_jsonable({"audit": self.name, "run_rule": self.run_rule, "a": self.a, "b": self.b, "by": self.by,
                             "confidence": self.confidence, "runs": runs, "skipped_runs": list(self.skipped_runs),
                             "findings": [f.to_dict() for f in self.findings]})
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from audits.protocol.context import audit_context
-from audits.corpus.runs import Run, RunSummary, describe_runs
+from audits.corpus.runs import Run, RunSummary, describe_runs, rule_of
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
 from audits.checks.reliability import one_result
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
@@ -145,6 +145,8 @@ class DiscriminabilityAudit:
     runs: dict[Run, RunDiscriminability]
     findings: tuple[Finding, ...]
     thresholds: DiscriminabilityThresholds = field(default_factory=DiscriminabilityThresholds)
+    #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``.
+    run_rule: str = "every run"
 
     def result(self, environment: str, campaign: str | None = None) -> RunDiscriminability:
         """The result of one run (``campaign`` may be left out when the environment has one run here)."""
@@ -157,6 +159,7 @@ class DiscriminabilityAudit:
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "discriminability",
+            "run_rule": self.run_rule,
             "runs": [res.to_dict() for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
@@ -279,7 +282,7 @@ def _by_problem_content(problems: pd.DataFrame) -> pd.DataFrame:
 
 def combine_problem_tables(per_run: dict, summaries: dict, floors: pd.DataFrame, *, floor_s: float | None,
                            t: DiscriminabilityThresholds, method: str, n_boot: int, seed: int,
-                           has_language: bool = False) -> DiscriminabilityAudit:
+                           has_language: bool = False, run_rule: str = "every run") -> DiscriminabilityAudit:
     """The audit from each run's :func:`per_problem_tables` (``per_run``: Run -> tables, in run order; tables
     of several partitions concatenated in problem order, ``language_counts`` a list of their counts)."""
     results: dict[Run, RunDiscriminability] = {}
@@ -289,7 +292,7 @@ def combine_problem_tables(per_run: dict, summaries: dict, floors: pd.DataFrame,
                           seed=seed, has_language=has_language)
         results[run] = result
         findings.extend(_findings(result, t))
-    return DiscriminabilityAudit(results, tuple(findings), t)
+    return DiscriminabilityAudit(results, tuple(findings), t, run_rule=run_rule)
 
 
 def _main_language_floor(counts: dict, floors: dict[str, float]) -> tuple[float, str]:
@@ -502,4 +505,4 @@ def combine_parts(parts: list, plan: dict, *, floor_s: float | None, thresholds:
                                 for name in mine[0]}
     return combine_problem_tables(per_run, {s.run: s for s in plan["runs"]}, plan["floors"], floor_s=floor_s,
                                   t=thresholds, method=method, n_boot=n_boot, seed=seed,
-                                  has_language=plan["has_language"])
+                                  has_language=plan["has_language"], run_rule=rule_of(plan["runs"]))

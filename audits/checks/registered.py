@@ -30,7 +30,7 @@ from audits.checks.declared.compare import CompareOptions, CompareThresholds
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
-from audits.corpus.runs import RunError, covered_runs
+from audits.corpus.runs import RunError, covered_runs, rule_of
 from audits.errors import UserError
 from audits.protocol.audit import Audit, Skip
 
@@ -128,7 +128,7 @@ class Calibration(Audit):
     title: ClassVar[str] = "can timings of one run be mapped onto another?"
     Options = CalibrationOptions
     Thresholds = CalibrationThresholds
-    report = ("stored", "across")
+    report = ("pairs",)
 
     def plan(self, ctx, options):
         from audits.checks.calibration import plan_pairs
@@ -297,10 +297,11 @@ class Clocks(_EveryRun):
 
             reference = one_run(ctx.runs, environment=options.reference_environment,
                                 campaign=options.reference_campaign).run
-        return run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
-                                source=options.source, reference=reference,
-                                reference_measure=options.reference_measure,
-                                thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
+        result = run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
+                                  source=options.source, reference=reference,
+                                  reference_measure=options.reference_measure,
+                                  thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
+        return replace(result, run_rule=rule_of(units))
 
 
 class Compare(_EveryRun):
@@ -323,11 +324,12 @@ class Compare(_EveryRun):
 
         corpus = ctx.corpus if len(units) == len(ctx.runs) else select_rows(ctx.corpus, [u.run for u in units])
         try:
-            return run_compare_audit(corpus, a=options.a, b=options.b, by=options.by,
-                                     confidence=options.confidence, n_boot=options.n_boot, seed=options.seed,
-                                     source=options.source, thresholds=thresholds)
+            result = run_compare_audit(corpus, a=options.a, b=options.b, by=options.by,
+                                       confidence=options.confidence, n_boot=options.n_boot, seed=options.seed,
+                                       source=options.source, thresholds=thresholds)
         except UserError as exc:  # the sets name nothing here, or no run holds both: the reason, as a skip
             raise Skip(str(exc).replace("\n  -> ", "; ")) from exc
+        return replace(result, run_rule=rule_of(units))
 
 
 #: Every registered audit by name, in :data:`audits.protocol.registry.REGISTERED` order.

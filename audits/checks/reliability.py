@@ -41,7 +41,7 @@ from audits.checks.clocks import Contention
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.context import audit_context, reference_rows as _reference_rows
-from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs
+from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, cluster_bootstrap_ci
@@ -185,6 +185,8 @@ class ReliabilityAudit:
     runs: dict[Run, RunReliability]
     findings: tuple[Finding, ...]
     thresholds: ReliabilityThresholds = field(default_factory=ReliabilityThresholds)
+    #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``.
+    run_rule: str = "every run"
 
     def __post_init__(self):
         # every way of building the audit (in memory, on Dask, the engine) meets the thresholds here
@@ -204,6 +206,7 @@ class ReliabilityAudit:
     def to_dict(self) -> dict:
         return to_jsonable({
             "audit": "reliability",
+            "run_rule": self.run_rule,
             "runs": [res.to_dict() for res in self.runs.values()],
             "findings": [f.to_dict() for f in self.findings],
             "thresholds": self.thresholds.to_dict(),
@@ -684,4 +687,4 @@ def combine_parts(parts: list, plan: tuple, ctx, *, thresholds: ReliabilityThres
                                         contention=contention[summary.run])
         results[summary.run] = result
         findings.extend(_findings(result, thresholds))
-    return ReliabilityAudit(results, tuple(findings), thresholds)
+    return ReliabilityAudit(results, tuple(findings), thresholds, run_rule=rule_of(plan))

@@ -101,6 +101,8 @@ class SimulationAudit:
     include_incorrect: bool = False
     run: RunSummary | None = None
     left_out: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(_LEFT_OUT_COLUMNS)))
+    #: The rule that chose the run (a key of :data:`audits.corpus.runs.RULES`): always ``"one run"``.
+    run_rule: str = "one run"
 
     def to_frame(self) -> pd.DataFrame:
         return self.diagnostics
@@ -113,6 +115,7 @@ class SimulationAudit:
                 envs[row["reward_environment"]].update(level="not judged", verdict="not judged")
         return to_jsonable({
             "audit": "simulation",
+            "run_rule": self.run_rule,
             "environment": self.environment,
             "campaign": self.campaign,
             "run": None if self.run is None else self.run.to_dict(),

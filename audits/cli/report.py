@@ -12,6 +12,9 @@ def _run(args: argparse.Namespace) -> int:
     from audits.report.render import parse_parameter, render_reports
 
     parameters = dict(parse_parameter(text) for text in args.parameters or ())
+    named = _named_pairs(args)
+    if named:  # --pair, after the pairs of -p pairs=... (both name pairs the report calibrates)
+        parameters["pairs"] = [*(parameters.get("pairs") or ()), *named]
     if args.profile is not None:
         parameters["profile"] = args.profile
     if args.results and args.corpora:
@@ -26,7 +29,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _named_pairs(args: argparse.Namespace) -> list:
+    """The pairs ``--pair`` names (the calibration audit's ``pairs`` option, read through its declaration), as the
+    report parameter ``pairs`` holds them: ``[[[env, campaign], [env, campaign]], ...]``."""
+    from audits.protocol import registry
+    from audits.protocol.params import read_options
+
+    pairs = read_options(args, registry.options_of("calibration")).pairs
+    return [[list(source), list(target)] for source, target in pairs]
+
+
 def register(commands, audit_commands) -> None:
+    from audits.protocol import registry
+    from audits.protocol.params import add_options
+
     names = ", ".join(REPORTS)
     p = commands.add_parser(
         "report", help="render the audit notebooks into self-contained HTML reports with an index page",
@@ -48,6 +64,9 @@ def register(commands, audit_commands) -> None:
     p.add_argument("--profile", choices=PROFILES, default=None,
                    help="verdict profile of every report: reward (the templates' default; the study's reward sandbox) "
                         "or benchmark (a benchmark machine: pyperf's limits, no reward-gate findings)")
+    # the calibration audit's pairs option, declared once (audits/checks/declared/calibration.py): the report's
+    # parameter pairs (the pages calibrate these, else every default pair)
+    add_options(p, registry.options_of("calibration"), only=("pairs",))
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel to execute with (default: python3)")
     p.add_argument("--out", required=True, help="output folder (HTML, executed notebooks, index.html)")

@@ -66,7 +66,7 @@ from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
 __all__ = ["Run", "RunSummary", "Runs", "RunError", "runs_of", "run_codes", "select_rows", "describe_runs", "RULES", "covered_runs",
-           "one_run"]
+           "one_run", "rule_of"]
 
 ORDER_BY = ("timestamp", "user", "corpus order")
 
@@ -390,9 +390,13 @@ def describe_runs(summaries: Iterable[RunSummary]) -> str:
 # --- the one rule for choosing runs and pairs ------------------------------------------------------------
 #: How each kind of audit chooses what it covers (every audit's plan step calls one of the functions below;
 #: the names are what the documentation and the skipped reasons cite).
+#: Every audit's JSON names the rule that chose its runs (``run_rule``, a key of this table) and its page shows it.
 RULES = {
-    "every run": "every run the environment / campaign options denote (None: any), each audited on its own, "
-                 "in run order (covered_runs)",
+    "every run": "every run of the corpus (no environment / campaign named), each audited on its own, in run order "
+                 "(covered_runs)",
+    "named runs": "the runs --environment / --campaign (environment=, campaign=, a report's *_environment / "
+                  "*_campaign parameter) or an explicit list of runs denote, each audited on its own, in run order "
+                  "(covered_runs)",
     "one run": "the run environment and campaign name; left out, the environment must be the only one that "
                "matches, and a campaign left out is its only one, else its earliest by timestamp (or the user's "
                "order), else the first by name, never the file's row order (one_run)",
@@ -403,21 +407,44 @@ RULES = {
 }
 
 
+class Covered(tuple):
+    """The runs an audit covers (:class:`RunSummary`, in run order), a tuple, with the rule of :data:`RULES` that
+    chose them (``rule``), which the audit's result names (``run_rule``)."""
+
+    rule: str
+
+    def __new__(cls, summaries: Iterable[RunSummary], rule: str):
+        if rule not in RULES:
+            raise ValueError(f"run rule {rule!r} is not one of {', '.join(RULES)}")
+        covered = super().__new__(cls, summaries)
+        covered.rule = rule
+        return covered
+
+    def __reduce__(self):  # pickled with its rule (a Dask plan's pieces travel to the workers)
+        return Covered, (tuple(self), self.rule)
+
+
+def rule_of(runs, default: str = "every run") -> str:
+    """The rule that chose ``runs`` (a :class:`Covered`), else ``default``."""
+    return getattr(runs, "rule", default)
+
+
 def _table(runs) -> Runs:
     return runs if isinstance(runs, Runs) else runs_of(runs)
 
 
 def covered_runs(runs, *, environment: str | None = None, campaign: str | None = None,
                  explicit: Iterable | None = None) -> tuple[RunSummary, ...]:
-    """Rule ``"every run"``: ``explicit`` runs if given, else those ``environment`` / ``campaign`` denote (None:
-    every run), in run order; a :class:`RunError` lists the runs when none match.
+    """Rule ``"every run"`` (nothing named), or ``"named runs"``: ``explicit`` runs if given, else those
+    ``environment`` / ``campaign`` denote, in run order; a :class:`RunError` lists the runs when none match.
 
-    ``runs``: a :class:`Runs` table or a corpus.
+    ``runs``: a :class:`Runs` table or a corpus. Returns a :class:`Covered` (its ``rule`` says which).
     """
     table = _table(runs)
     if explicit is not None:
-        return tuple(table.get(r) for r in explicit)
-    return tuple(table.get(r) for r in table.select(environment=environment, campaign=campaign))
+        return Covered((table.get(r) for r in explicit), "named runs")
+    rule = "every run" if environment is None and campaign is None else "named runs"
+    return Covered((table.get(r) for r in table.select(environment=environment, campaign=campaign)), rule)
 
 
 def one_run(runs, *, environment: str | None = None, campaign: str | None = None) -> RunSummary:

@@ -44,8 +44,8 @@ __all__ = ["PairChoice", "PAIR_RULES", "choose_pairs", "cell_cvs", "quietness_of
 
 #: The rules that choose a calibration pair, as JSON and pages name them.
 PAIR_RULES = {
-    "named": "the pair the user named (calibration's pairs option, the report's source_run/target_run or "
-             "stored_run/fresh_run), direction kept",
+    "named": "the pair the user named (calibration's pairs option: --pair, the report's pairs, source_run/"
+             "target_run or stored_run/fresh_run parameters), direction kept",
     "stored->fresh": "default: in one environment with ordered campaigns, its earliest campaign against a later one",
     "vs-quietest": "default: in one campaign, an environment against the quietest environment (lowest median "
                    "repeat CV of the references; ties by name)",
@@ -119,8 +119,9 @@ def no_pair_reason(runs: Runs) -> str:
     several = [e for e in runs.environments if len(runs.of_environment(e)) >= 2]
     if several and not runs.ordered:
         why = (f"no pair of runs was named, and the corpus does not order the campaigns of {several[0]!r} (no "
-               "timestamp column; one file): name the pair (audit: --source-campaign/--target-campaign; report: "
-               "-p 'stored_run=[ENV, CAMPAIGN]' -p 'fresh_run=[ENV, CAMPAIGN]')")
+               "timestamp column; one file): name the pair (audit: --source-campaign/--target-campaign; audit all and "
+               "report: --pair SOURCE_ENV SOURCE_CAMPAIGN TARGET_ENV TARGET_CAMPAIGN, or in a report -p "
+               "'stored_run=[ENV, CAMPAIGN]' -p 'fresh_run=[ENV, CAMPAIGN]')")
     else:
         why = ("no pair of runs was named, and the corpus has no default pair (one run, or environments with no "
                "repeat-CV figure): collect a second campaign (speedaudit collect --campaign NAME) or environment")
@@ -148,7 +149,7 @@ def choose_pairs(corpus: pd.DataFrame | None, *, named: Iterable = (), runs: Run
     tuple of PairChoice
         Named: in the order given. Default: stored->fresh pairs (environments quietest first by their stored
         run's quietness, ties and no figure by name), then vs-quietest pairs (campaigns by name, environments
-        by name): each pair once. The report's stored page and across page show the first of each rule.
+        by name): each pair once. The report calibrates and shows every one (audits.report.inputs.calibrate_pairs).
     """
     table = runs if runs is not None else runs_of(corpus)
     given = [(Run.coerce(s), Run.coerce(t)) for s, t in named]

@@ -16,8 +16,8 @@ from pathlib import Path
 from audits.checks.reward_environments import find_shipped
 from audits.errors import UserError
 
-__all__ = ["repo_root", "resolve_files", "resolve_corpora", "load_corpora", "resolve_run", "run_label",
-           "SUGGESTED_PAIRS", "suggest_runs", "CalibrationSkipped", "calibrate_runs"]
+__all__ = ["repo_root", "resolve_files", "resolve_corpora", "load_corpora", "resolve_run", "PAIR_PARAMETERS",
+           "suggest_runs", "CalibrationSkipped", "named_pairs", "calibrate_pairs"]
 
 
 def repo_root() -> Path:
@@ -175,16 +175,18 @@ RUN_PARAMETERS = ("stored_run", "fresh_run", "source_run", "target_run", "aggreg
                   "simulation_environment")
 
 
-#: The report's two calibration results, the default rule that suggests each and its two run parameters.
-SUGGESTED_PAIRS = (("stored", "stored->fresh", ("stored_run", "fresh_run")),
-                    ("across", "vs-quietest", ("source_run", "target_run")))
+#: The template parameters that name calibration pairs: ``pairs`` (the calibration audit's option, a list of
+#: [source, target] runs) and the older one-pair forms ``stored_run``/``fresh_run`` and ``source_run``/``target_run``.
+#: None of them given: the report calibrates the default pairs (:func:`calibrate_pairs`); never suggested.
+PAIR_PARAMETERS = ("pairs", "stored_run", "fresh_run", "source_run", "target_run")
 
 
 def suggest_runs(corpus, *, order=None) -> dict:
     """Runs of ``corpus`` for the templates' run parameters (:data:`RUN_PARAMETERS`), as ``[environment, campaign]``.
 
     * ``stored_run``/``fresh_run`` and ``source_run``/``target_run``: the first ``"stored->fresh"`` and the
-      first ``"vs-quietest"`` default pair of :func:`audits.corpus.selection.choose_pairs` (the one rule for
+      first ``"vs-quietest"`` default pair (what a caller naming one pair of each kind may take; ``speedaudit
+      report`` does not: without named pairs it calibrates every default pair, :func:`calibrate_pairs`) of :func:`audits.corpus.selection.choose_pairs` (the one rule for
       pairs: stored -> fresh only when the runs are ordered by timestamps or by ``order``, the order of the
       corpus files on the command line; an environment against the quietest one of its campaign, never "the
       first two environments"). None when the corpus has no such pair, and the report says how to name them
@@ -260,3 +262,58 @@ def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **opt
         raise ValueError(f"pair rule {rule!r} is not one of {', '.join(PAIR_RULES)}")
     pair = _named_pair(corpus, source_run, target_run, runs=ctx.runs)  # the shared context's run table
     return replace(run_calibration_audit(ctx, source=pair.source, target=pair.target, **options), pair_rule=rule)
+
+
+def named_pairs(pairs=None, stored_run=None, fresh_run=None, source_run=None, target_run=None) -> tuple:
+    """The pairs a report's parameters name (:data:`PAIR_PARAMETERS`), validated as the calibration audit's ``pairs``
+    option (:class:`audits.checks.declared.calibration.CalibrationOptions`, one declaration and one error format):
+    ``pairs`` in the order given, then ``[stored_run, fresh_run]``, then ``[source_run, target_run]``; each run as
+    :func:`resolve_run` reads it. Empty: none named (the report takes the default pairs).
+
+    >>> named_pairs([[["quiet", "a"], ["busy", "a"]]], stored_run=["quiet", "a"], fresh_run=["quiet", "b"])
+    ((('quiet', 'a'), ('busy', 'a')), (('quiet', 'a'), ('quiet', 'b')))
+    >>> named_pairs(stored_run=["quiet", "a"])
+    Traceback (most recent call last):
+    ...
+    audits.errors.UserError: stored_run names the source of a pair whose target fresh_run is not named: name both (-p 'stored_run=[ENV, CAMPAIGN]' -p 'fresh_run=[ENV, CAMPAIGN]'), or the pair with --pair / -p 'pairs=[[[ENV, CAMPAIGN], [ENV, CAMPAIGN]]]'
+    """
+    from audits.protocol import registry
+
+    out = list(pairs or ())
+    for source, target, names in ((stored_run, fresh_run, ("stored_run", "fresh_run")),
+                                  (source_run, target_run, ("source_run", "target_run"))):
+        if (source is None) != (target is None):
+            given, missing = names if target is None else names[::-1]
+            raise UserError(f"{given} names the {'source' if target is None else 'target'} of a pair whose "
+                            f"{'target' if target is None else 'source'} {missing} is not named: name both (-p "
+                            f"'{names[0]}=[ENV, CAMPAIGN]' -p '{names[1]}=[ENV, CAMPAIGN]'), or the pair with --pair / "
+                            "-p 'pairs=[[[ENV, CAMPAIGN], [ENV, CAMPAIGN]]]'")
+        if source is not None:
+            out.append((source, target))
+    return registry.options_of("calibration").coerce({"pairs": out}).pairs
+
+
+def calibrate_pairs(corpus, named=(), *, thresholds=None, **options) -> tuple:
+    """Every pair the calibration audit chooses, calibrated: the ``named`` pairs (:func:`named_pairs`; each run as
+    :func:`resolve_run` reads it) with rule ``"named"``, else every default pair of
+    :func:`audits.corpus.selection.choose_pairs` with its rule (``"stored->fresh"``, ``"vs-quietest"``), never the
+    first two. The runs of several corpus files are ordered as the files were given (``attrs["run_order"]``) unless
+    timestamps order them. One :class:`audits.checks.calibration.CalibrationAudit` per pair, in the rule's order;
+    ``(CalibrationSkipped,)`` with the reason when there is none. ``thresholds``: overrides (``{"profile": ...}``
+    for the verdict profile); ``options`` go to :func:`calibrate_runs`.
+    """
+    from audits.corpus.runs import runs_of
+    from audits.corpus.selection import choose_pairs, no_pair_reason
+    from audits.protocol.context import audit_context
+
+    ctx = audit_context(corpus)
+    runs = ctx.runs
+    order = ctx.attrs.get("run_order")
+    if order and not runs.ordered:
+        runs = runs_of(ctx.corpus, order=order)
+    chosen = [(resolve_run(ctx.corpus, s, runs=runs), resolve_run(ctx.corpus, t, runs=runs)) for s, t in named]
+    choices = choose_pairs(ctx.corpus, named=chosen, runs=runs)
+    if not choices:
+        return (CalibrationSkipped(None, None, no_pair_reason(runs)),)
+    return tuple(calibrate_runs(ctx, c.source, c.target, rule=c.rule, thresholds=thresholds, **options)
+                 for c in choices)

@@ -52,7 +52,7 @@ from audits.corpus.io import atomic_write
 from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
 from audits.report.catalog import REPORTS, ReportSpec
-from audits.report.inputs import SUGGESTED_PAIRS, load_corpora, repo_root, resolve_corpora, suggest_runs
+from audits.report.inputs import PAIR_PARAMETERS, load_corpora, repo_root, resolve_corpora, suggest_runs
 
 __all__ = ["ReportError", "RenderedReport", "ReportIndex", "read_template", "parse_parameter", "render_reports",
            "render_workers"]
@@ -254,6 +254,9 @@ class RenderedReport:
     findings: tuple[dict, ...] = ()
     seconds: float = 0.0
     error: str | None = None
+    #: The page's findings blocks of an audit it shows several times (one per calibration pair), each
+    #: ``{"audit", "title", "worst"}`` in the page's order: the index lists them.
+    sections: tuple[dict, ...] = ()
 
     @property
     def worst(self) -> str:
@@ -275,7 +278,7 @@ class RenderedReport:
         return {"name": self.name, "title": self.title, "html": str(self.html) if self.html else None,
                 "notebook": str(self.notebook) if self.notebook else None, "worst": self.worst,
                 "counts": self.counts(), "findings": list(self.findings), "seconds": self.seconds,
-                "error": self.error}
+                "error": self.error, "sections": list(self.sections)}
 
 
 def _first_line(source: str) -> str:
@@ -448,9 +451,25 @@ def render_notebook(
         os.chmod(tmp, 0o644)  # mkstemp makes it private; reports are meant to be shared
 
     atomic_write(html_path, writer)
-    findings = tuple(f for block in notebook_findings(executed) for f in block["findings"])
+    blocks = notebook_findings(executed)
+    findings = tuple(f for block in blocks for f in block["findings"])
     return RenderedReport(name=name, title=spec.title, html=html_path, notebook=nb_path, findings=findings,
-                          seconds=time.perf_counter() - start)
+                          seconds=time.perf_counter() - start, sections=repeated_sections(blocks))
+
+
+def repeated_sections(blocks: Sequence[dict]) -> tuple[dict, ...]:
+    """The findings blocks of an audit a page shows more than once (e.g. one per calibration pair), as
+    ``{"audit", "title", "worst"}`` in the page's order: so the index names every pair, not only the worst.
+
+    >>> repeated_sections([{"audit": "calibration", "title": "a", "worst": "pass"}, {"audit": "reliability"},
+    ...                    {"audit": "calibration", "title": "b", "worst": "warn"}])
+    ({'audit': 'calibration', 'title': 'a', 'worst': 'pass'}, {'audit': 'calibration', 'title': 'b', 'worst': 'warn'})
+    """
+    from collections import Counter
+
+    times = Counter(b.get("audit") for b in blocks)
+    return tuple({"audit": b.get("audit"), "title": b.get("title") or b.get("audit"), "worst": b.get("worst")}
+                 for b in blocks if times[b.get("audit")] > 1)
 
 
 @dataclass(frozen=True)
@@ -505,6 +524,10 @@ def write_index(
                 items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
                              f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")
             counts = report.counts()
+            sections = "".join(f"<li>{_badge(str(s['worst']))} {html.escape(str(s['title']))}</li>"
+                               for s in report.sections)
+            if sections:  # every section of an audit shown several times (each calibration pair), by name
+                items.append(f"<li>{len(report.sections)} sections:<ul class='sections'>{sections}</ul></li>")
             detail = (f"<div class='counts'>{counts['fail']} fail, {counts['warn']} warn, {counts['pass']} pass"
                       f"{', ' + str(counts[NA]) + ' n/a' if counts.get(NA) else ''}</div>"
                       f"<ul>{''.join(items)}</ul>" if items else "<div class='counts'>no findings</div>")
@@ -616,14 +639,13 @@ def render_reports(
         corpus = load_corpora(paths)  # fail fast, before starting any kernel, with the file and column named
         params["corpora"] = [str(p) for p in paths]
         # The templates' run defaults name runs of the shipped corpora: for the user's corpora, choose
-        # runs that exist (unless given with -p).
+        # runs that exist (unless given with -p). Calibration pairs are never suggested: the pairs the user names
+        # (pairs, stored_run/fresh_run, source_run/target_run), else every default pair (inputs.calibrate_pairs).
         # Runs of several files are ordered as the files were given, unless timestamps order them.
         order = corpus.attrs.get("run_order")
-        suggested = {k: v for k, v in suggest_runs(corpus, order=order).items() if k not in params}
-        params.update(suggested)
-        if "pair_rules" not in params:  # a pair the report chose (both runs suggested) says by which rule
-            params["pair_rules"] = {name: rule for name, rule, runs in SUGGESTED_PAIRS
-                                    if all(suggested.get(k) is not None for k in runs)}
+        params.update({k: v for k, v in suggest_runs(corpus, order=order).items()
+                       if k not in params and k not in PAIR_PARAMETERS})
+        params.update({k: None for k in PAIR_PARAMETERS if k not in params})
     declared = {n: template_parameters(template_path(n, templates)) for n in names}
     stray = [k for k in (parameters or {}) if k != "corpora" and not any(k in d for d in declared.values())]
     if stray:
@@ -657,11 +679,11 @@ def render_reports(
 
 
 #: The shared results each page shows (audits.report.results.PARAMETERS names them).
-PAGE_RESULTS = {"overview": ("reliability", "discriminability", "stored", "across", "aggregation", "simulation",
-                             "clocks", "compare", "corpus_summary"),
+PAGE_RESULTS = {"overview": ("reliability", "discriminability", "pairs", "aggregation", "simulation", "clocks",
+                             "compare", "corpus_summary"),
                 "compare": ("compare", "corpus_summary"),
                 "reliability": ("reliability", "discriminability", "corpus_summary"), "clocks": ("clocks", "corpus_summary"),
-                "calibration": ("stored", "across", "corpus_summary"),
+                "calibration": ("pairs", "corpus_summary"),
                 "aggregation": ("aggregation", "corpus_summary"), "simulation": ("simulation", "corpus_summary")}
 
 

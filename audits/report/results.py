@@ -47,10 +47,9 @@ RESULTS_FILE = "audit-results.json"
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "reliability": ("campaign", "n_boot", "seed", "reliability_thresholds", "profile"),
     "discriminability": ("floor_s", "campaign", "n_boot", "seed", "discriminability_thresholds", "profile"),
-    "stored": ("stored_run", "fresh_run", "pair_rules", "calibration_family", "n_boot", "n_boot_rank", "seed",
-               "calibration_thresholds", "profile"),
-    "across": ("source_run", "target_run", "pair_rules", "calibration_family", "n_boot", "n_boot_rank", "seed",
-               "calibration_thresholds", "profile"),
+    # every calibration pair: those the parameters name (audits.report.inputs.PAIR_PARAMETERS), else the default ones
+    "pairs": ("pairs", "stored_run", "fresh_run", "source_run", "target_run", "calibration_family", "n_boot",
+              "n_boot_rank", "seed", "calibration_thresholds", "profile"),
     "aggregation": ("aggregation_environment", "aggregation_campaign", "n_boot", "seed", "aggregation_thresholds", "profile"),
     "simulation": ("reward_environment_files", "grid_files", "simulation_environment", "simulation_campaign",
                    "group_sizes", "seed", "simulation_thresholds", "n_boot", "profile"),
@@ -149,14 +148,13 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
     (:meth:`audits.protocol.audit.Audit.run`) with the options the parameters name, on the shared context."""
     if name == "corpus_summary":
         return CorpusSummary.of(ctx.corpus, p["corpora"], runs=ctx.runs)
-    if name in ("stored", "across"):  # the page's pair (or its skipped note), resolved by inputs.resolve_run
-        from audits.report.inputs import calibrate_runs
+    if name == "pairs":  # every pair the calibration audit chooses (or the skipped note), audits.report.inputs
+        from audits.report.inputs import PAIR_PARAMETERS, calibrate_pairs, named_pairs
 
-        src, tgt = ("stored_run", "fresh_run") if name == "stored" else ("source_run", "target_run")
-        return calibrate_runs(ctx, p[src], p[tgt], rule=dict(p["pair_rules"] or {}).get(name, "named"),
-                              thresholds={"profile": p["profile"], **p["calibration_thresholds"]},
-                              **_given({"calibration_family": p["calibration_family"], "n_boot": p["n_boot"],
-                                        "n_boot_rank": p["n_boot_rank"], "seed": p["seed"]}))
+        return calibrate_pairs(ctx, named_pairs(**{k: p[k] for k in PAIR_PARAMETERS}),
+                               thresholds={"profile": p["profile"], **p["calibration_thresholds"]},
+                               **_given({"calibration_family": p["calibration_family"], "n_boot": p["n_boot"],
+                                         "n_boot_rank": p["n_boot_rank"], "seed": p["seed"]}))
     if name not in _OPTIONS:
         raise KeyError(name)
     from audits.protocol import registry
@@ -279,8 +277,8 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
                      extra=None) -> Path:
     """Write a whole audit (:class:`audits.engine.whole_audit.WholeAudit`) as saved results a report renders
     from without recomputing (``speedaudit report --results FILE``): each audit under the name a page reads
-    it by (:data:`PARAMETERS`), with the parameters it was computed from; a calibration pair of two campaigns
-    is the page's ``stored`` one, of two environments its ``across`` one; the corpus summary (computed here,
+    it by (:data:`PARAMETERS`), with the parameters it was computed from; every calibration pair the whole audit
+    chose (named, else the default pairs) as the pages' ``pairs``, each with its rule; the corpus summary (computed here,
     from the rows the audit read, or with ``corpus=None`` from the whole audit's ``corpus_facts``: a
     partitioned dataset's run table and counts) so that no page reads the corpus again; the comparison (or
     the reason it was skipped) with ``compare_options``, the options it ran with (default: the declared
@@ -304,25 +302,18 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
                   "discriminability": {**common, "campaign": campaign, "floor_s": floor_s,
                                        "discriminability_thresholds": {}},
                   "corpus_summary": {"corpora": corpora}}
+    pairs = tuple(whole.calibration)
+    named = [[[r.environment, r.campaign] for r in (a.source_runs[0], a.target_runs[0])] for a in pairs
+             if a.pair_rule == "named" and len(a.source_runs) == 1 and len(a.target_runs) == 1]
     page = {"campaign": campaign, "floor_s": floor_s, "n_boot": n_boot, "seed": seed,
-            "stored_run": None, "fresh_run": None, "source_run": None, "target_run": None, "pair_rules": {}}
-    for audit in whole.calibration:
-        name, (src, tgt) = (("stored", ("stored_run", "fresh_run")) if audit.key == "campaign"
-                            else ("across", ("source_run", "target_run")))
-        if name in results or len(audit.source_runs) != 1 or len(audit.target_runs) != 1:
-            continue
-        page[src] = [audit.source_runs[0].environment, audit.source_runs[0].campaign]
-        page[tgt] = [audit.target_runs[0].environment, audit.target_runs[0].campaign]
-        results[name] = audit
-        page["pair_rules"] = {**page["pair_rules"], name: audit.pair_rule}
-        parameters[name] = {**common, src: page[src], tgt: page[tgt], "n_boot_rank": None,
-                            "calibration_family": audit.calibration_family, "calibration_thresholds": {}}
-    for name in ("stored", "across"):
-        if name in parameters:  # the page's pair_rules names both pairs' rules: each result was used with it
-            parameters[name]["pair_rules"] = dict(page["pair_rules"])
-        if name not in results:
-            why = whole.skipped.get("calibration", "the whole audit calibrated no pair of this kind")
-            results[name] = CalibrationSkipped(None, None, f"not in the saved audit: {why}")
+            "pairs": named or None, "stored_run": None, "fresh_run": None, "source_run": None, "target_run": None}
+    if not pairs:
+        why = whole.skipped.get("calibration", "the whole audit calibrated no pair")
+        pairs = (CalibrationSkipped(None, None, f"not in the saved audit: {why}"),)
+    results["pairs"] = pairs  # every pair, each with the rule that chose it (pair_rule)
+    parameters["pairs"] = {**common, **{k: page[k] for k in ("pairs", "stored_run", "fresh_run", "source_run",
+                                                               "target_run")},
+                           "n_boot_rank": None, "calibration_thresholds": {}, "calibration_family": None}
     if whole.aggregation is not None:
         results["aggregation"] = whole.aggregation
         page.update(aggregation_environment=environment, aggregation_campaign=campaign)

@@ -32,7 +32,7 @@ def test_audit_all_json_is_the_plain_json_and_the_saved_results(saved):
     doc = json.loads(saved.read_text(encoding="utf-8"))
     assert doc["audit"] == "all" and doc["reliability"]["audit"] == "reliability"  # each audit's own JSON, as before
     results = read_results(saved)
-    assert results.meta["saved"] and {"reliability", "discriminability", "stored", "aggregation", "simulation",
+    assert results.meta["saved"] and {"reliability", "discriminability", "pairs", "aggregation", "simulation",
                                       "clocks", "corpus_summary"} <= set(results.names())
     assert [f.to_dict() for f in results.value("reliability").findings] == doc["reliability"]["findings"]
 
@@ -48,9 +48,11 @@ def test_report_from_saved_results_computes_nothing(saved, tmp_path, counting): 
     page = {r.name: {(f["metric"], f["level"], f.get("environment"), f.get("campaign")) for f in r.findings}
             for r in index.reports}
     for name, audit in (("reliability", "reliability"), ("reliability", "discriminability"),
-                        ("calibration", "stored"), ("aggregation", "aggregation"), ("simulation", "simulation"),
+                        ("calibration", "pairs"), ("aggregation", "aggregation"), ("simulation", "simulation"),
                         ("clocks", "clocks")):
-        shown = {(f.metric, f.level, f.environment, f.campaign) for f in results.value(audit).findings}
+        value = results.value(audit)
+        found = [f for one in value for f in one.findings] if audit == "pairs" else value.findings  # every pair
+        shown = {(f.metric, f.level, f.environment, f.campaign) for f in found}
         assert shown and shown <= page[name], (name, audit)
     overview = (tmp_path / "out" / "overview.html").read_text(encoding="utf-8")
     assert "clocks is not in the saved results" not in overview  # every audit of audit all is saved, clocks too

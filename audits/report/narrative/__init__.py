@@ -23,9 +23,10 @@ Examples
 from __future__ import annotations
 
 from audits.report.narrative.common import (FINDINGS_MIMETYPE, show_findings, format_value, Markdown, show_figure,
-                                            show_plot)
+                                            show_plot, describe_run_rule)
 from audits.report.narrative.corpus import corpus_overview, describe_corpus, describe_counts, run_table
-from audits.report.narrative.calibration import calibration_fit_table, describe_calibration
+from audits.report.narrative.calibration import (describe_calibration_pairs, calibration_verdicts,
+                                                 show_calibration_findings, show_calibration_pairs)
 from audits.report.narrative.reliability import (reliability_table, describe_reliability, discriminability_table,
                                                  describe_discriminability, contention_table, describe_contention)
 from audits.report.narrative.aggregation import aggregation_table, describe_aggregation
@@ -38,11 +39,12 @@ from audits.report.narrative.clocks import (CLOCK_AGREEMENT, CLOCK_FIGURES, cloc
 from audits.report.narrative.common import (findings_frame, rank_findings, verdict_sentence,  # noqa: F401
                                             format_interval, figure_notes)  # noqa: F401
 from audits.report.narrative.overview import verdict_overview  # noqa: F401
+from audits.report.narrative.calibration import calibration_fit_table, describe_calibration  # noqa: F401
 
 __all__ = ["FINDINGS_MIMETYPE", "show_findings", "format_value", "Markdown", "show_figure", "corpus_overview",
-           "describe_corpus", "describe_counts", "run_table", "calibration_fit_table", "describe_calibration",
-           "reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
+           "describe_corpus", "describe_counts", "run_table", "reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
            "aggregation_table", "describe_aggregation", "simulation_table", "describe_simulation", "describe_overview",
            "describe_profile", "show_plot", "show_verdicts", "contention_table", "describe_contention",
            "CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_table", "clock_agreement_table", "describe_clocks",
-           "show_clocks_plot", "clocks_headline", "describe_not_measured"]
+           "show_clocks_plot", "clocks_headline", "describe_not_measured", "describe_run_rule",
+           "describe_calibration_pairs", "calibration_verdicts", "show_calibration_findings", "show_calibration_pairs"]

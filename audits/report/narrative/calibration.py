@@ -11,7 +11,72 @@ import pandas as pd
 
 from audits.report.narrative.common import fixed, fixed_ci, is_skipped, format_interval
 
-__all__ = ["calibration_fit_table", "describe_calibration"]
+__all__ = ["calibration_fit_table", "describe_calibration", "describe_calibration_pairs", "calibration_verdicts",
+           "show_calibration_findings", "show_calibration_pairs"]
+
+
+def _runs_label(summaries, name) -> str:
+    return ", ".join(str(s.run) for s in summaries) or str(name)
+
+
+def calibration_pair_title(audit) -> str:
+    """A pair's heading: ``source run → target run (rule)``; what a skipped calibration is, for one without."""
+    if is_skipped(audit):
+        return "no pair calibrated"
+    return (f"{_runs_label(audit.source_runs, audit.source)} → {_runs_label(audit.target_runs, audit.target)} "
+            f"({getattr(audit, 'pair_rule', 'named')})")
+
+
+def describe_calibration_pairs(pairs) -> str:
+    """What the calibration page covers: how many pairs, by which rule (the pairs named, else every default
+    pair; :data:`audits.corpus.runs.RULES`), and each pair with the rule that chose it."""
+    from audits.corpus.runs import RULES
+    from audits.corpus.selection import PAIR_RULES
+
+    done = [p for p in pairs if not is_skipped(p)]
+    if not done:
+        return "**No pair calibrated**: " + "; ".join(str(getattr(p, "reason", "")) for p in pairs) + "."
+    rules = list(dict.fromkeys(p.run_rule for p in done))
+    lines = [f"**{len(done)} pair{'' if len(done) == 1 else 's'}**, chosen by the rule "
+             + ", ".join(f"`{r}` ({RULES[r]})" for r in rules) + ":", ""]
+    lines += [f"{k}. {calibration_pair_title(p)}: {PAIR_RULES[p.pair_rule]}" for k, p in enumerate(done, 1)]
+    return "\n".join(lines)
+
+
+def calibration_verdicts(pairs, prefix: str = "calibration ") -> dict:
+    """``{heading: findings}`` of every pair (the overview's verdicts), each headed by its runs and rule."""
+    return {f"{prefix}{calibration_pair_title(p)}": p.findings for p in pairs}
+
+
+def show_calibration_findings(pairs) -> None:
+    """Display every pair's findings (each goes to the index), titled by its runs and rule."""
+    from IPython.display import display
+
+    from audits.report.narrative.common import show_findings
+
+    for pair in pairs:
+        display(show_findings(pair.findings, audit="calibration", title=f"Calibration {calibration_pair_title(pair)}"))
+
+
+def show_calibration_pairs(pairs, calibration_scatter, bland_altman_plot, *, seed: int = 0) -> None:
+    """The calibration page's sections, one per pair in the rule's order: its heading, findings (to the index),
+    what the pair says, the fitted families and the two figures of :mod:`audits.report.plots.calibration` (passed by
+    the page: the plots import this package), or why they are not drawn."""
+    from IPython.display import display
+
+    from audits.report.narrative.common import Markdown, show_findings, show_plot
+
+    for number, pair in enumerate(pairs, 1):
+        title = calibration_pair_title(pair)
+        display(Markdown(f"## Pair {number} of {len(pairs)}: {title}"))
+        display(show_findings(pair.findings, audit="calibration", title=title))
+        display(Markdown(describe_calibration(pair)))
+        display(calibration_fit_table(pair))
+        display(Markdown("Every fitted family on the paired medians (log-log), against the identity:"))
+        show_plot(calibration_scatter, pair, seed=seed)
+        display(Markdown("Bland-Altman on the log scale: the ratio of the two runs against their size, with the "
+                         "bias and the 95 % limits of agreement (shaded: bootstrap CIs over problems):"))
+        show_plot(bland_altman_plot, pair, seed=seed)
 
 
 def calibration_fit_table(audit) -> pd.DataFrame:

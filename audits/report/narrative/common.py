@@ -126,7 +126,7 @@ class FindingsDisplay:
         self.title = title
 
     def to_dict(self) -> dict:
-        return {"audit": self.audit, "worst": worst_level(self.findings),
+        return {"audit": self.audit, "title": self.title, "worst": worst_level(self.findings),
                 "findings": [f.to_dict() for f in self.findings]}
 
     def _repr_html_(self) -> str:
@@ -154,6 +154,24 @@ class FindingsDisplay:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self._repr_html_(), "text/plain": verdict_sentence(self.findings),
                 FINDINGS_MIMETYPE: to_jsonable(self.to_dict())}
+
+
+def describe_run_rule(result) -> str:
+    """The sentence a page shows under an audit's verdicts: the rule that chose its runs (the result's ``run_rule``,
+    a key of :data:`audits.corpus.runs.RULES`, as its JSON names it) and what the rule says; ``""`` for what has
+    none (a skipped or unsaved result, the reason a comparison is n/a).
+
+    >>> class Result:
+    ...     run_rule = "every run"
+    >>> describe_run_rule(Result()).startswith("Runs chosen by the rule `every run`: every run of the corpus")
+    True
+    """
+    rule = getattr(result, "run_rule", None)
+    if not isinstance(rule, str):
+        return ""
+    from audits.corpus.runs import RULES
+
+    return f"Runs chosen by the rule `{rule}`: {RULES.get(rule, '(not a documented rule)')}."
 
 
 def show_findings(findings: Sequence[Finding], *, audit: str, title: str | None = None) -> FindingsDisplay:
