@@ -198,7 +198,10 @@ class AuditContext:
 
     @cached_property
     def runs(self) -> Runs:
-        return runs_of(self.corpus)
+        """The corpus's runs in the documented order: by timestamp, else in the order of the files they came
+        from (``attrs["run_order"]``, :func:`audits.report.inputs.load_corpora`), else corpus order. Every
+        audit, the report's pages and its calibration pairs read this one order."""
+        return runs_of(self.corpus, order=self.corpus.attrs.get("run_order"))
 
     @cached_property
     def floors(self) -> pd.DataFrame:

@@ -302,15 +302,11 @@ def calibrate_pairs(corpus, named=(), *, thresholds=None, **options) -> tuple:
     ``(CalibrationSkipped,)`` with the reason when there is none. ``thresholds``: overrides (``{"profile": ...}``
     for the verdict profile); ``options`` go to :func:`calibrate_runs`.
     """
-    from audits.corpus.runs import runs_of
     from audits.corpus.selection import choose_pairs, no_pair_reason
     from audits.protocol.context import audit_context
 
     ctx = audit_context(corpus)
-    runs = ctx.runs
-    order = ctx.attrs.get("run_order")
-    if order and not runs.ordered:
-        runs = runs_of(ctx.corpus, order=order)
+    runs = ctx.runs  # ordered by timestamp, else by the files the runs came from (attrs["run_order"])
     chosen = [(resolve_run(ctx.corpus, s, runs=runs), resolve_run(ctx.corpus, t, runs=runs)) for s, t in named]
     choices = choose_pairs(ctx.corpus, named=chosen, runs=runs)
     if not choices:
