@@ -293,7 +293,10 @@ def runs_of(
     body = np.ones(len(corpus), dtype=bool)
     if not include_floor and "role" in corpus.columns:
         body = ~label_mask(corpus["role"], "floor")
-    rows = corpus.loc[body] if not body.all() else corpus
+    # the columns read below only: a run table of 10^7 rows need not copy the durations and extra columns
+    read = [c for c in (*RUN_COLUMNS, "problem", "test", "solution", "repeat", "timestamp", "run", "role",
+                        "test_kind", "correct", "status") if c in corpus.columns]
+    rows = corpus.loc[body, read] if not body.all() else corpus
     if len(rows) == 0:
         return Runs((), "corpus order")
     run_code, names = run_codes(rows)
