@@ -324,8 +324,10 @@ def demo_parameters(*, n_boot: int, stored_run: list[str] | None = ("quiet", "qu
     Reliability, aggregation and the simulator look at today's runs (this machine); calibration compares
     ``stored_run`` (a shipped campaign) with today's quiet run, and today's quiet run with today's busy one.
     """
+    # without a stored run, no stored -> fresh pair: naming only its fresh half is an error (inputs.named_pairs)
     return {"n_boot": n_boot, "seed": 0, "campaign": CAMPAIGN,
-            "stored_run": None if stored_run is None else list(stored_run), "fresh_run": ["quiet", CAMPAIGN],
+            "stored_run": None if stored_run is None else list(stored_run),
+            "fresh_run": None if stored_run is None else ["quiet", CAMPAIGN],
             "source_run": ["quiet", CAMPAIGN], "target_run": ["busy", CAMPAIGN],
             # The short campaign measures 4 of the suite's problems (optimization tests only), so most stored
             # cells have no fresh partner by design: only flag the pairing when almost nothing pairs up.
