@@ -74,6 +74,7 @@ helpers ``ctx.mean(values, mask=None, weights=None)`` and
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -85,7 +86,15 @@ import pandas as pd
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import pool_less_equal, snap, tail_weights
 from stats.bootstrap import check_n_boot
-from stats.ranking import joint_codes, pool_join, test_percentiles
+from stats.discriminability import sandbox_floor
+from stats.ranking import (
+    joint_codes,
+    percentile_table,
+    pool_join,
+    reference_pools,
+    require_single_run,
+    test_percentiles,
+)
 
 __all__ = ["Aggregator", "AggregationContext", "AGGREGATORS", "DEFAULT_AGGREGATOR", "register_aggregator",
            "get_aggregator", "list_aggregators", "aggregate", "reference_percentile", "floor_from_rows",
@@ -832,8 +841,6 @@ def list_aggregators() -> pd.DataFrame:
 def floors_by_language(frame: pd.DataFrame) -> dict[str, float]:
     """Floor of each language of one run: :func:`stats.discriminability.sandbox_floor` per ``language``
     ({} without a ``language`` column or floor rows)."""
-    from stats.discriminability import sandbox_floor  # here: stats.discriminability is the heavier module
-
     if "role" not in frame.columns or "language" not in frame.columns:
         return {}
     floors = sandbox_floor(frame.loc[frame["language"].notna().to_numpy()])
@@ -1207,8 +1214,6 @@ def compare_aggregators(
     -------
     AggregatorComparison
     """
-    from stats.ranking import require_single_run, reference_pools
-
     if not isinstance(runs, pd.DataFrame):
         raise TypeError("runs must be a DataFrame of executions (one environment and campaign)")
     require_single_run(runs, "compare_aggregators")
@@ -1298,8 +1303,6 @@ def _digest(pct: np.ndarray) -> bytes:
 
     BLAKE2 rather than ``hash()``: the digests of the partitions are computed in other processes, where the
     hash of a bytes object differs (Python salts it per process)."""
-    import hashlib
-
     return hashlib.blake2b(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes(), digest_size=16).digest()
 
 
@@ -1315,8 +1318,6 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     pools=pools), percentile_table(runs, pools=pools))`` when already computed (a run context's); default:
     computed here.
     """
-    from stats.ranking import percentile_table
-
     names = tuple(names)
     if tables is None:
         tables = (percentile_table(runs, per_repeat=True, pools=pools), percentile_table(runs, pools=pools))

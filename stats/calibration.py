@@ -52,6 +52,7 @@ from math import comb
 
 import numpy as np
 import pandas as pd
+from scipy.stats import theilslopes
 
 from stats._groups import first_rows, group_codes
 from stats._ties import grouped_midranks, snap
@@ -585,6 +586,7 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
         x, y = x[pick], y[pick]
     design, t = basis.design(x), basis.target(y, x)
     if method == "huber":
+        # deferred: sklearn (and its import cost) only for the optional robust fit robust="huber"
         from sklearn.linear_model import HuberRegressor
 
         if basis.family == "multiplicative":
@@ -594,7 +596,6 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
             model = HuberRegressor(epsilon=1.35, alpha=0.0, max_iter=1000).fit(design[:, 1:], t)
             beta = np.concatenate(([model.intercept_], model.coef_))
         return basis.to_natural() @ beta
-    from scipy.stats import theilslopes
 
     if basis.family == "multiplicative":
         return np.array([np.median(t)])  # the median log ratio

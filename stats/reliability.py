@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from scipy.integrate import quad
 from scipy.special import gammaln
 
 from stats._groups import canonical_order, first_rows, group_codes, grouped_order
@@ -143,8 +144,6 @@ def d2_constant(n) -> np.ndarray:
     >>> np.round(d2_constant([2, 5, 10]), 3).tolist()
     [1.128, 2.326, 3.078]
     """
-    from scipy.integrate import quad
-
     n_arr = np.atleast_1d(np.asarray(n, dtype=float))
     out = np.full(n_arr.shape, np.nan)
     for value in np.unique(n_arr[np.isfinite(n_arr) & (n_arr >= 2)]):   # a handful of distinct repeat counts

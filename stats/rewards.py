@@ -46,12 +46,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from stats import aggregation
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask, subset_codes
 from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
+from stats.noise import expected_percentiles, fit_noise, noise_aware_scores
 from stats.pass_at_k import pass_at_k
-from stats.ranking import (STATUSES, problem_scores, reference_pools, solution_cells, status_codes,
-                           test_percentiles)
+from stats.ranking import STATUSES, problem_scores, reference_pools, solution_cells, status_codes, test_percentiles
 
 __all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
            "RewardEnvironment", "EnvironmentRun", "ScoringBase", "apply_environment", "base_percentiles", "reward",
@@ -207,13 +208,9 @@ class Limit:
 
 
 def available_aggregators() -> tuple[str, ...]:
-    """Names accepted by ``post.aggregator``: ``stats.aggregation.AGGREGATORS`` when that module
-    exists, else only ``mean_pct`` (computed by :func:`stats.ranking.problem_scores`)."""
-    try:
-        from stats import aggregation  # imported lazily: a sibling module that may land later
-    except ImportError:
-        return ("mean_pct",)
-    names = tuple(getattr(aggregation, "AGGREGATORS", {"mean_pct": None}))
+    """Names accepted by ``post.aggregator``: those of ``stats.aggregation.AGGREGATORS``, ``mean_pct``
+    (computed by :func:`stats.ranking.problem_scores`) first if it is not among them."""
+    names = tuple(aggregation.AGGREGATORS)
     return names if "mean_pct" in names else ("mean_pct",) + names
 
 
@@ -620,8 +617,6 @@ def _aggregated_q(frame: pd.DataFrame, pools: pd.DataFrame, name: str, by: list[
     references' scores of the same ``by`` group minus the solution, i.e. the same
     repeat when scoring per repeat; leave-self-out) / 100.
     """
-    from stats import aggregation  # lazy: see available_aggregators()
-
     table = aggregation.aggregate(frame, pools, name=name, by=by, floor_s=floor_s).reset_index(drop=True)
     groups = [k for k in by if k != "solution"]
     pct = np.asarray(aggregation.reference_percentile(table, score="score", by=groups), dtype=float)
@@ -912,8 +907,6 @@ def _expected_q(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, b
     (``per_repeat``) is one repeat, a collapsed cell keeps all of its repeats.
     Rows the limit turned into timeouts get 100, as for the point percentile.
     """
-    from stats.noise import expected_percentiles, fit_noise  # stats.noise builds on stats.ranking only
-
     model = fit_noise(runs)
     if per_repeat:
         ep = expected_percentiles(model, roles=None, executions=frame)
@@ -950,8 +943,6 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
     Dask partition of problems, another problem set or another row order gives the same values. The noise
     model pools variances within a test only, so fitting it per problem changes nothing.
     """
-    from stats.noise import fit_noise, noise_aware_scores  # stats.noise builds on stats.ranking only
-
     p = np.full(len(scores), np.nan)
     run_rows, frame_rows = _rows_by_problem(runs), _rows_by_problem(frame)
     for problem in sorted(frame_rows):
