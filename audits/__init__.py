@@ -7,6 +7,7 @@ folder of files that ship with speedaudit (report templates, reward-environment 
 
 from __future__ import annotations
 
+import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -49,13 +50,12 @@ def version() -> str:
     >>> version().count(".") >= 1
     True
     """
+    # deferred: importlib.metadata (40 ms) stays out of `import speedaudit` and `speedaudit --help`
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as metadata_version
 
     pyproject = _CHECKOUT / "pyproject.toml"
     if pyproject.is_file():  # a checkout: its own file, even when another speedaudit is installed
-        import tomllib
-
         return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
     try:
         return metadata_version("speedaudit")

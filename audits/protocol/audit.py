@@ -96,6 +96,7 @@ class Audit:
     def compute(self, ctx, plan, options, thresholds) -> Any:
         """The result of ``plan`` on ``ctx`` in memory: the corpus as one partition
         (:func:`audits.protocol.partition.compute_in_memory`; the Dask engine runs the same part and combine)."""
+        # deferred: numpy and pandas stay out of `speedaudit --help` (audits.cli._common imports Skip from here)
         from audits.protocol.partition import compute_in_memory
 
         return compute_in_memory(self, ctx, plan, options, thresholds)
@@ -114,6 +115,7 @@ class Audit:
 
     def run(self, ctx, options=None, thresholds=None, *, profile: str | None = None):
         """plan, each part, combine: the audit's result on ``ctx`` (an AuditContext or a corpus)."""
+        # deferred: numpy and pandas stay out of `speedaudit --help` (audits.cli._common imports Skip from here)
         from audits.protocol.context import audit_context
 
         ctx = audit_context(ctx)

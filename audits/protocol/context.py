@@ -42,8 +42,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from audits.corpus.runs import Run, RunSummary, Runs, runs_of
+from audits.corpus.runs import Run, Runs, RunSummary, runs_of
 from stats._groups import label_mask
+from stats.discriminability import sandbox_floor, test_table
+from stats.ranking import cell_codes, percentile_table, reference_pools, solution_cells
+from stats.reliability import correct_reference_rows, log_duration_icc, per_repeat_scores, repeat_cv
 
 __all__ = ["AuditContext", "RunContext", "audit_context", "reference_rows"]
 
@@ -89,30 +92,22 @@ class RunContext:
     def cell_codes(self) -> tuple[np.ndarray, int]:
         """(problem, test, solution) code of every row of :attr:`rows` (:func:`stats.ranking.cell_codes`): the
         one grouping pass the cells and the pool are both numbered from."""
-        from stats.ranking import cell_codes
-
         return cell_codes(self.rows)
 
     @cached_property
     def pools(self) -> pd.DataFrame:
         """:func:`stats.ranking.reference_pools` of the run (by language as the corpus asks), its cells
         numbered from :attr:`cell_codes`."""
-        from stats.ranking import reference_pools
-
         return reference_pools(self.rows, codes=self.cell_codes)
 
     @cached_property
     def cells(self) -> pd.DataFrame:
         """:func:`stats.ranking.solution_cells` of the run: one median duration per (problem, test, solution)."""
-        from stats.ranking import solution_cells
-
         return solution_cells(self.rows, codes=self.cell_codes)
 
     @cached_property
     def cell_percentiles(self) -> pd.DataFrame:
         """:func:`stats.ranking.percentile_table` of the run's :attr:`cells` against :attr:`pools`."""
-        from stats.ranking import percentile_table
-
         return percentile_table(self.rows, pools=self.pools, cells=self.cells)
 
     @cached_property
@@ -120,16 +115,12 @@ class RunContext:
         """:func:`stats.ranking.percentile_table` of every row of the run (``per_repeat=True``) against
         :attr:`pools`, row ``i`` the percentile of ``rows.iloc[i]`` (what the aggregator comparison and the
         per-repeat scores rank; a subset of rows is a subset of this table: each row is ranked on its own)."""
-        from stats.ranking import percentile_table
-
         return percentile_table(self.rows, per_repeat=True, pools=self.pools)
 
     @cached_property
     def repeat_scores(self) -> pd.DataFrame:
         """q of every correct reference and candidate in every repeat against the fixed pool
         (:func:`stats.reliability.per_repeat_scores` with :attr:`pools`)."""
-        from stats.reliability import per_repeat_scores
-
         # with nested repeats (a ``run`` column) per_repeat_scores builds its pool from process-level rows
         if "run" in self.rows.columns:
             return per_repeat_scores(self.rows)
@@ -144,24 +135,18 @@ class RunContext:
     def repeat_cells(self) -> pd.DataFrame:
         """:func:`stats.reliability.repeat_cv` of every (campaign, problem, test, solution) cell of
         :attr:`reference_rows` (the reliability and clock audits' repeat CV)."""
-        from stats.reliability import repeat_cv
-
         return repeat_cv(self.reference_rows, by=("campaign", "problem", "test", "solution"))
 
     @cached_property
     def test_icc(self) -> pd.DataFrame:
         """:func:`stats.reliability.log_duration_icc` of :attr:`reference_rows`: the ICCs of every
         optimization test (the reliability, discriminability and clock audits')."""
-        from stats.reliability import log_duration_icc
-
         return log_duration_icc(self.reference_rows)
 
     @cached_property
     def test_table(self) -> pd.DataFrame:
         """:func:`stats.discriminability.test_table` of the run against :attr:`pools` (the discriminability
         and clock audits' per-test medians and spreads)."""
-        from stats.discriminability import test_table
-
         return test_table(self.rows, pools=self.pools)
 
     def reference_repeat_scores(self) -> pd.DataFrame:
@@ -170,8 +155,6 @@ class RunContext:
         :attr:`pools`."""
         scores = self.repeat_scores
         if "role" not in scores.columns or "run" in self.rows.columns:
-            from stats.reliability import per_repeat_scores
-
             return per_repeat_scores(self.rows, roles=("reference",), pools=self.pools,
                                      table=None if "run" in self.rows.columns else self.repeat_percentiles)
         return scores.loc[(scores["role"].astype(str) == "reference").to_numpy()].reset_index(drop=True)
@@ -206,8 +189,6 @@ class AuditContext:
     @cached_property
     def floors(self) -> pd.DataFrame:
         """:func:`stats.discriminability.sandbox_floor` of the whole corpus (every run's floor)."""
-        from stats.discriminability import sandbox_floor
-
         return sandbox_floor(self.corpus)
 
     @cached_property
@@ -248,6 +229,4 @@ def audit_context(corpus) -> AuditContext:
 def reference_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Correct reference executions on optimization tests (what the reliability and clocks figures read;
     :func:`stats.reliability.correct_reference_rows`, the one rule the stats layer uses too)."""
-    from stats.reliability import correct_reference_rows
-
     return correct_reference_rows(rows)

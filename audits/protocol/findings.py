@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
+from audits.corpus.io import atomic_write
 
 __all__ = ["unmeasured_finding", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
@@ -161,8 +162,6 @@ def findings_table(findings: Iterable[Finding]) -> str:
 
 def write_json(obj, path: str | os.PathLike) -> Path:
     """Write ``obj`` as JSON atomically (temporary file, then rename)."""
-    from audits.corpus.io import atomic_write
-
     text = json.dumps(to_jsonable(obj), indent=2, allow_nan=False)
 
     def writer(tmp):

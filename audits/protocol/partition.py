@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from stats._groups import group_codes
+
 __all__ = ["compute_in_memory", "concat_tables", "joined", "run_rows"]
 
 
@@ -90,8 +92,6 @@ def _recoded(piece, categories: pd.Index) -> np.ndarray:
 
 def in_problem_order(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows sorted by problem (stable): the order of the in-memory tables, whatever the partitions' order."""
-    from stats._groups import group_codes
-
     if not len(frame):
         return frame
     codes = group_codes(frame, ["problem"])[0]

@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from audits.errors import UserError
+
 __all__ = ["names", "get", "options_of", "thresholds_of"]
 
 #: The registered audits, in the order ``audit all`` runs them and its JSON lists them. Each NAME has its
@@ -31,8 +33,6 @@ def names() -> tuple[str, ...]:
 
 def _check(name: str) -> str:
     if name not in REGISTERED:
-        from audits.errors import UserError
-
         raise UserError(f"unknown audit {name!r}; registered: {', '.join(REGISTERED)}")
     return name
 

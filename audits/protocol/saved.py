@@ -45,6 +45,8 @@ from pathlib import Path, PurePath
 import numpy as np
 import pandas as pd
 
+from audits import version
+from audits.corpus.io import atomic_write
 from audits.errors import UserError
 
 __all__ = ["SavedResults", "dump_results", "encoded_entry", "write_entries", "load_results", "read_results"]
@@ -403,8 +405,6 @@ def document(results: Mapping[str, object], *, parameters: Mapping[str, Mapping]
              meta: Mapping[str, object] | None = None) -> dict:
     """The JSON document of ``results`` (``{name: result}``), each with ``parameters[name]`` (the values it
     was computed from; None when not given), and ``meta`` (anything JSON can hold, e.g. the corpus files)."""
-    from audits import version
-
     parameters = parameters or {}
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "speedaudit": version(),
             "meta": encode(dict(meta or {}), "meta"),
@@ -447,8 +447,6 @@ def write_entries(entries: Mapping[str, str], path: str | os.PathLike, *, meta: 
                   extra: Mapping[str, object] | None = None) -> Path:
     """Write a results document of entries already encoded (:func:`encoded_entry`), atomically; the same text
     :func:`dump_results` writes for those results."""
-    from audits.corpus.io import atomic_write
-
     doc = {**dict(extra or {}), **document({}, meta=meta)}
     del doc["results"]  # the document's last key: spliced in as text below
     body = ",".join(f"{_dumps(name)}:{entry}" for name, entry in entries.items())

@@ -125,6 +125,7 @@ class Thresholds:
 
     def judge(self, name: str, value, *, nan: str = "warn") -> str:
         """Level of ``value`` against limit ``name`` (see :func:`audits.protocol.findings.judge`)."""
+        # deferred: numpy and pandas stay out of `speedaudit --help`, which builds every audit's Thresholds
         from audits.protocol.findings import judge
 
         return judge(value, warn=getattr(self, f"{name}_warn"), fail=getattr(self, f"{name}_fail"),
