@@ -6,6 +6,8 @@ import importlib
 import os
 from collections.abc import Sequence
 
+from audits.errors import UserError
+
 __all__ = ["AUDITS", "run_audit", "run_all", "render_report", "collect"]
 
 #: The audits :func:`run_audit` runs by name; each is ``audits.checks.<name>.run_<name>_audit``.
@@ -34,8 +36,6 @@ def run_audit(name: str, corpus, /, **options):
     True
     """
     if name not in AUDITS:
-        from audits.errors import UserError
-
         raise UserError(f"no audit {name!r}; audits: {', '.join(AUDITS)}")
     module = importlib.import_module(f"audits.checks.{name}")
     return getattr(module, f"run_{name}_audit")(corpus, **options)
@@ -44,6 +44,7 @@ def run_audit(name: str, corpus, /, **options):
 def run_all(corpus, /, **options):
     """Every audit once on one shared run context (``speedaudit audit all``):
     :func:`audits.engine.whole_audit.run_whole_audit`, which takes the options."""
+    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
     from audits.engine.whole_audit import run_whole_audit
 
     return run_whole_audit(corpus, **options)
@@ -59,6 +60,7 @@ def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | Non
     Other options: :func:`audits.report.render.render_reports` (``audits``, ``parameters``, ``show_code``,
     ``progress``).
     """
+    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
     from audits.report.render import render_reports
 
     if isinstance(corpora, (str, os.PathLike)):
@@ -78,6 +80,7 @@ def collect(suite: str | os.PathLike, /, *, out: str | os.PathLike, environment:
     (``sandbox``, ``repeats``, ``workers``, ``limits``, ``seed``, ...). Returns the
     :class:`audits.collect.campaign.CampaignResult` (``.summary()``; the corpus is in ``out``).
     """
+    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
     from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
     from audits.collect.suite import load_suite
 

@@ -12,6 +12,10 @@ import sys
 
 from audits.corpus.schema import UNITS
 from audits.errors import UserError
+from audits.protocol import registry
+from audits.protocol.audit import Skip
+from audits.protocol.params import add_options, read_options
+from audits.protocol.thresholds import PROFILES, ThresholdError, parse_overrides
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status", "add_pair_selection",
            "pair_named", "read_pair", "add_audit_options", "read_audit_options", "run_audit_command"]
@@ -43,6 +47,7 @@ def read_corpus(args: argparse.Namespace):
     go to stderr, so an audit never reports a 10-second empty program without a word.
     ``--one-pool`` merges the languages' reference pools (:data:`stats.ranking.POOLS_ATTR`).
     """
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import load_corpus, unit_warnings
 
     corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
@@ -50,11 +55,13 @@ def read_corpus(args: argparse.Namespace):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
     measure = getattr(args, "measure", "duration_s")
     if measure != "duration_s":
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.checks.clocks import use_measure
 
         corpus = use_measure(corpus, measure, source=args.corpus)
         print(f"speedaudit: note: {corpus.attrs['measure_note']}", file=sys.stderr)
     if getattr(args, "one_pool", False):
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from stats.ranking import POOLS_ATTR
 
         corpus.attrs[POOLS_ATTR] = "one"
@@ -70,6 +77,7 @@ def add_result_options(parser: argparse.ArgumentParser) -> None:
 
 def report_audit(audit, args: argparse.Namespace) -> None:
     """Print the audit's summary and write its JSON when --json was given (with ``measure`` when not wall time)."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.protocol.findings import write_json
 
     measure = getattr(args, "measure", "duration_s")
@@ -85,6 +93,7 @@ def report_audit(audit, args: argparse.Namespace) -> None:
 
 def exit_status(audit, args: argparse.Namespace) -> int:
     """1 under --strict when a finding fails, else 0."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.protocol.findings import worst_level
 
     return 1 if (getattr(args, "strict", False) and worst_level(audit.findings) == "fail") else 0
@@ -146,6 +155,7 @@ def read_pair(args: argparse.Namespace, corpus, *, both_environment: str = "--en
     Runs (:class:`audits.corpus.runs.Run`) when any ``--source-*``/``--target-*``/``both_environment`` is given,
     else the ``--source``/``--target`` names. The direction is kept as given.
     """
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.runs import Runs, runs_of
 
     both = getattr(args, _dest(both_environment))
@@ -198,8 +208,6 @@ def add_threshold_option(parser: argparse.ArgumentParser, thresholds) -> None:
 
 def add_profile_option(parser: argparse.ArgumentParser) -> None:
     """--profile reward|benchmark: which use the verdicts are for (:data:`audits.protocol.thresholds.PROFILES`)."""
-    from audits.protocol.thresholds import PROFILES
-
     parser.add_argument("--profile", choices=PROFILES, default="reward",
                         help="verdict profile: reward (default; the study's reward sandbox) or benchmark (a "
                              "benchmark machine: pyperf's limits, e.g. warn when the std dev is > 10%% of the "
@@ -208,8 +216,6 @@ def add_profile_option(parser: argparse.ArgumentParser) -> None:
 
 def read_thresholds(args: argparse.Namespace, thresholds):
     """The audit's thresholds with ``--threshold`` overrides applied (one parser for every command)."""
-    from audits.protocol.thresholds import ThresholdError, parse_overrides
-
     try:
         return thresholds.for_profile(getattr(args, "profile", None)).override(
             parse_overrides(getattr(args, "threshold", None)))
@@ -223,9 +229,6 @@ def add_audit_options(parser: argparse.ArgumentParser, name: str, *, skip=(), on
                       thresholds: bool = True) -> None:
     """The flags of registered audit ``name``: one per command-line field of its Options (help generated from
     the declaration, :func:`audits.protocol.params.add_options`), plus ``--threshold`` and ``--profile``."""
-    from audits.protocol import registry
-    from audits.protocol.params import add_options
-
     add_options(parser, registry.options_of(name), skip=skip, only=only)
     if thresholds:
         add_threshold_option(parser, registry.thresholds_of(name))
@@ -233,17 +236,11 @@ def add_audit_options(parser: argparse.ArgumentParser, name: str, *, skip=(), on
 
 def read_audit_options(args: argparse.Namespace, name: str, **fixed):
     """Audit ``name``'s validated Options from :func:`add_audit_options`' flags (``fixed``: set by the command)."""
-    from audits.protocol import registry
-    from audits.protocol.params import read_options
-
     return read_options(args, registry.options_of(name), **fixed)
 
 
 def run_audit_command(args: argparse.Namespace, name: str, *, corpus=None, **fixed):
     """Options, thresholds, corpus, then the registered audit ``name`` (errors name the corpus file)."""
-    from audits.protocol import registry
-    from audits.protocol.audit import Skip
-
     options = read_audit_options(args, name, **fixed)
     thresholds = read_thresholds(args, registry.thresholds_of(name))
     corpus = read_corpus(args) if corpus is None else corpus

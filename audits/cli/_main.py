@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
+from audits import version
 from audits.errors import UserError  # defined apart so `python -m audits.cli` and imports share one class
 
 __all__ = ["build_parser", "main"]
@@ -30,8 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'speedaudit COMMAND --help' for the options of one command.",
     )
-    from audits import version
-
     parser.add_argument("--version", action="version", version=f"speedaudit {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -60,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         print("speedaudit: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # 'speedaudit suite ... | head': the reader left; no traceback
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's final flush of stdout must not fail again
         return 141

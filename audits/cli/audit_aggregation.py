@@ -12,6 +12,7 @@ def _run(args: argparse.Namespace) -> int:
     audit = run_audit_command(args, "aggregation")
     report_audit(audit, args)
     if args.figure:
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.report.plots.aggregation import stability_range_figure
 
         fig = stability_range_figure(audit.table)

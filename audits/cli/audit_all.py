@@ -11,10 +11,14 @@ every audit.
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from audits.cli._common import (add_corpus_input, add_pair_selection, add_profile_option, add_result_options,
                                 exit_status, pair_named, read_corpus, read_pair, report_audit)
 from audits.errors import UserError
+from audits.protocol import registry
+from audits.protocol.params import add_options, read_options
+from audits.protocol.thresholds import ThresholdError, parse_overrides
 
 #: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
 MEMORY_ROWS = 20_000_000
@@ -25,13 +29,11 @@ PAIR_ENVIRONMENT = "--pair-environment"
 def _options(args: argparse.Namespace, runs) -> dict:
     """Every registered audit's Options from the flags (calibration's pairs resolved against ``runs``, a corpus or
     a run table; None: left to the caller)."""
-    from audits.protocol import registry
-    from audits.protocol.params import read_options
-
     fixed: dict[str, dict] = {"calibration": {"key": args.key}, "simulation": {}}
     if pair_named(args) and runs is not None:
         fixed["calibration"]["pairs"] = (read_pair(args, runs, both_environment=PAIR_ENVIRONMENT),)
     if args.reward_env or args.grid:
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.checks.reward_environments import load_reward_environments
 
         fixed["simulation"]["reward_environments"] = tuple(load_reward_environments(args.reward_env or [],
@@ -42,9 +44,6 @@ def _options(args: argparse.Namespace, runs) -> dict:
 
 def _thresholds(args: argparse.Namespace) -> dict:
     """``--threshold`` overrides by audit: ``AUDIT.NAME...=V``, or ``NAME...=V`` when one audit knows NAME."""
-    from audits.protocol import registry
-    from audits.protocol.thresholds import ThresholdError, parse_overrides
-
     out: dict[str, dict] = {}
     for key, value in parse_overrides(getattr(args, "threshold", None)).items():
         head, dot, rest = key.partition(".")
@@ -68,12 +67,11 @@ def _thresholds(args: argparse.Namespace) -> dict:
 
 
 def _knows(thresholds, name: str) -> bool:
-    from dataclasses import fields
-
     return name in thresholds.limits() or name in {f.name for f in fields(thresholds)} - {"profile"}
 
 
 def _audit(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.engine.whole_audit import run_audits
 
     thresholds = _thresholds(args)
@@ -94,11 +92,13 @@ def _audit(args: argparse.Namespace) -> int:
 def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict | None = None) -> None:
     """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
     versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_whole_audit`)."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.report.results import save_whole_audit
 
     if args.reward_env or args.grid:
         files = [*(args.reward_env or []), *(args.grid or [])]
     else:
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.checks.registered import EXAMPLE_REWARD_ENVIRONMENTS
 
         files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
@@ -114,6 +114,7 @@ def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict
 
 
 def _partitioned(args: argparse.Namespace) -> bool:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.dataset import is_dataset, open_dataset
 
     if not is_dataset(args.corpus):
@@ -128,9 +129,8 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (the audits that run on Dask,
     per-problem partial results on the workers); what cannot run is listed as skipped with the reason (never as
     passing), the audits that do not run on Dask are named with the reason."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
-    from audits.protocol import registry
-
     pairs = (lambda runs: [read_pair(args, runs, both_environment=PAIR_ENVIRONMENT)]) if pair_named(args) else ()
     not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
     options = _options(args, None)
@@ -149,9 +149,6 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
 
 
 def register(commands, audit_commands) -> None:
-    from audits.protocol import registry
-    from audits.protocol.params import add_options
-
     parser = audit_commands.add_parser(
         "all", help="every audit once, in one process (the whole audit)",
         description="Run every registered audit (" + ", ".join(registry.names()) + ") on one shared run context: "

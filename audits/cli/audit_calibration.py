@@ -30,6 +30,7 @@ def _audit(args: argparse.Namespace) -> int:
     (audit,) = audit
     report_audit(audit, args)
     if args.figures:
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.report.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
 
         out = Path(args.figures)
@@ -56,6 +57,7 @@ def _one_pair(args: argparse.Namespace, corpus):
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.checks.calibration import apply_calibration
     from audits.corpus.io import save_corpus
     from audits.protocol.findings import write_json

@@ -6,6 +6,10 @@ import argparse
 import os
 import sys
 
+from audits.collect.background_load import LoadSpec
+from audits.collect.candidates import load_candidates, parse_candidate_option
+from audits.collect.languages import DEFAULT_PYTHON
+from audits.collect.sandbox import Limits, SandboxError, make_sandbox, parse_size
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
 
@@ -85,8 +89,6 @@ def _whole(low: int):
 
 
 def _size(text: str) -> int:
-    from audits.collect.sandbox import parse_size
-
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -120,6 +122,7 @@ def add_subset_options(group) -> None:
 
 def subset_patterns(args: argparse.Namespace) -> list[str] | None:
     """The submission patterns of --submission and --submissions-from (None when neither is given)."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.collect.suite import SuiteError, read_patterns
 
     patterns = list(args.submission or [])
@@ -153,6 +156,7 @@ def _security(args: argparse.Namespace):
     for flag, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), given):
         if not os.path.isfile(path):
             raise UserError(f"{flag} {path}: no such file")
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from distributed.security import Security
 
     return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert, tls_client_key=args.tls_key,
@@ -160,9 +164,9 @@ def _security(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from audits.collect.background_load import LoadSpec
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
-    from audits.collect.sandbox import Limits, SandboxError, make_sandbox
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
 
     try:
@@ -211,8 +215,6 @@ def _run(args: argparse.Namespace) -> int:
                     print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
         candidates = None
         if args.candidates:  # other programs for the same problems, shuffled in with the references
-            from audits.collect.candidates import load_candidates, parse_candidate_option
-
             candidates = load_candidates([parse_candidate_option(o) for o in args.candidates],
                                          [p.id for p in suite.problems])
             print(candidates.summary(), file=sys.stderr)
@@ -242,8 +244,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands, audit_commands) -> None:
-    from audits.collect.languages import DEFAULT_PYTHON
-
     p = commands.add_parser(
         "collect", help="time a suite's submissions in a sandbox and write a timing corpus",
         description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -10,6 +10,7 @@ from audits.corpus.importers.choices import CAMPAIGN_FROM, SOLUTION_FROM
 
 
 def _write(result, args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import save_corpus
 
     path = save_corpus(result.corpus, args.out)
@@ -19,6 +20,7 @@ def _write(result, args: argparse.Namespace) -> int:
 
 
 def _pyperf(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.importers.pyperf_json import import_pyperf
 
     return _write(import_pyperf(args.files, environment=args.environment, campaign=args.campaign,
@@ -26,6 +28,7 @@ def _pyperf(args: argparse.Namespace) -> int:
 
 
 def _hyperfine(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.importers.hyperfine import import_hyperfine
 
     return _write(import_hyperfine(args.files, problem=args.problem, environment=args.environment,
@@ -33,6 +36,7 @@ def _hyperfine(args: argparse.Namespace) -> int:
 
 
 def _pytest_benchmark(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
 
     return _write(import_pytest_benchmark(args.files, environment=args.environment, campaign=args.campaign), args)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from audits.errors import UserError
+from audits.protocol import registry
+from audits.protocol.params import add_options, read_options
 from audits.protocol.thresholds import PROFILES
 from audits.report.catalog import REPORTS
 
 
 def _run(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.report.render import parse_parameter, render_reports
 
     parameters = dict(parse_parameter(text) for text in args.parameters or ())
@@ -18,8 +22,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         parameters["profile"] = args.profile
     if args.results and args.corpora:
-        from audits.errors import UserError
-
         raise UserError("give the corpora or --results FILE, not both: saved results name the corpus they were "
                         "computed from")
     index = render_reports(args.corpora or None, out_dir=args.out, audits=args.audits or None,
@@ -32,17 +34,11 @@ def _run(args: argparse.Namespace) -> int:
 def _named_pairs(args: argparse.Namespace) -> list:
     """The pairs ``--pair`` names (the calibration audit's ``pairs`` option, read through its declaration), as the
     report parameter ``pairs`` holds them: ``[[[env, campaign], [env, campaign]], ...]``."""
-    from audits.protocol import registry
-    from audits.protocol.params import read_options
-
     pairs = read_options(args, registry.options_of("calibration")).pairs
     return [[list(source), list(target)] for source, target in pairs]
 
 
 def register(commands, audit_commands) -> None:
-    from audits.protocol import registry
-    from audits.protocol.params import add_options
-
     names = ", ".join(REPORTS)
     p = commands.add_parser(
         "report", help="render the audit notebooks into self-contained HTML reports with an index page",

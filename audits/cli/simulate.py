@@ -54,6 +54,7 @@ def _quality(text: str):
 
 
 def _reward_environments(args):
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.checks.reward_environments import load_reward_environments
 
     return load_reward_environments(args.reward_env or [], args.grid or [])
@@ -64,6 +65,7 @@ def _simulate(args: argparse.Namespace) -> int:
     audit = run_audit_command(args, "simulation", reward_environments=tuple(envs), quality_distribution=args.quality)
     report_audit(audit, args)
     if args.figures:
+        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
 
         out = Path(args.figures)
@@ -76,6 +78,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.checks.simulation import score_candidates
     from audits.protocol.findings import write_json
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from audits.cli.collect import add_subset_options, subset_patterns
+from audits.collect.sandbox import SandboxError
 from audits.errors import UserError
 
 # The numeric stack and the collectors load when the command runs, not for --help (issue 26: within 0.3 s).
@@ -20,8 +22,7 @@ def _nonnegative(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from audits.cli.collect import subset_patterns
-    from audits.collect.sandbox import SandboxError
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
 
     problems = [p for chunk in (args.problem or []) for p in chunk.split(",") if p] or None
@@ -52,8 +53,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(commands, audit_commands) -> None:
-    from audits.cli.collect import add_subset_options
-
     p = commands.add_parser(
         "suite", help="load a folder of Kattis problem packages and print problems, tests, submissions, skips",
         description="Load a suite (a folder of problem packages in the Kattis format, or one package) and print: "

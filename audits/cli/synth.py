@@ -18,6 +18,7 @@ def _pair(text: str) -> tuple[float, float]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.synthetic import SyntheticSpec, synthesize, write_synthetic
 
     campaigns = [("c0", 1.0, 0.0)]
