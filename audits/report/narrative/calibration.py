@@ -5,11 +5,21 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
-from audits.report.narrative.common import fixed, fixed_ci, is_skipped, format_interval
+from audits.checks.calibration import calibration_advice
+from audits.corpus.runs import RULES, describe_runs
+from audits.corpus.selection import PAIR_RULES
+from audits.report.narrative.common import (
+    Markdown,
+    fixed,
+    fixed_ci,
+    format_interval,
+    is_skipped,
+    show_findings,
+    show_plot,
+)
 
 __all__ = ["calibration_fit_table", "describe_calibration", "describe_calibration_pairs", "calibration_verdicts",
            "show_calibration_findings", "show_calibration_pairs"]
@@ -30,9 +40,6 @@ def calibration_pair_title(audit) -> str:
 def describe_calibration_pairs(pairs) -> str:
     """What the calibration page covers: how many pairs, by which rule (the pairs named, else every default
     pair; :data:`audits.corpus.runs.RULES`), and each pair with the rule that chose it."""
-    from audits.corpus.runs import RULES
-    from audits.corpus.selection import PAIR_RULES
-
     done = [p for p in pairs if not is_skipped(p)]
     if not done:
         return "**No pair calibrated**: " + "; ".join(str(getattr(p, "reason", "")) for p in pairs) + "."
@@ -50,9 +57,8 @@ def calibration_verdicts(pairs, prefix: str = "calibration ") -> dict:
 
 def show_calibration_findings(pairs) -> None:
     """Display every pair's findings (each goes to the index), titled by its runs and rule."""
+    # deferred: IPython (notebook pages): only when a page displays the findings
     from IPython.display import display
-
-    from audits.report.narrative.common import show_findings
 
     for pair in pairs:
         display(show_findings(pair.findings, audit="calibration", title=f"Calibration {calibration_pair_title(pair)}"))
@@ -62,9 +68,8 @@ def show_calibration_pairs(pairs, calibration_scatter, bland_altman_plot, *, see
     """The calibration page's sections, one per pair in the rule's order: its heading, findings (to the index),
     what the pair says, the fitted families and the two figures of :mod:`audits.report.plots.calibration` (passed by
     the page: the plots import this package), or why they are not drawn."""
+    # deferred: IPython (notebook pages): only when a page displays the sections
     from IPython.display import display
-
-    from audits.report.narrative.common import Markdown, show_findings, show_plot
 
     for number, pair in enumerate(pairs, 1):
         title = calibration_pair_title(pair)
@@ -109,10 +114,6 @@ def describe_calibration(audit) -> str:
     """
     if is_skipped(audit):
         return f"**Not measured**: {audit.reason}."
-    from audits.corpus.runs import describe_runs
-
-    from audits.corpus.selection import PAIR_RULES
-
     pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
     rule = getattr(audit, "pair_rule", "named")
     parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
@@ -150,7 +151,5 @@ def describe_calibration(audit) -> str:
             text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
         parts.append(text + ".")
     if audit.best_family is not None:  # (else what to do was said above)
-        from audits.checks.calibration import calibration_advice
-
         parts.append(f"**What to do**: {calibration_advice(audit)}.")  # from the findings, as in the JSON
     return " ".join(parts)

@@ -10,9 +10,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from audits.checks.clocks import recommended_clock
 from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import NA
-from audits.report.narrative.common import Markdown, is_skipped, format_value, show_figure
+from audits.report.narrative.common import Markdown, format_value, is_skipped, show_figure
 
 __all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_table", "clock_agreement_table", "describe_clocks",
            "show_clocks_plot", "clocks_headline"]
@@ -136,8 +137,6 @@ def recommend_clock(audit, corpus: pd.DataFrame | None = None) -> dict:
     why_not = clocks_not_compared(audit, corpus)
     if why_not is not None:
         return {"measure": None, "reason": why_not, "agree": {}, "noise": {}}
-    from audits.checks.clocks import recommended_clock
-
     base = audit.measures[0]
     best, agree, noise = recommended_clock(audit)  # the rule, judged once by the clocks audit
 
@@ -233,6 +232,7 @@ def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
 def show_clocks_plot(plot, audit, corpus: pd.DataFrame | None = None, **options):
     """Display ``plot(audit, **options)`` (:mod:`audits.report.plots.clocks`), or say why it is not drawn
     (:func:`clocks_not_compared`)."""
+    # deferred: IPython (notebook pages): only when a page displays the figure
     from IPython.display import display
 
     why_not = clocks_not_compared(audit, corpus)

@@ -7,12 +7,14 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 from __future__ import annotations
 
 import html
+import io
 import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from audits.corpus.runs import RULES
 from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
@@ -169,8 +171,6 @@ def describe_run_rule(result) -> str:
     rule = getattr(result, "run_rule", None)
     if not isinstance(rule, str):
         return ""
-    from audits.corpus.runs import RULES
-
     return f"Runs chosen by the rule `{rule}`: {RULES.get(rule, '(not a documented rule)')}."
 
 
@@ -194,8 +194,6 @@ class Markdown:
 
 def figure_png(fig, *, dpi: int = 110) -> bytes:
     """PNG bytes of a matplotlib Figure (tight bounding box)."""
-    import io
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
@@ -208,6 +206,7 @@ def show_figure(fig, *, dpi: int = 110):
     Agg backend, under which IPython has no figure formatter (the cell would show ``<Figure ...>``).
     nbconvert turns the PNG into a data URI, so the HTML stays self-contained.
     """
+    # deferred: matplotlib (plots) and IPython (notebook pages): only when a figure is shown
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
 
@@ -309,6 +308,7 @@ def show_plot(plot, audit, *, metric: str | None = None, **options):
     audit (e.g. :class:`audits.report.inputs.CalibrationSkipped`), every finding on ``metric`` (the figure's
     quantity) ``n/a``, nothing to draw; and below a drawn figure, what it leaves out (runs, bands).
     """
+    # deferred: IPython (notebook pages): only when a page displays a figure
     from IPython.display import display
 
     not_drawn, notes = figure_notes(plot, audit, metric=metric)

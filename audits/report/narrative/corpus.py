@@ -7,9 +7,12 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from audits.corpus.counts import corpus_counts
+from audits.corpus.runs import runs_of
 
 __all__ = ["corpus_overview", "describe_corpus", "describe_counts", "run_table"]
 
@@ -33,8 +36,6 @@ def run_table(runs, counts) -> pd.DataFrame:
 def describe_counts(runs, counts, sources: Sequence[str] | str = ()) -> str:
     """One sentence saying what the report is based on (files, runs, problems, solutions, repeats), from the
     run table and the counts (:func:`run_table`), so a partitioned dataset's is that of its rows loaded."""
-    from pathlib import Path
-
     if isinstance(sources, str):
         sources = [sources]
     table = run_table(runs, counts)
@@ -59,15 +60,9 @@ def corpus_overview(corpus: pd.DataFrame) -> pd.DataFrame:
     >>> corpus_overview(frame)[["rows", "solutions", "repeats", "ok_share"]].values.tolist()
     [[2.0, 1.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0]]
     """
-    from audits.corpus.counts import corpus_counts
-    from audits.corpus.runs import runs_of
-
     return run_table(runs_of(corpus), corpus_counts(corpus))
 
 
 def describe_corpus(corpus: pd.DataFrame, sources: Sequence[str] | str = ()) -> str:
     """One sentence saying what the report is based on (files, runs, problems, solutions, repeats)."""
-    from audits.corpus.counts import corpus_counts
-    from audits.corpus.runs import runs_of
-
     return describe_counts(runs_of(corpus), corpus_counts(corpus), sources)

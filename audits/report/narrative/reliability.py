@@ -5,12 +5,12 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
+from audits.checks.clocks import CONTENTION_MIN_CPU_S
 from audits.protocol.findings import NA
-from audits.report.narrative.common import finding_of, run_index, format_interval, format_value
+from audits.report.narrative.common import finding_of, format_interval, format_value, run_index
 
 __all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
            "contention_table", "describe_contention"]
@@ -153,8 +153,6 @@ def describe_contention(audit) -> str:
     The limits are the audit's thresholds (``wall_cpu_warn`` / ``wall_cpu_fail``); each run's sentence
     is its ``contention`` finding's message (what was measured, and what to do when contended).
     """
-    from audits.checks.clocks import CONTENTION_MIN_CPU_S
-
     t = audit.thresholds
     warn, fail = t.wall_cpu_warn, t.wall_cpu_fail
     head = (f"**Contention**: a program that has a core to itself spends about its CPU time in wall time "
