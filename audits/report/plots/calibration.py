@@ -20,6 +20,7 @@ from audits.report.plots._layout import (  # noqa: E402
     note_not_drawn,
     thin_tick_labels,
 )
+from stats.calibration import lopo_predictions  # noqa: E402
 
 __all__ = ["calibration_scatter", "bland_altman_plot", "drift_plot"]
 
@@ -90,8 +91,6 @@ def bland_altman_plot(audit, *, calibrated: bool = False, max_points: int = 5000
     ba = audit.bland_altman
     label = audit.source
     if calibrated:
-        from stats.calibration import lopo_predictions
-
         pred = lopo_predictions(x, y, frame["problem"].astype(str).to_numpy(), audit.calibration_family)
         keep = np.isfinite(pred) & (pred > 0)
         x, y = pred[keep], y[keep]

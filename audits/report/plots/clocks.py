@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from audits.report.narrative import CLOCK_AGREEMENT, CLOCK_FIGURES  # noqa: E402
 from audits.report.plots._layout import thin_tick_labels  # noqa: E402
 
 __all__ = ["clock_figures", "rank_agreement_figure"]
@@ -47,8 +48,6 @@ def clock_figures(audit) -> Figure:
     >>> [c.get_label() for c in fig.axes[0].containers]
     ['duration_s', 'cpu_s']
     """
-    from audits.report.narrative import CLOCK_FIGURES
-
     table = audit.table
     if not len(table):
         raise ValueError("clock_figures: the clocks audit has no run")
@@ -87,8 +86,6 @@ def rank_agreement_figure(audit) -> Figure:
 
     Problem names label the dots up to :data:`MAX_LABELLED_PROBLEMS` problems.
     """
-    from audits.report.narrative import CLOCK_AGREEMENT
-
     agreement = audit.agreement
     compared = [m for m in audit.measures[1:] if (agreement["measure"] == m).any()]
     if audit.quietest is None or not compared:
