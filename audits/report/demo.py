@@ -37,8 +37,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from audits.corpus.runs import runs_of
+from audits.report.inputs import load_corpora, repo_root
 from audits.report.render import ReportError, render_reports
-from audits.report.inputs import repo_root
 
 __all__: list[str] = []  # run as a script (make demo); nothing outside it imports its names
 
@@ -112,8 +115,6 @@ def demo_submissions(stored_rows, suite: Path, problems, *, per_problem: int = D
     interpreter's start-up hides the order), fastest and slowest included, so the subset keeps the pool's
     spread of speeds (ties by name). None when no problem has a stored program in the suite.
     """
-    import numpy as np
-
     ref = stored_rows[stored_rows["role"].astype(str) == "reference"]
     ids: dict[str, tuple[str, ...]] = {}
     available: dict[str, int] = {}
@@ -285,8 +286,6 @@ def _announce_subset(args, suite: Path, shipped: list[Path], stored: list[str] |
     if not args.all_programs:
         why = "no stored campaign to choose from"
         if stored is not None:
-            from audits.report.inputs import load_corpora
-
             corpus = load_corpora(shipped)
             rows = corpus[(corpus["environment"].astype(str) == stored[0])
                           & (corpus["campaign"].astype(str) == stored[1])]
@@ -309,9 +308,6 @@ def stored_run(shipped: list[Path]) -> list[str] | None:
     campaign of the shipped corpora (by timestamp; :func:`audits.corpus.runs.runs_of`)."""
     if not shipped:
         return None
-    from audits.corpus.runs import runs_of
-    from audits.report.inputs import load_corpora
-
     corpus = load_corpora(shipped)
     quiet = [s for s in runs_of(corpus, order=corpus.attrs.get("run_order")).of_environment("quiet")
              if s.campaign != CAMPAIGN]

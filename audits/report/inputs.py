@@ -13,8 +13,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pandas as pd
+
+from audits.checks.calibration import calibration_pair, run_calibration_audit
 from audits.checks.reward_environments import find_shipped
+from audits.corpus.io import CorpusError, load_corpus
+from audits.corpus.runs import Run, RunError, runs_of
+from audits.corpus.selection import PAIR_RULES, choose_pairs, no_pair_reason
 from audits.errors import UserError
+from audits.protocol import registry
+from audits.protocol.context import audit_context
+from audits.protocol.findings import Finding
+from stats._groups import first_rows, group_codes
 
 __all__ = ["repo_root", "resolve_files", "resolve_corpora", "load_corpora", "resolve_run", "PAIR_PARAMETERS",
            "suggest_runs", "CalibrationSkipped", "named_pairs", "calibrate_pairs"]
@@ -64,11 +74,6 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     ``attrs["run_order"]`` lists the runs in the order the files were given (an explicit user order
     for :func:`audits.corpus.runs.runs_of` when the corpus has no timestamps).
     """
-    import pandas as pd
-
-    from audits.corpus.io import CorpusError, load_corpus
-    from stats._groups import first_rows, group_codes
-
     frames, seen = [], {}
     for path in resolve_corpora(paths):
         frame = load_corpus(path)
@@ -110,8 +115,6 @@ def resolve_run(corpus, value, *, runs=None):
     display label ``environment/campaign`` of exactly one run of the corpus, for the templates' older
     defaults; a label that fits several runs (names may contain ``/``) is an error asking for the pair form.
     """
-    from audits.corpus.runs import Run, RunError, runs_of
-
     runs = runs if runs is not None else runs_of(corpus)
     if isinstance(value, str):
         matches = [r for r in runs.names if f"{r.environment}/{r.campaign}" == value]
@@ -129,8 +132,6 @@ def resolve_run(corpus, value, *, runs=None):
 
 def run_label(value) -> str:
     """Display label of a run parameter (``environment · campaign``), for titles; ``none`` for None."""
-    from audits.corpus.runs import Run
-
     if value is None:
         return "none"
     if isinstance(value, str):
@@ -152,8 +153,6 @@ def select_pair(corpus, source, target):
     >>> select_pair(runs, ["quiet", "b"], ["busy", "b"]).key
     'environment'
     """
-    from audits.checks.calibration import calibration_pair
-
     pair = _named_pair(corpus, source, target)
     return calibration_pair(corpus, source=pair.source, target=pair.target)
 
@@ -161,9 +160,6 @@ def select_pair(corpus, source, target):
 def _named_pair(corpus, source, target, *, runs=None):
     """The :class:`audits.corpus.selection.PairChoice` (rule ``"named"``) of two run parameters (among ``runs``,
     default the corpus's run table, computed once)."""
-    from audits.corpus.runs import runs_of
-    from audits.corpus.selection import choose_pairs
-
     runs = runs if runs is not None else runs_of(corpus)
     named = [(resolve_run(corpus, source, runs=runs), resolve_run(corpus, target, runs=runs))]
     return choose_pairs(corpus, named=named, runs=runs)[0]
@@ -204,9 +200,6 @@ def suggest_runs(corpus, *, order=None) -> dict:
     >>> s["stored_run"], s["fresh_run"], s["source_run"], s["target_run"]
     (['quiet', 'a'], ['quiet', 'b'], ['busy', 'b'], ['quiet', 'b'])
     """
-    from audits.corpus.runs import runs_of
-    from audits.corpus.selection import choose_pairs
-
     runs = runs_of(corpus, order=order)
     envs = sorted(runs.environments, key=lambda e: (e != "quiet", e))
     out: dict = dict.fromkeys(RUN_PARAMETERS)
@@ -231,8 +224,6 @@ class CalibrationSkipped:
 
     @property
     def findings(self) -> tuple:
-        from audits.protocol.findings import Finding
-
         return (Finding.not_available("calibration_pair", self.reason, threshold="two runs to compare"),)
 
 
@@ -246,18 +237,10 @@ def calibrate_runs(corpus, source_run, target_run, *, rule: str = "named", **opt
     :data:`audits.corpus.selection.PAIR_RULES` that chose the pair (the result's ``pair_rule``; the report
     passes its ``pair_rules`` parameter). ``options`` go to ``run_calibration_audit``.
     """
-    from audits.protocol.context import audit_context
-
     ctx = audit_context(corpus)  # a corpus or the report's shared context (audits.report.results)
     corpus = ctx.corpus
     if source_run is None or target_run is None:
-        from audits.corpus.selection import no_pair_reason
-
         return CalibrationSkipped(source_run, target_run, no_pair_reason(ctx.runs))
-    from audits.checks.calibration import run_calibration_audit
-
-    from audits.corpus.selection import PAIR_RULES
-
     if rule not in PAIR_RULES:
         raise ValueError(f"pair rule {rule!r} is not one of {', '.join(PAIR_RULES)}")
     pair = _named_pair(corpus, source_run, target_run, runs=ctx.runs)  # the shared context's run table
@@ -277,8 +260,6 @@ def named_pairs(pairs=None, stored_run=None, fresh_run=None, source_run=None, ta
     ...
     audits.errors.UserError: stored_run names the source of a pair whose target fresh_run is not named: name both (-p 'stored_run=[ENV, CAMPAIGN]' -p 'fresh_run=[ENV, CAMPAIGN]'), or the pair with --pair / -p 'pairs=[[[ENV, CAMPAIGN], [ENV, CAMPAIGN]]]'
     """
-    from audits.protocol import registry
-
     out = list(pairs or ())
     for source, target, names in ((stored_run, fresh_run, ("stored_run", "fresh_run")),
                                   (source_run, target_run, ("source_run", "target_run"))):
@@ -302,9 +283,6 @@ def calibrate_pairs(corpus, named=(), *, thresholds=None, **options) -> tuple:
     ``(CalibrationSkipped,)`` with the reason when there is none. ``thresholds``: overrides (``{"profile": ...}``
     for the verdict profile); ``options`` go to :func:`calibrate_runs`.
     """
-    from audits.corpus.selection import choose_pairs, no_pair_reason
-    from audits.protocol.context import audit_context
-
     ctx = audit_context(corpus)
     runs = ctx.runs  # ordered by timestamp, else by the files the runs came from (attrs["run_order"])
     chosen = [(resolve_run(ctx.corpus, s, runs=runs), resolve_run(ctx.corpus, t, runs=runs)) for s, t in named]

@@ -39,6 +39,24 @@ from pathlib import Path
 
 import pandas as pd
 
+from audits.checks.reward_environments import load_reward_environments
+from audits.corpus.counts import corpus_counts
+from audits.corpus.runs import runs_of
+from audits.protocol import registry
+from audits.protocol.audit import Skip
+from audits.protocol.context import AuditContext, audit_context
+from audits.protocol.findings import Finding
+from audits.protocol.saved import SavedResults, dump_results, read_results
+from audits.report import narrative
+from audits.report.inputs import (
+    PAIR_PARAMETERS,
+    CalibrationSkipped,
+    calibrate_pairs,
+    load_corpora,
+    named_pairs,
+    resolve_files,
+)
+
 __all__ = ["PARAMETERS", "RESULTS_FILE", "CorpusSummary", "NotSaved", "ReportResults", "page_results"]
 
 RESULTS_FILE = "audit-results.json"
@@ -73,9 +91,6 @@ class CorpusSummary:
     def of(cls, corpus: pd.DataFrame, corpora, *, runs=None) -> CorpusSummary:
         """The summary of ``corpus`` (read from the files ``corpora``): one count of its rows and one run table
         (``runs``, default :func:`audits.corpus.runs.runs_of`) for both halves."""
-        from audits.corpus.counts import corpus_counts
-        from audits.corpus.runs import runs_of
-
         return cls.from_counts(runs if runs is not None else runs_of(corpus), corpus_counts(corpus), corpora)
 
     @classmethod
@@ -83,8 +98,6 @@ class CorpusSummary:
         """The summary from a run table and the corpus's counts (:func:`audits.corpus.counts.corpus_counts`)
         without the rows: what :meth:`of` computes, and what a partitioned dataset's whole audit carries
         (``WholeAudit.corpus_facts``)."""
-        from audits.report import narrative
-
         return cls(description=narrative.describe_counts(runs, counts, corpora),
                    overview=narrative.run_table(runs, counts))
 
@@ -105,8 +118,6 @@ class NotSaved:
 
     @property
     def findings(self) -> tuple:
-        from audits.protocol.findings import Finding
-
         return (Finding.not_available(self.name, self.reason, threshold="a saved result"),)
 
 
@@ -137,9 +148,6 @@ def _given(options: Mapping[str, object]) -> dict:
 
 def _reward_environments_of(p: Mapping[str, object]) -> tuple:
     """The reward environments a page's ``reward_environment_files`` and ``grid_files`` name."""
-    from audits.checks.reward_environments import load_reward_environments
-    from audits.report.inputs import resolve_files
-
     return tuple(load_reward_environments(resolve_files(p["reward_environment_files"]), resolve_files(p["grid_files"])))
 
 
@@ -149,17 +157,12 @@ def _compute(name: str, ctx, p: Mapping[str, object]):
     if name == "corpus_summary":
         return CorpusSummary.of(ctx.corpus, p["corpora"], runs=ctx.runs)
     if name == "pairs":  # every pair the calibration audit chooses (or the skipped note), audits.report.inputs
-        from audits.report.inputs import PAIR_PARAMETERS, calibrate_pairs, named_pairs
-
         return calibrate_pairs(ctx, named_pairs(**{k: p[k] for k in PAIR_PARAMETERS}),
                                thresholds={"profile": p["profile"], **p["calibration_thresholds"]},
                                **_given({"calibration_family": p["calibration_family"], "n_boot": p["n_boot"],
                                          "n_boot_rank": p["n_boot_rank"], "seed": p["seed"]}))
     if name not in _OPTIONS:
         raise KeyError(name)
-    from audits.protocol import registry
-    from audits.protocol.audit import Skip
-
     audit_name, parameters = _OPTIONS[name]
     audit = registry.get(audit_name)
     options = _given({option: p[parameter] for option, parameter in parameters.items()})
@@ -189,20 +192,14 @@ class ReportResults:
     def __init__(self, corpus, parameters: Mapping[str, object], stored: Mapping[str, tuple] | None = None):
         self._source = corpus
         self._parameters = dict(parameters)
-        from audits.protocol.saved import SavedResults
-
         self._stored = stored if isinstance(stored, SavedResults) else SavedResults(dict(stored or {}))
         self._values: dict[str, object] = {}
         self.computed: list[str] = []  # names computed here rather than read from the shared file
 
     @cached_property
     def _ctx(self):
-        from audits.protocol.context import AuditContext, audit_context
-
         source = self._source
         if not isinstance(source, (pd.DataFrame, AuditContext)):
-            from audits.report.inputs import load_corpora
-
             source = load_corpora(source)
         return audit_context(source)
 
@@ -265,8 +262,6 @@ def page_results(results_path, corpus, namespace: Mapping[str, object] | None = 
         results = ReportResults(corpus, parameters)
         results.corpus  # noqa: B018 -- nothing is stored: load the corpus now, so a bad file fails in this cell
         return results
-    from audits.protocol.saved import SavedResults, read_results
-
     paths = [results_path] if isinstance(results_path, (str, os.PathLike)) else list(results_path)
     files = [read_results(path) for path in paths]
     return ReportResults(corpus, parameters, files[0] if len(files) == 1 else SavedResults.union(files))
@@ -285,9 +280,6 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     ones). ``extra`` adds top-level keys
     (``speedaudit audit all --json`` keeps every audit's plain JSON there).
     """
-    from audits.report.inputs import CalibrationSkipped
-    from audits.protocol.saved import dump_results
-
     corpora = [str(Path(c).resolve()) for c in corpora]
     common = {"n_boot": n_boot, "seed": seed, "profile": "reward"}
     if corpus is not None:
@@ -334,8 +326,6 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
         parameters["clocks"] = {"campaign": campaign, "clocks_measures": page["clocks_measures"], "n_boot": n_boot,
                                 "seed": seed}
     if whole.compare is not None or "compare" in whole.skipped:
-        from audits.protocol import registry
-
         o = registry.get("compare").options(compare_options)
         used = {"compare_a": o.a, "compare_b": o.b, "compare_by": o.by, "compare_confidence": o.confidence,
                 "n_boot": o.n_boot, "seed": o.seed}
