@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from audits.report.results import NotSaved
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
+from audits.report.results import NotSaved
 
 __all__ = ["compare_findings", "show_compare_findings", "describe_compare", "compare_runs_table",
            "compare_problems_table", "show_compare_figure"]
@@ -104,6 +104,7 @@ def compare_problems_table(result) -> pd.DataFrame:
 
 def show_compare_figure(result) -> None:
     """Display :func:`audits.report.plots.compare.win_rate_figure`, or say why it is not drawn."""
+    # deferred: IPython (notebook pages), matplotlib (plots, by audits.report.plots.compare): only to draw the figure
     from IPython.display import display
 
     from audits.report.plots.compare import win_rate_figure

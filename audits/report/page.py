@@ -11,6 +11,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 
+import pandas as pd
+
+from audits.report import narrative
+from audits.report.results import page_results
+
 __all__ = ["open_page"]
 
 
@@ -41,11 +46,8 @@ def open_page(results_path, corpora, namespace: Mapping[str, object], *, header:
 
         results = open_page(results_path, corpora, globals(), profile=profile)
     """
-    import pandas as pd
+    # deferred: IPython (notebook pages): open_page runs in a page's kernel; importing this module needs neither
     from IPython.display import display
-
-    from audits.report import narrative
-    from audits.report.results import page_results
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     pd.set_option("display.precision", 4)

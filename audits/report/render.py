@@ -34,25 +34,32 @@ PosixPath('reports/index.html')
 
 from __future__ import annotations
 
+import ast
 import html
+import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from audits import shipped_dir
-from audits.errors import UserError
 from audits.corpus.io import atomic_write
+from audits.errors import UserError
 from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
-from audits.report.narrative import FINDINGS_MIMETYPE, format_value
+from audits.protocol.saved import encoded_entry, read_results, write_entries
 from audits.report.catalog import REPORTS, ReportSpec
 from audits.report.inputs import PAIR_PARAMETERS, load_corpora, repo_root, resolve_corpora, suggest_runs
+from audits.report.narrative import FINDINGS_MIMETYPE, format_value
+from audits.report.results import PARAMETERS, RESULTS_FILE, ReportResults
 
 __all__ = ["ReportError", "RenderedReport", "ReportIndex", "read_template", "parse_parameter", "render_reports",
            "render_workers"]
@@ -102,6 +109,7 @@ def _without_iri_grammars() -> None:
         return
     sys.modules["rfc3987_syntax"] = None  # import rfc3987_syntax raises ImportError while this is set
     try:
+        # deferred: jsonschema (notebook rendering): its first import, without rfc3987_syntax, before nbformat loads it
         import jsonschema  # noqa: F401  (its format checkers are registered at import)
     finally:
         if sys.modules.get("rfc3987_syntax", 0) is None:
@@ -116,6 +124,7 @@ def read_template(path: str | os.PathLike):
     jupytext bookkeeping metadata is dropped.
     """
     _without_iri_grammars()
+    # deferred: jupytext, nbformat (notebook rendering): only when a template is read
     import jupytext
     import nbformat
 
@@ -130,8 +139,6 @@ def read_template(path: str | os.PathLike):
 
 
 def _importable(module: str) -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
@@ -167,6 +174,7 @@ def parse_parameter(text: str) -> tuple[str, object]:
 def template_parameters(template: str | os.PathLike) -> dict[str, dict]:
     """Parameters declared in a template's ``parameters`` cell: name -> {default, type, help}."""
     _without_iri_grammars()
+    # deferred: papermill (notebook rendering): only when a template's parameters are read
     import papermill
 
     return {name: {"default": info.get("default"), "type": info.get("inferred_type_name"),
@@ -181,6 +189,7 @@ def check_kernel(kernel_name: str = "python3") -> Path:
     installed by ``python -m ipykernel install --sys-prefix --name python3`` (the Makefile does this) is
     the venv's. A spec pointing at another interpreter would run the notebooks without speedaudit.
     """
+    # deferred: jupyter_client (notebook rendering): only when a report checks its kernel
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -210,6 +219,7 @@ def export_html(notebook, *, show_code: bool = False, title: str | None = None) 
     network.
     """
     _without_iri_grammars()
+    # deferred: nbconvert (notebook rendering): only when a page is exported to HTML
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", embed_images=True, exclude_input=not show_code,
@@ -224,8 +234,6 @@ def export_html(notebook, *, show_code: bool = False, title: str | None = None) 
 
 def _strip_remote_scripts(body: str) -> str:
     """Remove <script src="http..."> tags (CDN MathJax / require.js) that the lab template adds."""
-    import re
-
     return re.sub(r"<script[^>]*\bsrc=\"(https?://[^\"]*)?\"[^>]*>\s*</script>", "", body)
 
 
@@ -317,6 +325,7 @@ def _kernel_start_turn() -> Callable[..., None]:
     given the same ports (``ZMQError: Address already in use``, then 60 s until papermill gives up).
     A start takes seconds; the pages' cells, where the time goes, still run side by side.
     """
+    # deferred: jupyter_client (notebook rendering): only when a page's kernel starts
     from jupyter_client.connect import LocalPortCache
 
     LocalPortCache.instance()  # the process's one cache of handed-out ports, made before any thread asks for it
@@ -339,6 +348,7 @@ def _kernel_manager_logging_to(log_path: Path) -> type:
     with a traceback) then print a traceback under a report that rendered correctly. What a cell prints still
     reaches the notebook (that goes over ZMQ, not stderr); the log is removed with the page's other temporary files.
     """
+    # deferred: jupyter_client (notebook rendering): only when a page's kernel starts
     from jupyter_client.manager import AsyncKernelManager
 
     class _KernelManager(AsyncKernelManager):
@@ -392,6 +402,7 @@ def render_notebook(
         When a cell fails: names the notebook, the cell and the parameters. The HTML is not written.
     """
     _without_iri_grammars()
+    # deferred: nbformat, papermill (notebook rendering): only when a page is executed
     import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -465,8 +476,6 @@ def repeated_sections(blocks: Sequence[dict]) -> tuple[dict, ...]:
     ...                    {"audit": "calibration", "title": "b", "worst": "warn"}])
     ({'audit': 'calibration', 'title': 'a', 'worst': 'pass'}, {'audit': 'calibration', 'title': 'b', 'worst': 'warn'})
     """
-    from collections import Counter
-
     times = Counter(b.get("audit") for b in blocks)
     return tuple({"audit": b.get("audit"), "title": b.get("title") or b.get("audit"), "worst": b.get("worst")}
                  for b in blocks if times[b.get("audit")] > 1)
@@ -699,9 +708,6 @@ def _pages_as_results_are_ready(names, declared, params, corpus, out_dir, say, h
     given); the overview, which shows every result, last. Parameter values come from ``params``, else from the
     first selected template that declares the parameter (a page whose own values differ recomputes).
     """
-    from audits.protocol.saved import encoded_entry, write_entries
-    from audits.report.results import PARAMETERS, RESULTS_FILE, ReportResults
-
     values = _result_parameters(names, declared, params)
     needs = {n: [r for r in PAGE_RESULTS.get(n, ()) if all(k in values for k in PARAMETERS[r])]
              if "results_path" in declared[n] else [] for n in names}
@@ -731,8 +737,6 @@ def _pages_as_results_are_ready(names, declared, params, corpus, out_dir, say, h
 def _result_parameters(names, declared, params) -> dict:
     """The values the shared results are computed from: ``params``, else the literal default of the first selected
     template that declares the parameter."""
-    import ast
-
     values = {}
     for n in names:
         for key, info in declared[n].items():
@@ -746,8 +750,6 @@ def _result_parameters(names, declared, params) -> dict:
 
 
 def _saved_results(path, corpora):
-    from audits.protocol.saved import read_results
-
     if corpora is not None:
         raise ReportError("give the corpora or saved results, not both: saved results name the corpus they were "
                           "computed from")
@@ -775,8 +777,6 @@ def render_workers(n_pages: int, workers: int | None = None) -> int:
 def _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores):
     """Render the pages ``jobs`` yields (``(position in names, page, its parameters)``), each as soon as it is
     yielded and one of the ``cores`` (a semaphore) is free; the reports in the order of ``names``."""
-    from concurrent.futures import ThreadPoolExecutor
-
     def one(i, name, params):
         with cores:
             return _render_one(i, name, params)
