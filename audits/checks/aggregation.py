@@ -37,12 +37,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, worst_level, unmeasured_finding
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
-from audits.protocol.params import DEFAULT, defaults_from
-from stats.aggregation import AggregatorComparison, floor_from_rows, floors_by_language
+from audits.corpus.runs import RunSummary, covered_runs, rule_of, run_codes
 from audits.protocol.context import audit_context
-from audits.corpus.runs import RunSummary, rule_of
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding, worst_level
+from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.partition import run_rows
+from stats._groups import label_mask
+from stats.aggregation import (
+    AGGREGATORS,
+    AggregatorComparison,
+    AggregatorProblemValues,
+    aggregator_problem_values,
+    combine_aggregator_values,
+    floor_from_rows,
+    floors_by_language,
+    get_aggregator,
+)
 
 __all__ = ["AggregationThresholds", "AggregationAudit", "run_aggregation_audit", "repeat_values_part", "plan_runs", "partition_values", "combine_parts"]
 
@@ -310,9 +321,6 @@ def run_aggregation_audit(
 def repeat_values_part(part) -> dict:
     """``{Run: sorted repeat values}`` of one partition's (an AuditContext's) non-floor rows: what the plan needs
     to know of each partition."""
-    from audits.corpus.runs import run_codes
-    from stats._groups import label_mask
-
     rows = part.corpus
     # the floor rows masked out, not copied out (a copy of the corpus at 10^7 rows: 2026-12-06)
     kept = ~label_mask(rows["role"], "floor") if "role" in rows.columns else np.ones(len(rows), dtype=bool)
@@ -343,8 +351,6 @@ def plan_runs(ctx, repeat_parts: list, *, environment: str | None = None, campai
     """The plan over a plan context (:mod:`audits.protocol.partition`) and every partition's
     :func:`repeat_values_part`: ``{"chosen": run summaries covered, "repeats": Run -> repeat values, "plan":
     [(summary, floor, quartile repeat)] of the runs with >= 2 repeats}``."""
-    from audits.corpus.runs import covered_runs
-
     for column in ("environment", "campaign", "repeat"):
         if column not in ctx.columns:
             raise ValueError(f"aggregation audit: the corpus has no {column!r} column; load it with "
@@ -363,9 +369,6 @@ def partition_values(part, plan: dict, *, names: Sequence[str] | None = None) ->
     """``{Run: stats.aggregation.AggregatorProblemValues}`` of one partition's problems (an AuditContext; in
     memory the whole corpus, whose run contexts' pools and percentile tables every audit shares), per planned run,
     with the whole run's floor and quartile repeat."""
-    from audits.protocol.partition import run_rows
-    from stats.aggregation import AGGREGATORS, aggregator_problem_values, get_aggregator
-
     names = list(AGGREGATORS) if names is None else [get_aggregator(n).name for n in names]
     out = {}
     for summary, floor, quartile_repeat in plan["plan"]:
@@ -384,8 +387,6 @@ def combine_parts(parts: list, plan: dict, *, thresholds: AggregationThresholds 
     as they are, several joined in problem-name order, :meth:`stats.aggregation.AggregatorProblemValues.concat`),
     :func:`stats.aggregation.combine_aggregator_values` (means, paired bootstrap over problems, Pareto front),
     then :func:`combine_run_comparisons`."""
-    from stats.aggregation import AggregatorProblemValues, combine_aggregator_values
-
     th = AggregationThresholds.coerce(thresholds)  # the options: validated by AggregationOptions (not again here)
     planned = {s.run for s, _, _ in plan["plan"]}
     repeats = plan["repeats"]

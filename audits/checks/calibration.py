@@ -29,10 +29,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
-from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
 from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
+from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
+from audits.corpus.selection import cell_cvs, choose_pairs, needs_quietness, quietness_of
+from audits.protocol.context import AuditContext, audit_context
+from audits.protocol.findings import NA, Finding, findings_table, to_jsonable, worst_level
 from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.partition import joined
 from stats._groups import group_codes, label_mask, present_labels
 from stats.bootstrap import Interval
 from stats.calibration import (
@@ -43,19 +46,22 @@ from stats.calibration import (
     bland_altman,
     bootstrap_params,
     campaign_drift,
-    drift_from_pairings,
     choose_family,
-    within_problem_spearman,
+    distinct_values,
+    drift_from_pairings,
     fit_family,
     identity_log_rmse,
-    prediction_floor,
-    share_off,
     lopo_r2,
+    pair_cells,
     pair_medians,
     percentile_agreement,
+    prediction_floor,
     ptau_sensitivity,
-    distinct_values,
+    ptau_sides,
     resolve_key,
+    share_off,
+    side_cells,
+    within_problem_spearman,
 )
 
 __all__ = ["CalibrationThresholds", "DEFAULT_THRESHOLDS", "CalibrationAudit", "run_calibration_audit",
@@ -102,8 +108,6 @@ def calibration_pair(corpus: pd.DataFrame, *, source, target, key: str = "auto")
     (``key``: ``environment`` / ``campaign`` / ``auto``), as before, which then must hold one value of the
     other column per side (or the same several values on both sides).
     """
-    from audits.protocol.context import AuditContext
-
     if isinstance(corpus, AuditContext):  # the shared context: its run table, and the frame it wraps
         table, corpus = corpus.runs, corpus.corpus
     else:
@@ -356,8 +360,6 @@ def run_calibration_audit(
     >>> bool(ci.loc["slope", "ci_low"] < 0.63 < ci.loc["slope", "ci_high"])
     True
     """
-    from audits.protocol.context import audit_context
-
     limits = CalibrationThresholds.coerce(thresholds)
     ctx = audit_context(corpus)  # the shared context's run table (audits.protocol.context)
     families = list(families)  # the options: validated by CalibrationOptions (defaults_from), robust=True as "huber"
@@ -909,8 +911,6 @@ def apply_calibration(
 def _cell_cvs_part(part) -> dict:
     """The repeat CVs of every run's reference cells in one partition (a cell lies in one problem): what
     :func:`audits.corpus.selection.quietness_of` reads for the default pairs."""
-    from audits.corpus.selection import cell_cvs
-
     return cell_cvs(part.corpus)
 
 
@@ -929,8 +929,6 @@ def plan_pairs(ctx, named: Sequence = ()) -> tuple:
     (:func:`audits.corpus.selection.choose_pairs`): the ``named`` ones, else the default pairs, the quietness of
     the runs (where the default pairs need it) from one more read of the partitions (``ctx.map``). One piece per
     pair: ``{"rule", "source", "target", "key", "drift_campaigns"}``; none when there is no pair."""
-    from audits.corpus.selection import choose_pairs, needs_quietness, quietness_of
-
     runs = ctx.runs
     named = [(Run.coerce(s), Run.coerce(t)) for s, t in named]
     if named or not needs_quietness(runs):
@@ -959,8 +957,6 @@ def pair_part(part, piece: dict) -> dict:
     """One partition's (an AuditContext's) cells of both runs of a pair, the source pool and the target's candidate
     cells, and (campaign pairs) the cells of the drift table's campaigns and the environment's campaigns and
     problems."""
-    from stats.calibration import ptau_sides, side_cells
-
     rows = part.corpus
     source, target, key = piece["source"], piece["target"], piece["key"]
     src_mask, tgt_mask = source.run.mask(rows), target.run.mask(rows)
@@ -988,9 +984,6 @@ def pair_part(part, piece: dict) -> dict:
 def _drift_pairings(parts: list, src: RunSummary, campaigns: list) -> dict:
     """:func:`stats.calibration.drift_from_pairings`'s ``sides`` of the source environment: each campaign's cells and
     the anchor's, joined in problem order and paired as :func:`stats.calibration.pair_medians` pairs them."""
-    from audits.protocol.partition import joined
-    from stats.calibration import pair_cells
-
     pairings = {}
     for camp in campaigns:
         sides = [p["drift"][camp] for p in parts]
@@ -1008,9 +1001,6 @@ def combine_pair(parts: list, piece: dict, *, families, robust, calibration_fami
     joined, so the client does not hold them twice through the combine). The options come validated by
     :class:`~audits.checks.declared.calibration.CalibrationOptions` (the registered audit's, or
     :func:`run_calibration_audit`'s keywords): not checked again here."""
-    from audits.protocol.partition import joined
-    from stats.calibration import pair_cells
-
     limits = CalibrationThresholds.coerce(thresholds)
     families = list(families)
     src, tgt, key = piece["source"], piece["target"], piece["key"]

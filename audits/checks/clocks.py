@@ -54,17 +54,32 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy.stats import kendalltau
 
-from audits.checks.declared.clocks import (CONTENTION_FAIL, CONTENTION_MIN_CPU_S, CONTENTION_WARN, ClocksOptions,
-                                           ClocksThresholds)
+from audits.checks.declared.clocks import (
+    CONTENTION_FAIL,
+    CONTENTION_MIN_CPU_S,
+    CONTENTION_WARN,
+    ClocksOptions,
+    ClocksThresholds,
+)
 from audits.corpus.runs import Run
-from audits.protocol.context import reference_rows
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
+from audits.protocol.context import reference_rows
 from audits.protocol.findings import Finding, findings_table, to_jsonable
 from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import first_rows, group_codes
-from stats.reliability import correct_reference_mask
+from stats.discriminability import robust_cv, strong_weak_gap, test_table
+from stats.ranking import percentile_table, problem_scores
+from stats.reliability import (
+    correct_reference_mask,
+    log_duration_icc,
+    per_repeat_scores,
+    rank_drift,
+    repeat_cv,
+    summarize_repeat_cv,
+)
 
 __all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "wall_cpu_ratio", "Contention", "contention",
            "CONTENTION_WARN", "CONTENTION_FAIL", "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values",
@@ -258,9 +273,6 @@ def _figures(run: pd.DataFrame, *, n_boot: int, seed: int, shared=None) -> dict:
     """The five figures of one run under the measure in its ``duration_s`` (``shared``: the run's
     :class:`audits.protocol.context.RunContext` when the measure is the wall time: its repeat cells, test ICCs,
     test table and per-repeat scores, built once for every audit)."""
-    from stats.discriminability import robust_cv, strong_weak_gap, test_table
-    from stats.reliability import log_duration_icc, per_repeat_scores, rank_drift, repeat_cv, summarize_repeat_cv
-
     if shared is None:
         refs = _refs(run)
         cells, icc, scores, tests = repeat_cv(refs), log_duration_icc(refs), per_repeat_scores(run), test_table(run)
@@ -280,8 +292,6 @@ def _figures(run: pd.DataFrame, *, n_boot: int, seed: int, shared=None) -> dict:
 
 
 def _q(run: pd.DataFrame, shared=None) -> pd.DataFrame:
-    from stats.ranking import percentile_table, problem_scores
-
     if shared is not None:  # the run's shared table: its rows without floor rows ranked against its pool
         return problem_scores(shared.cell_percentiles)[["problem", "solution", "q"]]
     real = run.loc[(run["role"] != "floor").to_numpy()] if "role" in run.columns else run
@@ -290,8 +300,6 @@ def _q(run: pd.DataFrame, shared=None) -> pd.DataFrame:
 
 def _agreement(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     """Kendall's tau-b between two measures' q of the solutions of every problem."""
-    from scipy.stats import kendalltau
-
     both = base.merge(other, on=["problem", "solution"], suffixes=("_a", "_b"))
     rows = []
     for problem, group in both.groupby("problem", observed=True, sort=True):

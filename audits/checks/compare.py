@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from audits.checks.declared.compare import CompareOptions
+from audits.checks.declared.compare import CompareOptions, CompareThresholds
 from audits.corpus.runs import Run, runs_of
 from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
@@ -361,7 +361,6 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
     name_b = b if isinstance(b, str) else "listed ids"
     audit = CompareAudit(a=name_a, b=name_b, by=by, confidence=float(confidence), runs=tuple(results),
                          findings=(), skipped_runs=tuple(skipped))
-    from audits.checks.declared.compare import CompareThresholds
 
     limits = CompareThresholds.coerce(thresholds)
     findings = tuple(f for r in results for f in _findings(r, audit.subject, limits))

@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from audits.protocol.context import audit_context
-from audits.corpus.runs import Run, RunSummary, describe_runs, rule_of
-from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
-from audits.checks.reliability import one_result
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
+from audits.checks.reliability import one_result
+from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
+from audits.protocol.context import audit_context
+from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.partition import joined, run_rows
+from stats._groups import column_codes
 from stats.bootstrap import Interval, bootstrap_ci
 from stats.discriminability import (
     StrongWeakGap,
@@ -47,7 +49,6 @@ from stats.discriminability import (
     test_discrimination,
 )
 from stats.ranking import reference_pools
-from stats._groups import column_codes
 from stats.reliability import per_repeat_scores
 
 __all__ = ["DiscriminabilityThresholds", "RunDiscriminability", "DiscriminabilityAudit", "run_discriminability_audit",
@@ -465,8 +466,6 @@ def run_discriminability_audit(
 def plan_runs(ctx, *, environment: str | None = None, campaign: str | None = None, runs=None) -> dict:
     """The plan over a plan context (:mod:`audits.protocol.partition`): the runs covered (in run order), the floors
     of every run and whether the corpus has a ``language`` column (per-language floors exactly then)."""
-    from audits.corpus.runs import covered_runs
-
     return {"runs": covered_runs(ctx.runs, environment=environment, campaign=campaign, explicit=runs),
             "floors": ctx.floors, "has_language": "language" in ctx.columns}
 
@@ -475,8 +474,6 @@ def partition_tables(part, plan: dict, *, floor_s: float | None, thresholds: Dis
                      method: str) -> dict:
     """``{Run: per_problem_tables}`` of every planned run's rows in one partition (an AuditContext; in memory the
     whole corpus, whose run contexts' pools, scores, test table and ICCs every audit shares)."""
-    from audits.protocol.partition import run_rows
-
     out = {}
     for summary in plan["runs"]:
         run_ctx = run_rows(part, summary)
@@ -495,8 +492,6 @@ def combine_parts(parts: list, plan: dict, *, floor_s: float | None, thresholds:
     language counts listed, then :func:`combine_problem_tables`. The options come validated by
     :class:`~audits.checks.declared.discriminability.DiscriminabilityOptions` (the registered audit's, or
     :func:`run_discriminability_audit`'s keywords): not checked again here."""
-    from audits.protocol.partition import joined
-
     per_run = {}
     for summary in plan["runs"]:
         mine = [p.pop(summary.run) for p in parts if summary.run in p]

@@ -19,6 +19,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from audits.checks.clocks import judge_contention, load_values, wall_cpu_values
+from audits.protocol.partition import run_rows
+
 __all__ = ["contention_part", "run_contention"]
 
 _STREAMS = ("ratio", "load")
@@ -38,8 +41,6 @@ def _value(key: int) -> float:
 
 
 def _streams(rows: pd.DataFrame) -> tuple[dict, int]:
-    from audits.checks.clocks import load_values, wall_cpu_values
-
     ratio, n_multi = wall_cpu_values(rows)
     return {"ratio": _keys(ratio), "load": _keys(load_values(rows))}, n_multi
 
@@ -66,8 +67,6 @@ def contention_part(rows: pd.DataFrame) -> dict:
 def _selection_partial(part, summaries: dict, requests: list) -> list:
     """Refinement pass: the answer to every ``(run, stream, bits, prefix, mode)`` request on one partition (an
     AuditContext; ``summaries``: run -> its RunSummary)."""
-    from audits.protocol.partition import run_rows
-
     streams, out = {}, []
     for run, stream, bits, prefix, mode in requests:
         if run not in streams:
@@ -131,8 +130,6 @@ def _exact_medians(ctx, summaries: dict, histograms: dict, *, limit: int) -> dic
 def run_contention(ctx, summaries: dict, parts: dict, thresholds, *, limit: int) -> dict:
     """Every run's :class:`audits.checks.clocks.Contention` (``parts``: run -> its partitions'
     :func:`contention_part`; ``summaries``: run -> RunSummary), the medians selected exactly over ``ctx.map``."""
-    from audits.checks.clocks import judge_contention
-
     histograms = {(run, stream): [p["histograms"][stream] for p in partials]
                   for run, partials in parts.items() for stream in _STREAMS}
     medians = _exact_medians(ctx, summaries, histograms, limit=limit)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
+from audits.checks import aggregation, calibration, clocks, compare, discriminability, reliability, simulation
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
 from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
 from audits.checks.declared.clocks import ClocksOptions, ClocksThresholds
@@ -30,9 +31,12 @@ from audits.checks.declared.compare import CompareOptions, CompareThresholds
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
-from audits.corpus.runs import RunError, covered_runs, rule_of
+from audits.checks.reward_environments import load_reward_environments, shipped_environments_dir
+from audits.corpus.runs import RunError, covered_runs, one_run, rule_of, select_rows
+from audits.corpus.selection import no_pair_reason
 from audits.errors import UserError
 from audits.protocol.audit import Audit, Skip
+from audits.protocol.context import AuditContext
 
 __all__ = ["AUDITS", "EXAMPLE_REWARD_ENVIRONMENTS"]
 
@@ -43,8 +47,6 @@ EXAMPLE_REWARD_ENVIRONMENTS = ("top30", "uniform_timeout", "ranked_worst_p80", "
 
 def example_reward_environments():
     """The shipped example reward environments (found in a checkout or an installed wheel)."""
-    from audits.checks.reward_environments import load_reward_environments, shipped_environments_dir
-
     folder = shipped_environments_dir()
     return load_reward_environments([folder / f"{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS])
 
@@ -69,21 +71,15 @@ class Reliability(Audit):
     report = ("reliability",)
 
     def plan(self, ctx, options):
-        from audits.checks.reliability import plan_runs
-
-        return plan_runs(ctx, environment=options.environment, campaign=options.campaign)
+        return reliability.plan_runs(ctx, environment=options.environment, campaign=options.campaign)
 
     def partition_part(self, part, piece, options, thresholds):
-        from audits.checks.reliability import partition_tables
-
-        return partition_tables(part, piece)
+        return reliability.partition_tables(part, piece)
 
     def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.checks.reliability import combine_parts
-
-        return combine_parts(parts, piece, ctx, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed,
-                             target_reliability=options.target_reliability,
-                             target_precision=options.target_precision, max_pairs=options.max_pairs)
+        return reliability.combine_parts(parts, piece, ctx, thresholds=thresholds, n_boot=options.n_boot,
+                                         seed=options.seed, target_reliability=options.target_reliability,
+                                         target_precision=options.target_precision, max_pairs=options.max_pairs)
 
 
 class Discriminability(Audit):
@@ -98,20 +94,15 @@ class Discriminability(Audit):
     report = ("discriminability",)
 
     def plan(self, ctx, options):
-        from audits.checks.discriminability import plan_runs
-
-        return plan_runs(ctx, environment=options.environment, campaign=options.campaign)
+        return discriminability.plan_runs(ctx, environment=options.environment, campaign=options.campaign)
 
     def partition_part(self, part, piece, options, thresholds):
-        from audits.checks.discriminability import partition_tables
-
-        return partition_tables(part, piece, floor_s=options.floor_s, thresholds=thresholds, method=options.method)
+        return discriminability.partition_tables(part, piece, floor_s=options.floor_s, thresholds=thresholds,
+                                                 method=options.method)
 
     def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.checks.discriminability import combine_parts
-
-        return combine_parts(parts, piece, floor_s=options.floor_s, thresholds=thresholds, method=options.method,
-                             n_boot=options.n_boot, seed=options.seed)
+        return discriminability.combine_parts(parts, piece, floor_s=options.floor_s, thresholds=thresholds,
+                                              method=options.method, n_boot=options.n_boot, seed=options.seed)
 
 
 class Calibration(Audit):
@@ -131,16 +122,12 @@ class Calibration(Audit):
     report = ("pairs",)
 
     def plan(self, ctx, options):
-        from audits.checks.calibration import plan_pairs
-        from audits.corpus.selection import no_pair_reason
-        from audits.protocol.context import AuditContext
-
         if any(isinstance(side, str) for pair in options.pairs for side in pair):
             if not isinstance(ctx, AuditContext):
                 raise UserError("a calibration on Dask names its two runs (environment and campaign each), not two "
                                 "values of one column")
             return tuple(options.pairs)  # names of a column's values (--source/--target), resolved with ``key``
-        pieces = plan_pairs(ctx, options.pairs)
+        pieces = calibration.plan_pairs(ctx, options.pairs)
         if not pieces:
             raise Skip(no_pair_reason(ctx.runs))
         return pieces
@@ -150,36 +137,31 @@ class Calibration(Audit):
 
     def partition_part(self, part, piece, options, thresholds):
         if isinstance(piece, dict):
-            from audits.checks.calibration import pair_part
-
-            return pair_part(part, piece)
+            return calibration.pair_part(part, piece)
         return self._by_values(part, piece, options, thresholds)  # in memory: ``part`` is the whole corpus
 
     def combine(self, parts, piece, options, thresholds, ctx):
         if not isinstance(piece, dict):
             (result,) = parts
             return result
-        from audits.checks.calibration import combine_pair
-
-        return combine_pair(parts, piece, families=options.families, robust=options.robust,
-                            calibration_family=options.calibration_family, variance_ratio=options.variance_ratio,
-                            taus=options.taus, n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
-                            level=options.level, seed=options.seed, thresholds=thresholds)
+        return calibration.combine_pair(parts, piece, families=options.families, robust=options.robust,
+                                        calibration_family=options.calibration_family,
+                                        variance_ratio=options.variance_ratio, taus=options.taus,
+                                        n_boot=options.n_boot, n_boot_rank=options.n_boot_rank, level=options.level,
+                                        seed=options.seed, thresholds=thresholds)
 
     def assemble(self, results, plan):
         return tuple(results)
 
     @staticmethod
     def _by_values(ctx, pair, options, thresholds):
-        from audits.checks.calibration import run_calibration_audit
-
         source, target = pair
-        result = run_calibration_audit(ctx, source=source, target=target, key=options.key,
-                                       families=options.families, robust=options.robust,
-                                       calibration_family=options.calibration_family,
-                                       variance_ratio=options.variance_ratio, taus=options.taus,
-                                       n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
-                                       level=options.level, seed=options.seed, thresholds=thresholds)
+        result = calibration.run_calibration_audit(ctx, source=source, target=target, key=options.key,
+                                                   families=options.families, robust=options.robust,
+                                                   calibration_family=options.calibration_family,
+                                                   variance_ratio=options.variance_ratio, taus=options.taus,
+                                                   n_boot=options.n_boot, n_boot_rank=options.n_boot_rank,
+                                                   level=options.level, seed=options.seed, thresholds=thresholds)
         return replace(result, pair_rule="named")
 
     def findings(self, result) -> tuple:
@@ -205,25 +187,17 @@ class Aggregation(Audit):
     report = ("aggregation",)
 
     def facts_part(self, part, options):
-        from audits.checks.aggregation import repeat_values_part
-
-        return repeat_values_part(part)
+        return aggregation.repeat_values_part(part)
 
     def plan(self, ctx, options):
-        from audits.checks.aggregation import plan_runs
-
-        return plan_runs(ctx, ctx.facts(self, options), environment=options.environment, campaign=options.campaign,
-                         floor_s=options.floor_s)
+        return aggregation.plan_runs(ctx, ctx.facts(self, options), environment=options.environment,
+                                     campaign=options.campaign, floor_s=options.floor_s)
 
     def partition_part(self, part, piece, options, thresholds):
-        from audits.checks.aggregation import partition_values
-
-        return partition_values(part, piece, names=options.names)
+        return aggregation.partition_values(part, piece, names=options.names)
 
     def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.checks.aggregation import combine_parts
-
-        return combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
+        return aggregation.combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
 
 
 class Simulation(Audit):
@@ -241,39 +215,31 @@ class Simulation(Audit):
     @staticmethod
     def _environments(options) -> list:
         """The reward environments simulated: the options', else the shipped examples (checked)."""
-        from audits.checks.simulation import _reward_environment_list
-
         environments = options.reward_environments
-        return _reward_environment_list(example_reward_environments() if environments is None else environments, None)
+        return simulation._reward_environment_list(
+            example_reward_environments() if environments is None else environments, None)
 
     def facts_part(self, part, options):
-        from audits.checks.simulation import fact_columns, facts_part
-
-        return facts_part(part, fact_columns(self._environments(options)), options.include_incorrect)
+        return simulation.facts_part(part, simulation.fact_columns(self._environments(options)),
+                                     options.include_incorrect)
 
     def plan(self, ctx, options):
-        from audits.checks.simulation import plan_run
-
         try:
-            return plan_run(ctx, ctx.facts(self, options), self._environments(options),
-                            environment=options.environment, campaign=options.campaign,
-                            group_sizes=tuple(options.group_sizes), n_bins=options.n_bins,
-                            quality_distribution=options.quality_distribution,
-                            include_incorrect=options.include_incorrect)
+            return simulation.plan_run(ctx, ctx.facts(self, options), self._environments(options),
+                                       environment=options.environment, campaign=options.campaign,
+                                       group_sizes=tuple(options.group_sizes), n_bins=options.n_bins,
+                                       quality_distribution=options.quality_distribution,
+                                       include_incorrect=options.include_incorrect)
         except RunError as exc:
             if options.environment is not None or options.campaign is not None:
                 raise
             raise Skip(f"{exc}".splitlines()[0]) from exc
 
     def partition_part(self, part, piece, options, thresholds):
-        from audits.checks.simulation import partition_part
-
-        return partition_part(part, piece)
+        return simulation.partition_part(part, piece)
 
     def combine(self, parts, piece, options, thresholds, ctx):
-        from audits.checks.simulation import combine_parts
-
-        return combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
+        return simulation.combine_parts(parts, piece, thresholds=thresholds, n_boot=options.n_boot, seed=options.seed)
 
 
 class Clocks(_EveryRun):
@@ -285,22 +251,17 @@ class Clocks(_EveryRun):
     dask = "the clocks audit re-runs the figures once per measure column; on Dask it has no per-problem split yet"
 
     def compute(self, ctx, units, options, thresholds):
-        from audits.checks.clocks import run_clocks_audit
-        from audits.corpus.runs import select_rows
-
         corpus = ctx.corpus
         if len(units) != len(ctx.runs):
             corpus = select_rows(corpus, [u.run for u in units])
         reference = None
         if options.reference_environment is not None or options.reference_campaign is not None:
-            from audits.corpus.runs import one_run
-
             reference = one_run(ctx.runs, environment=options.reference_environment,
                                 campaign=options.reference_campaign).run
-        result = run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
-                                  source=options.source, reference=reference,
-                                  reference_measure=options.reference_measure,
-                                  thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
+        result = clocks.run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
+                                         source=options.source, reference=reference,
+                                         reference_measure=options.reference_measure,
+                                         thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
         return replace(result, run_rule=rule_of(units))
 
 
@@ -318,15 +279,11 @@ class Compare(_EveryRun):
             "no per-problem split yet")
 
     def compute(self, ctx, units, options, thresholds):
-        from audits.checks.compare import run_compare_audit
-        from audits.corpus.runs import select_rows
-        from audits.errors import UserError
-
         corpus = ctx.corpus if len(units) == len(ctx.runs) else select_rows(ctx.corpus, [u.run for u in units])
         try:
-            result = run_compare_audit(corpus, a=options.a, b=options.b, by=options.by,
-                                       confidence=options.confidence, n_boot=options.n_boot, seed=options.seed,
-                                       source=options.source, thresholds=thresholds)
+            result = compare.run_compare_audit(corpus, a=options.a, b=options.b, by=options.by,
+                                               confidence=options.confidence, n_boot=options.n_boot,
+                                               seed=options.seed, source=options.source, thresholds=thresholds)
         except UserError as exc:  # the sets name nothing here, or no run holds both: the reason, as a skip
             raise Skip(str(exc).replace("\n  -> ", "; ")) from exc
         return replace(result, run_rule=rule_of(units))

@@ -39,10 +39,13 @@ import pandas as pd
 
 from audits.checks.clocks import Contention
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
-from audits.protocol.params import DEFAULT, defaults_from
-from audits.protocol.context import audit_context, reference_rows as _reference_rows
+from audits.checks.median_selection import contention_part, run_contention
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
+from audits.protocol.context import audit_context
+from audits.protocol.context import reference_rows as _reference_rows
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
+from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.partition import joined, run_rows
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.reliability import (
@@ -50,6 +53,8 @@ from stats.reliability import (
     PairSignificance,
     RankDrift,
     VarianceComponents,
+    benchmark_checks,
+    d2_constant,
     log_duration_icc,
     pairwise_significance,
     per_repeat_scores,
@@ -58,9 +63,7 @@ from stats.reliability import (
     repeat_cv,
     repeats_for_precision,
     repeats_for_reliability,
-    d2_constant,
     summarize_repeat_cv,
-    benchmark_checks,
     variance_from_partials,
     variance_partials,
 )
@@ -640,9 +643,6 @@ def partition_tables(part, plan: tuple) -> dict:
     """``{Run: per_problem_tables + its contention part}`` of every planned run's rows in one partition (an
     AuditContext; in memory the whole corpus, whose run contexts' reference rows, cells, ICCs and scores every
     audit shares)."""
-    from audits.checks.median_selection import contention_part
-    from audits.protocol.partition import run_rows
-
     out = {}
     for summary in plan:
         run_ctx = run_rows(part, summary)
@@ -655,8 +655,6 @@ def partition_tables(part, plan: tuple) -> dict:
 def _joined_tables(parts: list[dict]) -> dict:
     """One run's tables of every partition, joined in problem order (:func:`audits.protocol.partition.joined`);
     each partition's table is taken out of ``parts`` as it is joined, so that the client holds one copy of it."""
-    from audits.protocol.partition import joined
-
     tables = {name: joined([p.pop(name) for p in parts]) for name in _TABLES}
     tables["process_tally"] = [p["process_tally"] for p in parts]
     nested = [p["process_cells"] for p in parts if p.get("process_cells") is not None]
@@ -671,8 +669,6 @@ def combine_parts(parts: list, plan: tuple, ctx, *, thresholds: ReliabilityThres
     then :func:`combine_problem_tables` and the findings. The options come validated by
     :class:`~audits.checks.declared.reliability.ReliabilityOptions` (the registered audit's, or
     :func:`run_reliability_audit`'s keywords): not checked again here."""
-    from audits.checks.median_selection import run_contention
-
     thresholds = ReliabilityThresholds.coerce(thresholds)
     summaries = {s.run: s for s in plan}
     contention = run_contention(ctx, summaries, {s.run: [p[s.run].pop("contention") for p in parts if s.run in p]

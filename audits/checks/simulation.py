@@ -15,20 +15,42 @@ the ``reward_environment`` column of the tables here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from audits.protocol.context import AuditContext, audit_context
-from audits.corpus.runs import Runs, RunSummary, one_run
-from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
+from audits.corpus.runs import Runs, RunSummary, one_run, run_codes
+from audits.protocol.context import AuditContext, audit_context
+from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.partition import run_rows
+from stats._groups import first_rows, group_codes, label_mask
 from stats.bootstrap import check_n_boot
-from stats.rewards import RewardEnvironment, apply_environment, base_percentiles, p_tau
-from stats.simulator import DegeneracyThresholds, SimulationResult, rank_environments, repeat_quality
+from stats.noise import fit_noise, noise_aware_p_tau, noise_aware_scores
+from stats.rewards import (
+    RewardEnvironment,
+    ScoringBase,
+    _filter_tests,
+    apply_environment,
+    base_percentiles,
+    environment_rewards,
+    p_tau,
+    row_lookup,
+)
+from stats.simulator import (
+    DegeneracyThresholds,
+    SimulationResult,
+    _group_sizes,
+    check_unique_names,
+    combine_simulation,
+    rank_environments,
+    repeat_quality,
+    simulate_problems,
+)
 
 __all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
            "fact_columns", "facts_part",
@@ -361,9 +383,6 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
     :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
     table), which of ``columns`` hold a value, and whether it has correct reference rows."""
-    from audits.corpus.runs import run_codes
-    from stats._groups import first_rows, group_codes, label_mask
-
     part = part.corpus
     if len(part) == 0:
         return {}
@@ -406,9 +425,6 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
     partition's :func:`facts_part`: ``{"run", "usable", "left_out", "sizes", "headline", "repeats",
     "floor_durations", "stream_start", "options"}``. Raises the audit's errors (no run to choose, no reference
     rows, no usable reward environment, ...)."""
-    from stats._groups import label_mask
-    from stats.simulator import _group_sizes, check_unique_names
-
     sizes, headline = _group_sizes(group_sizes, None, n_bins)
     run = choose_run(ctx.runs, environment=environment, campaign=campaign)
     mine = [f[run.run] for f in facts if run.run in f]
@@ -445,10 +461,6 @@ def _filter_as_in_the_run(env, rows: pd.DataFrame):
     optimization tests all lack a size would raise on its own: there the key keeps every test, exactly what it
     does to those tests in the whole run, so it is dropped for this partition.
     """
-    import dataclasses
-
-    from stats._groups import label_mask
-
     if env.pre.max_input_chars is None:
         return env
     if "test_kind" in rows.columns:
@@ -462,10 +474,6 @@ def partition_part(part, plan: dict) -> list | None:
     """:func:`stats.simulator.simulate_problems` of one partition's problems of the planned run (an AuditContext;
     in memory the whole corpus, whose run context's pool and per-repeat percentiles every audit shares), one per
     usable reward environment; None when the partition holds none of the run's (non-floor) rows."""
-    from audits.protocol.partition import run_rows
-    from stats.rewards import ScoringBase
-    from stats.simulator import simulate_problems
-
     run_ctx = run_rows(part, plan["run"])
     if run_ctx is None:
         return None
@@ -490,8 +498,6 @@ def combine_parts(parts: list, plan: dict, *, thresholds, n_boot: int, seed: int
     group statistics, verdict), then :func:`combine_simulation_results`. The options come validated by
     :class:`~audits.checks.declared.simulation.SimulationOptions` (the registered audit's, or
     :func:`run_simulation_audit`'s keywords): not checked again here."""
-    from stats.simulator import combine_simulation
-
     th = SimulationThresholds.coerce(thresholds)
     parts = [p for p in parts if p is not None]
     results = [combine_simulation([p[j] for p in parts], env, group_sizes=plan["sizes"],
@@ -505,8 +511,6 @@ def combine_parts(parts: list, plan: dict, *, thresholds, n_boot: int, seed: int
 def _check_sizes(reward_environments) -> None:
     """The simulation's error for ``pre.max_input_chars`` on a run whose optimization tests all lack an input size
     (``stats.rewards._filter_tests`` raises it; called on one such test, so that the message is the same)."""
-    from stats.rewards import _filter_tests
-
     tests = pd.DataFrame({"test_kind": ["optimization"], "reference_median_s": [np.nan], "input_bytes": [np.nan]})
     for env in reward_environments:
         _filter_tests(tests, env.pre)
@@ -675,7 +679,6 @@ def score_candidates(
                          "choose another --environment / --campaign")
     outcome = apply_environment(runs, env, per_repeat=False, roles=("candidate",))
     samples = outcome.scores.copy()
-    from stats.rewards import environment_rewards
 
     samples["reward"] = environment_rewards(samples, env.reward)
     table = p_tau(samples, taus=taus, k=k, n_boot=n_boot, seed=seed)
@@ -705,9 +708,6 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
     samples with :data:`NOISE_COLUMNS`, the p_tau table with ``noise_aware,
     noise_ci_low, noise_ci_high``, and why they are n/a (else None).
     """
-    from stats.noise import fit_noise, noise_aware_p_tau, noise_aware_scores
-    from stats.rewards import row_lookup
-
     samples = samples.copy()
     reason = None
     if env.post.aggregator != "mean_pct":

@@ -19,6 +19,7 @@ __all__ = ["AggregationThresholds", "AggregationOptions"]
 
 
 def _aggregators():
+    # deferred: numpy, pandas stay out of `speedaudit --help`, which reads this module (registry.declared)
     from stats.aggregation import AGGREGATORS
 
     return tuple(AGGREGATORS)

@@ -34,6 +34,7 @@ SimulationThresholds = dataclasses.make_dataclass(
 
 
 def _reward_environment() -> type:
+    # deferred: numpy, pandas stay out of `speedaudit --help`, which reads this module (registry.declared)
     from stats.rewards import RewardEnvironment
 
     return RewardEnvironment
