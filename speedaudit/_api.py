@@ -41,13 +41,29 @@ def run_audit(name: str, corpus, /, **options):
     return getattr(module, f"run_{name}_audit")(corpus, **options)
 
 
-def run_all(corpus, /, **options):
+def run_all(corpus, /, *, save: str | os.PathLike | None = None, **options):
     """Every audit once on one shared run context (``speedaudit audit all``):
-    :func:`audits.engine.whole_audit.run_whole_audit`, which takes the options."""
-    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
-    from audits.engine.whole_audit import run_whole_audit
+    :func:`audits.engine.whole_audit.run_whole_audit`, which takes the options.
 
-    return run_whole_audit(corpus, **options)
+    ``save``: also write the whole audit where :func:`render_report` (``results=``) and
+    ``speedaudit report --results FILE`` render it from without recomputing, the file
+    ``speedaudit audit all CORPUS --json FILE`` writes (:func:`audits.report.results.save_audit_all`, the one
+    writer of both). ``corpus`` is then a DataFrame, or the path of a corpus file, which the report names.
+    """
+    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
+    from audits.corpus.io import load_corpus
+    from audits.engine.whole_audit import legacy_options, run_whole_audit
+    from audits.report.results import save_audit_all
+
+    files = [corpus] if isinstance(corpus, (str, os.PathLike)) else []
+    rows = load_corpus(corpus) if files else corpus
+    whole = run_whole_audit(rows, **options)
+    if save is not None:
+        keywords = {k: v for k, v in options.items() if k not in ("audits", "profile", "thresholds", "timings")}
+        resolved = legacy_options(names=options.get("audits"), **keywords)
+        save_audit_all(whole, rows, save, options=resolved, corpora=files,
+                       reward_environment_files=None if "reward_environments" not in options else [])
+    return whole
 
 
 def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | None = None, /, *,
@@ -55,8 +71,8 @@ def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | Non
     """Render the report pages and their index into ``out_dir`` (``speedaudit report``) and return the
     :class:`audits.report.render.ReportIndex`.
 
-    ``corpora`` is one corpus file or several; ``results`` a file written by :func:`speedaudit.dump_results`
-    (or ``speedaudit audit all --json``), from which the pages render without recomputing any audit.
+    ``corpora`` is one corpus file or several; ``results`` a file written by :func:`run_all` (``save=``) or
+    ``speedaudit audit all --json``, from which the pages render without recomputing any audit.
     Other options: :func:`audits.report.render.render_reports` (``audits``, ``parameters``, ``show_code``,
     ``progress``).
     """

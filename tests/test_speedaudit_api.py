@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -50,3 +51,19 @@ def test_run_audit_by_name_is_the_audit_function():
     for name in speedaudit.AUDITS:  # each audit the API names exists under the one naming rule
         module = __import__(f"audits.checks.{name}", fromlist=["x"])
         assert callable(getattr(module, f"run_{name}_audit")), name
+
+
+def test_run_all_saves_what_audit_all_json_writes(tmp_path):
+    """``run_all(..., save=FILE)`` and ``speedaudit audit all --json FILE`` write the same document (one writer,
+    :func:`audits.report.results.save_audit_all`), so the report renders from either; a non-default option
+    (n_boot, seed) reaches both files the same way."""
+    corpus = str(ROOT / "fixtures" / "corpora" / "quiet-a.parquet")
+    subprocess.run([sys.executable, "-m", "speedaudit", "audit", "all", corpus, "--n-boot", "40", "--seed", "3",
+                    "--json", str(tmp_path / "cli.json")], capture_output=True, text=True, cwd=tmp_path, check=True)
+    whole = speedaudit.run_all(corpus, n_boot=40, seed=3, save=tmp_path / "api.json")
+    cli = json.loads((tmp_path / "cli.json").read_text())
+    api = json.loads((tmp_path / "api.json").read_text())
+    assert api == cli
+    assert api["meta"]["saved"] and api["meta"]["parameters"]["n_boot"] == 40 and api["meta"]["parameters"]["seed"] == 3
+    again = speedaudit.load_results(tmp_path / "api.json")
+    assert [f.to_dict() for f in again["reliability"].findings] == [f.to_dict() for f in whole.reliability.findings]

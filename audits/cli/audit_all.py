@@ -91,26 +91,14 @@ def _audit(args: argparse.Namespace) -> int:
 
 def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict | None = None) -> None:
     """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
-    versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_whole_audit`)."""
+    versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_audit_all`)."""
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.report.results import save_whole_audit
+    from audits.report.results import save_audit_all
 
-    if args.reward_env or args.grid:
-        files = [*(args.reward_env or []), *(args.grid or [])]
-    else:
-        # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-        from audits.checks.registered import EXAMPLE_REWARD_ENVIRONMENTS
-
-        files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
-    shared = options["reliability"]  # the shared options as every audit that declares them received them
-    path = save_whole_audit(whole, corpus, args.json, corpora=[args.corpus], n_boot=shared.n_boot, seed=shared.seed,
-                            campaign=shared.campaign, environment=shared.environment,
-                            floor_s=options["discriminability"].floor_s,
-                            reward_environment_files=files, compare_options=options.get("compare"),
-                            extra=whole.to_dict() if extra is None else extra)
+    files = [*(args.reward_env or []), *(args.grid or [])] or None
+    path = save_audit_all(whole, corpus, args.json, options=options, corpora=[args.corpus],
+                          reward_environment_files=files, extra=extra)
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
-
-
 
 
 def _partitioned(args: argparse.Namespace) -> bool:

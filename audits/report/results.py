@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from audits.checks.registered import EXAMPLE_REWARD_ENVIRONMENTS
 from audits.checks.reward_environments import load_reward_environments
 from audits.corpus.counts import corpus_counts
 from audits.corpus.runs import runs_of
@@ -335,3 +336,28 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     meta = {"saved": True, "source": "speedaudit audit all", "corpora": corpora, "parameters": page,
             "skipped": dict(whole.skipped)}
     return dump_results(results, path, parameters=parameters, meta=meta, extra=extra)
+
+
+def save_audit_all(whole, corpus, path: str | os.PathLike, *, options: Mapping[str, object], corpora=(),
+                   reward_environment_files=None, extra=None) -> Path:
+    """Write a whole audit as ``speedaudit audit all --json`` does, from the validated Options it ran with
+    (``{audit name: Options}``, :func:`audits.protocol.params.resolve_options`): the one place both that command
+    and :func:`speedaudit.run_all` (``save=``) turn options into :func:`save_whole_audit`'s parameters.
+
+    ``reward_environment_files``: the files the simulation read (default: the shipped examples it reads when
+    none is given). ``extra``: top-level keys beside the results (default: every audit's plain JSON,
+    ``whole.to_dict()``).
+    """
+    if reward_environment_files is None:
+        reward_environment_files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
+
+    def shared(name):  # a shared option as the audits that declare it received it (one value: one declaration)
+        return next((getattr(o, name) for o in options.values() if hasattr(o, name)), None)
+
+    discriminability = options.get("discriminability")
+    return save_whole_audit(whole, corpus, path, corpora=list(corpora), n_boot=shared("n_boot"),
+                            seed=shared("seed"), campaign=shared("campaign"), environment=shared("environment"),
+                            floor_s=None if discriminability is None else discriminability.floor_s,
+                            reward_environment_files=reward_environment_files,
+                            compare_options=options.get("compare"),
+                            extra=whole.to_dict() if extra is None else extra)
