@@ -36,6 +36,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 
+from audits.checks import registered
+from audits.corpus.runs import Run
 from audits.protocol import registry
 from audits.protocol.audit import Skip
 from audits.protocol.context import AuditContext, audit_context
@@ -49,8 +51,6 @@ AUDITS = registry.names()
 
 def __getattr__(name):  # the shipped examples live with the simulation audit (audits.checks.registered)
     if name in ("EXAMPLE_REWARD_ENVIRONMENTS", "example_reward_environments", "_example_reward_environments"):
-        from audits.checks import registered
-
         return getattr(registered, name.lstrip("_"))
     raise AttributeError(name)
 
@@ -222,8 +222,6 @@ def run_whole_audit(corpus, *, audits: Sequence[str] | None = None, profile: str
 
 def _run_names(run) -> dict:
     """``{"environment": ..., "campaign": ...}`` of a Run or an (environment, campaign) pair (halves may be None)."""
-    from audits.corpus.runs import Run
-
     if isinstance(run, (tuple, list)) and None in tuple(run):
         environment, campaign = run
         return {"environment": environment, "campaign": campaign}

@@ -13,8 +13,10 @@ import pandas as pd
 
 from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
+from audits.corpus.runs import Run, Runs, RunSummary, _timestamps
 from audits.errors import UserError
 from audits.protocol.partition import concat_tables
+from stats._groups import group_codes, label_mask
 
 __all__ = ["dask_client", "partition_runs"]
 
@@ -27,6 +29,7 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
 
     The client process's freed large arrays are given back to the system from here on
     (:func:`return_freed_arrays`): the combines hold one audit's tables after another."""
+    # deferred: distributed, the optional Dask engine's library (in memory, the audits never load it)
     from distributed import Client, LocalCluster
 
     return_freed_arrays()
@@ -43,6 +46,7 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
         finally:
             client.close()
         return
+    # deferred: dask, the optional Dask engine's library (in memory, the audits never load it)
     import dask
 
     # Dask's statistical profiler samples the task thread's stack every 10 ms; on the audits' pandas-heavy
@@ -116,8 +120,6 @@ def _summary_partial(path: str, index: int) -> dict:
 
 
 def _summary_of(part: pd.DataFrame) -> dict:
-    from stats._groups import group_codes, label_mask
-
     floor = label_mask(part["role"], "floor") if "role" in part.columns else np.zeros(len(part), dtype=bool)
     floor_rows = part.loc[floor].reset_index(drop=True)
     rows = part.loc[~floor]
@@ -135,8 +137,6 @@ def _summary_of(part: pd.DataFrame) -> dict:
     run_problem = np.unique(run_code * n_prob + prob)
     stamps = None
     if "timestamp" in rows.columns:
-        from audits.corpus.runs import _timestamps
-
         parsed = _timestamps(rows["timestamp"])
         stamps = (parsed.notna().to_numpy(), parsed)
     envs = rows["environment"].astype(str).to_numpy()
@@ -194,8 +194,6 @@ def partition_runs(partials: Sequence[dict]):
     """:class:`audits.corpus.runs.Runs` of the whole dataset from :func:`_summary_partial` results (equal to
     :func:`audits.corpus.runs.runs_of` of the loaded dataset: sums, the mode of the summed repeat histogram
     (ties to the smaller), the earliest timestamp; runs in name order, or by timestamp when every run has one)."""
-    from audits.corpus.runs import Run, Runs, RunSummary
-
     total: dict = {}
     for partial in partials:
         for name, e in partial["runs"].items():

@@ -11,7 +11,12 @@ from audits.checks.declared.calibration import CalibrationOptions
 from audits.checks.declared.discriminability import DiscriminabilityOptions
 from audits.checks.declared.reliability import ReliabilityOptions
 from audits.checks.declared.simulation import SimulationOptions
+from audits.checks.simulation import _reward_environment_list
 from audits.corpus.dataset import CorpusDataset
+from audits.corpus.runs import Run
+from audits.engine.partitioned.whole import run_partitioned_audits
+from audits.errors import UserError
+from audits.protocol.audit import Skip
 from audits.protocol.params import DEFAULT, defaults_from
 
 __all__ = ["run_partitioned_aggregation", "run_partitioned_calibration", "run_partitioned_discriminability",
@@ -19,10 +24,6 @@ __all__ = ["run_partitioned_aggregation", "run_partitioned_calibration", "run_pa
 
 
 def _one(name: str, dataset, options: dict, *, thresholds, client, scheduler, n_workers, **engine):
-    from audits.engine.partitioned.whole import run_partitioned_audits
-
-    from audits.protocol.audit import Skip
-
     try:
         whole = run_partitioned_audits(dataset, [name], options={name: options}, thresholds={name: thresholds},
                                        client=client, scheduler=scheduler, n_workers=n_workers,
@@ -161,8 +162,6 @@ def run_partitioned_simulation(
     >>> env = RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}})
     >>> run_partitioned_simulation("corpus.dataset", reward_environments=[env]).ranking  # doctest: +SKIP
     """
-    from audits.checks.simulation import _reward_environment_list
-
     return _one("simulation", dataset, {
         "reward_environments": tuple(_reward_environment_list(reward_environments, environments)),
         "environment": environment, "campaign": campaign, "group_sizes": tuple(group_sizes), "seed": seed,
@@ -198,9 +197,6 @@ def run_partitioned_calibration(
     takes its declared default, the field of :class:`~audits.checks.declared.calibration.CalibrationOptions`
     (as in memory); ``families=None`` is that default too.
     """
-    from audits.corpus.runs import Run
-    from audits.errors import UserError
-
     if not all(isinstance(side, (Run, tuple, list)) for side in (source, target)):
         raise UserError("a calibration on Dask names its two runs (environment and campaign each)")
     (result,) = _one("calibration", dataset, {  # the options as defaults_from validated them (robust=True: "huber")

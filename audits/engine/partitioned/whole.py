@@ -29,17 +29,24 @@ of a corpus without a named or default pair, the simulation when it cannot choos
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
 import pandas as pd
 
+from audits.corpus.counts import CorpusCounts, corpus_counts
 from audits.corpus.dataset import CorpusDataset, open_dataset
 from audits.corpus.runs import Run
-
 from audits.engine.partitioned._common import _concat, _summary_of, dask_client, partition_runs
+from audits.engine.whole_audit import WholeAudit, _run_names, legacy_options
+from audits.protocol import registry
+from audits.protocol.audit import Skip
+from audits.protocol.context import AuditContext
+from stats.discriminability import sandbox_floor
 
 __all__ = ["run_partitioned_audits", "run_partitioned_whole_audit"]
 
@@ -54,8 +61,6 @@ GROUP_ROWS = 1_000_000
 def _groups(ds: CorpusDataset, n_workers: int) -> list[tuple[int, ...]]:
     """Consecutive partitions in groups of at most :data:`GROUP_ROWS` rows (on average), at least one group
     per worker when there are enough partitions."""
-    import math
-
     n = ds.n_partitions
     per_part = max(1.0, ds.rows / max(n, 1))
     size = max(1, min(math.ceil(n / max(n_workers, 1)), int(GROUP_ROWS // per_part)))
@@ -88,8 +93,6 @@ class DatasetContext:
     @cached_property
     def floors(self) -> pd.DataFrame:
         """:func:`stats.discriminability.sandbox_floor` of the dataset's gathered floor rows."""
-        from stats.discriminability import sandbox_floor
-
         return sandbox_floor(self.floor_rows)
 
     def facts(self, audit, options) -> list:
@@ -98,8 +101,6 @@ class DatasetContext:
     def map(self, function, *args) -> list:
         """``function(AuditContext of the group's rows, *args)`` of every group, in order; the task is named after the
         function (``function.__name__``), its time added to the ``rereads`` timing."""
-        import uuid
-
         t0 = time.perf_counter()
         cl, path = self._cl, str(self._ds.path)
         futures = [cl.submit(_mapped, path, g, function, args, key=f"{function.__name__}-{uuid.uuid4().hex}",
@@ -112,18 +113,12 @@ class DatasetContext:
 
 
 def _mapped(path: str, indices: tuple, function, args: tuple):
-    from audits.protocol.context import AuditContext
-
     return function(AuditContext(_read(path, indices)), *args)
 
 
 def _first_pass(path: str, indices: tuple, facts: dict) -> dict:
     """Pass 1 of every audit on some partitions, each read once: the run-summary partials and floor rows, the
     corpus counts and each audit's :meth:`~audits.protocol.audit.Audit.facts_part` (``facts``: name -> options)."""
-    from audits.corpus.counts import corpus_counts
-    from audits.protocol import registry
-    from audits.protocol.context import AuditContext
-
     part = _read(path, indices)
     ctx = AuditContext(part)
     return {"summary": _summary_of(part), "counts": corpus_counts(part),
@@ -134,9 +129,6 @@ def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
     """Every audit's per-problem part of some partitions, each read once (``spec``: name -> (pieces, options,
     thresholds)): ``{name: [part of each piece]}``, the partitions' rows shared by every audit's part (one
     :class:`~audits.protocol.context.AuditContext`: its run contexts' pools and scores built once)."""
-    from audits.protocol import registry
-    from audits.protocol.context import AuditContext
-
     part = AuditContext(_read(path, indices))
     return {name: [registry.get(name).partition_part(part, piece, options, thresholds) for piece in pieces]
             for name, (pieces, options, thresholds) in spec.items()}
@@ -154,6 +146,7 @@ def _second_pass_pieces(cl, futures: list, counts: dict) -> dict:
     The whole results are released once split, so each audit's parts can be gathered and dropped on their own
     (:func:`_take`): the client holds one audit's per-problem tables at a time, not every audit's at once
     (issue 26: gathering them all peaked the client at 8.7 GB at 10^8 executions)."""
+    # deferred: distributed, the optional Dask engine's library (in memory, the audits never load it)
     from distributed import wait
 
     pieces = {(name, j): [cl.submit(_piece, f, name, j, pure=False) for f in futures]
@@ -188,11 +181,6 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
     Returns an :class:`audits.engine.whole_audit.WholeAudit`; an audit whose plan skips is listed with the reason
     (``raise_skips``: the :class:`~audits.protocol.audit.Skip` is raised instead).
     """
-    from audits.corpus.counts import CorpusCounts
-    from audits.engine.whole_audit import WholeAudit
-    from audits.protocol import registry
-    from audits.protocol.audit import Skip
-
     chosen = [n for n in registry.names() if (names is None or n in set(names))]
     for n in chosen:
         if registry.get(n).dask is not None:
@@ -313,9 +301,6 @@ def run_partitioned_whole_audit(
     >>> whole = run_partitioned_whole_audit("corpus.dataset", pairs=[(("quiet", "c0"), ("quiet", "c1"))])  # doctest: +SKIP
     >>> whole.to_dict()["calibration"][0]["best_family"]                                            # doctest: +SKIP
     """
-    from audits.engine.whole_audit import _run_names, legacy_options
-    from audits.protocol import registry
-
     # every option and default from the registry's declarations (audits.checks.declared), as in memory
     audit_names = [n for n in registry.names() if registry.get(n).dask is None]
     if options is None:
