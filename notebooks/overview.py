@@ -100,6 +100,7 @@ verdicts = {
     **narrative.calibration_verdicts(calibrations),
     "aggregation": aggregation.findings,
     "reward simulation": simulation.findings,
+    "choice of clock": clocks.findings,
     "paired comparison": compare_findings(comparison),
 }
 narrative.show_verdicts(verdicts)
@@ -130,6 +131,9 @@ narrative.show_findings(aggregation.findings, audit="aggregation", title="Aggreg
 
 # %%
 narrative.show_findings(simulation.findings, audit="simulation", title="Reward environments")
+
+# %%
+narrative.show_findings(clocks.findings, audit="clocks", title="Choice of clock")
 
 # %%
 show_compare_findings(comparison)

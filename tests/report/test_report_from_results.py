@@ -54,6 +54,7 @@ def test_report_from_saved_results_computes_nothing(saved, tmp_path, counting): 
         found = [f for one in value for f in one.findings] if audit == "pairs" else value.findings  # every pair
         shown = {(f.metric, f.level, f.environment, f.campaign) for f in found}
         assert shown and shown <= page[name], (name, audit)
+        assert shown <= page["overview"], ("overview", audit)  # the overview's verdicts hold every audit's, clocks too
     overview = (tmp_path / "out" / "overview.html").read_text(encoding="utf-8")
     assert "clocks is not in the saved results" not in overview  # every audit of audit all is saved, clocks too
 
