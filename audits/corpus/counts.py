@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from audits.corpus.runs import Run
+from stats._groups import group_codes, label_mask
 
 __all__ = ["CorpusCounts", "corpus_counts"]
 
@@ -51,8 +52,6 @@ class CorpusCounts:
 def corpus_counts(corpus: pd.DataFrame) -> CorpusCounts:
     """The :class:`CorpusCounts` of one frame (floor rows: executions only). Vectorised (dense group codes and
     ``np.bincount``), seconds at 10^7 rows."""
-    from stats._groups import group_codes, label_mask
-
     body = ~label_mask(corpus["role"], "floor") if "role" in corpus.columns else np.ones(len(corpus), bool)
     ok = label_mask(corpus["status"], "ok")
     problem = group_codes(corpus, ["problem"])[0]

@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from audits.corpus.coverage import unmeasured_by_run
-from audits.corpus.schema import RUN_COLUMNS
+from audits.corpus.schema import OPTIONAL_DEFAULTS, RUN_COLUMNS
 from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
 
@@ -285,8 +285,6 @@ def runs_of(
     -------
     Runs
     """
-    from audits.corpus.schema import OPTIONAL_DEFAULTS
-
     missing = {c: OPTIONAL_DEFAULTS[c] for c in RUN_COLUMNS if c not in corpus.columns}
     if missing:
         corpus = corpus.assign(**missing)

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.signal import lfilter
 
 from audits.corpus._json import to_jsonable
 from audits.corpus.io import atomic_write, save_corpus
@@ -237,8 +238,6 @@ def synthesize(spec: SyntheticSpec | None = None, **overrides) -> SyntheticCorpu
 
 def _ar1(shocks: np.ndarray, phi: float) -> np.ndarray:
     """x_i = phi * x_{i-1} + shock_i, vectorised with scipy's IIR filter."""
-    from scipy.signal import lfilter
-
     return lfilter([1.0], [1.0, -phi], shocks)
 
 
