@@ -28,7 +28,7 @@ character), so a reader plans the work without opening a file.
 Writing is atomic: the partitions go into a hidden temporary folder beside the
 target, which is renamed onto the target only when every file and the manifest
 are complete; on any error nothing is left behind. Each partition is
-validated (:func:`audits.corpus.io.normalize`) before it is written, and again
+validated (:func:`audits.corpus.table.normalize`) before it is written, and again
 when it is read, with the file named in any message.
 
 Examples
@@ -54,8 +54,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.dataset as pads
 
-from audits.corpus.io import CorpusError, normalize, read_table
+from audits.corpus.table import CorpusError, normalize, read_table
 from stats._groups import column_codes
 
 __all__ = ["CorpusDataset", "is_dataset", "open_dataset", "save_dataset", "write_dataset", "split_by_problem"]
@@ -149,8 +150,6 @@ class CorpusDataset:
         pyarrow reads the files into one table, unifying their dictionaries, so
         this costs what reading one Parquet file of the same rows costs.
         """
-        import pyarrow.dataset as pads
-
         files = [str(p.path) for p in self.partitions_info]
         try:
             table = pads.dataset(files, format="parquet").to_table()

@@ -8,7 +8,7 @@ import pytest
 
 import stats.ranking
 from audits.collect import campaign, sandbox, suite
-from audits.corpus import io, schema
+from audits.corpus import io, schema, table
 from audits.corpus.io import CorpusError, normalize
 from audits.errors import UserError
 
@@ -22,7 +22,7 @@ def test_estimators_input_contract_agrees_with_the_schema():
 def test_collect_and_io_use_the_schema_objects():
     assert suite.TEST_KINDS is schema.TEST_KINDS
     assert set(sandbox.RUN_STATUSES) | set(schema.CHECKER_STATUSES) == set(schema.STATUSES)
-    assert io.KEY is schema.KEY and io.REQUIRED is schema.REQUIRED and io.ROLES is schema.ROLES
+    assert io.KEY is schema.KEY and table.REQUIRED is schema.REQUIRED and table.ROLES is schema.ROLES
     spec = campaign.CampaignSpec()
     assert (spec.environment, spec.campaign) == (schema.OPTIONAL_DEFAULTS["environment"],
                                                  schema.OPTIONAL_DEFAULTS["campaign"])
