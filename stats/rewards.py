@@ -515,7 +515,7 @@ def _test_table(runs: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     return tests
 
 
-def _filter_tests(tests: pd.DataFrame, pre: PreFilter) -> np.ndarray:
+def filter_tests(tests: pd.DataFrame, pre: PreFilter) -> np.ndarray:
     """``kept`` flag per test row: correctness tests always; optimization tests by the filter."""
     is_opt = tests["test_kind"].to_numpy() == "optimization"
     median = tests["reference_median_s"].to_numpy(dtype=float)
@@ -838,7 +838,7 @@ def apply_environment(
         raise ValueError("apply_environment: base was built from other runs, pools, roles or per_repeat; build "
                          "ScoringBase(runs, pools=pools, roles=roles, per_repeat=per_repeat) from these")
     tests = base.tests.copy()
-    tests["kept"] = _filter_tests(tests, env.pre)
+    tests["kept"] = filter_tests(tests, env.pre)
     tests["limit_s"] = _scoped_limits(base, pools, tests, env.limit)
 
     frame = base.frame

@@ -601,7 +601,7 @@ def simulate(
     -------
     SimulationResult
     """
-    group_sizes, headline = _group_sizes(group_sizes, headline_group_size, n_bins)
+    group_sizes, headline = checked_group_sizes(group_sizes, headline_group_size, n_bins)
     if "repeat" not in runs.columns:
         runs = runs.assign(repeat=0)
     if pools is None:
@@ -616,7 +616,7 @@ def simulate(
                               thresholds=thresholds, n_boot=n_boot, level=level, seed=seed)
 
 
-def _group_sizes(group_sizes: Sequence[int], headline_group_size: int | None, n_bins: int):
+def checked_group_sizes(group_sizes: Sequence[int], headline_group_size: int | None, n_bins: int):
     """The checked group sizes (the headline one added when missing) and the headline G."""
     if n_bins < 2:
         raise ValueError(f"n_bins must be >= 2, got {n_bins}")

@@ -321,13 +321,7 @@ OWNED_ELSEWHERE = {
 #: Private names other modules import today, each ``(module, name)``: a name in a module owned elsewhere this
 #: session, or used by one (above). A new private import fails; an entry that is gone fails too (remove it).
 PRIVATE_IMPORTS_OWNED_ELSEWHERE: set[tuple[str, str]] = {
-    *(('audits.checks.simulation', n) for n in ('_reward_environment_list',)),
     *(('audits.collect.sandbox', n) for n in ('_LAUNCHER', '_fast_tmp')),  # _LAUNCHER: benchmarks/bench_runner.py
-    *(('audits.corpus.runs', n) for n in ('_timestamps',)),
-    *(('audits.engine.partitioned._common', n) for n in ('_concat', '_summary_of', '_summary_partial')),
-    *(('audits.engine.whole_audit', n) for n in ('_run_names',)),
-    *(('stats.rewards', n) for n in ('_filter_tests',)),
-    *(('stats.simulator', n) for n in ('_group_sizes',)),
 }
 
 

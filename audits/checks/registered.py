@@ -216,7 +216,7 @@ class Simulation(Audit):
     def _environments(options) -> list:
         """The reward environments simulated: the options', else the shipped examples (checked)."""
         environments = options.reward_environments
-        return simulation._reward_environment_list(
+        return simulation.reward_environment_list(
             example_reward_environments() if environments is None else environments, None)
 
     def facts_part(self, part, options):

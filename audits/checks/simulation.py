@@ -34,18 +34,18 @@ from stats.noise import fit_noise, noise_aware_p_tau, noise_aware_scores
 from stats.rewards import (
     RewardEnvironment,
     ScoringBase,
-    _filter_tests,
     apply_environment,
     base_percentiles,
     environment_rewards,
+    filter_tests,
     p_tau,
     row_lookup,
 )
 from stats.simulator import (
     DegeneracyThresholds,
     SimulationResult,
-    _group_sizes,
     check_unique_names,
+    checked_group_sizes,
     combine_simulation,
     rank_environments,
     repeat_quality,
@@ -353,7 +353,7 @@ def run_simulation_audit(
     >>> audit.diagnostics["verdict"].tolist()
     ['pass']
     """
-    reward_environments = _reward_environment_list(reward_environments, environments)
+    reward_environments = reward_environment_list(reward_environments, environments)
     ctx = audit_context(corpus)  # one shared context (audits.protocol.context): the run's rows and pool built once
     plan = plan_run(ctx, [facts_part(ctx, fact_columns(reward_environments), include_incorrect)],
                     reward_environments, environment=environment, campaign=campaign, group_sizes=group_sizes,
@@ -425,7 +425,7 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
     partition's :func:`facts_part`: ``{"run", "usable", "left_out", "sizes", "headline", "repeats",
     "floor_durations", "stream_start", "options"}``. Raises the audit's errors (no run to choose, no reference
     rows, no usable reward environment, ...)."""
-    sizes, headline = _group_sizes(group_sizes, None, n_bins)
+    sizes, headline = checked_group_sizes(group_sizes, None, n_bins)
     run = choose_run(ctx.runs, environment=environment, campaign=campaign)
     mine = [f[run.run] for f in facts if run.run in f]
     if not any(f["has_references"] for f in mine):
@@ -510,13 +510,13 @@ def combine_parts(parts: list, plan: dict, *, thresholds, n_boot: int, seed: int
 
 def _check_sizes(reward_environments) -> None:
     """The simulation's error for ``pre.max_input_chars`` on a run whose optimization tests all lack an input size
-    (``stats.rewards._filter_tests`` raises it; called on one such test, so that the message is the same)."""
+    (``stats.rewards.filter_tests`` raises it; called on one such test, so that the message is the same)."""
     tests = pd.DataFrame({"test_kind": ["optimization"], "reference_median_s": [np.nan], "input_bytes": [np.nan]})
     for env in reward_environments:
-        _filter_tests(tests, env.pre)
+        filter_tests(tests, env.pre)
 
 
-def _reward_environment_list(reward_environments, environments) -> list:
+def reward_environment_list(reward_environments, environments) -> list:
     """The reward environments given, required: ``reward_environments`` as :class:`SimulationOptions` validated it
     (:func:`audits.protocol.params.defaults_from`), or under its old name ``environments=``, validated here by the
     same field."""

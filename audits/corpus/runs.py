@@ -246,7 +246,9 @@ class Runs:
         return f"runs (ordered by {self.order_by}): {self.listing()}"
 
 
-def _timestamps(values: pd.Series) -> pd.Series:
+def timestamps(values: pd.Series) -> pd.Series:
+    """A ``timestamp`` column as timezone-aware datetimes: text parsed in UTC (unparseable: NaT), naive datetimes
+    read as UTC, aware ones as they are."""
     if pd.api.types.is_datetime64_any_dtype(values):
         return values if values.dt.tz is not None else values.dt.tz_localize("UTC")
     return pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
@@ -325,7 +327,7 @@ def runs_of(
     order_by = "corpus order"
     position = list(range(n_runs))  # group codes number the runs in the order of the columns' codes
     if "timestamp" in rows.columns:
-        parsed = _timestamps(rows["timestamp"])
+        parsed = timestamps(rows["timestamp"])
         ok = parsed.notna().to_numpy()
         if ok.any():
             values = parsed[ok].dt.tz_localize(None).to_numpy().astype("datetime64[ns]").astype(np.int64)

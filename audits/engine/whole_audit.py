@@ -179,7 +179,7 @@ def legacy_options(*, environment=None, campaign=None, pairs=(), simulation_run=
     if n_boot_rank is not None:
         own["calibration"]["n_boot_rank"] = n_boot_rank
     if simulation_run is not None:
-        own["simulation"].update(_run_names(simulation_run))
+        own["simulation"].update(run_names(simulation_run))
     if reward_environments is not None:
         own["simulation"]["reward_environments"] = tuple(reward_environments)
     if simulation_n_boot is not None:
@@ -220,7 +220,7 @@ def run_whole_audit(corpus, *, audits: Sequence[str] | None = None, profile: str
                       profile=profile, timings=timings)
 
 
-def _run_names(run) -> dict:
+def run_names(run) -> dict:
     """``{"environment": ..., "campaign": ...}`` of a Run or an (environment, campaign) pair (halves may be None)."""
     if isinstance(run, (tuple, list)) and None in tuple(run):
         environment, campaign = run

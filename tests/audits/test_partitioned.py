@@ -55,9 +55,9 @@ def test_every_worker_is_on_loopback(client):
 
 def test_run_table_from_partials_equals_runs_of(dataset, client):
     from audits.corpus.runs import runs_of
-    from audits.engine.partitioned import _summary_partial
+    from audits.engine.partitioned import summary_partial
 
-    partials = client.gather([client.submit(_summary_partial, str(dataset.path), i)
+    partials = client.gather([client.submit(summary_partial, str(dataset.path), i)
                               for i in range(dataset.n_partitions)])
     assert partition_runs(partials) == runs_of(dataset.load())
 

@@ -1,4 +1,5 @@
-"""Joining per-partition tables on the client (``audits.engine.partitioned._common._concat``).
+"""Joining per-partition tables on the client (``audits.protocol.partition.concat_tables``, what the Dask engine's
+combines join with).
 
 Categorical columns are joined on their codes. The reference here is the straightforward join through values
 (every categorical column as objects, concatenated, then categorised again on the sorted union of the
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 from pandas.api.types import union_categoricals
 
-from audits.engine.partitioned._common import _concat
+from audits.protocol.partition import concat_tables
 
 
 def _through_values(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -45,14 +46,14 @@ def test_the_join_on_codes_equals_the_join_through_values(seed):
         frames = [_partition(rng, int(rng.integers(0, 7)),
                              [c for c in ("problem", "x", "solution", "n") if c == "x" or rng.random() < 0.8])
                   for _ in range(int(rng.integers(1, 5)))]
-        pd.testing.assert_frame_equal(_concat(frames), _through_values(frames))
+        pd.testing.assert_frame_equal(concat_tables(frames), _through_values(frames))
 
 
 def test_categories_are_the_sorted_union_and_codes_follow_them():
     a = pd.DataFrame({"problem": pd.Categorical(["b", "a", None]), "x": [1.0, 2.0, 3.0]})
     b = pd.DataFrame({"problem": pd.Categorical(["c", "a"]), "x": [4.0, 5.0]})
     c = pd.DataFrame({"x": [6.0]})  # a partition without the column: a missing value
-    out = _concat([a, b, c])
+    out = concat_tables([a, b, c])
     assert list(out["problem"].cat.categories) == ["a", "b", "c"]
     assert out["problem"].cat.codes.tolist() == [1, 0, -1, 2, 0, -1]
     assert list(out.columns) == ["problem", "x"] and out["x"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]

@@ -108,10 +108,10 @@ def test_without_unmeasured_problems_no_such_finding():
 
 def test_the_dask_path_names_the_same_problems(planted, client, tmp_path):
     from audits.checks.reliability import run_reliability_audit
-    from audits.engine.partitioned import _summary_partial, partition_runs, run_partitioned_reliability
+    from audits.engine.partitioned import partition_runs, run_partitioned_reliability, summary_partial
 
     dataset = save_dataset(planted, tmp_path / "d", problems_per_partition=2)
-    partials = client.gather([client.submit(_summary_partial, str(dataset.path), i)
+    partials = client.gather([client.submit(summary_partial, str(dataset.path), i)
                               for i in range(dataset.n_partitions)])
     runs = partition_runs(partials)
     assert runs == runs_of(dataset.load())

@@ -27,7 +27,7 @@ without one, a :class:`distributed.LocalCluster` on the loopback interface
 processes is started and closed afterwards.
 """
 
-from audits.engine.partitioned._common import _summary_partial, dask_client, partition_runs  # noqa: F401 (pass 1, tests)
+from audits.engine.partitioned._common import dask_client, partition_runs, summary_partial  # noqa: F401 (pass 1, tests)
 from audits.engine.partitioned.single import (run_partitioned_aggregation, run_partitioned_calibration,
                                               run_partitioned_discriminability, run_partitioned_reliability,
                                               run_partitioned_simulation)

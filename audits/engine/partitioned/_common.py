@@ -13,9 +13,8 @@ import pandas as pd
 
 from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
-from audits.corpus.runs import Run, Runs, RunSummary, _timestamps
+from audits.corpus.runs import Run, Runs, RunSummary, timestamps
 from audits.errors import UserError
-from audits.protocol.partition import concat_tables
 from stats._groups import group_codes, label_mask
 
 __all__ = ["dask_client", "partition_runs"]
@@ -114,12 +113,12 @@ def return_freed_arrays() -> None:
 # pass 1: floors and run summaries
 # ----------------------------------------------------------------------------------------------
 
-def _summary_partial(path: str, index: int) -> dict:
+def summary_partial(path: str, index: int) -> dict:
     """Floor rows and run-summary partials of one partition (what :func:`audits.corpus.runs.runs_of` sums)."""
-    return _summary_of(open_dataset(path).read_partition(index))
+    return summary_of(open_dataset(path).read_partition(index))
 
 
-def _summary_of(part: pd.DataFrame) -> dict:
+def summary_of(part: pd.DataFrame) -> dict:
     floor = label_mask(part["role"], "floor") if "role" in part.columns else np.zeros(len(part), dtype=bool)
     floor_rows = part.loc[floor].reset_index(drop=True)
     rows = part.loc[~floor]
@@ -137,7 +136,7 @@ def _summary_of(part: pd.DataFrame) -> dict:
     run_problem = np.unique(run_code * n_prob + prob)
     stamps = None
     if "timestamp" in rows.columns:
-        parsed = _timestamps(rows["timestamp"])
+        parsed = timestamps(rows["timestamp"])
         stamps = (parsed.notna().to_numpy(), parsed)
     envs = rows["environment"].astype(str).to_numpy()
     camps = rows["campaign"].astype(str).to_numpy()
@@ -191,7 +190,7 @@ def _tally_mode(tally: np.ndarray | None) -> int | None:
 
 
 def partition_runs(partials: Sequence[dict]):
-    """:class:`audits.corpus.runs.Runs` of the whole dataset from :func:`_summary_partial` results (equal to
+    """:class:`audits.corpus.runs.Runs` of the whole dataset from :func:`summary_partial` results (equal to
     :func:`audits.corpus.runs.runs_of` of the loaded dataset: sums, the mode of the summed repeat histogram
     (ties to the smaller), the earliest timestamp; runs in name order, or by timestamp when every run has one)."""
     total: dict = {}
@@ -226,8 +225,3 @@ def partition_runs(partials: Sequence[dict]):
                                     values_per_process=_tally_mode(t.get("value_tally")),
                                     unmeasured=tuple(sorted(t["unmeasured"]))))
     return Runs(tuple(summaries), order_by)
-
-
-#: Per-partition tables joined on their categorical codes (:func:`audits.protocol.partition.concat_tables`, what
-#: every audit's combine joins its partitions' tables with).
-_concat = concat_tables

@@ -11,7 +11,7 @@ from audits.checks.declared.calibration import CalibrationOptions
 from audits.checks.declared.discriminability import DiscriminabilityOptions
 from audits.checks.declared.reliability import ReliabilityOptions
 from audits.checks.declared.simulation import SimulationOptions
-from audits.checks.simulation import _reward_environment_list
+from audits.checks.simulation import reward_environment_list
 from audits.corpus.dataset import CorpusDataset
 from audits.corpus.runs import Run
 from audits.engine.partitioned.whole import run_partitioned_audits
@@ -163,7 +163,7 @@ def run_partitioned_simulation(
     >>> run_partitioned_simulation("corpus.dataset", reward_environments=[env]).ranking  # doctest: +SKIP
     """
     return _one("simulation", dataset, {
-        "reward_environments": tuple(_reward_environment_list(reward_environments, environments)),
+        "reward_environments": tuple(reward_environment_list(reward_environments, environments)),
         "environment": environment, "campaign": campaign, "group_sizes": tuple(group_sizes), "seed": seed,
         "n_bins": n_bins, "quality_distribution": quality_distribution, "n_boot": n_boot,
         "include_incorrect": include_incorrect}, thresholds=thresholds, client=client, scheduler=scheduler,

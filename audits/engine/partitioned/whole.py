@@ -41,11 +41,12 @@ import pandas as pd
 from audits.corpus.counts import CorpusCounts, corpus_counts
 from audits.corpus.dataset import CorpusDataset, open_dataset
 from audits.corpus.runs import Run
-from audits.engine.partitioned._common import _concat, _summary_of, dask_client, partition_runs
-from audits.engine.whole_audit import WholeAudit, _run_names, legacy_options
+from audits.engine.partitioned._common import dask_client, partition_runs, summary_of
+from audits.engine.whole_audit import WholeAudit, legacy_options, run_names
 from audits.protocol import registry
 from audits.protocol.audit import Skip
 from audits.protocol.context import AuditContext
+from audits.protocol.partition import concat_tables
 from stats.discriminability import sandbox_floor
 
 __all__ = ["run_partitioned_audits", "run_partitioned_whole_audit"]
@@ -71,7 +72,7 @@ def _read(path: str, indices: tuple) -> pd.DataFrame:
     """The rows of some partitions (whole problems): one partition as read, several concatenated."""
     ds = open_dataset(path)
     parts = [ds.read_partition(i) for i in indices]
-    return parts[0] if len(parts) == 1 else _concat(parts)
+    return parts[0] if len(parts) == 1 else concat_tables(parts)
 
 
 class DatasetContext:
@@ -121,7 +122,7 @@ def _first_pass(path: str, indices: tuple, facts: dict) -> dict:
     corpus counts and each audit's :meth:`~audits.protocol.audit.Audit.facts_part` (``facts``: name -> options)."""
     part = _read(path, indices)
     ctx = AuditContext(part)
-    return {"summary": _summary_of(part), "counts": corpus_counts(part),
+    return {"summary": summary_of(part), "counts": corpus_counts(part),
             "facts": {name: registry.get(name).facts_part(ctx, options) for name, options in facts.items()}}
 
 
@@ -206,7 +207,7 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
         clock["pass1"] = t2 - t1
         runs = partition_runs([f["summary"] for f in first])
         counts = sum((f["counts"] for f in first), CorpusCounts())
-        floor_rows = _concat([f["summary"]["floor_rows"] for f in first])
+        floor_rows = concat_tables([f["summary"]["floor_rows"] for f in first])
         if not len(floor_rows.columns):  # no partition: the dataset's columns from its first file
             floor_rows = ds.read_partition(0).iloc[:0]
         facts = {n: [f["facts"][n] for f in first] for n in chosen}
@@ -310,7 +311,7 @@ def run_partitioned_whole_audit(
     else:
         opts = {n: registry.get(n).options(dict(options).get(n)) for n in audit_names}
     if simulation_run is not None:
-        opts["simulation"] = registry.get("simulation").options(opts["simulation"], **_run_names(simulation_run))
+        opts["simulation"] = registry.get("simulation").options(opts["simulation"], **run_names(simulation_run))
 
     def adjust(runs, given):
         named = pairs(runs) if callable(pairs) else pairs
