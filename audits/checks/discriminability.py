@@ -29,16 +29,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
-from audits.checks.reliability import one_result
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.per_run import PerRunAudit
 from audits.protocol.partition import joined, run_rows
 from stats._groups import column_codes
 from stats.bootstrap import Interval, bootstrap_ci
@@ -140,7 +141,7 @@ class RunDiscriminability:
 
 
 @dataclass(frozen=True)
-class DiscriminabilityAudit:
+class DiscriminabilityAudit(PerRunAudit):
     """Discriminability of every run of a corpus, side by side, with findings (``runs``: Run -> result)."""
 
     runs: dict[Run, RunDiscriminability]
@@ -148,23 +149,7 @@ class DiscriminabilityAudit:
     thresholds: DiscriminabilityThresholds = field(default_factory=DiscriminabilityThresholds)
     #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``.
     run_rule: str = "every run"
-
-    def result(self, environment: str, campaign: str | None = None) -> RunDiscriminability:
-        """The result of one run (``campaign`` may be left out when the environment has one run here)."""
-        return one_result(self.runs, environment, campaign)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per run with the headline metrics."""
-        return pd.DataFrame([res.headline() for res in self.runs.values()])
-
-    def to_dict(self) -> dict:
-        return to_jsonable({
-            "audit": "discriminability",
-            "run_rule": self.run_rule,
-            "runs": [res.to_dict() for res in self.runs.values()],
-            "findings": [f.to_dict() for f in self.findings],
-            "thresholds": self.thresholds.to_dict(),
-        })
+    audit_name: ClassVar[str] = "discriminability"
 
     def summary(self) -> str:
         frame = self.to_frame()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,7 @@ from audits.protocol.context import audit_context
 from audits.protocol.context import reference_rows as _reference_rows
 from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
+from audits.protocol.per_run import PerRunAudit
 from audits.protocol.partition import joined, run_rows
 from stats._groups import group_codes, label_mask
 from stats.bootstrap import Interval, cluster_bootstrap_ci
@@ -69,7 +71,7 @@ from stats.reliability import (
 )
 
 __all__ = ["ReliabilityThresholds", "RunReliability", "ReliabilityAudit", "run_reliability_audit",
-           "combine_problem_tables", "one_result", "plan_runs", "partition_tables", "combine_parts"]
+           "combine_problem_tables", "plan_runs", "partition_tables", "combine_parts"]
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ class RunReliability:
 
 
 @dataclass(frozen=True)
-class ReliabilityAudit:
+class ReliabilityAudit(PerRunAudit):
     """Reliability of every run of a corpus, side by side, with findings.
 
     ``runs`` maps each :class:`~audits.corpus.runs.Run` to its :class:`RunReliability`, in run order.
@@ -190,6 +192,7 @@ class ReliabilityAudit:
     thresholds: ReliabilityThresholds = field(default_factory=ReliabilityThresholds)
     #: The rule that chose the runs (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or ``"named runs"``.
     run_rule: str = "every run"
+    audit_name: ClassVar[str] = "reliability"
 
     def __post_init__(self):
         # every way of building the audit (in memory, on Dask, the engine) meets the thresholds here
@@ -197,23 +200,6 @@ class ReliabilityAudit:
             run: res if res.benchmark_checks is not None
             else replace(res, benchmark_checks=benchmark_profile(res, self.thresholds))
             for run, res in self.runs.items()})
-
-    def result(self, environment: str, campaign: str | None = None) -> RunReliability:
-        """The result of one run (``campaign`` may be left out when the environment has one run here)."""
-        return one_result(self.runs, environment, campaign)
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per run with the headline metrics."""
-        return pd.DataFrame([res.headline() for res in self.runs.values()])
-
-    def to_dict(self) -> dict:
-        return to_jsonable({
-            "audit": "reliability",
-            "run_rule": self.run_rule,
-            "runs": [res.to_dict() for res in self.runs.values()],
-            "findings": [f.to_dict() for f in self.findings],
-            "thresholds": self.thresholds.to_dict(),
-        })
 
     def summary(self) -> str:
         frame = self.to_frame()
@@ -229,16 +215,6 @@ class ReliabilityAudit:
 def _finite(value):
     """``value``, or None when it is NaN or infinite (not measured: JSON null, never ``inf``)."""
     return value if value is not None and np.isfinite(value) else None
-
-
-def one_result(results: dict, environment: str, campaign: str | None):
-    matches = [res for run, res in results.items()
-               if run.environment == environment and (campaign is None or run.campaign == campaign)]
-    if len(matches) != 1:
-        have = ", ".join(str(r) for r in results)
-        raise KeyError(f"{len(matches)} results for environment {environment!r}"
-                       + (f", campaign {campaign!r}" if campaign is not None else "") + f"; runs: {have}")
-    return matches[0]
 
 
 def _run_rows(corpus: pd.DataFrame, summary: RunSummary) -> pd.DataFrame:

@@ -230,3 +230,17 @@ def test_figures_draw_every_environment(rel, dis):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_per_run_results_share_one_shape():
+    """Reliability and discriminability results are both :class:`audits.protocol.per_run.PerRunAudit`: one run
+    by name (an ambiguous or absent one is a KeyError naming the runs there are), the headline table and the JSON
+    with the audit's own name."""
+    corpus = synthesize(n_problems=4, seed=2, campaigns=(("c0", 1.0, 0.0), ("c1", 1.0, 0.0))).corpus
+    for run, name in ((run_reliability_audit, "reliability"), (run_discriminability_audit, "discriminability")):
+        audit = run(corpus, n_boot=20)
+        assert audit.to_dict()["audit"] == name
+        assert [r["campaign"] for r in audit.to_dict()["runs"]] == list(audit.to_frame()["campaign"]) == ["c0", "c1"]
+        assert audit.result("quiet", "c1") is list(audit.runs.values())[1]
+        with pytest.raises(KeyError, match=r"2 results for environment 'quiet'; runs: quiet · c0, quiet · c1"):
+            audit.result("quiet")
