@@ -84,11 +84,12 @@ from __future__ import annotations
 import atexit
 import concurrent.futures as cf
 import dataclasses
+import fcntl
 import hashlib
 import json
-import fcntl
 import math
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -107,13 +108,20 @@ import pandas as pd
 
 from audits.collect.background_load import BackgroundLoad, LoadSpec
 from audits.collect.checker import CheckerError
-from audits.collect.counters import (FIXED_ENVIRONMENT, counted_wall_limit, parse_valgrind_log, resolved_binary,
-                                     valgrind_argv)
+from audits.collect.counters import (
+    FIXED_ENVIRONMENT,
+    counted_wall_limit,
+    parse_valgrind_log,
+    resolved_binary,
+    valgrind_argv,
+)
+from audits.collect.languages import BuildError, check_python_copies, cxx_flags, floor_program, prepare
+from audits.collect.provenance import machine_info
+from audits.collect.sandbox import Limits, SandboxError, accounting, make_sandbox, scratch_root, strongest_sandbox
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.errors import UserError
-from audits.collect.sandbox import (Limits, SandboxError, accounting, make_sandbox, scratch_root,
-                                   strongest_sandbox)
+from stats.noise import adaptive_plan
 
 __all__ = ["CampaignError", "CampaignSpec", "Unit", "Job", "Skip", "Plan", "CampaignResult", "interleave",
            "plan_campaign", "run_campaign"]
@@ -503,9 +511,8 @@ def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | No
 
 
 def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None, *, progress: bool = False) -> Plan:
+    # deferred: tqdm only draws the progress bar (an optional feature)
     from tqdm.auto import tqdm
-
-    from audits.collect.languages import BuildError, check_python_copies, cxx_flags, floor_program, prepare
 
     build_dir = work_dir / "build"
     skipped = [Skip(str(s.path), s.reason) for s in getattr(suite, "skipped", ())]
@@ -778,8 +785,6 @@ def _execute_pinned(job: Job, sandbox: str, scratch: str) -> dict:
 
 def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
                workers: int, pin_cpus: Sequence[int] | None = None) -> None:
-    import queue
-
     window = max(2 * workers, 2)
     it = iter(jobs)
     pool_args: dict = {}
@@ -821,6 +826,7 @@ def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: 
 
 def _run_dask(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
               scheduler: str, tag: str, security=None) -> None:
+    # deferred: distributed is the optional Dask engine's (--scheduler)
     from distributed import Client, as_completed
 
     try:
@@ -1125,6 +1131,7 @@ def run_campaign(plan: Plan, *, out: str | os.PathLike, progress: bool = True, k
 
 def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, keep_journal: bool,
                   stop_after: int | None) -> CampaignResult:
+    # deferred: tqdm only draws the progress bar (an optional feature)
     from tqdm.auto import tqdm
 
     spec = plan.spec
@@ -1305,8 +1312,6 @@ def _adaptive_rounds(plan: Plan, done: dict, execute: Callable[[Sequence[Job]], 
     It stops when nothing is ambiguous below ``max_repeats``, on a harness error (the
     missing jobs are retried when the command is run again), or after ``budget`` new jobs.
     """
-    from stats.noise import adaptive_plan
-
     spec = plan.spec
     by_key = {(j.unit.problem, j.unit.test, j.unit.solution, j.repeat): j for j in plan.jobs}
     floors = [j for j in plan.jobs if j.unit.role == "floor"]
@@ -1378,8 +1383,6 @@ def _write_manifest(out: Path, spec: CampaignSpec, corpus: pd.DataFrame, *, inst
                     ) -> Path:
     """The conditions of collection beside the corpus: machine, sandbox, load, pinning, load averages
     (and for a counted campaign the counter: tool, version, slowdowns, limits, PYTHONHASHSEED)."""
-    from audits.collect.provenance import machine_info
-
     load = corpus["load_1m"].to_numpy(dtype=float) if "load_1m" in corpus.columns else np.array([])
     load = load[np.isfinite(load)]
     info = {"environment": spec.environment, "campaign": spec.campaign, "sandbox": spec.sandbox,

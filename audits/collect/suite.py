@@ -91,21 +91,36 @@ Example
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import fnmatch
+import json
 import os
-import sys
 import re
+import shutil
 import stat
+import statistics
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from audits.collect.checker import OutputChecker, parse_validator_flags
-from audits.collect.languages import (DEFAULT_PYTHON, EXTENSIONS, BuildError, check_python, cxx_flags, language_of,
-                                     prepare)
+from audits.collect.languages import (
+    DEFAULT_PYTHON,
+    EXTENSIONS,
+    LANGUAGES,
+    BuildError,
+    check_python,
+    cxx_flags,
+    language_of,
+    prepare,
+)
+from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
 from audits.corpus.schema import TEST_KINDS
 from audits.errors import UserError
 
@@ -264,10 +279,6 @@ class Suite:
 
     def to_frame(self):
         """One row per problem: tests per kind, unusable tests, submissions per language and correctness, checker."""
-        import pandas as pd
-
-        from audits.collect.languages import LANGUAGES
-
         rows = []
         for p in self.problems:
             kinds = Counter(t.kind for t in p.tests)
@@ -825,8 +836,6 @@ def _yaml_expectation(expectations: dict, folder: str, entry: str) -> str | None
     ``AC``/``TLE``: incorrect; with ``permitted`` a subset of ``AC``/``TLE``:
     correct; ``permitted`` without ``AC``: incorrect; anything else unknown.
     """
-    import fnmatch
-
     exact = f"{folder}/{entry}"
     if exact not in expectations and any(
             isinstance(key, str) and key.startswith(f"{folder}/") and any(c in key for c in "*?[{")
@@ -1162,8 +1171,6 @@ def _select_submissions(problems: list[Problem], skipped: list[Skipped], pattern
     ``problems`` hold the matching submissions already (:func:`_load_problem` with the patterns); ``found``:
     problem id -> the names of every submission found in it, selected or not (the "of N" of the selection).
     """
-    import dataclasses
-
     used = {pattern: 0 for pattern in patterns}
     kept_problems = []
     total = sum(len(found.get(problem.id, ())) for problem in problems)
@@ -1351,6 +1358,7 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         # every pattern names its problem: the other packages cannot hold a match, so they are not read
         not_read = [p.name for p in candidates if p.name not in named]
         candidates = [p for p in candidates if p.name in named]
+    # deferred: tqdm only draws the progress bar (an optional feature)
     from tqdm.auto import tqdm
 
     loaded: list[Problem] = []
@@ -1427,15 +1435,6 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
     >>> suite.problem("p").optimization_choice                        # doctest: +SKIP
     '0 clearly largest + 6 of 24 same-size inputs picked by a probe run ...'
     """
-    import dataclasses
-    import shutil
-    import statistics
-    import tempfile
-
-    from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
-
-    import json
-
     todo = [p for p in suite.problems if p.probe_candidates and p.probe_slots > 0]
     if not todo:
         return suite
@@ -1445,6 +1444,7 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
             kept = json.loads(Path(record).read_text())
         except (OSError, ValueError):
             kept = {}
+    # deferred: tqdm only draws the progress bar (an optional feature)
     from tqdm.auto import tqdm
 
     box = make_sandbox(sandbox)
@@ -1556,8 +1556,6 @@ def _ms(seconds: float, wall_s: float) -> str:
 
 def _apply_probe(problem: Problem, seconds: dict[str, float], choice: str) -> Problem:
     """``problem`` with its probe candidates re-kinded: the ``probe_slots`` heaviest become optimization tests."""
-    import dataclasses
-
     ranked = sorted(problem.probe_candidates, key=lambda n: (-seconds[n], _natural_key(n)))
     chosen = set(ranked[:problem.probe_slots])
     candidates = set(problem.probe_candidates)
