@@ -116,7 +116,7 @@ def use_launcher(path: str) -> None:
     """Run the sandboxes with the launcher binary at ``path`` (built from another revision)."""
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise SystemExit(f"--launcher {path}: not an executable file")
-    sandbox._LAUNCHER["path"] = os.path.abspath(path)
+    sandbox.LAUNCHER["path"] = os.path.abspath(path)
 
 
 def _self_cpu() -> float:

@@ -320,9 +320,7 @@ OWNED_ELSEWHERE = {
 }
 #: Private names other modules import today, each ``(module, name)``: a name in a module owned elsewhere this
 #: session, or used by one (above). A new private import fails; an entry that is gone fails too (remove it).
-PRIVATE_IMPORTS_OWNED_ELSEWHERE: set[tuple[str, str]] = {
-    *(('audits.collect.sandbox', n) for n in ('_LAUNCHER', '_fast_tmp')),  # _LAUNCHER: benchmarks/bench_runner.py
-}
+PRIVATE_IMPORTS_OWNED_ELSEWHERE: set[tuple[str, str]] = set()
 
 
 def used_names(root: Path, modules: dict[str, Module], refs=None) -> dict[str, set[str]]:

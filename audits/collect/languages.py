@@ -70,6 +70,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from audits.collect.sandbox import Limits, SandboxError, fast_tmp, make_sandbox, scratch_root, strongest_sandbox
+
 __all__ = ["DEFAULT_PYTHON", "DEFAULT_CXX", "DEFAULT_CC", "DEFAULT_CFLAGS", "LANGUAGES", "EXTENSIONS", "Program",
            "BuildError", "language_of", "prepare", "floor_program", "check_python", "check_python_copies",
            "build_sandbox", "newest_cxx_std", "cxx_flags"]
@@ -345,8 +347,6 @@ def _stage_dir() -> Path:
     tmpfs ``/dev/shm`` where a build bomb's objects can be large, would outlive it. The pid in the
     name lets the next collector remove it (*decision*: at its first build).
     """
-    from audits.collect.sandbox import scratch_root
-
     if os.getpid() not in _STAGES_SWEPT:  # a forked child sweeps again: its parent may have died since
         _STAGES_SWEPT.add(os.getpid())
         sweep_stale_stages()
@@ -371,10 +371,8 @@ def sweep_stale_stages() -> list[Path]:
     may look dead; *decision*: such setups give each container its own ``/dev/shm``, as
     container runtimes do). A pid that was reused keeps its folder until that process ends.
     """
-    from audits.collect.sandbox import _fast_tmp
-
     removed = []
-    for base in dict.fromkeys(filter(None, (_fast_tmp(), tempfile.gettempdir()))):
+    for base in dict.fromkeys(filter(None, (fast_tmp(), tempfile.gettempdir()))):
         for entry in Path(base).glob(f"{STAGE_PREFIX}*"):
             pid = entry.name[len(STAGE_PREFIX):].split("-", 1)[0]
             try:
@@ -412,8 +410,6 @@ def build_sandbox(spec: str = "auto"):
     builds run in the strongest built-in sandbox (*decision*). Checked once per
     process; :class:`BuildError` when no sandbox can isolate a build here.
     """
-    from audits.collect.sandbox import SandboxError, make_sandbox, strongest_sandbox
-
     name = spec if spec in ("local", "bwrap") else strongest_sandbox()
     box = _BOXES.get(name)
     if box is None:
@@ -429,8 +425,6 @@ def build_sandbox(spec: str = "auto"):
 def _build_in_box(cmd: list[str], *, stage: Path, src: Path, root: Path, where: str, name: str,
                   sandbox: str) -> tuple[float, Path]:
     """Run one compiler command in the sandbox; return (seconds, the executable it wrote to standard output)."""
-    from audits.collect.sandbox import Limits, SandboxError
-
     box = build_sandbox(sandbox)
     work = stage / "run"
     empty = stage / "stdin"
@@ -695,8 +689,6 @@ def _check_in_box(files: list[Path], interpreter: str, sandbox: str) -> tuple[di
     into its own folder of the staging area (``O_NOFOLLOW``); a file that cannot
     be copied is ``unreadable`` without being checked.
     """
-    from audits.collect.sandbox import Limits, SandboxError
-
     box = build_sandbox(sandbox)
     found: dict[str, list] = {}
     staged: dict[str, Path] = {}

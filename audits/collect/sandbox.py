@@ -97,8 +97,10 @@ __all__ = [
     "make_sandbox",
     "strongest_sandbox",
     "launcher_source",
+    "LAUNCHER",
     "parse_size",
     "scratch_root",
+    "fast_tmp",
     "stage_program",
     "RUN_STATUSES",
     "accounting",
@@ -259,7 +261,7 @@ class Execution:
         return out
 
 
-def _fast_tmp() -> str | None:
+def fast_tmp() -> str | None:
     """``/dev/shm`` when it is a writable tmpfs, else None (the system temp dir).
 
     Scratch directories are created and removed for every execution; on a disk
@@ -280,7 +282,7 @@ def scratch_root(prefix: str = "speedaudit-", *, base: str | os.PathLike | None 
 
     Under ``base``, else ``/dev/shm`` (tmpfs) when usable, else the system temp dir.
     """
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base if base is not None else _fast_tmp()))
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base if base is not None else fast_tmp()))
     os.chmod(path, 0o711)
     return path
 
@@ -486,7 +488,9 @@ def launcher_source() -> bytes:
     return (importlib.resources.files("audits.collect") / _LAUNCHER_SOURCE).read_bytes()
 
 
-_LAUNCHER: dict[str, str | None] = {}
+#: What :func:`launcher_path` found, once per process: ``{"path": the compiled launcher, or None}``; setting
+#: ``"path"`` first makes the sandboxes run that binary (benchmarks/bench_runner.py --launcher).
+LAUNCHER: dict[str, str | None] = {}
 _LAUNCHER_LOCK = threading.Lock()
 
 
@@ -496,8 +500,8 @@ def launcher_path() -> str | None:
     Cache: ``$SPEEDAUDIT_CACHE`` or ``$XDG_CACHE_HOME/speedaudit`` or ``~/.cache/speedaudit``.
     """
     with _LAUNCHER_LOCK:
-        if "path" in _LAUNCHER:
-            return _LAUNCHER["path"]
+        if "path" in LAUNCHER:
+            return LAUNCHER["path"]
         compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("g++")
         source = launcher_source()
         digest = hashlib.sha256(source).hexdigest()[:16]
@@ -524,7 +528,7 @@ def launcher_path() -> str | None:
                 if done.returncode == 0:
                     os.replace(exe, target)
                     path = str(target)
-        _LAUNCHER["path"] = path
+        LAUNCHER["path"] = path
         return path
 
 

@@ -128,7 +128,7 @@ def test_output_cap_keeps_the_first_bytes_and_flags_truncation(root):
 def test_python_fallback_without_launcher_gives_the_same_statuses(root, monkeypatch):
     # Simulates a machine without a C compiler (the launcher cannot be built): the
     # Python preexec path must classify every status the same way.
-    monkeypatch.setattr(sb, "_LAUNCHER", {"path": None})
+    monkeypatch.setattr(sb, "LAUNCHER", {"path": None})
     for isolating in (LocalSandbox(), BwrapSandbox()):  # they need the launcher: refused, not weakened
         with pytest.raises(SandboxError, match="install gcc"):
             run(isolating, "print(1)", root)
