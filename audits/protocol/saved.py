@@ -477,9 +477,9 @@ def read_results(path: str | os.PathLike) -> SavedResults:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultsFileError(f"{path}: not a speedaudit results file (no \"format\": \"{FORMAT}\"); write one "
                                f"with 'speedaudit audit all CORPUS --json FILE'")
-    version = doc.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ResultsFileError(f"{path}: results format version {version!r}, newer than this speedaudit reads "
+    file_version = doc.get("format_version")
+    if not isinstance(file_version, int) or file_version > FORMAT_VERSION:
+        raise ResultsFileError(f"{path}: results format version {file_version!r}, newer than this speedaudit reads "
                                f"({FORMAT_VERSION}); upgrade speedaudit or recompute the results with this one")
     try:
         entries = {name: (decode(entry["parameters"]), entry["value"]) for name, entry in doc["results"].items()}
