@@ -32,7 +32,7 @@ def _runs_label(summaries, name) -> str:
 def calibration_pair_title(audit) -> str:
     """A pair's heading: ``source run → target run (rule)``; what a skipped calibration is, for one without."""
     if is_skipped(audit):
-        return "no pair calibrated"
+        return "(no pair calibrated)"
     return (f"{_runs_label(audit.source_runs, audit.source)} → {_runs_label(audit.target_runs, audit.target)} "
             f"({getattr(audit, 'pair_rule', 'named')})")
 
