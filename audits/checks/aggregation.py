@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.declared.aggregation import AggregationOptions, AggregationThresholds
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import RunSummary, covered_runs, rule_of, run_codes
 from audits.protocol.context import audit_context
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding, worst_level
@@ -264,6 +265,7 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
     return findings
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(AggregationOptions)
 def run_aggregation_audit(
     corpus: pd.DataFrame,

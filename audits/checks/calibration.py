@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.declared.calibration import CalibrationOptions, CalibrationThresholds
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunError, RunSummary, describe_runs, runs_of, select_rows
 from audits.corpus.selection import cell_cvs, choose_pairs, needs_quietness, quietness_of
 from audits.protocol.context import AuditContext, audit_context
@@ -286,6 +287,7 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems,
     }
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(CalibrationOptions)
 def run_calibration_audit(
     corpus: pd.DataFrame,

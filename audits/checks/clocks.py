@@ -63,6 +63,7 @@ from audits.checks.declared.clocks import (
     ClocksOptions,
     ClocksThresholds,
 )
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
@@ -547,6 +548,7 @@ def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["environment", "campaign", "executions", "seconds"])
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(ClocksOptions)
 def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = DEFAULT, n_boot: int = DEFAULT,
                      seed: int = DEFAULT, source: str = DEFAULT, thresholds=None, context=None,

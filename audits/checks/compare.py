@@ -47,6 +47,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from audits.checks.declared.compare import CompareOptions, CompareThresholds
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, runs_of
 from audits.errors import UserError
 from audits.protocol.findings import Finding, findings_table, to_jsonable
@@ -303,6 +304,7 @@ def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
     return out
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(CompareOptions)
 def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | Sequence[str], by: str = DEFAULT,
                       confidence: float = DEFAULT, prior_df: float = DEFAULT_PRIOR_DF, n_boot: int = DEFAULT,

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.declared.discriminability import DiscriminabilityOptions, DiscriminabilityThresholds
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
@@ -394,6 +395,7 @@ def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
     return out
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(DiscriminabilityOptions)
 def run_discriminability_audit(
     corpus: pd.DataFrame,

@@ -41,6 +41,7 @@ import pandas as pd
 from audits.checks.clocks import Contention
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.median_selection import contention_part, run_contention
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.context import reference_rows as _reference_rows
@@ -547,6 +548,7 @@ def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: di
 D2_5 = float(d2_constant(5))
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(ReliabilityOptions)
 def run_reliability_audit(
     corpus: pd.DataFrame,

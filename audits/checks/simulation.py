@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Runs, RunSummary, one_run, run_codes
 from audits.protocol.context import AuditContext, audit_context
 from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
@@ -291,6 +292,7 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     return out
 
 
+@small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(SimulationOptions)
 def run_simulation_audit(
     corpus: pd.DataFrame,

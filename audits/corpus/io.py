@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow
 
 from audits.corpus.dataset import is_dataset, open_dataset
+from audits.corpus.memory import small_pages
 from audits.corpus.schema import KEY  # noqa: F401 -- reached as audits.corpus.io.KEY by the collect tests
 from audits.corpus.table import (  # the reader and validator, also imported from here
     CorpusError,
@@ -40,6 +41,7 @@ __all__ = ["CorpusError", "check_input_file", "normalize", "load_corpus", "save_
            "unit_warnings", "CorpusSummary"]
 
 
+@small_pages()
 def load_corpus(
     path: str | os.PathLike,
     *,

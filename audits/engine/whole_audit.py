@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 
 from audits.checks import registered
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run
 from audits.protocol import registry
 from audits.protocol.audit import Skip
@@ -128,6 +129,7 @@ def resolve_options(names: Iterable[str], *, shared: Mapping[str, object] | None
     return out
 
 
+@small_pages()
 def run_audits(corpus, names: Sequence[str] | None = None, *, options: Mapping[str, object] | None = None,
                thresholds: Mapping[str, object] | None = None, profile: str | None = None,
                timings: dict | None = None) -> WholeAudit:

@@ -116,12 +116,14 @@ class Audit:
     def run(self, ctx, options=None, thresholds=None, *, profile: str | None = None):
         """plan, each part, combine: the audit's result on ``ctx`` (an AuditContext or a corpus)."""
         # deferred: numpy and pandas stay out of `speedaudit --help` (audits.cli._common imports Skip from here)
+        from audits.corpus.memory import small_pages
         from audits.protocol.context import audit_context
 
-        ctx = audit_context(ctx)
-        options = self.options(options)
-        thresholds = self.thresholds(thresholds, profile=profile)
-        return self.compute(ctx, self.plan(ctx, options), options, thresholds)
+        with small_pages():
+            ctx = audit_context(ctx)
+            options = self.options(options)
+            thresholds = self.thresholds(thresholds, profile=profile)
+            return self.compute(ctx, self.plan(ctx, options), options, thresholds)
 
     def __repr__(self) -> str:
         return f"<audit {self.name}>"

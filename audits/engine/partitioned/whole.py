@@ -40,6 +40,7 @@ import pandas as pd
 
 from audits.corpus.counts import CorpusCounts, corpus_counts
 from audits.corpus.dataset import CorpusDataset, open_dataset
+from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run
 from audits.engine.partitioned._common import dask_client, partition_runs, summary_of
 from audits.engine.whole_audit import WholeAudit, legacy_options, run_names
@@ -113,10 +114,12 @@ class DatasetContext:
             self._clock["rereads"] = self._clock.get("rereads", 0.0) + time.perf_counter() - t0
 
 
+@small_pages()
 def _mapped(path: str, indices: tuple, function, args: tuple):
     return function(AuditContext(_read(path, indices)), *args)
 
 
+@small_pages()
 def _first_pass(path: str, indices: tuple, facts: dict) -> dict:
     """Pass 1 of every audit on some partitions, each read once: the run-summary partials and floor rows, the
     corpus counts and each audit's :meth:`~audits.protocol.audit.Audit.facts_part` (``facts``: name -> options)."""
@@ -126,6 +129,7 @@ def _first_pass(path: str, indices: tuple, facts: dict) -> dict:
             "facts": {name: registry.get(name).facts_part(ctx, options) for name, options in facts.items()}}
 
 
+@small_pages()
 def _second_pass(path: str, indices: tuple, spec: dict) -> dict:
     """Every audit's per-problem part of some partitions, each read once (``spec``: name -> (pieces, options,
     thresholds)): ``{name: [part of each piece]}``, the partitions' rows shared by every audit's part (one
@@ -166,6 +170,7 @@ def _take(cl, pieces: dict, key) -> list:
         futures.clear()
 
 
+@small_pages()
 def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Sequence[str] | None = None, *,
                            options: Mapping[str, object] | None = None,
                            thresholds: Mapping[str, object] | None = None, profile: str | None = None,

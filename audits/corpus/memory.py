@@ -1,0 +1,54 @@
+"""How the process asks the kernel for the memory of large arrays while a corpus is loaded or audited.
+
+numpy advises the kernel to back every array of 4 MB or more with transparent huge pages
+(``madvise(MADV_HUGEPAGE)``). Where the kernel's THP ``defrag`` mode is ``madvise`` -- this project's machine, and
+a common default -- a page fault in such an array may compact memory synchronously before it returns, and an audit
+of 10^7 rows touches hundreds of fresh arrays of 10-80 MB. Measured on the 10^7-row benchmark corpus, 2026-12-07,
+nothing else running, 5 alternating runs each in fresh processes: the whole audit (load included) took a median
+**82.4 s with numpy's advice and 64.6 s without** (81.6-89.1 against 59.3-81.0 s), the load alone 7.3-8.8 against
+3.1-5.7 s; at 10^6 rows the two were equal within the noise (6.2 and 6.1 s). So :func:`small_pages` turns the
+advice off while speedaudit loads or audits, and restores it after: a library must not change numpy for the rest
+of its caller's process. A user who set numpy's own switch, ``NUMPY_MADVISE_HUGEPAGE``, keeps that choice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+__all__ = ["small_pages"]
+
+
+def _setter():
+    """numpy's switch of the advice (it returns the previous setting), or None where this numpy has none.
+    It is private (``_set_madvise_hugepage``); numpy >= 2 keeps it in ``numpy._core``, 1.26 in ``numpy.core``."""
+    for module in ("_core", "core"):
+        multiarray = getattr(getattr(np, module, None), "multiarray", None)
+        if multiarray is not None and hasattr(multiarray, "_set_madvise_hugepage"):
+            return multiarray._set_madvise_hugepage
+    return None
+
+
+@contextlib.contextmanager
+def small_pages():
+    """Run the block without numpy's huge-page advice for new arrays, then restore the previous setting.
+
+    Only speed changes, never a result. In threads (a Dask worker's) one block may restore the advice while
+    another still runs: that block then runs as numpy would by default, no slower than without this.
+
+    Examples
+    --------
+    >>> with small_pages():
+    ...     x = np.zeros(10**6)
+    """
+    setter = _setter()
+    if setter is None or "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        yield
+        return
+    previous = setter(False)
+    try:
+        yield
+    finally:
+        setter(previous)

@@ -1,0 +1,89 @@
+"""audits.corpus.memory.small_pages: numpy's huge-page advice is off while speedaudit loads or audits and is
+restored after (the measured reason is in the module's docstring); a user's NUMPY_MADVISE_HUGEPAGE wins."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import speedaudit
+from audits.corpus import memory
+from audits.corpus.io import load_corpus, save_corpus
+from audits.corpus.synthetic import synthesize
+from audits.engine.whole_audit import run_audits
+from audits.protocol import registry
+
+
+def _advice() -> bool:
+    """numpy's current setting, read through its own switch (which returns the previous one)."""
+    setter = memory._setter()
+    previous = setter(False)
+    setter(previous)
+    return previous
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_small_pages_turns_numpy_advice_off_and_restores_it(before, monkeypatch):
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    setter = memory._setter()
+    assert setter is not None  # numpy >= 1.26 has the switch: the test runs against the real one
+    old = setter(before)
+    try:
+        with memory.small_pages():
+            assert _advice() is False
+            np.ones(10**6).sum()
+        assert _advice() is before
+        with pytest.raises(ZeroDivisionError), memory.small_pages():
+            raise ZeroDivisionError
+        assert _advice() is before  # restored on an error too
+    finally:
+        setter(old)
+
+
+def test_a_users_numpy_setting_is_kept(monkeypatch):
+    monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+    setter = memory._setter()
+    old = setter(True)
+    try:
+        with memory.small_pages():
+            assert _advice() is True
+    finally:
+        setter(old)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every switch of the advice, through a recording wrapper of numpy's own switch."""
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    real = memory._setter()
+    calls: list[bool] = []
+
+    def recording(value):
+        calls.append(bool(value))
+        return real(value)
+
+    monkeypatch.setattr(memory, "_setter", lambda: recording)
+    return calls
+
+
+def test_every_entry_point_runs_without_the_advice(recorded, tmp_path):
+    """load_corpus, each registered audit's keyword function (speedaudit.run_audit), Audit.run and the engine
+    (run_audits) each switch the advice off on entry and back on exit."""
+    corpus = synthesize(n_problems=4, seed=3, campaigns=(("c0", 1.0, 0.0), ("c1", 0.63, 0.053))).corpus
+    save_corpus(corpus, tmp_path / "c.parquet")
+    load_corpus(tmp_path / "c.parquet")
+    assert recorded[:1] == [False] and len(recorded) == 2
+    for name in registry.names():  # each registered audit's keyword function (what speedaudit.run_audit calls)
+        recorded.clear()
+        try:  # some need more than a corpus (calibration's two sides, compare's two sets): entering is enough
+            speedaudit.run_audit(name, corpus, n_boot=10)
+        except Exception:  # noqa: BLE001 -- the advice is switched back on an error too (checked above)
+            pass
+        assert recorded[:1] == [False] and recorded[-1:] == [True], name
+    recorded.clear()
+    registry.get("reliability").run(corpus, {"n_boot": 10})
+    assert recorded[:1] == [False]
+    recorded.clear()
+    run_audits(corpus, ["reliability", "discriminability"], options={n: {"n_boot": 10} for n in ("reliability",
+                                                                                               "discriminability")})
+    assert recorded[:1] == [False]
