@@ -5,8 +5,9 @@ numpy advises the kernel to back every array of 4 MB or more with transparent hu
 a common default -- a page fault in such an array may compact memory synchronously before it returns, and an audit
 of 10^7 rows touches hundreds of fresh arrays of 10-80 MB. Measured on the 10^7-row benchmark corpus, 2026-12-07,
 nothing else running, 5 alternating runs each in fresh processes: the whole audit (load included) took a median
-**82.4 s with numpy's advice and 64.6 s without** (81.6-89.1 against 59.3-81.0 s), the load alone 7.3-8.8 against
-3.1-5.7 s; at 10^6 rows the two were equal within the noise (6.2 and 6.1 s). So :func:`small_pages` turns the
+**82.4 s with numpy's advice and 64.6 s without** (72.2-89.1 against 59.3-81.0 s), the load alone 7.3-8.8 against
+3.1-5.7 s; at 10^6 rows the two were equal within the noise (medians 6.2 and 6.6 s of 4 runs each,
+spreads 5.9-7.7 and 5.7-7.0 s; docs/performance.md). So :func:`small_pages` turns the
 advice off while speedaudit loads or audits, and restores it after: a library must not change numpy for the rest
 of its caller's process. A user who set numpy's own switch, ``NUMPY_MADVISE_HUGEPAGE``, keeps that choice.
 """
