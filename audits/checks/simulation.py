@@ -272,7 +272,8 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
             and np.isfinite(lo) and np.isfinite(hi) else f" (n = {d['n_problems']} problems)"
         extra = f" at G = {d['headline_group_size']}" if metric == "zero_advantage_rate" else ""
         out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
-                           message=f"{label}: {metric}{extra} = {value:.3f}{ci}; {_ADVICE[label]}.", **where))
+                           # the metric and its value head every finding line already (Finding's own text)
+                           message=f"{label}{extra}{ci}; {_ADVICE[label]}.", **where))
     if d["n_pairs"] == 1:  # not measured (n/a), never a warning about the reward environment
         out.append(Finding.not_available(
             "curve_noise", "one repeat: quality and reward come from the same measurement, so whether timing noise "

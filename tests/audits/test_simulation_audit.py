@@ -73,6 +73,18 @@ def test_degenerate_environments_are_flagged_and_a_reasonable_one_passes(quiet_a
     assert [f.level for f in passing] == ["pass"]
 
 
+def test_a_finding_names_its_check_without_repeating_metric_and_value(quiet_audit):
+    # A finding's line is "metric = value (threshold ...): message"; the message says which check failed, its CI
+    # and what to do, and does not say "auc = 0.951" a second time (it did, 2026-12-06).
+    judged = [f for f in quiet_audit.findings if f.level in ("warn", "fail")]
+    assert {f.metric for f in judged} >= {"auc"}
+    for f in judged:
+        assert f"{f.metric} =" not in f.message and f"{f.metric}:" not in f.message, f.message
+        assert f.message.split(" ")[0].rstrip(",;") in {"sparse", "saturated", "non-monotone", "off-diagonal",
+                                                        "dead", "noisy"}, f.message
+        assert "CI" in f.message or "n = " in f.message, f.message
+
+
 def test_busy_worker_lowers_monotonicity_and_the_verdict_says_so(quiet_audit, busy_audit):
     quiet = quiet_audit.diagnostics.set_index("reward_environment").loc["reasonable"]
     busy = busy_audit.diagnostics.set_index("reward_environment").loc["reasonable"]
