@@ -52,16 +52,14 @@ def run_all(corpus, /, *, save: str | os.PathLike | None = None, **options):
     """
     # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
     from audits.corpus.io import load_corpus
-    from audits.engine.whole_audit import legacy_options, run_whole_audit
+    from audits.engine.whole_audit import run_whole_audit
     from audits.report.results import save_audit_all
 
     files = [corpus] if isinstance(corpus, (str, os.PathLike)) else []
     rows = load_corpus(corpus) if files else corpus
     whole = run_whole_audit(rows, **options)
-    if save is not None:
-        keywords = {k: v for k, v in options.items() if k not in ("audits", "profile", "thresholds", "timings")}
-        resolved = legacy_options(names=options.get("audits"), **keywords)
-        save_audit_all(whole, rows, save, options=resolved, corpora=files,
+    if save is not None:  # with the Options the audits ran with (whole.options)
+        save_audit_all(whole, rows, save, corpora=files,
                        reward_environment_files=None if "reward_environments" not in options else [])
     return whole
 

@@ -65,5 +65,9 @@ def test_run_all_saves_what_audit_all_json_writes(tmp_path):
     api = json.loads((tmp_path / "api.json").read_text())
     assert api == cli
     assert api["meta"]["saved"] and api["meta"]["parameters"]["n_boot"] == 40 and api["meta"]["parameters"]["seed"] == 3
+    # the file is written from the Options the engine ran each audit with (WholeAudit.options), not rebuilt
+    # (clocks and simulation declare their own n_boot, not the shared one)
+    assert [whole.options[n].n_boot for n in ("reliability", "discriminability", "aggregation")] == [40, 40, 40]
+    assert {o.seed for o in whole.options.values() if hasattr(o, "seed")} == {3}
     again = speedaudit.load_results(tmp_path / "api.json")
     assert [f.to_dict() for f in again["reliability"].findings] == [f.to_dict() for f in whole.reliability.findings]

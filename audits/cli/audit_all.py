@@ -85,18 +85,18 @@ def _audit(args: argparse.Namespace) -> int:
         raise UserError(f"{args.corpus}: {exc}") from exc
     report_audit(whole, argparse.Namespace(**{**vars(args), "json": None}))
     if args.json:
-        _save(whole, corpus, args, options)
+        _save(whole, corpus, args)
     return exit_status(whole, args)
 
 
-def _save(whole, corpus, args: argparse.Namespace, options: dict, *, extra: dict | None = None) -> None:
+def _save(whole, corpus, args: argparse.Namespace, *, extra: dict | None = None) -> None:
     """--json: every audit's JSON (as each audit's own --json writes it) and, in the same file, the results as
     versioned JSON that ``speedaudit report --results FILE`` renders from (:func:`audits.report.results.save_audit_all`)."""
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.report.results import save_audit_all
 
     files = [*(args.reward_env or []), *(args.grid or [])] or None
-    path = save_audit_all(whole, corpus, args.json, options=options, corpora=[args.corpus],
+    path = save_audit_all(whole, corpus, args.json, corpora=[args.corpus],
                           reward_environment_files=files, extra=extra)
     print(f"\nwrote {path} (render it with: speedaudit report --results {path} --out DIR)")
 
@@ -132,7 +132,7 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     for name, reason in not_on_dask.items():
         print(f"{name}: not run on Dask ({reason})")
     if args.json:  # the same saved results as in memory (corpus summary from the run table and the counts)
-        _save(whole, None, args, options, extra={**whole.to_dict(), "engine": "dask"})
+        _save(whole, None, args, extra={**whole.to_dict(), "engine": "dask"})
     return exit_status(whole, args)
 
 

@@ -62,10 +62,12 @@ class WholeAudit:
     The results are attributes too (``whole.reliability``; ``None`` when absent, ``()`` for calibration).
     ``corpus_facts``: ``(run table, audits.corpus.counts.CorpusCounts)`` of the corpus audited, what a saved
     audit's corpus summary is written from when the rows are not at hand (the Dask engine's, from its first pass).
+    ``options``: ``{audit name: validated Options}`` each audit ran (or was skipped) with, what a saved whole audit
+    records as its parameters (:func:`audits.report.results.save_audit_all`).
     """
 
     def __init__(self, results: Mapping[str, object] | None = None, skipped: Mapping[str, str] | None = None,
-                 *, corpus_facts: tuple | None = None, **by_name):
+                 *, corpus_facts: tuple | None = None, options: Mapping[str, object] | None = None, **by_name):
         given = {**dict(results or {}), **by_name}
         unknown = sorted(set(given) - set(registry.names()))
         if unknown:
@@ -74,6 +76,7 @@ class WholeAudit:
                         and not (isinstance(given[n], tuple) and not given[n])}
         self.skipped = dict(skipped or {})
         self.corpus_facts = corpus_facts
+        self.options = dict(options or {})
 
     def __getattr__(self, name):
         if name in registry.names():
@@ -156,18 +159,18 @@ def run_audits(corpus, names: Sequence[str] | None = None, *, options: Mapping[s
     options = dict(options or {})
     th = dict(thresholds or {})
     clock = timings if timings is not None else {}
-    results, skipped = {}, {}
+    results, skipped, used = {}, {}, {}
     for name in chosen:
         audit = registry.get(name)
         t0 = time.perf_counter()
-        opts = audit.options(options.get(name))
+        opts = used[name] = audit.options(options.get(name))
         limits = audit.thresholds(th.get(name), profile=profile)
         try:  # the plan, or the computation (the compare sets are resolved on the rows), may skip
             results[name] = audit.compute(ctx, audit.plan(ctx, opts), opts, limits)
         except Skip as exc:
             skipped[name] = str(exc)
         clock[name] = time.perf_counter() - t0
-    return WholeAudit(results, skipped)
+    return WholeAudit(results, skipped, options=used)
 
 
 def legacy_options(*, environment=None, campaign=None, pairs=(), simulation_run=None, reward_environments=None,

@@ -338,11 +338,12 @@ def save_whole_audit(whole, corpus, path: str | os.PathLike, *, corpora, n_boot:
     return dump_results(results, path, parameters=parameters, meta=meta, extra=extra)
 
 
-def save_audit_all(whole, corpus, path: str | os.PathLike, *, options: Mapping[str, object], corpora=(),
-                   reward_environment_files=None, extra=None) -> Path:
+def save_audit_all(whole, corpus, path: str | os.PathLike, *, corpora=(), reward_environment_files=None,
+                   extra=None) -> Path:
     """Write a whole audit as ``speedaudit audit all --json`` does, from the validated Options it ran with
-    (``{audit name: Options}``, :func:`audits.protocol.params.resolve_options`): the one place both that command
-    and :func:`speedaudit.run_all` (``save=``) turn options into :func:`save_whole_audit`'s parameters.
+    (``whole.options``, ``{audit name: Options}``, as the engine -- in memory or on Dask -- resolved them): the one
+    place both that command and :func:`speedaudit.run_all` (``save=``) turn options into :func:`save_whole_audit`'s
+    parameters.
 
     ``reward_environment_files``: the files the simulation read (default: the shipped examples it reads when
     none is given). ``extra``: top-level keys beside the results (default: every audit's plain JSON,
@@ -350,6 +351,8 @@ def save_audit_all(whole, corpus, path: str | os.PathLike, *, options: Mapping[s
     """
     if reward_environment_files is None:
         reward_environment_files = [f"fixtures/environments/{name}.yaml" for name in EXAMPLE_REWARD_ENVIRONMENTS]
+
+    options = whole.options
 
     def shared(name):  # a shared option as the audits that declare it received it (one value: one declaration)
         return next((getattr(o, name) for o in options.values() if hasattr(o, name)), None)

@@ -242,7 +242,7 @@ def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Se
                     for j, piece in enumerate(audit_pieces)]
             results[n] = audits[n].assemble(done, plans[n])
             clock[f"combine_{n}"] = time.perf_counter() - t5
-    return WholeAudit(results, skipped, corpus_facts=(runs, counts))
+    return WholeAudit(results, skipped, corpus_facts=(runs, counts), options={n: opts[n] for n in chosen})
 
 
 def run_partitioned_whole_audit(
