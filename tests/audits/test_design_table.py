@@ -159,3 +159,107 @@ def test_the_design_campaigns_match_their_manifest():
     assert counted.loc[ok, "instructions"].notna().all()  # every ok run counted
     per_cell = counted[ok].groupby(["problem", "test", "solution"], observed=True)["instructions"].nunique()
     assert (per_cell == 1).all()  # counts repeat exactly (the counted run fixes PYTHONHASHSEED)
+
+
+# -- re-execution: the median of k repeats per cell ------------------------------------------------------------
+
+def _cell_rows(campaign: str, durations, status: str = "ok") -> list[dict]:
+    return [{"environment": "quiet", "campaign": campaign, "problem": "p", "test": "t", "solution": "s",
+             "repeat": r, "duration_s": d, "cpu_s": d / 2, "status": status, "role": "reference"}
+            for r, d in enumerate(durations)]
+
+
+def test_collapse_repeats_takes_the_median_of_each_block_of_k():
+    frame = pd.DataFrame(_cell_rows("c1", [5.0, 1.0, 3.0, 2.0, 9.0]) + _cell_rows("c2", [10.0, 20.0, 30.0, 40.0, 50.0])
+                         + [{**_cell_rows("c1", [0.5])[0], "problem": "_floor", "role": "floor"}])
+    two = designs.collapse_repeats(frame, 2, campaign="x").sort_values("repeat")
+    # blocks (0, 1) and (2, 3) of each campaign; repeat 4 is left over; the floor row is not a program
+    assert two["duration_s"].tolist() == [3.0, 2.5, 15.0, 35.0]
+    assert two["cpu_s"].tolist() == [1.5, 1.25, 7.5, 17.5]
+    assert two["repeat"].tolist() == [0, 1, 2, 3]
+    assert set(two["campaign"]) == {"x"} and set(two["environment"]) == {designs.REPEAT_ENVIRONMENT}
+    five = designs.collapse_repeats(frame, 5, campaign="x").sort_values("repeat")
+    assert five["duration_s"].tolist() == [3.0, 30.0]
+    first = designs.collapse_repeats(frame, 2, campaign="x", blocks=(0,)).sort_values("repeat")
+    assert first["duration_s"].tolist() == [3.0, 15.0]
+    mixed = pd.DataFrame(_cell_rows("c1", [1.0, 2.0]) + _cell_rows("c1", [3.0], status="timeout"))
+    mixed.loc[2, "repeat"] = 2
+    with pytest.raises(ValueError, match="change status"):
+        designs.collapse_repeats(mixed, 3, campaign="x")
+
+
+def test_components_recover_planted_between_and_within_parts():
+    # planted: the repeats' own variance 9/k; a second campaign back to back adds 1, a day apart 16
+    rows = [{"k": k, "sd_within": math.sqrt(9 / k) if k <= 2 else math.nan, "sd_session": math.sqrt(1 + 9 / k),
+             "sd_day": math.sqrt(16 + 9 / k)} for k in (1, 2, 3, 5)]
+    parts = designs.components(rows)
+    assert parts["between_session_by_k"] == pytest.approx({1: 1.0, 2: 1.0}, rel=1e-12)
+    assert parts["between_day_by_k"] == pytest.approx({1: 4.0, 2: 4.0}, rel=1e-12)
+    assert parts["k_within"] == math.ceil(9 / designs.TARGET_SD ** 2) == 3
+    assert parts["one_over_k_check"] == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def same_campaigns(tmp_path_factory):
+    """pool-a, quiet-a and quiet-b: one synthetic campaign three times (repeats vary, campaigns do not)."""
+    path = tmp_path_factory.mktemp("same")
+    spec = dict(n_problems=4, n_tests=3, n_correctness_tests=0, n_solutions=8, n_incorrect=0, n_candidates=0,
+                n_repeats=5, filterable_share=0.0)
+    campaign = _text(synthesize(seed=5, **spec).corpus)
+    # CPU time ordered otherwise than wall time, so that a table reading the wrong clock shows
+    campaign["cpu_s"] = campaign["duration_s"] * np.random.default_rng(5).uniform(0.3, 1.0, len(campaign))
+    for name, (env, camp) in {"pool-a": ("pool", "pool-a"), "quiet-a": ("quiet", "quiet-a"),
+                              "quiet-b": ("quiet", "quiet-b")}.items():
+        save_corpus(_run(campaign, env, camp), path / f"{name}.parquet")
+    return path
+
+
+def test_identical_campaigns_have_no_day_to_day_part(same_campaigns):
+    from audits.checks.clocks import run_clocks_audit, use_measure
+    from audits.checks.reliability import run_reliability_audit
+    from audits.corpus.io import load_corpus, normalize
+    from audits.corpus.runs import Run
+
+    table, fits = designs.repeat_table(n_boot=20, folder=same_campaigns)
+    table = table.set_index(["measure", "k"])
+    assert len(table) == len(designs.REPEAT_MEASURES) * len(designs.REPEAT_KS)
+    for measure, _ in designs.REPEAT_MEASURES:
+        # identical replicates of the median of all 5 repeats (one per campaign): no sd at all; one repeat varies
+        for label in ("session", "day"):
+            assert table.loc[(measure, 5), f"sd_{label}"] == 0.0
+            assert table.loc[(measure, 1), f"sd_{label}"] > 0.0
+            assert fits[measure][f"between_{label}_by_k"][1] == pytest.approx(0.0, abs=1e-9)
+        assert np.isnan(table.loc[(measure, 3), "sd_within"]) and np.isnan(table.loc[(measure, 5), "sd_within"])
+    # independent: k = 1 is quiet-a itself, whose repeat sd the reliability audit's finding gives on the raw rows;
+    # k = 5's faithfulness is the clock audit's on the raw 5 repeats (it scores each cell's median)
+    raw = _text(load_corpus(same_campaigns / "quiet-a.parquet"))
+    for measure, _ in designs.REPEAT_MEASURES:
+        audited = run_reliability_audit(use_measure(raw, measure), n_boot=20)
+        finding = next(f for f in audited.findings if f.metric == "mean_rank_sd")
+        assert table.loc[(measure, 1), "sd_within"] == pytest.approx(finding.value, rel=1e-12)
+    assert table.loc[("duration_s", 1), "sd_within"] != table.loc[("cpu_s", 1), "sd_within"]
+    reference = pd.concat(designs.reference_parts(same_campaigns), ignore_index=True)
+    audit = run_clocks_audit(normalize(pd.concat([raw, reference], ignore_index=True), source="test"),
+                             measures=["duration_s", "cpu_s"], n_boot=0, reference=Run(*designs.REFERENCE_RUN))
+    own = audit.table.assign(campaign=lambda t: t["campaign"].astype(str)).set_index(["campaign", "measure"])
+    for measure, _ in designs.REPEAT_MEASURES:
+        assert table.loc[(measure, 5), "tau_b"] == pytest.approx(own.loc[("quiet-a", measure), "faithfulness"],
+                                                                 rel=1e-12)
+    # the cost: the share of quiet-a's execution seconds the first k repeats took (pandas, independently)
+    programs = raw[raw["role"].astype(str) != "floor"]
+    for k in designs.REPEAT_KS:
+        share = programs.loc[programs["repeat"] < k, "duration_s"].sum() / programs["duration_s"].sum()
+        assert table.loc[("cpu_s", k), "cost"] == pytest.approx(share, rel=1e-12)
+
+
+def test_the_repeat_table_does_not_depend_on_row_order(folder, tmp_path):
+    for path in folder.glob("*.parquet"):
+        frame = pd.read_parquet(path)
+        save_corpus(frame.sample(frac=1.0, random_state=2).reset_index(drop=True), tmp_path / path.name)
+    a, fits_a = designs.repeat_table(n_boot=20, folder=folder)
+    b, fits_b = designs.repeat_table(n_boot=20, folder=tmp_path)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+    for measure, parts in fits_a.items():
+        for key, value in parts.items():
+            assert value == (pytest.approx(fits_b[measure][key], rel=1e-12, nan_ok=True)
+                             if value is not None else fits_b[measure][key]), key
