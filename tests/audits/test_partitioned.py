@@ -48,6 +48,19 @@ def dataset(tmp_path_factory):
     return save_dataset(corpus, tmp_path_factory.mktemp("ds") / "d", problems_per_partition=2)
 
 
+# Each audit below is computed once for the tests that compare with it (they only read the JSON).
+@pytest.fixture(scope="module")
+def memory(dataset):
+    """The in-memory discriminability audit of ``dataset`` (n_boot N_BOOT, every run)."""
+    return run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
+
+
+@pytest.fixture(scope="module")
+def on_dask(dataset, client):
+    """The Dask discriminability audit of ``dataset`` with the same options."""
+    return run_partitioned_discriminability(dataset, client=client, n_boot=N_BOOT).to_dict()
+
+
 def test_every_worker_is_on_loopback(client):
     addresses = list(client.scheduler_info()["workers"])
     assert len(addresses) == 2 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
@@ -62,21 +75,18 @@ def test_run_table_from_partials_equals_runs_of(dataset, client):
     assert partition_runs(partials) == runs_of(dataset.load())
 
 
-def test_discriminability_on_dask_equals_in_memory(dataset, client):
-    memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
-    dask = run_partitioned_discriminability(dataset, client=client, n_boot=N_BOOT).to_dict()
-    assert _close(dask, memory) == []
+def test_discriminability_on_dask_equals_in_memory(memory, on_dask):
+    assert _close(on_dask, memory) == []
     assert len(memory["runs"]) == 4  # two environments x two campaigns, each on its own
 
 
-def test_shuffled_partitions_give_the_same_audit(dataset, client, tmp_path):
+def test_shuffled_partitions_give_the_same_audit(dataset, client, on_dask, tmp_path):
     """The same rows written in another row order and another grouping of problems: same JSON."""
     corpus = dataset.load()
     shuffled = corpus.iloc[np.random.default_rng(3).permutation(len(corpus))].reset_index(drop=True)
     other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
     a = run_partitioned_discriminability(other, client=client, n_boot=N_BOOT).to_dict()
-    b = run_partitioned_discriminability(dataset, client=client, n_boot=N_BOOT).to_dict()
-    assert _close(a, b) == []
+    assert _close(a, on_dask) == []
 
 
 def test_selection_and_given_floor(dataset, client):
@@ -87,11 +97,10 @@ def test_selection_and_given_floor(dataset, client):
     assert {r["environment"] for r in memory["runs"]} == {"quiet"}
 
 
-def test_audit_all_on_a_dataset_with_dask_cli(dataset, tmp_path):
+def test_audit_all_on_a_dataset_with_dask_cli(dataset, memory, tmp_path):
     """`speedaudit audit all DATASET --dask`: a real LocalCluster in a subprocess; the audits not yet on the
     Dask path are listed as skipped with the reason, never as passing."""
     proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
-    memory = run_discriminability_audit(dataset.load(), n_boot=N_BOOT).to_dict()
     assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
     from audits.protocol.saved import read_results
 

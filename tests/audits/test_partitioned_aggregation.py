@@ -84,10 +84,10 @@ def test_a_changed_figure_is_caught(dataset, client, memory):
     assert any("stability_low" in d for d in _close(dask, memory))
 
 
-def test_audit_all_dask_cli_has_the_aggregation_audit(dataset, memory, tmp_path):
-    """`speedaudit audit all DATASET --dask` (a real LocalCluster in a subprocess): its aggregation part is the
-    in-memory audit's JSON, and it is no longer among the skipped audits."""
-    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
+def test_audit_all_dask_cli_has_the_aggregation_audit(dataset, client, memory, tmp_path):
+    """`speedaudit audit all DATASET --scheduler ADDRESS` (a subprocess on the session's real LocalCluster): its
+    aggregation part is the in-memory audit's JSON, and it is no longer among the skipped audits."""
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT), scheduler=client.scheduler.address)
     assert _close(whole["aggregation"], json.loads(json.dumps(memory))) == []
     assert "aggregation" not in whole["skipped"] and "Traceback" not in proc.stderr
 

@@ -42,12 +42,26 @@ def _json(audit) -> dict:
     return json.loads(json.dumps(audit.to_dict()))
 
 
+@pytest.fixture(scope="module")
+def on_dask(dataset, client):
+    """The Dask audit of ``dataset`` for a pair (source, target), n_boot and n_boot_rank N_BOOT: computed once per
+    pair for the tests that compare with it (they only read the JSON)."""
+    done = {}
+
+    def audit(source, target) -> dict:
+        if (source, target) not in done:
+            done[source, target] = _json(run_partitioned_calibration(dataset, client=client, source=source,
+                                                                     target=target, n_boot=N_BOOT, n_boot_rank=N_BOOT))
+        return done[source, target]
+
+    return audit
+
+
 @pytest.mark.parametrize("source, target", [(STORED, FRESH), (STORED, BUSY), (FRESH, STORED)])
-def test_calibration_on_dask_equals_in_memory(dataset, client, source, target):
+def test_calibration_on_dask_equals_in_memory(dataset, on_dask, source, target):
     memory = _json(run_calibration_audit(dataset.load(), source=source, target=target, n_boot=N_BOOT,
                                          n_boot_rank=N_BOOT))
-    dask = _json(run_partitioned_calibration(dataset, client=client, source=source, target=target, n_boot=N_BOOT,
-                                             n_boot_rank=N_BOOT))
+    dask = on_dask(source, target)
     assert _close(dask, memory) == []
     # the figures are measured, so the equality says something
     assert memory["pairing"]["n_pairs"] > 100 and memory["spearman_raw"]["estimate"] is not None
@@ -56,15 +70,13 @@ def test_calibration_on_dask_equals_in_memory(dataset, client, source, target):
         assert memory["drift"]  # the drift table of the environment's two campaigns
 
 
-def test_shuffled_partitions_give_the_same_calibration(dataset, client, tmp_path):
+def test_shuffled_partitions_give_the_same_calibration(dataset, client, on_dask, tmp_path):
     corpus = dataset.load()
     shuffled = corpus.iloc[np.random.default_rng(4).permutation(len(corpus))].reset_index(drop=True)
     other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
     a = _json(run_partitioned_calibration(other, client=client, source=STORED, target=FRESH, n_boot=N_BOOT,
                                           n_boot_rank=N_BOOT))
-    b = _json(run_partitioned_calibration(dataset, client=client, source=STORED, target=FRESH, n_boot=N_BOOT,
-                                          n_boot_rank=N_BOOT))
-    assert _close(a, b) == []
+    assert _close(a, on_dask(STORED, FRESH)) == []
 
 
 def test_every_task_reads_one_partition(dataset, client, monkeypatch):
@@ -88,10 +100,12 @@ def test_three_campaigns_drift_on_dask_equals_in_memory(client, tmp_path, source
     assert _close(dask, memory) == []
 
 
-def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, tmp_path):
-    """`speedaudit audit all DATASET --dask --pair-environment quiet --source-campaign c0 --target-campaign c1`:
-    its calibration part equals the in-memory audit of the same pair (and of the in-memory whole audit)."""
-    proc, whole = audit_all_dask(dataset.path, tmp_path, "--pair-environment", "quiet", "--source-campaign", "c0", "--target-campaign", "c1", "--n-boot", str(N_BOOT))
+def test_audit_all_on_a_dataset_with_dask_cli_runs_calibration(dataset, client, tmp_path):
+    """`speedaudit audit all DATASET --scheduler ADDRESS --pair-environment quiet --source-campaign c0
+    --target-campaign c1` (a subprocess on the session's real LocalCluster): its calibration part equals the
+    in-memory audit of the same pair (and of the in-memory whole audit)."""
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--pair-environment", "quiet", "--source-campaign", "c0",
+                                 "--target-campaign", "c1", "--n-boot", str(N_BOOT), scheduler=client.scheduler.address)
     memory = _json(run_calibration_audit(dataset.load(), source=STORED, target=FRESH, n_boot=N_BOOT))
     assert _close(whole["calibration"], [memory]) == []
     assert "calibration" not in whole["skipped"] and "Traceback" not in proc.stderr

@@ -54,9 +54,31 @@ def _json(audit) -> dict:
     return json.loads(json.dumps(audit.to_dict()))
 
 
-def test_reliability_on_dask_equals_in_memory(dataset, client):
-    memory = _json(run_reliability_audit(dataset.load(), n_boot=N_BOOT))
-    dask = _json(run_partitioned_reliability(dataset, client=client, n_boot=N_BOOT))
+# Each audit below is computed once for the tests that compare with it (they only read the JSON).
+@pytest.fixture(scope="module")
+def memory(dataset):
+    """The in-memory audit of ``dataset`` (n_boot N_BOOT, every run)."""
+    return _json(run_reliability_audit(dataset.load(), n_boot=N_BOOT))
+
+
+@pytest.fixture(scope="module")
+def on_dask(dataset, client):
+    """The Dask audit of ``dataset`` with the same options."""
+    return _json(run_partitioned_reliability(dataset, client=client, n_boot=N_BOOT))
+
+
+@pytest.fixture(scope="module")
+def nested_memory(nested):
+    return _json(run_reliability_audit(nested.load(), n_boot=N_BOOT))
+
+
+@pytest.fixture(scope="module")
+def nested_dask(nested, client):
+    return _json(run_partitioned_reliability(nested, client=client, n_boot=N_BOOT))
+
+
+def test_reliability_on_dask_equals_in_memory(memory, on_dask):
+    dask = on_dask
     assert _close(dask, memory) == []
     assert len(memory["runs"]) == 4  # two environments x two campaigns, each on its own
     # the figures are measured (not all NaN), so the equality says something
@@ -67,9 +89,8 @@ def test_reliability_on_dask_equals_in_memory(dataset, client):
     assert run["significance"]["n_tested"] > 10
 
 
-def test_nested_repeats_on_dask_equal_in_memory(nested, client):
-    memory = _json(run_reliability_audit(nested.load(), n_boot=N_BOOT))
-    dask = _json(run_partitioned_reliability(nested, client=client, n_boot=N_BOOT))
+def test_nested_repeats_on_dask_equal_in_memory(nested_memory, nested_dask):
+    memory, dask = nested_memory, nested_dask
     assert _close(dask, memory) == []
     components = memory["runs"][0]["variance_components"]["components"]
     assert {"run", "repeat"} <= set(components) and isinstance(components["run"]["variance"], float)
@@ -86,13 +107,13 @@ def test_significance_sample_under_max_pairs_is_the_same(dataset, client):
     assert all(r["significance"]["n_tested"] <= 25 < r["significance"]["n_pairs"] for r in memory["runs"])
 
 
-def test_shuffled_partitions_give_the_same_audit(dataset, client, tmp_path):
+def test_shuffled_partitions_give_the_same_audit(dataset, client, on_dask, tmp_path):
     """The same rows written in another row order and another grouping of problems: same JSON."""
     corpus = dataset.load()
     shuffled = corpus.iloc[np.random.default_rng(3).permutation(len(corpus))].reset_index(drop=True)
     other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=4)
     a = _json(run_partitioned_reliability(other, client=client, n_boot=N_BOOT))
-    b = _json(run_partitioned_reliability(dataset, client=client, n_boot=N_BOOT))
+    b = on_dask
     assert _close(a, b) == []
 
 
@@ -165,21 +186,20 @@ def test_every_task_reads_one_partition_and_nothing_loads_the_dataset(dataset, c
         open_dataset(dataset.path), client=client, n_boot=N_BOOT))
 
 
-def test_audit_all_on_a_dataset_with_dask_cli_runs_reliability(dataset, tmp_path):
-    """`speedaudit audit all DATASET --dask`: a real LocalCluster in a subprocess; its reliability part equals
-    the in-memory audit and reliability is no longer listed as skipped."""
-    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT))
-    assert _close(whole["reliability"], _json(run_reliability_audit(dataset.load(), n_boot=N_BOOT))) == []
+def test_audit_all_on_a_dataset_with_dask_cli_runs_reliability(dataset, client, memory, tmp_path):
+    """`speedaudit audit all DATASET --scheduler ADDRESS` (a subprocess on the session's real LocalCluster): its
+    reliability part equals the in-memory audit and reliability is no longer listed as skipped."""
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT), scheduler=client.scheduler.address)
+    assert _close(whole["reliability"], memory) == []
     assert "reliability" not in whole["skipped"] and "Reliability audit" in proc.stdout
     assert "Traceback" not in proc.stderr
 
 
-def test_contention_is_the_exact_median_over_all_executions(dataset, client):
+def test_contention_is_the_exact_median_over_all_executions(dataset, client, memory):
     """The contention figures (order statistics over every execution of a run) on Dask equal the in-memory
     ones and a direct numpy median over the loaded rows, both with the default selection (the keys of one bin
     gathered) and with selection_limit=1 (refined bit by bit down to the value: the 10^8-row path)."""
     corpus = dataset.load()
-    memory = _json(run_reliability_audit(corpus, n_boot=N_BOOT))
     refined = _json(run_partitioned_reliability(dataset, client=client, n_boot=N_BOOT, selection_limit=1))
     assert _close(refined, memory) == []
     for run in memory["runs"]:
@@ -198,7 +218,7 @@ def test_contention_is_the_exact_median_over_all_executions(dataset, client):
         assert c["median_load_1m"] == np.median(load) and c["max_load_1m"] == load.max()
 
 
-def test_contention_median_of_an_even_and_an_odd_count(dataset, client, tmp_path):
+def test_contention_median_of_an_even_and_an_odd_count(dataset, client, memory, tmp_path):
     """One single-threaded execution fewer flips the parity of that run's count: np.median is then the mean
     of the two middle values (or the middle one); both datasets equal the in-memory audit."""
     corpus = dataset.load()
@@ -209,17 +229,15 @@ def test_contention_median_of_an_even_and_an_odd_count(dataset, client, tmp_path
     fewer = save_dataset(corpus.drop(index=corpus.index[one]).reset_index(drop=True), tmp_path / "fewer",
                          problems_per_partition=3)
     parities = set()
-    for ds in (dataset, fewer):
-        memory = _json(run_reliability_audit(ds.load(), n_boot=N_BOOT))
+    for ds, in_memory in ((dataset, memory), (fewer, _json(run_reliability_audit(fewer.load(), n_boot=N_BOOT)))):
         assert _close(_json(run_partitioned_reliability(ds, client=client, n_boot=N_BOOT, selection_limit=4)),
-                      memory) == []
-        parities |= {r["contention"]["n_single"] % 2 for r in memory["runs"]}
+                      in_memory) == []
+        parities |= {r["contention"]["n_single"] % 2 for r in in_memory["runs"]}
     assert parities == {0, 1}
 
 
-def test_contention_without_cpu_time_is_not_available_on_dask_too(nested, client):
-    memory = _json(run_reliability_audit(nested.load(), n_boot=N_BOOT))
-    dask = _json(run_partitioned_reliability(nested, client=client, n_boot=N_BOOT))
+def test_contention_without_cpu_time_is_not_available_on_dask_too(nested_memory, nested_dask):
+    memory, dask = nested_memory, nested_dask
     assert _close(dask, memory) == []
     levels = {f["level"] for f in memory["findings"] if f["metric"] == "contention"}
     assert levels == {"n/a"}

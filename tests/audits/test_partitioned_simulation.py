@@ -59,6 +59,14 @@ def loaded(dataset):
     return dataset.load()
 
 
+@pytest.fixture(scope="module")
+def quiet_memory(loaded):
+    """The in-memory audit of the quiet environment (its default campaign), with every reward environment of
+    _reward_environments(): computed once for the two tests that compare a Dask audit with it."""
+    return run_simulation_audit(loaded, environment="quiet", reward_environments=_reward_environments(),
+                                n_boot=N_BOOT).to_dict()
+
+
 def _both(dataset, client, loaded, **options):
     options = {"reward_environments": _reward_environments(), "n_boot": N_BOOT, **options}
     memory = run_simulation_audit(loaded, **options).to_dict()
@@ -66,8 +74,10 @@ def _both(dataset, client, loaded, **options):
     return memory, dask
 
 
-def test_simulation_on_dask_equals_in_memory(dataset, client, loaded):
-    memory, dask = _both(dataset, client, loaded, environment="quiet")
+def test_simulation_on_dask_equals_in_memory(dataset, client, quiet_memory):
+    memory = quiet_memory
+    dask = run_partitioned_simulation(dataset, client=client, environment="quiet",
+                                      reward_environments=_reward_environments(), n_boot=N_BOOT).to_dict()
     assert _close(dask, memory) == []
     assert len(memory["ranking"]) == 11 and memory["left_out"] == []
     assert memory["campaign"] == "c0"
@@ -87,15 +97,14 @@ def test_another_run_incorrect_rollouts_and_options(dataset, client, loaded):
     assert memory["include_incorrect"] and memory["run"]["campaign"] == "c1"
 
 
-def test_shuffled_rows_one_problem_per_partition_give_the_same_audit(dataset, client, loaded, tmp_path):
+def test_shuffled_rows_one_problem_per_partition_give_the_same_audit(dataset, client, loaded, quiet_memory,
+                                                                     tmp_path):
     shuffled = loaded.iloc[np.random.default_rng(5).permutation(len(loaded))].reset_index(drop=True)
     other = save_dataset(shuffled, tmp_path / "other", problems_per_partition=1)
     assert other.n_partitions > dataset.n_partitions
-    memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_reward_environments(),
-                                  n_boot=N_BOOT).to_dict()
     dask = run_partitioned_simulation(other, client=client, environment="quiet",
                                       reward_environments=_reward_environments(), n_boot=N_BOOT).to_dict()
-    assert _close(dask, memory) == []
+    assert _close(dask, quiet_memory) == []
 
 
 def test_a_column_no_row_holds_leaves_the_environment_out_on_both_paths(client, loaded, tmp_path):
@@ -156,10 +165,12 @@ def test_parts_of_disjoint_problem_sets_combine_to_simulate(loaded):
             assert _close(to_jsonable(wrong.to_dict()), to_jsonable(whole.to_dict())) != []
 
 
-def test_audit_all_dask_cli_has_the_simulation_audit(dataset, loaded, tmp_path):
-    """`speedaudit audit all DATASET --dask --simulation-environment quiet` (a real LocalCluster in a subprocess):
-    its simulation part is the in-memory whole audit's (the shipped example reward environments, n_boot 200)."""
-    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", "30", "--simulation-environment", "quiet")
+def test_audit_all_dask_cli_has_the_simulation_audit(dataset, client, loaded, tmp_path):
+    """`speedaudit audit all DATASET --scheduler ADDRESS --simulation-environment quiet` (a subprocess on the
+    session's real LocalCluster): its simulation part is the in-memory whole audit's (the shipped example reward
+    environments, n_boot 200)."""
+    proc, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", "30", "--simulation-environment", "quiet",
+                                 scheduler=client.scheduler.address)
     memory = run_simulation_audit(loaded, environment="quiet", reward_environments=_example_reward_environments())
     assert _close(whole["simulation"], json.loads(json.dumps(memory.to_dict()))) == []
     # every audit is on Dask, none skipped; without a named pair both paths calibrate the same default pairs

@@ -41,8 +41,22 @@ def dataset(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def memory(dataset):
-    return json.loads(json.dumps(run_whole_audit(dataset.load(), audits=ON_DASK, **OPTIONS).to_dict()))
+def memory_audit(dataset):
+    """The in-memory whole audit with OPTIONS: its JSON is ``memory``; test_a_saved_dask_audit saves it."""
+    return run_whole_audit(dataset.load(), audits=ON_DASK, **OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def memory(memory_audit):
+    return json.loads(json.dumps(memory_audit.to_dict()))
+
+
+@pytest.fixture(scope="module")
+def dask_audit(dataset, client):
+    """The Dask whole audit with OPTIONS, computed once for the two tests that read it (its JSON equals ``memory``;
+    saved, it is the saved in-memory audit). The tests that count reads, spy on the combining steps or change the
+    dataset or the options run their own."""
+    return run_partitioned_whole_audit(dataset, client=client, **OPTIONS)
 
 
 def _dask(dataset, client, **options) -> dict:
@@ -50,8 +64,8 @@ def _dask(dataset, client, **options) -> dict:
                                  .to_dict()))
 
 
-def test_whole_audit_on_dask_equals_in_memory(dataset, client, memory):
-    dask = _dask(dataset, client)
+def test_whole_audit_on_dask_equals_in_memory(dataset, dask_audit, memory):
+    dask = json.loads(json.dumps(dask_audit.to_dict()))
     assert _close(dask, memory) == []
     # every audit ran and measured something, so the equality says something
     assert set(memory) == {"audit", "reliability", "discriminability", "calibration", "aggregation", "simulation",
@@ -174,7 +188,7 @@ def test_default_pairs_of_an_environment_with_three_campaigns_on_dask_equal_in_m
     assert _close(dask, memory) == []
 
 
-def test_a_saved_dask_audit_is_the_saved_in_memory_audit(dataset, client, memory, tmp_path):
+def test_a_saved_dask_audit_is_the_saved_in_memory_audit(dataset, memory_audit, dask_audit, tmp_path):
     """`audit all --dask --json` writes the results a report renders from, as in memory: the corpus summary
     (description and per-run overview) from the Dask run table and the files' counts equals the one from the
     loaded rows, and every saved result and its parameters are the same (issue 23 item 5 on Dask)."""
@@ -183,10 +197,8 @@ def test_a_saved_dask_audit_is_the_saved_in_memory_audit(dataset, client, memory
 
     kept = dict(corpora=[str(dataset.path)], n_boot=N_BOOT, seed=0)
     loaded = dataset.load()
-    in_memory = save_whole_audit(run_whole_audit(loaded, audits=ON_DASK, **OPTIONS), loaded, tmp_path / "m.json",
-                                 **kept)
-    on_dask = save_whole_audit(run_partitioned_whole_audit(dataset, client=client, **OPTIONS), None,
-                               tmp_path / "d.json", **kept)
+    in_memory = save_whole_audit(memory_audit, loaded, tmp_path / "m.json", **kept)
+    on_dask = save_whole_audit(dask_audit, None, tmp_path / "d.json", **kept)
     m, d = read_results(in_memory), read_results(on_dask)
     assert m.names() == d.names() and "corpus_summary" in d.names()
     summary = d.value("corpus_summary")
