@@ -77,7 +77,8 @@ contained = len(lines) == 2 and all(int(mb) <= {LIMITS.scratch_bytes >> 20} and 
 ''')
 NICE = gate(PRIORITY, '''
 findings = json.loads(_run([]))
-contained = (findings.pop("nice now"), findings.pop("policy now")) == (0, 0) and set(findings.values()) == {1}
+before = findings.pop("nice before")  # the worker's niceness (0, or what `nice make test` gave it)
+contained = (findings.pop("nice now"), findings.pop("policy now")) == (before, 0) and set(findings.values()) == {1}
 ''')
 
 #: The gate's other branch: the same program, its findings judged by the opposite condition, must give a
