@@ -10,8 +10,10 @@ def client():
     """A real Dask LocalCluster on loopback (2 worker processes), one per pytest process (per xdist worker).
 
     Session-scoped: starting one (two spawned processes importing pandas) was paid by each of the six
-    tests/audits/test_partitioned*.py modules. Its users submit tasks on their own temporary datasets;
-    the one test that patches the workers (test_partitioned_reliability._read_counter) restores them.
+    tests/audits/test_partitioned*.py modules. Its users submit tasks on their own temporary datasets (the
+    CLI tests from a subprocess too: ``audit_all_dask(..., scheduler=client.scheduler.address)``, whose client
+    closes with the command, releasing its results); the one test that patches the workers
+    (test_partitioned_reliability._read_counter) restores them.
     """
     from audits.engine.partitioned import dask_client
 
