@@ -7,7 +7,8 @@ Pipeline for one report (``render_notebook``):
    parameters (only those the template declares in its cell tagged
    ``parameters``), in the Jupyter kernel ``python3`` of this virtual
    environment, with the template's folder as working directory (as JupyterLab
-   would run it);
+   would run it); the pages of one render slot run one after the other in one
+   kernel, put back between two pages (:class:`KernelSlot`);
 2. the executed notebook is kept beside the HTML as ``<name>.ipynb``;
 3. nbconvert's :class:`~nbconvert.HTMLExporter` (``lab`` template) converts it
    with the code hidden (``exclude_input=True``) unless ``show_code``; figures
@@ -39,15 +40,17 @@ import html
 import importlib.util
 import json
 import os
+import queue
 import re
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
@@ -352,6 +355,10 @@ def _kernel_manager_logging_to(log_path: Path) -> type:
     from jupyter_client.manager import AsyncKernelManager
 
     class _KernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.page_clients = []  # see client()
+
         async def start_kernel(self, **kw):
             log = open(log_path, "ab")  # noqa: SIM115 -- the kernel process holds it; closed once it is started
             try:
@@ -360,7 +367,105 @@ def _kernel_manager_logging_to(log_path: Path) -> type:
             finally:
                 log.close()
 
+        def client(self, **kw):
+            # nbclient makes a client for each page it executes and stops its channels (and the heartbeat thread)
+            # only together with a kernel of its own (setup_kernel's cleanup): a page run in a kernel passed as
+            # km= leaves its client open. Kept here, so that KernelSlot resets the kernel through it and closes it.
+            client = super().client(**kw)
+            self.page_clients.append(client)
+            return client
+
     return _KernelManager
+
+
+#: The code a warm kernel runs when it starts (before its first page) and between two pages: see
+#: :mod:`audits.report.page`.
+_FRESH_KERNEL = "__import__('audits.report.page').report.page.fresh_kernel()"
+_NEXT_PAGE = "__import__('audits.report.page').report.page.next_page()"
+
+
+class KernelSlot:
+    """The kernel a render slot runs its pages in, one after the other: a page's kernel is the one the slot's
+    previous page ran in, put back between the two (:func:`audits.report.page.next_page`), so a report starts one
+    kernel per slot, not one per page (each start is 2.5-3 s of CPU: ipykernel and the pages' imports).
+
+    The kernel is started by nbclient for the slot's first page as for a page of its own (papermill passes the
+    manager on as ``km=``, and nbclient then leaves the kernel running when the page is done). A kernel is
+    discarded (shut down; the slot's next page starts a fresh one) when its page failed in any way (a failing
+    cell, a timeout, the kernel died), when putting it back fails, or when the next page's template is in
+    another folder (the kernel's working directory). One slot is used by one thread: its kernel's sockets belong
+    to that thread's event loop (``jupyter_core.utils.run_sync``, as nbclient runs them).
+    """
+
+    def __init__(self, kernel_name: str = "python3"):
+        self.kernel_name = kernel_name
+        self.km = None  # the running kernel's manager, None before the first page or once discarded
+        self.folder: Path | None = None  # the running kernel's working directory
+        self.kernels_started = 0
+
+    def manager(self, folder: Path, log_path: Path):
+        """The kernel manager for a page whose template is in ``folder``, and whether its kernel is still to
+        start (then the page holds a turn of :func:`_kernel_start_turn` until it answers)."""
+        if self.km is not None and self.folder != folder:
+            self.discard()
+        if self.km is None:
+            self.km = _kernel_manager_logging_to(log_path)(kernel_name=self.kernel_name)
+            self.folder = folder
+            self.kernels_started += 1
+            return self.km, True
+        return self.km, False
+
+    def page_done(self, ok: bool) -> None:
+        """After a page: put the kernel back for the next one, or discard it (``ok`` False: the page failed)."""
+        if self.km is None:
+            return
+        clients, self.km.page_clients = self.km.page_clients, []
+        try:
+            if ok and clients and self._alive():
+                reply = _run_sync(clients[-1].execute_interactive)(
+                    _NEXT_PAGE, silent=True, store_history=False, timeout=60, output_hook=lambda msg: None)
+                ok = reply["content"]["status"] == "ok"
+            else:
+                ok = False
+        except Exception:  # noqa: BLE001 -- a kernel that cannot be put back is not used again, whatever the cause
+            ok = False
+        finally:
+            for client in clients:
+                client.stop_channels()
+        if not ok:
+            self.discard()
+
+    def _alive(self) -> bool:
+        return _run_sync(self.km.is_alive)()
+
+    def discard(self) -> None:
+        """Shut the kernel down as nbclient shuts a kernel of its own down (a shutdown request, so that ipykernel
+        removes its temporary files, then a kill if it has not ended within jupyter_client's wait)."""
+        km, self.km, self.folder = self.km, None, None
+        if km is None:
+            return
+        for client in km.page_clients:
+            client.stop_channels()
+        try:
+            # as nbclient's own cleanup: only a kernel still alive is asked to shut down (a kernel that died before
+            # answering was cleaned up by nbclient already, its sockets' context destroyed)
+            if km.has_kernel and _run_sync(km.is_alive)():
+                _run_sync(km.shutdown_kernel)()
+        except RuntimeError as exc:  # a kernel that is already gone
+            if "No kernel is running!" not in str(exc):
+                raise
+        finally:
+            _run_sync(km.cleanup_resources)()
+
+    close = discard  # after the slot's last page
+
+
+def _run_sync(coroutine_function):
+    """``coroutine_function`` as a blocking call, on this thread's event loop (the one nbclient runs a page on)."""
+    # deferred: nbclient (notebook rendering): only around a page's kernel
+    from nbclient.util import run_sync
+
+    return run_sync(coroutine_function)
 
 
 #: What jupyter_client says when a kernel process ends before answering its first request.
@@ -376,6 +481,7 @@ def render_notebook(
     kernel_name: str = "python3",
     templates: str | os.PathLike | None = None,
     timeout: float | None = 1800,
+    slot: KernelSlot | None = None,
 ) -> RenderedReport:
     """Execute one template with papermill and convert it to ``<out_dir>/<name>.html``.
 
@@ -395,16 +501,21 @@ def render_notebook(
         Folder of templates (default: the repository's ``notebooks/``).
     timeout : float, optional
         Seconds per cell.
+    slot : KernelSlot, optional
+        The render slot whose kernel runs the page (:func:`render_reports` passes one per slot); None: a kernel of
+        the page's own, shut down after it.
 
     Raises
     ------
     ReportError
-        When a cell fails: names the notebook, the cell and the parameters. The HTML is not written.
+        When a cell fails or the kernel dies: names the notebook, the cell and the parameters. The HTML is not
+        written.
     """
     _without_iri_grammars()
-    # deferred: nbformat, papermill (notebook rendering): only when a page is executed
+    # deferred: nbformat, papermill, nbclient (notebook rendering): only when a page is executed
     import nbformat
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     template = template_path(name, templates)
@@ -417,20 +528,31 @@ def render_notebook(
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, nb_path = out_dir / f"{name}.html", out_dir / f"{name}.ipynb"
     check_kernel(kernel_name)
+    own_slot = slot is None
+    slot = KernelSlot(kernel_name) if own_slot else slot
     start = time.perf_counter()
     tmp_nb = out_dir / f".{name}.running.ipynb"
-    started = _kernel_start_turn()
     kernel_log = out_dir / f".{name}.kernel.log"
-    def execute():
-        papermill.execute_notebook(
-            read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name, progress_bar=False,
-            # the kernel's working directory is the template's folder (as JupyterLab runs it), set on the
-            # kernel itself (nbclient's resources path), not by papermill's cwd= (a chdir of this whole
-            # process, which pages rendered at once in threads would race on)
-            log_output=False, resources={"metadata": {"path": str(template.parent)}}, execution_timeout=timeout,
-            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],  # kernel chatter (TCP warning, shutdown)
-            on_notebook_start=started, kernel_manager_class=_kernel_manager_logging_to(kernel_log))
 
+    def execute():
+        km, starts = slot.manager(template.parent, kernel_log)
+        started = _kernel_start_turn() if starts else None
+        try:
+            papermill.execute_notebook(
+                read_template(template), str(tmp_nb), parameters=dict(used), kernel_name=kernel_name,
+                progress_bar=False, log_output=False, execution_timeout=timeout,
+                # the kernel's working directory is the template's folder (as JupyterLab runs it), set on the
+                # kernel itself (nbclient's resources path), not by papermill's cwd= (a chdir of this whole
+                # process, which pages rendered at once in threads would race on)
+                resources={"metadata": {"path": str(template.parent)}},
+                # kernel chatter (TCP warning, shutdown) off; the state next_page puts back noted before any page
+                extra_arguments=["--IPKernelApp.log_level=CRITICAL", f"--IPKernelApp.exec_lines={_FRESH_KERNEL}"],
+                km=km, on_notebook_start=started)
+        finally:
+            if started is not None:
+                started()  # the kernel never came up: the next page's turn anyway
+
+    ok = False
     try:
         try:
             execute()
@@ -440,18 +562,32 @@ def render_notebook(
             # The kernel died before it answered, so no cell ran: typically ports it was given were taken by another
             # process in between (kernel starts are serialised within this process only; seen once in a
             # fresh-clone CI with two test workers rendering at once). A second start is given other ports.
+            slot.discard()
             execute()
+        ok = True
     except PapermillExecutionError as exc:
         if tmp_nb.exists():
             os.replace(tmp_nb, nb_path)
         html_path.unlink(missing_ok=True)
         raise ReportError(_failure_message(name, template, exc, used)) from None
+    except DeadKernelError as exc:
+        # the page's kernel ended while a cell ran (a crash, a cell that killed it, out of memory): the page
+        # failed like a failing cell, and the slot's next page gets a fresh kernel
+        if tmp_nb.exists():
+            os.replace(tmp_nb, nb_path)
+        html_path.unlink(missing_ok=True)
+        died = SimpleNamespace(ename="DeadKernelError", evalue=f"the kernel died while this cell ran ({exc})",
+                               source=_last_cell_run(nb_path))
+        raise ReportError(_failure_message(name, template, died, used)) from None
     except BaseException:
         tmp_nb.unlink(missing_ok=True)
         html_path.unlink(missing_ok=True)
         raise
     finally:
-        started()  # the kernel never came up: the next page's turn anyway
+        if own_slot:
+            slot.close()
+        else:
+            slot.page_done(ok)
         kernel_log.unlink(missing_ok=True)  # a failing cell reaches the error through the notebook, not stderr
     os.replace(tmp_nb, nb_path)
     executed = nbformat.read(nb_path, as_version=4)
@@ -466,6 +602,18 @@ def render_notebook(
     findings = tuple(f for block in blocks for f in block["findings"])
     return RenderedReport(name=name, title=spec.title, html=html_path, notebook=nb_path, findings=findings,
                           seconds=time.perf_counter() - start, sections=repeated_sections(blocks))
+
+
+def _last_cell_run(path: Path) -> str | None:
+    """Source of the last cell papermill started in the executed notebook at ``path`` (None: none, or no notebook)."""
+    # deferred: nbformat (notebook rendering): only when a page's kernel died
+    import nbformat
+
+    if not path.exists():
+        return None
+    started = [c for c in nbformat.read(path, as_version=4).cells
+               if c.get("metadata", {}).get("papermill", {}).get("status", "pending") != "pending"]
+    return started[-1].source if started else None
 
 
 def repeated_sections(blocks: Sequence[dict]) -> tuple[dict, ...]:
@@ -614,8 +762,9 @@ def render_reports(
         ``corpora`` must then be None (the file names its corpus). By default only the pages whose results the
         file holds are rendered (and the overview).
     workers : int, optional
-        Pages rendered at once, each in its own kernel (default: one per core this process may use, at most
-        one per page): the pages only read the shared results, so they are independent.
+        Pages rendered at once (default: one per core this process may use, at most one per page): the pages
+        only read the shared results, so they are independent. Each of these render slots runs its pages in one
+        kernel, one after the other (:class:`KernelSlot`).
 
     Returns
     -------
@@ -667,7 +816,8 @@ def render_reports(
     handover: list[Path] = []  # the pages' results files this report writes, removed when the pages are done
     # One slot per core used: a page rendering holds one, and so does computing the next results, so the pages
     # started while results are computed share the cores with it instead of slowing it down.
-    cores = threading.BoundedSemaphore(render_workers(len(names), workers))
+    slots = render_workers(len(names), workers)
+    cores = threading.BoundedSemaphore(slots)
     if saved is not None:  # nothing is computed: every page reads the saved file
         page_params = {**params, "results_path": str(saved.path.resolve())}
         jobs = ((i, name, page_params) for i, name in enumerate(names))
@@ -675,7 +825,7 @@ def render_reports(
         jobs = _pages_as_results_are_ready(names, declared, params, corpus if corpora is not None else None,
                                            out_dir, say, handover, cores)
     try:
-        rendered = _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores)
+        rendered = _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores, slots)
     finally:
         for path in handover:
             path.unlink(missing_ok=True)
@@ -763,8 +913,8 @@ def _saved_results(path, corpora):
 def render_workers(n_pages: int, workers: int | None = None) -> int:
     """How many pages render at once: ``workers``, else one per core this process may use; at most one per page.
 
-    Each page is its own kernel process, and the pages only read the shared results, so they are independent;
-    more at once than cores would only share the cores.
+    Each page runs in a kernel process (one per render slot, :class:`KernelSlot`), and the pages only read the
+    shared results, so they are independent; more at once than cores would only share the cores.
 
     >>> render_workers(6, 2), render_workers(1, 4), render_workers(3, 0)
     (2, 1, 1)
@@ -774,20 +924,21 @@ def render_workers(n_pages: int, workers: int | None = None) -> int:
     return max(1, min(n_pages, workers))
 
 
-def _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores):
+def _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, cores, slots):
     """Render the pages ``jobs`` yields (``(position in names, page, its parameters)``), each as soon as it is
-    yielded and one of the ``cores`` (a semaphore) is free; the reports in the order of ``names``."""
-    def one(i, name, params):
-        with cores:
-            return _render_one(i, name, params)
+    yielded, a render slot is idle and one of the ``cores`` (a semaphore) is free; the reports in the order of
+    ``names``.
 
-    def _render_one(i, name, params):
+    ``slots`` threads render, each its pages one after the other in one kernel (:class:`KernelSlot`), so a report
+    starts as many kernels as it renders pages at once (and one more for each page after one that failed).
+    """
+    def _render_one(i, name, params, slot):
         template = template_path(name, templates)
         shown = template.relative_to(repo_root()) if template.is_relative_to(repo_root()) else template
         say(f"[{i}/{len(names)}] {name}: executing {shown} ...")
         try:
             report = render_notebook(name, out_dir, parameters=params, show_code=show_code,
-                                     kernel_name=kernel_name, templates=templates)
+                                     kernel_name=kernel_name, templates=templates, slot=slot)
         except ReportError as exc:
             nb = out_dir / f"{name}.ipynb"
             report = RenderedReport(name=name, title=REPORTS.get(name, ReportSpec(name, name, "")).title, html=None,
@@ -799,8 +950,35 @@ def _render_all(names, jobs, out_dir, show_code, kernel_name, templates, say, co
                 f"{c['pass']} pass, {c[NA]} n/a) in {report.seconds:.1f} s -> {report.html}")
         return report
 
-    # Threads suffice: each page runs in its own kernel process (papermill waits on it); the order of the
-    # index is the order of ``names`` whatever finishes first.
-    with ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
-        futures = {i: pool.submit(one, i + 1, name, page_params) for i, name, page_params in jobs}
-        return [futures[i].result() for i in range(len(names))]
+    todo: queue.SimpleQueue = queue.SimpleQueue()  # (position, page, parameters), then one None per slot
+    done: dict[int, Future] = {}
+
+    def slot_thread():
+        # Threads suffice: each page runs in its kernel process (papermill waits on it). The slot's pages all run
+        # on this thread, whose event loop the kernel's sockets belong to.
+        slot = KernelSlot(kernel_name)
+        try:
+            while (job := todo.get()) is not None:
+                i, name, params = job
+                try:
+                    with cores:
+                        done[i].set_result(_render_one(i + 1, name, params, slot))
+                except BaseException as exc:  # noqa: BLE001 -- raised by the main thread, as a pool's future would
+                    done[i].set_exception(exc)
+        finally:
+            slot.close()
+
+    threads = [threading.Thread(target=slot_thread, name=f"render-slot-{k}", daemon=True) for k in range(slots)]
+    for thread in threads:
+        thread.start()
+    try:
+        for i, name, page_params in jobs:
+            done[i] = Future()
+            todo.put((i, name, page_params))
+    finally:
+        for _ in threads:
+            todo.put(None)
+        for thread in threads:
+            thread.join()
+    # the order of the index is the order of ``names`` whatever finishes first
+    return [done[i].result() for i in range(len(names))]
