@@ -263,3 +263,53 @@ def test_the_repeat_table_does_not_depend_on_row_order(folder, tmp_path):
         for key, value in parts.items():
             assert value == (pytest.approx(fits_b[measure][key], rel=1e-12, nan_ok=True)
                              if value is not None else fits_b[measure][key]), key
+
+
+@pytest.fixture(scope="module")
+def long_campaign(tmp_path_factory):
+    """repeats-a: one synthetic campaign of 14 repeats, beside the reference's two files."""
+    path = tmp_path_factory.mktemp("long")
+    spec = dict(n_problems=4, n_tests=3, n_correctness_tests=0, n_solutions=8, n_incorrect=0, n_candidates=0,
+                filterable_share=0.0)
+    truth = _text(synthesize(seed=6, n_repeats=5, **spec).corpus)
+    truth["cpu_s"] = truth["duration_s"] * 0.9
+    for name, (env, camp) in {"pool-a": ("pool", "pool-a"), "quiet-b": ("quiet", "quiet-b")}.items():
+        save_corpus(_run(truth, env, camp), path / f"{name}.parquet")
+    long = _text(synthesize(seed=7, n_repeats=14, **spec).corpus)
+    long["cpu_s"] = long["duration_s"] * np.random.default_rng(7).uniform(0.3, 1.0, len(long))
+    save_corpus(_run(long, "quiet", "repeats-a"), path / "repeats-a.parquet")
+    return path
+
+
+def test_the_within_campaign_table_replicates_blocks_of_one_long_campaign(long_campaign):
+    from audits.checks.clocks import use_measure
+    from audits.checks.reliability import run_reliability_audit
+    from audits.corpus.io import load_corpus
+
+    table = designs.within_table(n_boot=20, folder=long_campaign).set_index(["measure", "k"])
+    assert len(table) == len(designs.REPEAT_MEASURES) * len(designs.WITHIN_KS)
+    raw = _text(load_corpus(long_campaign / "repeats-a.parquet"))
+    for measure, _ in designs.REPEAT_MEASURES:
+        assert [table.loc[(measure, k), "blocks"] for k in designs.WITHIN_KS] == [14 // k for k in designs.WITHIN_KS]
+        # k = 1: the campaign's own repeat sd, as the reliability audit's finding gives it on the raw rows
+        finding = next(f for f in run_reliability_audit(use_measure(raw, measure), n_boot=20).findings
+                       if f.metric == "mean_rank_sd")
+        assert table.loc[(measure, 1), "sd"] == pytest.approx(finding.value, rel=1e-12)
+    programs = raw[raw["role"].astype(str) != "floor"]
+    five = programs.loc[programs["repeat"] < 5, "duration_s"].sum()
+    for k in designs.WITHIN_KS:
+        share = programs.loc[programs["repeat"] < k, "duration_s"].sum() / five
+        assert table.loc[("duration_s", k), "cost"] == pytest.approx(share, rel=1e-12)
+    assert table.loc[("duration_s", 5), "cost"] == 1.0
+
+
+def test_a_campaign_whose_repeats_agree_has_no_sd_at_any_k(long_campaign, tmp_path):
+    for name in ("pool-a", "quiet-b"):
+        (tmp_path / f"{name}.parquet").write_bytes((long_campaign / f"{name}.parquet").read_bytes())
+    frame = pd.read_parquet(long_campaign / "repeats-a.parquet")
+    cells = ["problem", "test", "solution"]
+    for measure in ("duration_s", "cpu_s"):  # every repeat of a cell takes its first repeat's time
+        frame[measure] = frame.groupby(cells, observed=True)[measure].transform("first")
+    save_corpus(frame, tmp_path / "repeats-a.parquet")
+    table = designs.within_table(n_boot=20, folder=tmp_path)
+    assert (table["sd"] == 0.0).all()
