@@ -267,7 +267,7 @@ def test_the_repeat_table_does_not_depend_on_row_order(folder, tmp_path):
 
 @pytest.fixture(scope="module")
 def long_campaign(tmp_path_factory):
-    """repeats-a: one synthetic campaign of 14 repeats, beside the reference's two files."""
+    """repeats-a: one synthetic campaign of 16 repeats (k = 15: one block), beside the reference's two files."""
     path = tmp_path_factory.mktemp("long")
     spec = dict(n_problems=4, n_tests=3, n_correctness_tests=0, n_solutions=8, n_incorrect=0, n_candidates=0,
                 filterable_share=0.0)
@@ -275,7 +275,7 @@ def long_campaign(tmp_path_factory):
     truth["cpu_s"] = truth["duration_s"] * 0.9
     for name, (env, camp) in {"pool-a": ("pool", "pool-a"), "quiet-b": ("quiet", "quiet-b")}.items():
         save_corpus(_run(truth, env, camp), path / f"{name}.parquet")
-    long = _text(synthesize(seed=7, n_repeats=14, **spec).corpus)
+    long = _text(synthesize(seed=7, n_repeats=16, **spec).corpus)
     long["cpu_s"] = long["duration_s"] * np.random.default_rng(7).uniform(0.3, 1.0, len(long))
     save_corpus(_run(long, "quiet", "repeats-a"), path / "repeats-a.parquet")
     return path
@@ -290,7 +290,8 @@ def test_the_within_campaign_table_replicates_blocks_of_one_long_campaign(long_c
     assert len(table) == len(designs.REPEAT_MEASURES) * len(designs.WITHIN_KS)
     raw = _text(load_corpus(long_campaign / "repeats-a.parquet"))
     for measure, _ in designs.REPEAT_MEASURES:
-        assert [table.loc[(measure, k), "blocks"] for k in designs.WITHIN_KS] == [14 // k for k in designs.WITHIN_KS]
+        assert [table.loc[(measure, k), "blocks"] for k in designs.WITHIN_KS] == [16 // k for k in designs.WITHIN_KS]
+        assert np.isnan(table.loc[(measure, 15), "sd"]) and table.loc[(measure, 15), "target"] == "n/a: sd"
         # k = 1: the campaign's own repeat sd, as the reliability audit's finding gives it on the raw rows
         finding = next(f for f in run_reliability_audit(use_measure(raw, measure), n_boot=20).findings
                        if f.metric == "mean_rank_sd")
@@ -312,4 +313,13 @@ def test_a_campaign_whose_repeats_agree_has_no_sd_at_any_k(long_campaign, tmp_pa
         frame[measure] = frame.groupby(cells, observed=True)[measure].transform("first")
     save_corpus(frame, tmp_path / "repeats-a.parquet")
     table = designs.within_table(n_boot=20, folder=tmp_path)
-    assert (table["sd"] == 0.0).all()
+    assert (table.loc[table["blocks"] >= 2, "sd"] == 0.0).all()
+
+
+def test_repeat_level_recovers_a_planted_speed_per_repeat():
+    rows = [{"problem": p, "test": "t", "solution": s, "repeat": r, "role": "reference",
+             "cpu_s": base * factor} for p, s, base in (("a", "x", 0.1), ("a", "y", 0.4), ("b", "x", 2.0))
+            for r, factor in enumerate((1.0, 1.3, 0.9, 1.1, 1.0))]
+    rows.append({"problem": "_floor", "test": "e", "solution": "py", "repeat": 0, "role": "floor", "cpu_s": 99.0})
+    level = designs.repeat_level(pd.DataFrame(rows))
+    assert level.to_numpy() == pytest.approx(np.array([1.0, 1.3, 0.9, 1.1, 1.0]) / 1.0, rel=1e-12)
