@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from audits.corpus.schema import UNITS
+from audits.dask_connection import CONNECT_TIMEOUT_S, TLS_FLAGS, tls_security
 from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.audit import Skip
@@ -18,7 +19,8 @@ from audits.protocol.params import add_options, read_options
 from audits.protocol.thresholds import PROFILES, ThresholdError, parse_overrides
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status", "add_pair_selection",
-           "pair_named", "read_pair", "add_audit_options", "read_audit_options", "run_audit_command"]
+           "pair_named", "read_pair", "add_audit_options", "read_audit_options", "run_audit_command",
+           "add_connection_options", "read_security"]
 
 # Nothing here imports numpy or pandas at module level: every command's parser is built for
 # `speedaudit --help` (issue 26: within 0.3 s); the numeric stack loads when a command runs.
@@ -193,6 +195,33 @@ def read_pair(args: argparse.Namespace, corpus, *, both_environment: str = "--en
 def read_runs_filter(args: argparse.Namespace) -> dict:
     """``{"environment": ..., "campaign": ...}`` from :func:`add_run_selection`'s options."""
     return {"environment": getattr(args, "environment", None), "campaign": getattr(args, "campaign", None)}
+
+
+# --- a running Dask scheduler: certificates and timeout --------------------------------------------------
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_connection_options(group) -> None:
+    """How a command reaches the ``--scheduler`` it names (every command with one: :mod:`audits.dask_connection`):
+    the TLS files and ``--connect-timeout``."""
+    for flag, help_ in zip(TLS_FLAGS, ("the cluster's CA certificate", "this client's certificate",
+                                       "this client's private key")):
+        group.add_argument(flag, default=None, metavar="PEM", help=f"{help_} (with a tls:// --scheduler)")
+    group.add_argument("--connect-timeout", type=_seconds, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
+                       help=f"how long to try reaching --scheduler before giving up (default: {CONNECT_TIMEOUT_S:g})")
+
+
+def read_security(args: argparse.Namespace):
+    """The TLS security of ``--tls-ca-file``/``--tls-cert``/``--tls-key`` (all three, or None when none is given)."""
+    return tls_security(args.tls_ca_file, args.tls_cert, args.tls_key)
 
 
 # --- thresholds -----------------------------------------------------------------------------------

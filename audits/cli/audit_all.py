@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from audits.cli._common import (add_corpus_input, add_pair_selection, add_profile_option, add_result_options,
-                                exit_status, pair_named, read_corpus, read_pair, report_audit)
+from audits.cli._common import (add_connection_options, add_corpus_input, add_pair_selection, add_profile_option,
+                                add_result_options, exit_status, pair_named, read_corpus, read_pair, read_security,
+                                report_audit)
 from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.params import add_options, read_options
@@ -122,7 +123,8 @@ def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     pairs = (lambda runs: [read_pair(args, runs, both_environment=PAIR_ENVIRONMENT)]) if pair_named(args) else ()
     not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
     options = _options(args, None)
-    with dask_client(args.scheduler, n_workers=args.workers) as client:
+    with dask_client(args.scheduler, n_workers=args.workers, security=read_security(args),
+                     connect_timeout_s=args.connect_timeout) as client:
         try:
             whole = run_partitioned_whole_audit(args.corpus, client=client, options=options,
                                                 pairs=pairs, thresholds=thresholds, profile=args.profile)
@@ -168,10 +170,12 @@ def register(commands, audit_commands) -> None:
     add_profile_option(parser)
     dask = parser.add_argument_group("partitioned datasets (speedaudit convert --partition-by problem)")
     dask.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                      help="audit the dataset on this Dask scheduler (per-problem partial results on the workers)")
+                      help="audit the dataset on this running Dask scheduler (per-problem partial results on the "
+                           "workers; a tls:// one with the three --tls-* files)")
     dask.add_argument("--dask", action="store_true",
                       help=f"audit the dataset on a local Dask cluster on 127.0.0.1 (the default for datasets of "
                            f"more than {MEMORY_ROWS:,} rows; smaller ones are loaded whole)")
     dask.add_argument("--workers", type=int, default=2, help="worker processes of the local cluster (default 2)")
+    add_connection_options(dask)
     add_result_options(parser)
     parser.set_defaults(func=_audit)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from audits.cli._common import add_connection_options, read_security
 from audits.collect.background_load import LoadSpec
 from audits.collect.candidates import load_candidates, parse_candidate_option
 from audits.collect.languages import DEFAULT_PYTHON
@@ -146,24 +146,6 @@ def _pins(text: str | None):
                         f"alone for the last --workers cores") from None
 
 
-def _security(args: argparse.Namespace):
-    """The Dask TLS security from --tls-ca-file/--tls-cert/--tls-key (all three, or none)."""
-    given = [args.tls_ca_file, args.tls_cert, args.tls_key]
-    if not any(given):
-        return None
-    if not all(given):
-        raise UserError("--tls-ca-file, --tls-cert and --tls-key go together (the cluster's CA and this "
-                        "client's certificate and key)")
-    for flag, path in zip(("--tls-ca-file", "--tls-cert", "--tls-key"), given):
-        if not os.path.isfile(path):
-            raise UserError(f"{flag} {path}: no such file")
-    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from distributed.security import Security
-
-    return Security(tls_ca_file=args.tls_ca_file, tls_client_cert=args.tls_cert, tls_client_key=args.tls_key,
-                    require_encryption=True)
-
-
 def _run(args: argparse.Namespace) -> int:
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
@@ -176,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         limits = Limits(wall_s=args.timeout, memory_bytes=args.memory, cpu_s=args.cpu_limit,
                         output_bytes=args.output_limit, nproc=args.nproc, stderr_limit=args.stderr_limit,
                         scratch_bytes=args.scratch_limit)
-        security = _security(args)
+        security = read_security(args)
         kinds = tuple(_names(args.tests))
         bad = [k for k in kinds if k not in TEST_KINDS]
         if bad or not kinds:
@@ -196,7 +178,8 @@ def _run(args: argparse.Namespace) -> int:
                             repeats=repeats, **adaptive, workers=args.workers, limits=limits, seed=args.seed,
                             floor_every=args.floor_every, load=load, python=args.python, test_kinds=kinds,
                             cxx_std=args.cxx_std,
-                            scheduler=args.scheduler, security=security, pin_cpus=_pins(args.pin_cpus),
+                            scheduler=args.scheduler, security=security, connect_timeout_s=args.connect_timeout,
+                            pin_cpus=_pins(args.pin_cpus),
                             measure=args.measure)
         if args.scheduler and not load.empty:
             print("speedaudit: note: --load runs on this machine, not on the Dask workers", file=sys.stderr)
@@ -298,9 +281,7 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--scheduler", default=None, metavar="tls://HOST:PORT",
                    help="run the jobs on a Dask distributed cluster secured with TLS (suite and work dir on a "
                         "shared filesystem); plain tcp:// is refused")
-    g.add_argument("--tls-ca-file", default=None, metavar="PEM", help="the cluster's CA certificate")
-    g.add_argument("--tls-cert", default=None, metavar="PEM", help="this client's certificate")
-    g.add_argument("--tls-key", default=None, metavar="PEM", help="this client's private key")
+    add_connection_options(g)
     g = p.add_argument_group("adaptive repeats (docs/collecting.md, docs/noise.md)")
     g.add_argument("--adaptive", action="store_true",
                    help="after --repeats runs of everything, re-execute round by round only the cells whose gate "

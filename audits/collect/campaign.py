@@ -120,6 +120,7 @@ from audits.collect.provenance import machine_info
 from audits.collect.sandbox import Limits, SandboxError, accounting, make_sandbox, scratch_root, strongest_sandbox
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
+from audits.dask_connection import CONNECT_TIMEOUT_S, connect
 from audits.errors import UserError
 from stats.noise import adaptive_plan
 
@@ -129,8 +130,6 @@ __all__ = ["CampaignError", "CampaignSpec", "Unit", "Job", "Skip", "Plan", "Camp
 FLOOR_PROBLEM = "_floor"
 FLOOR_TEST = "empty"
 JOURNAL_VERSION = 1
-#: How long to try reaching a Dask scheduler before giving up.
-DASK_CONNECT_TIMEOUT = "10s"
 #: What ``--measure`` can add to the clock (docs/collecting.md "Instruction counts").
 MEASURES = ("instructions",)
 #: Native and counted runs of each floor program before a counted campaign (medians taken: the
@@ -180,6 +179,9 @@ class CampaignSpec:
         The TLS certificates of that cluster (``Security(tls_ca_file=..., tls_client_cert=...,
         tls_client_key=..., require_encryption=True)``, or ``Security.temporary()`` for a
         cluster made for this campaign). Not part of the campaign's identity.
+    connect_timeout_s : float
+        Seconds to try reaching ``scheduler`` before giving up (``--connect-timeout``; default
+        :data:`audits.dask_connection.CONNECT_TIMEOUT_S`). Not part of the campaign's identity.
     pin_cpus : None, "auto" or sequence of int
         Pin each local worker to one core: worker i runs every program on ``pin_cpus[i]``
         (``"auto"``: the last ``workers`` cores this process may use), and the background
@@ -216,6 +218,7 @@ class CampaignSpec:
     test_kinds: tuple[str, ...] = TEST_KINDS
     scheduler: str | None = None
     security: object | None = field(default=None, compare=False, repr=False)
+    connect_timeout_s: float = field(default=CONNECT_TIMEOUT_S, compare=False)
     pin_cpus: tuple[int, ...] | str | None = None
     adaptive: bool = False
     max_repeats: int | None = None
@@ -825,16 +828,14 @@ def _run_local(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: 
 
 
 def _run_dask(jobs: Sequence[Job], handle: Callable[[dict], None], *, sandbox: str, scratch: str,
-              scheduler: str, tag: str, security=None) -> None:
+              scheduler: str, tag: str, security=None,
+              connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     # deferred: distributed is the optional Dask engine's (--scheduler)
-    from distributed import Client, as_completed
+    from distributed import as_completed
 
-    try:
-        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT, security=security)
-    except (OSError, TimeoutError) as exc:
-        raise CampaignError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
-                            f"  -> start one with 'dask scheduler --tls-ca-file CA --tls-cert CERT --tls-key KEY' "
-                            f"and 'dask worker {scheduler}' with the same options") from exc
+    client = connect(scheduler, security=security, timeout_s=connect_timeout_s, error=CampaignError,
+                     advice=f"start one with 'dask scheduler --tls-ca-file CA --tls-cert CERT --tls-key KEY' and "
+                            f"'dask worker {scheduler}' with the same options")
     try:
         threads = sum(client.nthreads().values()) or 1
         window = max(2 * threads, 4)
@@ -1186,7 +1187,8 @@ def _run_campaign(plan: Plan, out: Path, journal_path: Path, *, progress: bool, 
     def execute(jobs: Sequence[Job]) -> None:
         if spec.scheduler:
             _run_dask(jobs, handle, sandbox=spec.sandbox, scratch=str(scratch), scheduler=spec.scheduler,
-                      tag=plan.fingerprint[:10], security=spec.security)
+                      tag=plan.fingerprint[:10], security=spec.security,
+                      connect_timeout_s=spec.connect_timeout_s)
         else:
             _run_local(jobs, handle, sandbox=spec.sandbox, scratch=str(scratch), workers=spec.workers,
                        pin_cpus=spec.pin_cpus)

@@ -118,16 +118,54 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, memory, tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_scheduler_that_does_not_answer_is_a_message(dataset):
+def _audit_all(*args: str):
     import subprocess
     import sys
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", str(dataset.path), "--scheduler",
-                           "tcp://127.0.0.1:9"], cwd=repo, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "audits.cli", "audit", "all", *args], cwd=repo, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_scheduler_that_does_not_answer_is_a_message(dataset):
+    # --connect-timeout (audits.dask_connection, shared with collect): a wrong address is reported after 1 s
+    proc = _audit_all(str(dataset.path), "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1")
     assert proc.returncode == 1
-    assert "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
+    assert "cannot connect within 1 s" in proc.stderr and "--connect-timeout" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("given", ["0", "-3", "nan", "soon"])
+def test_connect_timeout_must_be_positive_seconds(dataset, given):
+    proc = _audit_all(str(dataset.path), "--scheduler", "tcp://127.0.0.1:9", f"--connect-timeout={given}")
+    assert proc.returncode == 2 and "--connect-timeout" in proc.stderr and "seconds" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _pem_files(folder, security) -> list[str]:
+    """The TLS options of ``security`` (``Security.temporary()``: the PEM texts) as written files."""
+    options = []
+    for flag, pem in (("--tls-ca-file", security.tls_ca_file), ("--tls-cert", security.tls_client_cert),
+                      ("--tls-key", security.tls_client_key)):
+        path = folder / f"{flag.removeprefix('--tls-')}.pem"
+        path.write_text(pem)
+        options += [flag, str(path)]
+    return options
+
+
+def test_audit_all_on_a_tls_scheduler_with_its_certificates(dataset, memory, cluster, tmp_path):
+    """`audit all --scheduler tls://...` with the cluster's certificates, the same options as `collect`'s: the
+    same audit as in memory; without them, or with only some, a message before any connection is tried."""
+    address, security = cluster
+    tls = _pem_files(tmp_path, security)
+    _, whole = audit_all_dask(dataset.path, tmp_path, "--n-boot", str(N_BOOT), *tls, scheduler=address)
+    assert _close(whole["discriminability"], json.loads(json.dumps(memory))) == []
+    none = _audit_all(str(dataset.path), "--scheduler", address)
+    assert none.returncode == 1 and "needs the cluster's certificates" in none.stderr, none.stderr
+    some = _audit_all(str(dataset.path), "--scheduler", address, *tls[:2])
+    assert some.returncode == 1 and "add --tls-cert and --tls-key" in some.stderr, some.stderr
+    assert "Traceback" not in none.stderr + some.stderr
 
 
 def test_per_language_floors_on_dask_equal_in_memory(client, tmp_path):

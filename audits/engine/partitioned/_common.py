@@ -14,7 +14,7 @@ import pandas as pd
 from audits.corpus.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
 from audits.corpus.runs import Run, Runs, RunSummary, timestamps
-from audits.errors import UserError
+from audits.dask_connection import CONNECT_TIMEOUT_S, connect
 from stats._groups import group_codes, label_mask
 
 __all__ = ["dask_client", "partition_runs"]
@@ -23,28 +23,27 @@ RUN_COLUMNS = ("environment", "campaign")
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limit: str = "4GB"):
-    """A :class:`distributed.Client` of ``scheduler``, or of a new loopback LocalCluster (closed on exit).
+def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limit: str = "4GB", security=None,
+                connect_timeout_s: float = CONNECT_TIMEOUT_S):
+    """A :class:`distributed.Client` of ``scheduler`` (reached through :func:`audits.dask_connection.connect`, with
+    ``security`` for a ``tls://`` one), or of a new loopback LocalCluster (closed on exit).
 
     The client process's freed large arrays are given back to the system from here on
     (:func:`return_freed_arrays`): the combines hold one audit's tables after another."""
-    # deferred: distributed, the optional Dask engine's library (in memory, the audits never load it)
-    from distributed import Client, LocalCluster
-
     return_freed_arrays()
 
     if scheduler:
-        try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as exc:
-            raise UserError(f"--scheduler {scheduler}: cannot connect ({exc})\n"
-                            f"  -> start one with 'dask scheduler' (and workers), or leave --scheduler out for a "
-                            f"local cluster") from exc
+        client = connect(scheduler, security=security, timeout_s=connect_timeout_s,
+                         advice="start one with 'dask scheduler' (and workers), or leave --scheduler out for a "
+                                "local cluster")
         try:
             yield client
         finally:
             client.close()
         return
+    # deferred: distributed, the optional Dask engine's library (in memory, the audits never load it)
+    from distributed import Client, LocalCluster
+
     # deferred: dask, the optional Dask engine's library (in memory, the audits never load it)
     import dask
 
