@@ -17,8 +17,11 @@ clock ratio or a timing margin), and say why beside the mark.
 from __future__ import annotations
 
 import math
+import os
+import resource
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -85,10 +88,45 @@ def pytest_configure_node(node):
 _FILE_SECONDS: dict[str, list] = {}
 
 
+#: CPU seconds (user + system) of each test file: its process's and its waited-for children's (a program run, a
+#: kernel, a CLI subprocess; a process left running, e.g. a session cluster's, is not counted), summed like
+#: :data:`_FILE_SECONDS`; the summary compares the two to say whether the run waited or computed.
+_FILE_CPU: dict[str, float] = {}
+_CPU_KEY = "speedaudit_cpu_s"
+_cpu_mark = [0.0]
+_session_start = [time.perf_counter()]
+
+
+def _cpu_now() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_sessionstart(session):
+    _session_start[0] = time.perf_counter()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _cpu_mark[0] = _cpu_now()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report carries the CPU seconds spent since the phase before (in the process that ran it:
+    an xdist worker sends it to the controller with the report)."""
+    outcome = yield
+    now = _cpu_now()
+    report = outcome.get_result()
+    report.user_properties = [*report.user_properties, (_CPU_KEY, now - _cpu_mark[0])]
+    _cpu_mark[0] = now
+
+
 def pytest_runtest_logreport(report):
     entry = _FILE_SECONDS.setdefault(_file_of(report.nodeid), [0.0, False])  # [seconds, marked slow]
     entry[0] += report.duration
     entry[1] = entry[1] or "slow" in report.keywords
+    cpu = sum(value for key, value in report.user_properties if key == _CPU_KEY)
+    _FILE_CPU[_file_of(report.nodeid)] = _FILE_CPU.get(_file_of(report.nodeid), 0.0) + cpu
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -100,9 +138,19 @@ def pytest_terminal_summary(terminalreporter, config):
     count = config.getoption("durations", None)
     if not count or hasattr(config, "workerinput") or not _FILE_SECONDS:
         return
-    terminalreporter.write_sep("=", f"slowest {count} test files (setup + call + teardown)")
+    terminalreporter.write_sep("=", f"slowest {count} test files (setup + call + teardown; CPU: user + system "
+                                     f"of the test's process and its waited-for children)")
     for path, (seconds, slow) in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])[:count]:
-        terminalreporter.write_line(f"{seconds:8.1f}s {'slow' if slow else '    '} {path}")
+        terminalreporter.write_line(f"{seconds:8.1f}s {_FILE_CPU.get(path, 0.0):8.1f}s CPU "
+                                    f"{'slow' if slow else '    '} {path}")
+    wall = time.perf_counter() - _session_start[0]
+    busy, cpu = sum(s for s, _ in _FILE_SECONDS.values()), sum(_FILE_CPU.values())
+    workers = getattr(config.option, "numprocesses", None) or 1
+    terminalreporter.write_line(
+        f"all files: {busy:,.0f} s of tests on {workers} worker(s) in {wall:,.0f} s, {cpu:,.0f} s of CPU: the cores "
+        f"({os.cpu_count()}) were computing {cpu / (wall * (os.cpu_count() or 1)):.0%} of the time, and a test "
+        f"computed for {cpu / busy if busy else math.nan:.0%} of its duration (the rest it waited: for a timeout, a "
+        f"socket, a process it did not wait for, or a core busy with something else)")
 
 
 def pytest_sessionfinish(session, exitstatus):
