@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from collections.abc import Sequence
 
+from audits.dask_connection import CONNECT_TIMEOUT_S
+from audits.engine.routing import on_dask
 from audits.errors import UserError
 
 __all__ = ["AUDITS", "run_audit", "run_all", "render_report", "collect"]
@@ -41,7 +44,8 @@ def run_audit(name: str, corpus, /, **options):
     return getattr(module, f"run_{name}_audit")(corpus, **options)
 
 
-def run_all(corpus, /, *, save: str | os.PathLike | None = None, **options):
+def run_all(corpus, /, *, save: str | os.PathLike | None = None, scheduler: str | None = None, dask: bool = False,
+            workers: int = 2, security=None, connect_timeout_s: float = CONNECT_TIMEOUT_S, **options):
     """Every audit once on one shared run context (``speedaudit audit all``):
     :func:`audits.engine.whole_audit.run_whole_audit`, which takes the options.
 
@@ -49,19 +53,52 @@ def run_all(corpus, /, *, save: str | os.PathLike | None = None, **options):
     ``speedaudit report --results FILE`` render it from without recomputing, the file
     ``speedaudit audit all CORPUS --json FILE`` writes (:func:`audits.report.results.save_audit_all`, the one
     writer of both). ``corpus`` is then a DataFrame, or the path of a corpus file, which the report names.
-    """
-    # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
-    from audits.corpus.io import load_corpus
-    from audits.engine.whole_audit import run_whole_audit
-    from audits.report.results import save_audit_all
 
+    A partitioned dataset folder (``speedaudit convert --partition-by problem``) is audited on Dask by the
+    command line's rule (:func:`audits.engine.routing.on_dask`): with ``scheduler`` (the address of a running
+    one, reached with ``security`` and ``connect_timeout_s`` as ``--tls-*`` and ``--connect-timeout``), with
+    ``dask=True`` (a loopback cluster of ``workers`` processes), or when it holds more rows than memory takes;
+    the options are then those of :func:`audits.engine.partitioned.run_partitioned_whole_audit`.
+    """
     files = [corpus] if isinstance(corpus, (str, os.PathLike)) else []
-    rows = load_corpus(corpus) if files else corpus
-    whole = run_whole_audit(rows, **options)
+    rows, extra = None, None  # on Dask no process holds the rows: the saved summary comes from the run table
+    if on_dask(corpus, scheduler=scheduler, dask=dask):
+        whole = _run_all_on_dask(corpus, scheduler=scheduler, workers=workers, security=security,
+                                 connect_timeout_s=connect_timeout_s, options=options)
+        extra = {**whole.to_dict(), "engine": "dask"}  # as `speedaudit audit all DATASET --json` writes it
+    else:
+        # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
+        from audits.corpus.io import load_corpus
+        from audits.engine.whole_audit import run_whole_audit
+
+        rows = load_corpus(corpus) if files else corpus
+        whole = run_whole_audit(rows, **options)
     if save is not None:  # with the Options the audits ran with (whole.options)
-        save_audit_all(whole, rows, save, corpora=files,
+        # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
+        from audits.report.results import save_audit_all
+
+        save_audit_all(whole, rows, save, corpora=files, extra=extra,
                        reward_environment_files=None if "reward_environments" not in options else [])
     return whole
+
+
+def _run_all_on_dask(dataset, *, scheduler, workers, security, connect_timeout_s, options):
+    """:func:`audits.engine.partitioned.run_partitioned_whole_audit` of ``dataset`` on the client the command line
+    uses (:func:`audits.engine.partitioned.dask_client`); an option the Dask engine does not take is a message."""
+    # deferred: the Dask engine loads distributed, the optional Dask feature's library
+    from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
+
+    taken = set(inspect.signature(run_partitioned_whole_audit).parameters) - {"dataset", "client", "scheduler",
+                                                                             "n_workers"}
+    other = sorted(set(options) - taken)
+    if other:
+        raise UserError(f"{dataset}: {', '.join(other)} not taken on Dask (a partitioned dataset); the options "
+                        f"there: {', '.join(sorted(taken))}")
+    with dask_client(scheduler, n_workers=workers, security=security, connect_timeout_s=connect_timeout_s) as client:
+        try:
+            return run_partitioned_whole_audit(dataset, client=client, **options)
+        except ValueError as exc:
+            raise UserError(f"{dataset}: {exc}") from exc
 
 
 def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | None = None, /, *,

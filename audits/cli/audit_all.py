@@ -16,13 +16,12 @@ from dataclasses import fields
 from audits.cli._common import (add_connection_options, add_corpus_input, add_pair_selection, add_profile_option,
                                 add_result_options, exit_status, pair_named, read_corpus, read_pair, read_security,
                                 report_audit)
+from audits.engine.routing import MEMORY_ROWS, on_dask
 from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.params import add_options, read_options
 from audits.protocol.thresholds import ThresholdError, parse_overrides
 
-#: Datasets with more rows than this are audited on Dask by default (about 6 GB as a DataFrame in memory).
-MEMORY_ROWS = 20_000_000
 #: The flag for the environment of both calibration runs: --environment selects the other audits' runs here.
 PAIR_ENVIRONMENT = "--pair-environment"
 
@@ -103,15 +102,8 @@ def _save(whole, corpus, args: argparse.Namespace, *, extra: dict | None = None)
 
 
 def _partitioned(args: argparse.Namespace) -> bool:
-    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.corpus.dataset import is_dataset, open_dataset
-
-    if not is_dataset(args.corpus):
-        if args.scheduler or args.dask:
-            raise UserError(f"{args.corpus}: --scheduler/--dask audit a partitioned dataset folder\n"
-                            f"  -> write one with 'speedaudit convert {args.corpus} --out FOLDER --partition-by problem'")
-        return False
-    return bool(args.scheduler or args.dask or open_dataset(args.corpus).rows > MEMORY_ROWS)
+    """The one rule of :func:`audits.engine.routing.on_dask` (also :func:`speedaudit.run_all`'s)."""
+    return on_dask(args.corpus, scheduler=args.scheduler, dask=args.dask)
 
 
 def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:

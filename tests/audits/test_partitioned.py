@@ -118,6 +118,27 @@ def test_audit_all_on_a_dataset_with_dask_cli(dataset, memory, tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_run_all_takes_a_dataset_to_dask_by_the_command_lines_rule(dataset, memory, client, tmp_path):
+    """`speedaudit.run_all` of a dataset folder with a scheduler runs the Dask engine (clocks and compare, which
+    do not run there, are absent) and saves what `audit all DATASET --json` saves; without one, this small
+    dataset is loaded whole (audits.engine.routing.on_dask, the rule the command line uses)."""
+    import speedaudit
+    from audits.errors import UserError
+
+    whole = speedaudit.run_all(dataset.path, scheduler=client.scheduler.address, n_boot=N_BOOT,
+                               save=tmp_path / "all.json")
+    assert _close(json.loads(json.dumps(whole.discriminability.to_dict())), json.loads(json.dumps(memory))) == []
+    assert "clocks" not in whole.results and "reliability" in whole.results
+    saved = json.loads((tmp_path / "all.json").read_text())
+    assert saved["engine"] == "dask" and _close(saved["discriminability"], json.loads(json.dumps(memory))) == []
+    loaded = speedaudit.run_all(dataset.path, n_boot=N_BOOT)  # 1 partition file of rows << MEMORY_ROWS
+    assert "clocks" in loaded.results
+    with pytest.raises(UserError, match="reads a partitioned dataset folder"):
+        speedaudit.run_all(dataset.load(), dask=True)
+    with pytest.raises(UserError, match="audits not taken on Dask"):
+        speedaudit.run_all(dataset.path, scheduler=client.scheduler.address, audits=["reliability"])
+
+
 def _audit_all(*args: str):
     import subprocess
     import sys
