@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 from collections.abc import Sequence
 
@@ -63,8 +62,11 @@ def run_all(corpus, /, *, save: str | os.PathLike | None = None, scheduler: str 
     files = [corpus] if isinstance(corpus, (str, os.PathLike)) else []
     rows, extra = None, None  # on Dask no process holds the rows: the saved summary comes from the run table
     if on_dask(corpus, scheduler=scheduler, dask=dask):
-        whole = _run_all_on_dask(corpus, scheduler=scheduler, workers=workers, security=security,
-                                 connect_timeout_s=connect_timeout_s, options=options)
+        # deferred: the Dask engine loads distributed, the optional Dask feature's library
+        from audits.engine.partitioned import audit_dataset_on_dask
+
+        whole = audit_dataset_on_dask(corpus, scheduler=scheduler, n_workers=workers, security=security,
+                                      connect_timeout_s=connect_timeout_s, **options)
         extra = {**whole.to_dict(), "engine": "dask"}  # as `speedaudit audit all DATASET --json` writes it
     else:
         # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
@@ -80,25 +82,6 @@ def run_all(corpus, /, *, save: str | os.PathLike | None = None, scheduler: str 
         save_audit_all(whole, rows, save, corpora=files, extra=extra,
                        reward_environment_files=None if "reward_environments" not in options else [])
     return whole
-
-
-def _run_all_on_dask(dataset, *, scheduler, workers, security, connect_timeout_s, options):
-    """:func:`audits.engine.partitioned.run_partitioned_whole_audit` of ``dataset`` on the client the command line
-    uses (:func:`audits.engine.partitioned.dask_client`); an option the Dask engine does not take is a message."""
-    # deferred: the Dask engine loads distributed, the optional Dask feature's library
-    from audits.engine.partitioned import dask_client, run_partitioned_whole_audit
-
-    taken = set(inspect.signature(run_partitioned_whole_audit).parameters) - {"dataset", "client", "scheduler",
-                                                                             "n_workers"}
-    other = sorted(set(options) - taken)
-    if other:
-        raise UserError(f"{dataset}: {', '.join(other)} not taken on Dask (a partitioned dataset); the options "
-                        f"there: {', '.join(sorted(taken))}")
-    with dask_client(scheduler, n_workers=workers, security=security, connect_timeout_s=connect_timeout_s) as client:
-        try:
-            return run_partitioned_whole_audit(dataset, client=client, **options)
-        except ValueError as exc:
-            raise UserError(f"{dataset}: {exc}") from exc
 
 
 def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | None = None, /, *,

@@ -31,8 +31,8 @@ from audits.engine.partitioned._common import dask_client, partition_runs, summa
 from audits.engine.partitioned.single import (run_partitioned_aggregation, run_partitioned_calibration,
                                               run_partitioned_discriminability, run_partitioned_reliability,
                                               run_partitioned_simulation)
-from audits.engine.partitioned.whole import run_partitioned_whole_audit
+from audits.engine.partitioned.whole import audit_dataset_on_dask, run_partitioned_whole_audit
 
-__all__ = ["dask_client", "partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",
+__all__ = ["partition_runs", "run_partitioned_aggregation", "run_partitioned_calibration",
            "run_partitioned_discriminability", "run_partitioned_reliability", "run_partitioned_simulation",
-           "run_partitioned_whole_audit"]
+           "run_partitioned_whole_audit", "audit_dataset_on_dask"]

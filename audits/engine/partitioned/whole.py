@@ -29,6 +29,7 @@ of a corpus without a named or default pair, the simulation when it cannot choos
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import time
@@ -42,15 +43,17 @@ from audits.corpus.counts import CorpusCounts, corpus_counts
 from audits.corpus.dataset import CorpusDataset, open_dataset
 from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run
+from audits.dask_connection import CONNECT_TIMEOUT_S
 from audits.engine.partitioned._common import dask_client, partition_runs, summary_of
 from audits.engine.whole_audit import WholeAudit, legacy_options, run_names
+from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.audit import Skip
 from audits.protocol.context import AuditContext
 from audits.protocol.partition import concat_tables
 from stats.discriminability import sandbox_floor
 
-__all__ = ["run_partitioned_audits", "run_partitioned_whole_audit"]
+__all__ = ["run_partitioned_audits", "run_partitioned_whole_audit", "audit_dataset_on_dask"]
 
 
 #: Rows one task reads at most (a group of consecutive partitions, whole problems each): the per-call costs of
@@ -328,3 +331,24 @@ def run_partitioned_whole_audit(
     return run_partitioned_audits(dataset, audit_names, options=opts, thresholds=thresholds, profile=profile,
                                   client=client, scheduler=scheduler, n_workers=n_workers, timings=timings,
                                   adjust=adjust)
+
+
+def audit_dataset_on_dask(dataset: str | os.PathLike, *, scheduler: str | None = None, n_workers: int = 2,
+                          security=None, connect_timeout_s: float = CONNECT_TIMEOUT_S, **keywords) -> WholeAudit:
+    """:func:`run_partitioned_whole_audit` of ``dataset`` on the client of :func:`dask_client` (a running
+    ``scheduler``, reached with ``security`` within ``connect_timeout_s``; else a loopback cluster of ``n_workers``
+    processes, closed after): the one Dask entry of ``speedaudit audit all`` and :func:`speedaudit.run_all`.
+
+    A keyword :func:`run_partitioned_whole_audit` does not take, and a dataset the engine refuses
+    (``ValueError``), are :class:`~audits.errors.UserError` naming the dataset."""
+    taken = set(inspect.signature(run_partitioned_whole_audit).parameters) - {"dataset", "client", "scheduler",
+                                                                             "n_workers"}
+    other = sorted(set(keywords) - taken)
+    if other:
+        raise UserError(f"{dataset}: {', '.join(other)} not taken on Dask (a partitioned dataset); the options "
+                        f"there: {', '.join(sorted(taken))}")
+    with dask_client(scheduler, n_workers=n_workers, security=security, connect_timeout_s=connect_timeout_s) as client:
+        try:
+            return run_partitioned_whole_audit(dataset, client=client, **keywords)
+        except ValueError as exc:
+            raise UserError(f"{dataset}: {exc}") from exc
