@@ -57,7 +57,7 @@ examples:
   speedaudit collect fixtures/suites/speedbench --optimization-tests 2 --tests optimization \\
       --submission 'lis/accepted/bisect_tails.py' --submission 'lis/wrong_answer/*' --repeats 2 \\
       --timeout 3 --out subset.parquet
-  speedaudit collect fixtures/suites/speedbench --problems twosum --submission 'twosum/accepted/*' \\
+  speedaudit collect fixtures/suites/speedbench --problems twosum --submission 'twosum/accepted/*dict*' \\
       --adaptive --confidence 0.95 --max-repeats 6 --timeout 3 --tests optimization \\
       --optimization-tests 2 --out adaptive.parquet
   speedaudit collect archive/ --sandbox bwrap --workers 2 --load cpu=2,mem=1G \\
