@@ -9,6 +9,7 @@ collect and engine layers, like :mod:`audits.errors`, so that neither keeps a co
 from __future__ import annotations
 
 import os
+import ssl
 
 from audits.errors import UserError
 
@@ -59,6 +60,10 @@ def connect(scheduler: str, *, security=None, timeout_s: float = CONNECT_TIMEOUT
 
     try:
         return Client(scheduler, timeout=f"{timeout_s}s", security=security)
+    except ssl.SSLError as exc:  # the files are read when connecting: a bad certificate is not a slow scheduler
+        raise error(f"--scheduler {scheduler}: the TLS files cannot be used ({exc.reason or exc})\n  -> give the "
+                    f"cluster's CA certificate and this client's certificate and key, PEM-encoded, with "
+                    f"{', '.join(TLS_FLAGS)}") from exc
     except (OSError, TimeoutError) as exc:
         raise error(f"--scheduler {scheduler}: cannot connect within {timeout_s:g} s ({exc})\n  -> {advice}; "
                     f"or give it longer with --connect-timeout SECONDS") from exc

@@ -186,7 +186,11 @@ def test_audit_all_on_a_tls_scheduler_with_its_certificates(dataset, memory, clu
     assert none.returncode == 1 and "needs the cluster's certificates" in none.stderr, none.stderr
     some = _audit_all(str(dataset.path), "--scheduler", address, *tls[:2])
     assert some.returncode == 1 and "add --tls-cert and --tls-key" in some.stderr, some.stderr
-    assert "Traceback" not in none.stderr + some.stderr
+    (tmp_path / "bad.pem").write_text("not a certificate\n")
+    bad = _audit_all(str(dataset.path), "--scheduler", address, "--tls-ca-file", str(tmp_path / "bad.pem"),
+                     "--tls-cert", str(tmp_path / "bad.pem"), "--tls-key", str(tmp_path / "bad.pem"))
+    assert bad.returncode == 1 and "the TLS files cannot be used" in bad.stderr, bad.stderr
+    assert "Traceback" not in none.stderr + some.stderr + bad.stderr
 
 
 def test_per_language_floors_on_dask_equal_in_memory(client, tmp_path):
