@@ -163,6 +163,21 @@ def _no_resamples(n_problems: int, n_boot: int, th: AggregationThresholds) -> st
     return None
 
 
+def _excess(ratio: float, best: float) -> tuple[float, str]:
+    """How much larger ``ratio`` (stability / range) is than the best one, as a fraction and as text.
+
+    A clock without repeat noise (instruction counts) gives every aggregator stability 0, so both ratios can be
+    0: equal ratios are 0 % apart, and a positive ratio against a best of 0 is infinitely larger (said in words,
+    not as "+inf%")."""
+    if not (np.isfinite(ratio) and np.isfinite(best)):
+        return np.nan, "n/a"
+    if ratio == best:
+        return 0.0, "+0%"
+    if best > 0:
+        return ratio / best - 1, f"{ratio / best - 1:+.0%}"
+    return np.inf, f"{ratio:.3f} (the best's is 0)"
+
+
 def _fmt_ci(row, column) -> str:
     low, high = row[column + "_low"], row[column + "_high"]
     if not (np.isfinite(low) and np.isfinite(high)):  # no resamples (n_boot = 0 or one problem): no interval
@@ -220,24 +235,28 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
             findings.append(Finding("pass", "default_aggregator", float(d["ratio"]), "on the Pareto front",
                                     f"the default {default} is the recommended aggregator on this corpus.", **where))
         else:
-            excess = d["ratio"] / b["ratio"] - 1 if b["ratio"] > 0 else np.inf
+            excess, excess_text = _excess(float(d["ratio"]), float(b["ratio"]))
             confident = float(b["p_better_than_default"]) >= th.default_confidence
             dominated = list(d["dominated_by_confident"])
             rule = (f"not dominated in >= {comp.level:.0%} of bootstrap resamples, and ratio <= "
                     f"(1 + {th.default_margin}) x best unless within bootstrap noise")
-            if dominated or (excess > th.default_margin and confident):
+            if np.isnan(excess):
+                findings.append(Finding.not_available(
+                    "default_aggregator", f"the stability / range ratio of {default} or {best} is undefined on "
+                    f"this corpus (a stability or dynamic range not measured, or a range of 0)", threshold=rule, **where))
+            elif dominated or (excess > th.default_margin and confident):
                 why = (f"dominated by {', '.join(dominated[:5])} (in >= {comp.level:.0%} of bootstrap resamples)"
                        if dominated else "clearly worse than the best")
                 findings.append(Finding(
                     "warn", "default_aggregator", float(d["ratio"]), rule,
                     f"the default {default} (stability {_fmt_ci(d, 'stability')}, range "
-                    f"{_fmt_ci(d, 'dynamic_range')}) is {why}; its stability / range ratio is {excess:+.0%} "
+                    f"{_fmt_ci(d, 'dynamic_range')}) is {why}; its stability / range ratio is {excess_text} "
                     f"against {best}, which does better in {b['p_better_than_default']:.0%} of bootstrap resamples. "
                     f"Consider post: {{aggregator: {best}}} for rewards on this sandbox.", **where))
             else:
                 findings.append(Finding(
                     "pass", "default_aggregator", float(d["ratio"]), rule,
-                    f"the default {default} is within bootstrap noise of the best ({excess:+.0%} ratio against "
+                    f"the default {default} is within bootstrap noise of the best ({excess_text} ratio against "
                     f"{best}, better in {b['p_better_than_default']:.0%} of resamples); keeping it is fine.", **where))
 
     dominated = table[~table["pareto"]]

@@ -176,3 +176,25 @@ def test_figure_has_one_column_per_run(audit):
 
     plt.close(fig)
     assert np.isfinite(audit.table["stability"]).all()
+
+
+def test_excess_ratio_of_equal_zero_and_undefined_ratios():
+    from audits.checks.aggregation import _excess
+
+    assert _excess(0.2, 0.1) == (pytest.approx(1.0), "+100%")
+    assert _excess(0.0, 0.0) == (0.0, "+0%")  # a clock without repeat noise: every stability is 0
+    assert _excess(0.1, 0.0) == (np.inf, "0.100 (the best's is 0)")
+    value, text = _excess(np.nan, 0.1)
+    assert np.isnan(value) and text == "n/a"
+
+
+def test_default_finding_on_a_clock_without_repeat_noise_is_not_infinitely_worse():
+    """Identical repeats (instruction counts): every aggregator's stability is 0, so the default's ratio equals the
+    best's (0 % apart), not "+inf%"; before, 0 / 0 made the excess infinite."""
+    corpus = synthesize(n_problems=12, n_tests=3, n_solutions=6, n_repeats=3, seed=2).corpus
+    cell = ["problem", "test", "solution"]
+    corpus["duration_s"] = corpus.groupby(cell, observed=True)["duration_s"].transform("first")
+    audit = run_aggregation_audit(corpus, n_boot=50)
+    (finding,) = [f for f in audit.findings if f.metric == "default_aggregator"]
+    assert "inf" not in finding.message
+    assert finding.level == "pass" and ("(+0% ratio against" in finding.message or "recommended aggregator" in finding.message)
