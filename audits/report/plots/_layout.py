@@ -102,13 +102,15 @@ def _visible_labels(axis, renderer):
     return out
 
 
-def thin_tick_labels(fig, *, pad: float = 2.0) -> int:
+def thin_tick_labels(fig, *, pad: float = 2.0, draw: bool = True) -> int:
     """Hide tick labels that overlap a kept neighbour (in display pixels, ``pad`` px apart); returns how many.
 
     Labels are kept in axis order from the low end, so the kept ones are evenly spread. The figure is
-    drawn once to lay it out.
+    drawn once to lay it out (the ticks and their labels are made at draw time), unless ``draw`` is False: the
+    caller has drawn it since anything that moves a tick or changes a label.
     """
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     hidden = 0
     for ax in fig.axes:
@@ -132,7 +134,7 @@ _OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3)
 
 
 def place_labels(ax, points, *, fontsize: float = 7, color_of=None, avoid=(), markers=(),
-                 marker_px: float = 4.0) -> list:
+                 marker_px: float = 4.0, draw: bool = True) -> list:
     """Annotate points without overlaps: each label tries offsets nearest first and takes the first free one.
 
     Hand-written rather than adjustText: the placement must be deterministic (a function of the
@@ -149,6 +151,10 @@ def place_labels(ax, points, *, fontsize: float = 7, color_of=None, avoid=(), ma
     markers : iterable of (x, y) or (x, y, half_size_px)
         Data points (besides ``points``) whose markers the labels must not cover (``marker_px`` around
         unless given).
+    draw : bool
+        Draw the figure first, to lay it out (the default). False when the caller has drawn it since its layout
+        last changed: labels placed on other axes meanwhile move nothing here (a figure of six panels was drawn
+        six more times, each a full draw of every panel, for the same labels).
 
     Returns
     -------
@@ -156,7 +162,8 @@ def place_labels(ax, points, *, fontsize: float = 7, color_of=None, avoid=(), ma
         The labels placed (one per point that found room).
     """
     fig = ax.figure
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     taken = [Bbox(b) for b in avoid]
     points = list(points)

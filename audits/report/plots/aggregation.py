@@ -109,13 +109,14 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
     fig.tight_layout()
     # Point labels are placed once the layout is final, each where it overlaps no other label, no
     # marker and no legend (audits.report.plots._layout.place_labels); a label with no room is left to
-    # the ratio panel below, which names every aggregator.
+    # the ratio panel below, which names every aggregator. The figure is drawn once for every panel and for the
+    # tick labels: the labels of one panel move nothing in another, nor any tick.
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax, (points, markers, on_front) in to_label.items():
         legend = ax.get_legend()
-        place_labels(ax, points, markers=markers, fontsize=7,
+        place_labels(ax, points, markers=markers, fontsize=7, draw=False,
                      avoid=[legend.get_window_extent(renderer)] if legend else [],
                      color_of=lambda n, f=on_front: "black" if n in f else "dimgray")
-    thin_tick_labels(fig)
+    thin_tick_labels(fig, draw=False)  # the point labels moved no tick
     return fig
