@@ -39,7 +39,9 @@ def test_audit_all_json_is_the_plain_json_and_the_saved_results(saved):
 
 def test_report_from_saved_results_computes_nothing(saved, tmp_path, counting):  # noqa: F811
     log, here = counting
-    index = render_reports(None, results=saved, out_dir=tmp_path / "out", progress=None)
+    # one render slot: every page in one kernel (one kernel start, not two); pages in slots side by side are
+    # tests/report/test_report.py's
+    index = render_reports(None, results=saved, out_dir=tmp_path / "out", progress=None, workers=1)
     assert not index.failed
     assert [r.name for r in index.reports] == ["overview", "reliability", "clocks", "calibration", "aggregation",
                                                      "simulation", "compare"]
