@@ -110,7 +110,7 @@ def thin_tick_labels(fig, *, pad: float = 2.0, draw: bool = True) -> int:
     caller has drawn it since anything that moves a tick or changes a label.
     """
     if draw:
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     hidden = 0
     for ax in fig.axes:
@@ -163,7 +163,7 @@ def place_labels(ax, points, *, fontsize: float = 7, color_of=None, avoid=(), ma
     """
     fig = ax.figure
     if draw:
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     taken = [Bbox(b) for b in avoid]
     points = list(points)

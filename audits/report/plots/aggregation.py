@@ -111,7 +111,7 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
     # marker and no legend (audits.report.plots._layout.place_labels); a label with no room is left to
     # the ratio panel below, which names every aggregator. The figure is drawn once for every panel and for the
     # tick labels: the labels of one panel move nothing in another, nor any tick.
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     for ax, (points, markers, on_front) in to_label.items():
         legend = ax.get_legend()
