@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from audits.corpus.paths import check_corpus_path
 from audits.corpus.schema import UNITS
 from audits.dask_connection import CONNECT_TIMEOUT_S, TLS_FLAGS, tls_security
+from audits.engine.routing import refuse_whole_load
 from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.audit import Skip
@@ -49,9 +51,11 @@ def read_corpus(args: argparse.Namespace):
     go to stderr, so an audit never reports a 10-second empty program without a word.
     ``--one-pool`` merges the languages' reference pools (:data:`stats.ranking.POOLS_ATTR`).
     """
+    check_corpus_path(args.corpus)  # a FIFO, a broken link, ...: said at once, before the numeric stack loads
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import load_corpus, unit_warnings
 
+    refuse_whole_load(args.corpus)  # a dataset `audit all` audits on Dask (by its size) is not loaded whole
     corpus = load_corpus(args.corpus, mapping=args.mapping, unit=args.unit)
     for warning in unit_warnings(corpus, unit=args.unit, source=args.corpus):
         print(f"speedaudit: warning: {warning}", file=sys.stderr)

@@ -12,7 +12,7 @@ import os
 
 from audits.errors import UserError
 
-__all__ = ["MEMORY_ROWS", "on_dask"]
+__all__ = ["MEMORY_ROWS", "on_dask", "refuse_whole_load"]
 
 #: Datasets with more rows than this are audited on Dask unless told otherwise: about 6 GB as a loaded
 #: DataFrame, above which the in-memory audit's peak (2.8 GB at 10^7 rows, docs/performance.md) would pass a
@@ -37,3 +37,13 @@ def on_dask(corpus, *, scheduler: str | None = None, dask: bool = False) -> bool
                             f"--partition-by problem'")
         return False
     return bool(scheduler or dask or open_dataset(corpus).rows > MEMORY_ROWS)
+
+
+def refuse_whole_load(path) -> None:
+    """Raise :class:`~audits.errors.UserError` when ``path`` is a dataset :func:`on_dask` sends to Dask by its size:
+    a command or a report that loads a corpus whole (every one but ``audit all``) would hold all its rows. The
+    message names the commands that audit it on Dask and render its report from the saved results."""
+    if on_dask(path):
+        raise UserError(f"{path}: a partitioned dataset of more than {MEMORY_ROWS:,} rows is audited on Dask, not "
+                        f"loaded whole\n  -> speedaudit audit all {path} --json all.json (on Dask: every audit that "
+                        f"runs there), then speedaudit report --results all.json --out DIR")

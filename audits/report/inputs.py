@@ -67,16 +67,6 @@ def resolve_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> l
     return resolve_files(paths, what="corpus file")
 
 
-def _refuse_a_dataset_for_dask(path) -> None:
-    """A partitioned dataset that ``speedaudit audit all`` would audit on Dask (:func:`audits.engine.routing.on_dask`:
-    more rows than :data:`~audits.engine.routing.MEMORY_ROWS`) is not loaded whole by a report: its pages render
-    from the results of that audit (``--results``)."""
-    if routing.on_dask(path):
-        raise CorpusError(f"{path}: a partitioned dataset of more than {routing.MEMORY_ROWS:,} rows is audited on Dask, not "
-                          f"loaded whole\n  -> speedaudit audit all {path} --json all.json, then speedaudit report "
-                          f"--results all.json --out DIR")
-
-
 def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     """Load and validate one or more corpora and stack them into one.
 
@@ -87,7 +77,7 @@ def load_corpora(paths: str | os.PathLike | Sequence[str | os.PathLike]):
     """
     frames, seen = [], {}
     for path in resolve_corpora(paths):
-        _refuse_a_dataset_for_dask(path)
+        routing.refuse_whole_load(path)  # one rule with `audit all`: such a dataset is audited on Dask
         frame = load_corpus(path)
         codes, n_runs = group_codes(frame, ["environment", "campaign"])
         first = first_rows(codes, n_runs)

@@ -8,9 +8,9 @@ import pytest
 
 import speedaudit
 from audits.corpus.dataset import save_dataset
-from audits.corpus.io import CorpusError
 from audits.corpus.synthetic import synthesize
 from audits.engine import routing
+from audits.errors import UserError
 from audits.report.inputs import load_corpora
 
 
@@ -26,10 +26,18 @@ def test_a_dataset_small_enough_is_loaded_whole(dataset):
 
 def test_a_dataset_for_dask_is_refused_with_the_command_that_renders_it(dataset, monkeypatch, tmp_path):
     monkeypatch.setattr(routing, "MEMORY_ROWS", dataset.rows - 1)
-    with pytest.raises(CorpusError, match=f"more than {dataset.rows - 1:,} rows is audited on Dask") as info:
+    with pytest.raises(UserError, match=f"more than {dataset.rows - 1:,} rows is audited on Dask") as info:
         load_corpora([dataset.path])
     assert f"speedaudit audit all {dataset.path} --json all.json" in str(info.value)
     assert "speedaudit report --results all.json" in str(info.value)
-    with pytest.raises(CorpusError, match="audited on Dask"):  # the API's report: the same path
+    with pytest.raises(UserError, match="audited on Dask"):  # the API's report: the same path
         speedaudit.render_report([dataset.path], out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_command_that_loads_a_corpus_refuses_it_too(dataset, monkeypatch, capsys):
+    from audits.cli import main
+
+    monkeypatch.setattr(routing, "MEMORY_ROWS", dataset.rows - 1)
+    assert main(["audit", "reliability", str(dataset.path)]) == 1
+    assert "audited on Dask, not loaded whole" in capsys.readouterr().err
