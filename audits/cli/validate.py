@@ -6,11 +6,13 @@ import argparse
 import sys
 
 from audits.cli._common import add_corpus_input
+from audits.corpus.paths import check_corpus_path
 
 # The numeric stack and the collectors load when the command runs, not for --help (issue 26: within 0.3 s).
 
 
 def _load(args: argparse.Namespace):
+    check_corpus_path(args.corpus)  # a FIFO, a broken link, ...: said at once, before the numeric stack loads
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import load_corpus, unit_warnings
 
@@ -19,10 +21,10 @@ def _load(args: argparse.Namespace):
 
 
 def _validate(args: argparse.Namespace) -> int:
+    corpus, warnings = _load(args)
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import summarize
 
-    corpus, warnings = _load(args)
     print(f"{args.corpus}: valid timing corpus")
     print(summarize(corpus).summary())
     for warning in warnings:
@@ -31,10 +33,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
+    corpus, warnings = _load(args)
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.corpus.io import save_corpus
 
-    corpus, warnings = _load(args)
     for warning in warnings:
         print(f"speedaudit: warning: {warning}", file=sys.stderr)
     if args.partition_by:

@@ -12,11 +12,9 @@ is what it and :mod:`audits.corpus.dataset` both read with.
 from __future__ import annotations
 
 import csv
-import errno
 import gzip
 import json
 import os
-import stat
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audits.corpus.paths import CorpusError, check_input_file  # re-exported: the readers' first check
 from audits.corpus.schema import (
     DURATION_COLUMNS,
     INCORRECT_STATUSES,
@@ -36,7 +35,6 @@ from audits.corpus.schema import (
     UNITS,
     key_columns,
 )
-from audits.errors import UserError
 from stats._groups import dense_range, group_codes, mixed_radix_key
 
 __all__ = ["CorpusError", "read_table", "check_input_file", "normalize", "parse_mapping", "unit_warnings"]
@@ -45,10 +43,6 @@ _INCORRECT_STATUSES = INCORRECT_STATUSES
 _SHOW_ROWS = 5
 #: An ``ok`` execution longer than this is taken for a wrong unit (or a broken timer).
 MAX_DURATION_S = 86_400.0
-
-
-class CorpusError(UserError, ValueError):
-    """A corpus that cannot be used, with the file, column and rows named."""
 
 
 def _rows_hint(frame: pd.DataFrame, mask: np.ndarray, columns: list[str]) -> str:
@@ -157,63 +151,6 @@ def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
             raise CorpusError(f"--map: '{item}' has an empty side\n  -> write e.g. --map task_id=problem")
         mapping[source] = target
     return mapping
-
-
-def check_input_file(path: str | os.PathLike, *, what: str = "a corpus file",
-                     hint: str = "pass a .parquet, .csv or .jsonl file") -> Path:
-    """A path that names a readable regular file, or a :class:`CorpusError` that says why not.
-
-    Tells apart a missing file, a dangling symlink, a symlink loop, a directory,
-    a FIFO / socket / device (which would block or never end when read) and a
-    file the current user may not read, instead of reporting each as "no such
-    file". Hand-written because :meth:`pathlib.Path.exists` folds all of them
-    into ``False``.
-
-    Examples
-    --------
-    >>> check_input_file("/")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    audits.corpus.table.CorpusError: /: is a directory, not a corpus file
-    ...
-    """
-    path = Path(path)
-    source = str(path)
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CorpusError(f"{source}: symbolic link loop (the link points, directly or not, to itself)\n"
-                              f"  -> point the link at a real file, or pass the file itself") from exc
-        if exc.errno == errno.ENOENT and os.path.islink(path):
-            raise CorpusError(f"{source}: dangling symbolic link (it points to {os.readlink(path)!r}, "
-                              f"which does not exist)\n  -> fix the link or pass the file itself") from exc
-        if exc.errno == errno.ENOENT:
-            raise CorpusError(f"{source}: no such file\n  -> check the path") from exc
-        if exc.errno == errno.ENOTDIR:
-            raise CorpusError(f"{source}: a component of the path is a file, not a folder\n"
-                              f"  -> check the path") from exc
-        if exc.errno == errno.EACCES:
-            raise CorpusError(f"{source}: permission denied while looking the file up\n"
-                              f"  -> run as a user who may read its folder, or copy the file elsewhere") from exc
-        raise CorpusError(f"{source}: cannot be looked up ({exc.strerror})\n  -> check the path") from exc
-    if stat.S_ISDIR(info.st_mode):
-        raise CorpusError(f"{source}: is a directory, not {what}\n  -> {hint}")
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
-                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
-        raise CorpusError(f"{source}: is {kind}, not {what}\n  -> {hint} (save the data to a regular file first)")
-    try:
-        with open(path, "rb"):
-            pass
-    except PermissionError as exc:
-        raise CorpusError(f"{source}: permission denied (the file exists but this user may not read it)\n"
-                          f"  -> make it readable (chmod a+r) or run as a user who may read it") from exc
-    except OSError as exc:
-        raise CorpusError(f"{source}: cannot be opened ({exc.strerror})\n  -> {hint}") from exc
-    if info.st_size == 0:
-        raise CorpusError(f"{source}: the file is empty (0 bytes)\n  -> collect or export timings into it first")
-    return path
 
 
 def _open_text(path: Path):

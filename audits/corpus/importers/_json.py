@@ -20,7 +20,7 @@ def load_json(path: str | os.PathLike, *, what: str, hint: str):
     >>> load_json("/", what="a pyperf result file", hint="pass pyperf files")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    audits.corpus.table.CorpusError: /: is a directory, not a pyperf result file
+    audits.corpus.paths.CorpusError: /: is a directory, not a pyperf result file
     ...
     """
     path = Path(check_input_file(path, what=what, hint=hint))
