@@ -10,6 +10,7 @@ that hides its work behind an exec, or in a child that kills itself, gets no cou
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -343,24 +344,43 @@ def test_collect_measure_instructions_refuses_a_sandbox_without_a_report_channel
     assert "no report channel" in capsys.readouterr().err
 
 
-def test_a_resumed_counted_campaign_keeps_the_limits_it_started_with(tmp_path):
-    import json
+#: the wall limit of the stopped-and-resumed campaign below: a sleeper waits out the scaled limit (about 60
+#: times this one under valgrind), so 0.05 s, not 0.1 s, waits ~3 s instead of ~6 s for the same row
+KILLED_TIMEOUT_S = 0.05
 
+
+@pytest.fixture(scope="module")
+def stopped_and_resumed(tmp_path_factory):
+    """One counted campaign stopped after its first job and resumed: what the two tests below each ran on its own.
+
+    A program that sleeps forever and the Python floor, one repeat: two jobs (the sleeper's and the floor's), one
+    run before the stop and one after it, under a wall limit of :data:`KILLED_TIMEOUT_S`. The resume test needs a
+    counted campaign stopped and resumed; the kill test a counted run waiting out the scaled limit. Each ran its
+    own campaign, so each calibrated (3 native and 3 counted runs of the empty Python program, ~1.5 s of CPU
+    each counted) and ran its own floor: one campaign does both, and the sleeper's row is the kill test's whether
+    it ran before the stop or after it (a resumed campaign runs under the limits it started with, which the
+    resume test checks)."""
     from audits.collect.campaign import CampaignSpec, journal_path_for, plan_campaign, run_campaign
     from audits.collect.suite import load_suite
     from tests.collect.test_campaign import make_suite
 
-    suite = load_suite(make_suite(tmp_path / "suite", n_secret=1, n_sample=0), n_largest_optimization=1)
-    # one repeat: two jobs (the submission's and the floor's), one run before the stop and one after it (two
-    # repeats ran four counted Python start-ups, ~1.5 s of CPU each, where two show the same)
-    spec = CampaignSpec(sandbox="local", repeats=1, limits=Limits(wall_s=2), measure="instructions")
+    tmp_path = tmp_path_factory.mktemp("resumed")
+    sleeper = "import time\nwhile True:\n    time.sleep(1)\n"
+    suite = load_suite(make_suite(tmp_path / "suite", accepted={}, time_limit_exceeded={"sleeps.py": sleeper},
+                                  n_secret=1, n_sample=0), n_largest_optimization=1)
+    spec = CampaignSpec(sandbox="local", repeats=1, limits=Limits(wall_s=KILLED_TIMEOUT_S), measure="instructions")
     out = tmp_path / "c.parquet"
     first = run_campaign(plan_campaign(suite, spec), out=out, progress=False, stop_after=1)
-    assert first.out is None and first.ran == 1
     header = json.loads(journal_path_for(out).read_text().splitlines()[0])
+    again = run_campaign(plan_campaign(suite, spec), out=out, progress=False)
+    return first, header, again, out
+
+
+def test_a_resumed_counted_campaign_keeps_the_limits_it_started_with(stopped_and_resumed):
+    first, header, again, out = stopped_and_resumed
+    assert first.out is None and first.ran == 1
     calibrated = header["instructions"]
     assert calibrated["slowdown"]["python"] >= 1
-    again = run_campaign(plan_campaign(suite, spec), out=out, progress=False)
     assert again.resumed == 1 and again.ran == 1 and again.out == out
     # the floors were not measured again: the record (its time of calibration too) is the journal's
     assert again.instructions == calibrated
@@ -368,24 +388,13 @@ def test_a_resumed_counted_campaign_keeps_the_limits_it_started_with(tmp_path):
     assert manifest["calibrated"] == calibrated["calibrated"] and manifest["slowdown"] == calibrated["slowdown"]
 
 
-def test_a_counted_run_killed_at_the_scaled_limit_has_no_count_and_the_limit_as_duration(tmp_path):
+def test_a_counted_run_killed_at_the_scaled_limit_has_no_count_and_the_limit_as_duration(stopped_and_resumed):
     import pandas as pd
 
-    from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
-    from audits.collect.suite import load_suite
-    from tests.collect.test_campaign import make_suite
-
-    sleeper = "import time\nwhile True:\n    time.sleep(1)\n"
-    suite = load_suite(make_suite(tmp_path / "suite", accepted={}, time_limit_exceeded={"sleeps.py": sleeper},
-                                  n_secret=1, n_sample=0), n_largest_optimization=1)
-    # the sleeper waits out the scaled limit (about 60 times this one under valgrind): 0.05 s, not 0.1 s, waits
-    # ~3 s instead of ~6 s for the same row
-    timeout = 0.05
-    spec = CampaignSpec(sandbox="local", repeats=1, limits=Limits(wall_s=timeout), measure="instructions")
-    out = tmp_path / "c.parquet"
-    result = run_campaign(plan_campaign(suite, spec), out=out, progress=False)
+    _, _, result, out = stopped_and_resumed
     row = pd.read_parquet(out).query("role != 'floor'").iloc[0]
     limit = result.instructions["wall_limit_s"]["python"]
-    assert limit == pytest.approx(timeout * result.instructions["slowdown"]["python"]) and limit > timeout
+    assert limit == pytest.approx(KILLED_TIMEOUT_S * result.instructions["slowdown"]["python"])
+    assert limit > KILLED_TIMEOUT_S
     assert row["status"] == "timeout" and row["duration_s"] == pytest.approx(limit)
     assert pd.isna(row["instructions"]) and "instructions n/a: no instruction summary" in row["reason"]
