@@ -94,10 +94,19 @@ def test_pin_cpus_refuses_more_workers_than_cores_and_foreign_cores():
         CampaignSpec(pin_cpus="auto", scheduler="tls://127.0.0.1:1", security=object())
 
 
-def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_one_is_not(tmp_path):
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    """The corpus of one campaign under :data:`BUSY` (2 spinners per core), read by the two tests below.
+
+    Each ran the same campaign for itself: a second campaign under the same load, both cores spun for its
+    whole length in ``make test``'s serial pass, for the same kind of corpus. Both tests only read it (what
+    they change, they change in copies: ``assign``)."""
+    return _campaign(tmp_path_factory.mktemp("busy"), load=BUSY)[1]
+
+
+def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_one_is_not(busy):
     from audits.checks.clocks import CONTENTION_WARN, contention
 
-    _, busy = _campaign(tmp_path, load=BUSY)
     found = contention(busy)
     assert found.level in ("warn", "fail") and found.median_wall_cpu >= CONTENTION_WARN
     assert "contended" in found.message and "--pin-cpus" in found.message and "--measure cpu_s" in found.message
@@ -116,13 +125,12 @@ def test_a_campaign_under_real_background_load_is_flagged_contended_and_a_quiet_
     assert contention(busy.drop(columns="cpu_s")).level == "n/a"
 
 
-def test_the_reliability_audit_flags_the_loaded_run_per_run_with_its_figures(tmp_path):
+def test_the_reliability_audit_flags_the_loaded_run_per_run_with_its_figures(busy):
     """The contention finding is part of the reliability audit: per run, with the ratio and the load."""
     import pandas as pd
 
     from audits.checks.reliability import run_reliability_audit
 
-    _, busy = _campaign(tmp_path, load=BUSY)
     busy = busy.assign(environment="busy")
     calm = busy.assign(environment="calm", cpu_s=busy["duration_s"] / 1.05, load_1m=0.1)  # as above
     audit = run_reliability_audit(pd.concat([busy, calm], ignore_index=True), n_boot=20)
