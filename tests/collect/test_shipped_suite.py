@@ -109,8 +109,8 @@ def judged(commands, tmp_path_factory):
     (problem, submission, test) run and judged once per module, two at a time.
 
     The programs are deterministic and a run's verdict is a pure function of program and test, so the
-    accepted programs' correctness runs of :func:`test_every_accepted_submission_is_correct_on_every_test` (
-    1,500 of the module's 3,511 runs) are not run a second time for :func:`verdicts`: both read the one run's
+    accepted programs' correctness runs of :func:`test_every_accepted_submission_is_correct_on_every_test`
+    (1,500 of the module's 3,511 runs) are not run a second time for :func:`verdicts`: both read the one run's
     verdict, and each test still runs whatever it needs that no test before it ran (alone, it runs all of it).
     """
     work = tmp_path_factory.mktemp("runs")
