@@ -71,12 +71,12 @@ def _knows(thresholds, name: str) -> bool:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    thresholds = _thresholds(args)  # from the declarations: a bad --threshold is refused before anything loads
+    if _partitioned(args):
+        return _audit_partitioned(args, thresholds)
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.engine.whole_audit import run_audits
 
-    thresholds = _thresholds(args)
-    if _partitioned(args):
-        return _audit_partitioned(args, thresholds)
     corpus = read_corpus(args)
     options = _options(args, corpus)
     try:
