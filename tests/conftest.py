@@ -88,9 +88,11 @@ def pytest_configure_node(node):
 _FILE_SECONDS: dict[str, list] = {}
 
 
-#: CPU seconds (user + system) of each test file: its process's and its waited-for children's (a program run, a
-#: kernel, a CLI subprocess; a process left running, e.g. a session cluster's, is not counted), summed like
-#: :data:`_FILE_SECONDS`; the summary compares the two to say whether the run waited or computed.
+#: CPU seconds (user + system) of each test file: its process's and its waited-for children's (a kernel, a CLI
+#: subprocess), summed like :data:`_FILE_SECONDS`; the summary compares the two to say whether the run waited or
+#: computed. Not counted: a process left running (a session cluster's worker) and whatever the sandbox's
+#: launcher runs (a long-lived process of its own that forks the programs), so a collection file's figure is a
+#: lower bound (test_instructions.py: 35 s here against 86 s from /usr/bin/time, helper-18, 2026-12-07).
 _FILE_CPU: dict[str, float] = {}
 _CPU_KEY = "speedaudit_cpu_s"
 _cpu_mark = [0.0]
@@ -139,7 +141,7 @@ def pytest_terminal_summary(terminalreporter, config):
     if not count or hasattr(config, "workerinput") or not _FILE_SECONDS:
         return
     terminalreporter.write_sep("=", f"slowest {count} test files (setup + call + teardown; CPU: user + system "
-                                     f"of the test's process and its waited-for children)")
+                                     f"of the test's process and its waited-for children; sandboxed programs not counted)")
     for path, (seconds, slow) in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1][0])[:count]:
         terminalreporter.write_line(f"{seconds:8.1f}s {_FILE_CPU.get(path, 0.0):8.1f}s CPU "
                                     f"{'slow' if slow else '    '} {path}")
