@@ -150,8 +150,8 @@ def pytest_terminal_summary(terminalreporter, config):
     workers = getattr(config.option, "numprocesses", None) or 1
     terminalreporter.write_line(
         f"all files: {busy:,.0f} s of tests on {workers} worker(s) in {wall:,.0f} s, {cpu:,.0f} s of CPU: the cores "
-        f"({os.cpu_count()}) were computing {cpu / (wall * (os.cpu_count() or 1)):.0%} of the time, and a test "
-        f"computed for {cpu / busy if busy else math.nan:.0%} of its duration (the rest it waited: for a timeout, a "
+        f"({os.cpu_count()}) were computing at least {cpu / (wall * (os.cpu_count() or 1)):.0%} of the time, and a test "
+        f"computed for at least {cpu / busy if busy else math.nan:.0%} of its duration (the rest it waited: for a timeout, a "
         f"socket, a process it did not wait for, or a core busy with something else)")
 
 
