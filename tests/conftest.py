@@ -104,8 +104,24 @@ def _cpu_now() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+_machine_start: list = [None]
+
+
+def _machine_cpu() -> tuple[int, int] | None:
+    """(busy, total) jiffies of every core since boot, from /proc/stat (None where it does not exist): every
+    process of the machine counted, the sandboxed programs too."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def pytest_sessionstart(session):
     _session_start[0] = time.perf_counter()
+    _machine_start[0] = _machine_cpu()
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -153,6 +169,11 @@ def pytest_terminal_summary(terminalreporter, config):
         f"({os.cpu_count()}) were computing at least {cpu / (wall * (os.cpu_count() or 1)):.0%} of the time, and a test "
         f"computed for at least {cpu / busy if busy else math.nan:.0%} of its duration (the rest it waited: for a timeout, a "
         f"socket, a process it did not wait for, or a core busy with something else)")
+    end = _machine_cpu()
+    if _machine_start[0] is not None and end is not None and end[1] > _machine_start[0][1]:
+        busy_share = (end[0] - _machine_start[0][0]) / (end[1] - _machine_start[0][1])
+        terminalreporter.write_line(f"the machine's cores were busy {busy_share:.0%} of the run (/proc/stat, every "
+                                    f"process): idle cores are what another worker could use")
 
 
 def pytest_sessionfinish(session, exitstatus):
