@@ -51,9 +51,9 @@ instruction counts (--measure instructions; docs/collecting.md "Instruction coun
   slowdowns and limits go to <out>.campaign.json. local or bwrap only.
 
 examples:
-  speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 1 \\
+  speedaudit collect fixtures/suites/speedbench --problems twosum --repeats 3 --timeout 3 \\
       --submission 'twosum/accepted/counter.py' --submission 'twosum/accepted/two_pointers.py' \\
-      --submission 'twosum/wrong_answer/*' --submission 'twosum/time_limit_exceeded/*' --out corpus.parquet
+      --submission 'twosum/wrong_answer/*' --out corpus.parquet
   speedaudit collect fixtures/suites/speedbench --optimization-tests 2 --tests optimization \\
       --submission 'lis/accepted/bisect_tails.py' --submission 'lis/wrong_answer/*' --repeats 2 \\
       --timeout 3 --out subset.parquet
