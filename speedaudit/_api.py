@@ -104,21 +104,33 @@ def render_report(corpora: Sequence[str | os.PathLike] | str | os.PathLike | Non
 
 def collect(suite: str | os.PathLike, /, *, out: str | os.PathLike, environment: str = "default",
             campaign: str = "c0", problems: Sequence[str] | None = None, progress: bool = False,
-            optimization_tests: int | None = None, submissions: Sequence[str] | None = None, **spec):
+            optimization_tests: int | None = None, submissions: Sequence[str] | None = None, probe: bool = True,
+            work_dir: str | os.PathLike | None = None, **spec):
     """Time a suite's submissions in a sandbox and write the corpus to ``out`` (``speedaudit collect``).
 
     ``suite`` is a folder of Kattis problem packages (:func:`audits.collect.suite.load_suite`; ``problems``
     keeps some of them, ``optimization_tests`` each one's N largest optimization tests and ``submissions``
     the submissions whose ``PROBLEM/SOLUTION`` id matches one of these fnmatch patterns, as the CLI's
     ``--optimization-tests`` and ``--submission``); ``spec`` holds the other fields of :class:`audits.collect.campaign.CampaignSpec`
-    (``sandbox``, ``repeats``, ``workers``, ``limits``, ``seed``, ...). Returns the
-    :class:`audits.collect.campaign.CampaignResult` (``.summary()``; the corpus is in ``out``).
+    (``sandbox``, ``repeats``, ``workers``, ``limits``, ``seed``, ...). As the command line, the suite is loaded
+    with the campaign's interpreter and sandbox, and optimization tests of indistinguishable size are picked by a
+    probe run (:func:`audits.collect.campaign.probe_tests`; ``probe=False``: ``--no-probe``) built in the campaign's
+    ``work_dir`` (``--work-dir``). Returns the :class:`audits.collect.campaign.CampaignResult` (``.summary()``; the
+    corpus is in ``out``).
     """
     # deferred: import speedaudit stays light (tests/test_speedaudit_api.py)
-    from audits.collect.campaign import CampaignSpec, plan_campaign, run_campaign
+    from audits.collect.campaign import CampaignSpec, WorkDir, plan_campaign, probe_tests, run_campaign
     from audits.collect.suite import load_suite
 
-    plan = plan_campaign(load_suite(suite, problems=problems, optimization_tests=optimization_tests,
-                                    submissions=submissions),
-                         CampaignSpec(environment=environment, campaign=campaign, **spec))
+    campaign_spec = CampaignSpec(environment=environment, campaign=campaign, **spec)
+    loaded = load_suite(suite, problems=problems, optimization_tests=optimization_tests, submissions=submissions,
+                        python=campaign_spec.python, sandbox=campaign_spec.sandbox)
+    work = WorkDir.make(work_dir)
+    try:
+        if probe:
+            loaded = probe_tests(loaded, campaign_spec, out=out, work=work, progress=progress)
+        plan = plan_campaign(loaded, campaign_spec, work_dir=work)
+    except BaseException:
+        work.discard()
+        raise
     return run_campaign(plan, out=out, progress=progress)

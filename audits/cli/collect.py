@@ -148,9 +148,9 @@ def _pins(text: str | None):
 
 def _run(args: argparse.Namespace) -> int:
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.collect.campaign import CampaignError, CampaignSpec, plan_campaign, run_campaign
+    from audits.collect.campaign import CampaignError, CampaignSpec, WorkDir, run_campaign
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.collect.suite import SuiteError, load_suite, probe_optimization_tests
+    from audits.collect.suite import SuiteError, load_suite
 
     try:
         make_sandbox(args.sandbox)
@@ -189,23 +189,12 @@ def _run(args: argparse.Namespace) -> int:
                            optimization_tests=args.optimization_tests, submissions=subset_patterns(args))
         for line in suite.selection:
             print(f"selection: {line}", file=sys.stderr)
-        if not args.no_probe:
-            # the choice is kept beside --out, so that a resumed campaign times the same tests
-            suite = probe_optimization_tests(suite, sandbox=args.sandbox, python=args.python,
-                                             wall_s=min(args.timeout, 5.0), memory_bytes=args.memory,
-                                             record=f"{args.out}.probe.json", progress=not args.no_progress)
-            for problem in suite.problems:
-                if problem.probe_seconds:
-                    print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
-        candidates = None
-        if args.candidates:  # other programs for the same problems, shuffled in with the references
-            candidates = load_candidates([parse_candidate_option(o) for o in args.candidates],
-                                         [p.id for p in suite.problems])
-            print(candidates.summary(), file=sys.stderr)
-        for warning in suite.warnings(timeout_s=args.timeout):
-            print(f"speedaudit: warning: {warning}", file=sys.stderr)
-        plan = plan_campaign(suite, spec, work_dir=args.work_dir, candidates=candidates,
-                             progress=not args.no_progress)
+        work = WorkDir.make(args.work_dir)  # the probe builds the references where the campaign will
+        try:
+            plan = _probe_and_plan(args, suite, spec, work)
+        except BaseException:
+            work.discard()
+            raise
         if args.strict and plan.skipped:  # the suite's skips and the submissions that do not build
             for skip in plan.skipped:
                 print(f"  skipped {skip.name}: {skip.reason}", file=sys.stderr)
@@ -225,6 +214,27 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     print(result.summary())
     return 0 if result.out is not None else 1
+
+
+def _probe_and_plan(args: argparse.Namespace, suite, spec, work):
+    """The optimization-test probe (unless --no-probe), the candidates and the plan, in ``work`` (one build of each
+    program for the probe and the campaign)."""
+    # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
+    from audits.collect.campaign import plan_campaign, probe_tests
+
+    if not args.no_probe:
+        suite = probe_tests(suite, spec, out=args.out, work=work, progress=not args.no_progress)
+        for problem in suite.problems:
+            if problem.probe_seconds:
+                print(f"{problem.id}: optimization tests: {problem.optimization_choice}", file=sys.stderr)
+    candidates = None
+    if args.candidates:  # other programs for the same problems, shuffled in with the references
+        candidates = load_candidates([parse_candidate_option(o) for o in args.candidates],
+                                     [p.id for p in suite.problems])
+        print(candidates.summary(), file=sys.stderr)
+    for warning in suite.warnings(timeout_s=args.timeout):
+        print(f"speedaudit: warning: {warning}", file=sys.stderr)
+    return plan_campaign(suite, spec, work_dir=work, candidates=candidates, progress=not args.no_progress)
 
 
 def register(commands, audit_commands) -> None:

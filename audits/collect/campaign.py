@@ -118,6 +118,7 @@ from audits.collect.counters import (
 from audits.collect.languages import BuildError, check_python_copies, cxx_flags, floor_program, prepare
 from audits.collect.provenance import machine_info
 from audits.collect.sandbox import Limits, SandboxError, accounting, make_sandbox, scratch_root, strongest_sandbox
+from audits.collect.suite import probe_optimization_tests
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
 from audits.dask_connection import CONNECT_TIMEOUT_S, connect
@@ -125,7 +126,7 @@ from audits.errors import UserError
 from stats.noise import adaptive_plan
 
 __all__ = ["CampaignError", "CampaignSpec", "Unit", "Job", "Skip", "Plan", "CampaignResult", "interleave",
-           "plan_campaign", "run_campaign"]
+           "plan_campaign", "run_campaign", "WorkDir", "probe_tests"]
 
 FLOOR_PROBLEM = "_floor"
 FLOOR_TEST = "empty"
@@ -483,34 +484,67 @@ def plan_units(units: Sequence[Unit], floor_units: Sequence[Unit], spec: Campaig
     return Plan(spec, tuple(jobs), tuple(skipped), digest.hexdigest()[:24], Path(work_dir), owns, janitor)
 
 
-def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | None = None,
+@dataclasses.dataclass
+class WorkDir:
+    """Where a campaign builds its programs (``build/``) and runs them: the user's folder (kept), or a fresh 0711
+    scratch folder the campaign owns, removed when the campaign ends (by a janitor process if this one is killed,
+    and when this process exits if the campaign never runs).
+
+    Made once, before the optimization-test probe (:func:`probe_tests`), so that the probe's builds are the
+    campaign's: each reference is compiled once (C++ builds are cached by content hash, a Python copy's check by a
+    marker beside it)."""
+
+    path: Path
+    owned: bool
+    janitor: object | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def make(cls, work_dir: str | os.PathLike | None = None) -> "WorkDir":
+        if work_dir is None:  # made here: removed by the janitor even if this process is killed while building
+            path = scratch_root(f"speedaudit-collect-{os.getpid()}-")
+            return cls(path, True, _Janitor([path]))
+        path = Path(work_dir).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        os.chmod(path, 0o711)
+        return cls(path, False)
+
+    def discard(self) -> None:
+        """Remove an owned folder now (its campaign failed before running) and let its janitor go."""
+        if self.owned:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.janitor.dismiss()
+
+
+def probe_tests(suite, spec: CampaignSpec, *, out: str | os.PathLike, work: WorkDir, progress: bool = False):
+    """``collect``'s probe of optimization tests of indistinguishable size
+    (:func:`audits.collect.suite.probe_optimization_tests`) with the campaign's sandbox, interpreter and memory limit,
+    under its wall limit up to 5 s; the choice is kept beside ``out`` (``<out>.probe.json``: a resumed campaign times
+    the same tests) and the references are built in ``work`` (the campaign's builds). The command line and
+    :func:`speedaudit.collect` both probe through here."""
+    return probe_optimization_tests(suite, sandbox=spec.sandbox, python=spec.python,
+                                    wall_s=min(spec.limits.wall_s, 5.0), memory_bytes=spec.limits.memory_bytes,
+                                    record=f"{out}.probe.json", build_dir=work.path / "build", progress=progress)
+
+
+def plan_campaign(suite, spec: CampaignSpec, *, work_dir: str | os.PathLike | WorkDir | None = None,
                   candidates=None, progress: bool = False) -> Plan:
     """Prepare every submission of a suite and plan its jobs.
 
     Submissions are prepared (C++ compiled once) into ``work_dir/build``; one that
     fails to build is skipped with its reason. ``work_dir`` must be reachable by the
-    sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir).
+    sandbox's unprivileged uid (default: a fresh 0711 folder under the temp dir; a
+    :class:`WorkDir` made before, e.g. for the probe, is taken as it is).
     ``candidates`` (:class:`audits.collect.candidates.CandidateSets`, ``collect --candidates``):
     programs timed as role ``candidate`` on their problem's tests, interleaved with the references.
     ``progress``: a tqdm bar of the builds (count, ETA) on stderr.
     """
-    owns = work_dir is None
-    if work_dir is not None:
-        work_dir = Path(work_dir).resolve()
-        work_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(work_dir, 0o711)
-    janitor = None
-    if owns:  # made here: removed by the janitor even if this process is killed while building
-        work_dir = scratch_root(f"speedaudit-collect-{os.getpid()}-")
-        janitor = _Janitor([work_dir])
+    work = work_dir if isinstance(work_dir, WorkDir) else WorkDir.make(work_dir)
     try:
-        plan = _plan_suite(suite, spec, work_dir, candidates, progress=progress)
+        plan = _plan_suite(suite, spec, work.path, candidates, progress=progress)
     except BaseException:
-        if owns:
-            shutil.rmtree(work_dir, ignore_errors=True)
-            janitor.dismiss()
+        work.discard()
         raise
-    return dataclasses.replace(plan, owns_work_dir=owns, janitor=janitor)
+    return dataclasses.replace(plan, owns_work_dir=work.owned, janitor=work.janitor)
 
 
 def _plan_suite(suite, spec: CampaignSpec, work_dir: Path, candidates=None, *, progress: bool = False) -> Plan:
