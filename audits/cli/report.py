@@ -26,9 +26,19 @@ def _run(args: argparse.Namespace) -> int:
                         "computed from")
     index = render_reports(args.corpora or None, out_dir=args.out, audits=args.audits or None,
                            parameters=parameters, show_code=args.show_code, kernel_name=args.kernel,
-                           results=args.results)
+                           results=args.results, workers=args.workers)
     print(f"open {index.path.resolve()}")
     return 0
+
+
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def _named_pairs(args: argparse.Namespace) -> list:
@@ -65,5 +75,8 @@ def register(commands, audit_commands) -> None:
     add_options(p, registry.options_of("calibration"), only=("pairs",))
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel to execute with (default: python3)")
+    p.add_argument("--workers", type=_whole, default=None, metavar="N",
+                   help="pages rendered at once, each in a kernel of its own (default: one per core this process "
+                        "may use; 1 renders every page in one kernel, one after the other)")
     p.add_argument("--out", required=True, help="output folder (HTML, executed notebooks, index.html)")
     p.set_defaults(func=_run)
