@@ -36,8 +36,9 @@ def _text(page: str) -> str:
 
 
 def _render(corpus: Path, out: Path, *extra: str) -> int:
+    # --workers 1: one kernel for the whole report (see tests/report/test_every_page_renders.py's _render)
     args = ["report", str(corpus), "--out", str(out), "-p", f"n_boot={N_BOOT}", "-p", "n_boot_rank=10",
-            "-p", "aggregation_environment=null", *extra]
+            "-p", "aggregation_environment=null", "--workers", "1", *extra]
     return cli_main(args)
 
 

@@ -37,8 +37,10 @@ def _text(page: str) -> str:
 
 
 def _render(corpus, out, *extra) -> int:
+    # --workers 1: one kernel for the whole report (make test's workers already keep both cores busy; a second
+    # kernel start is 2.7 s of CPU); pages rendered side by side are tests/report/test_report.py's
     return cli_main(["report", str(corpus), "--out", str(out), "-p", "n_boot=20", "-p", "n_boot_rank=10",
-                     "-p", "aggregation_environment=null", *extra])
+                     "-p", "aggregation_environment=null", "--workers", "1", *extra])
 
 
 def _check_pages(out, status):
