@@ -22,7 +22,7 @@ from audits.protocol.thresholds import PROFILES, ThresholdError, parse_overrides
 
 __all__ = ["add_corpus_input", "read_corpus", "add_result_options", "report_audit", "exit_status", "add_pair_selection",
            "pair_named", "read_pair", "add_audit_options", "read_audit_options", "run_audit_command",
-           "add_connection_options", "read_security"]
+           "add_connection_options", "read_security", "positive_seconds", "whole_number"]
 
 # Nothing here imports numpy or pandas at module level: every command's parser is built for
 # `speedaudit --help` (issue 26: within 0.3 s); the numeric stack loads when a command runs.
@@ -203,14 +203,28 @@ def read_runs_filter(args: argparse.Namespace) -> dict:
 
 # --- a running Dask scheduler: certificates and timeout --------------------------------------------------
 
-def _seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """``type=`` of a duration option: a positive number of seconds (NaN and infinity refused too)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:  # also NaN
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def whole_number(low: int):
+    """``type=`` of a count option: a whole number of at least ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
 
 
 def add_connection_options(group) -> None:
@@ -219,7 +233,7 @@ def add_connection_options(group) -> None:
     for flag, help_ in zip(TLS_FLAGS, ("the cluster's CA certificate", "this client's certificate",
                                        "this client's private key")):
         group.add_argument(flag, default=None, metavar="PEM", help=f"{help_} (with a tls:// --scheduler)")
-    group.add_argument("--connect-timeout", type=_seconds, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
+    group.add_argument("--connect-timeout", type=positive_seconds, default=CONNECT_TIMEOUT_S, metavar="SECONDS",
                        help=f"how long to try reaching --scheduler before giving up (default: {CONNECT_TIMEOUT_S:g})")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from audits.cli._common import add_connection_options, read_security
+from audits.cli._common import add_connection_options, positive_seconds, read_security, whole_number
 from audits.collect.background_load import LoadSpec
 from audits.collect.candidates import load_candidates, parse_candidate_option
 from audits.collect.languages import DEFAULT_PYTHON
@@ -67,28 +67,6 @@ examples:
 """
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return value
-
-
-def _whole(low: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    return parse
-
-
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -114,7 +92,7 @@ SUBSET_HELP = {
 
 def add_subset_options(group) -> None:
     """--optimization-tests, --submission, --submissions-from (``speedaudit collect`` and ``speedaudit suite``)."""
-    group.add_argument("--optimization-tests", type=_whole(1), default=None, metavar="N",
+    group.add_argument("--optimization-tests", type=whole_number(1), default=None, metavar="N",
                        help=SUBSET_HELP["optimization_tests"])
     group.add_argument("--submission", action="append", default=None, metavar="PATTERN",
                        help=SUBSET_HELP["submission"])
@@ -246,15 +224,15 @@ def register(commands, audit_commands) -> None:
     g = p.add_argument_group("sandbox and limits")
     g.add_argument("--sandbox", default="auto", metavar="auto|local|bwrap|cmd:TEMPLATE",
                    help="where programs run (default: auto, the strongest available; see below)")
-    g.add_argument("--timeout", type=_positive_float, default=10.0, metavar="SECONDS",
+    g.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                    help="wall-clock limit per run; a timeout is recorded at the limit (default: 10)")
     g.add_argument("--memory", type=_size, default="1G", metavar="SIZE",
                    help="address-space limit per run, e.g. 512M, 1G (default: 1G)")
-    g.add_argument("--cpu-limit", type=_positive_float, default=None, metavar="SECONDS",
+    g.add_argument("--cpu-limit", type=positive_seconds, default=None, metavar="SECONDS",
                    help="CPU-time limit per run (default: none; the wall-clock limit applies)")
     g.add_argument("--output-limit", type=_size, default="64M", metavar="SIZE",
                    help="standard output kept per run; more is a runtime_error (default: 64M)")
-    g.add_argument("--nproc", type=_whole(1), default=64, metavar="N",
+    g.add_argument("--nproc", type=whole_number(1), default=64, metavar="N",
                    help="processes/threads a program may have (default: 64)")
     g.add_argument("--stderr-limit", type=_size, default="1M", metavar="SIZE",
                    help="standard error a program may write; more is a runtime_error (default: 1M)")
@@ -270,14 +248,14 @@ def register(commands, audit_commands) -> None:
                    help=f"interpreter for Python programs; must be readable by an unprivileged uid "
                         f"(default: {DEFAULT_PYTHON})")
     g = p.add_argument_group("campaign")
-    g.add_argument("--repeats", type=_whole(1), default=None,
+    g.add_argument("--repeats", type=whole_number(1), default=None,
                    help="runs of every submission on every test (default: 5; with --adaptive the first round's, "
                         "default 3)")
     g.add_argument("--campaign", default=OPTIONAL_DEFAULTS["campaign"], metavar="NAME",
                    help=f"campaign name written into the rows (default: {OPTIONAL_DEFAULTS['campaign']})")
     g.add_argument("--environment", default=OPTIONAL_DEFAULTS["environment"], metavar="NAME",
                    help=f"environment name written into the rows (default: {OPTIONAL_DEFAULTS['environment']})")
-    g.add_argument("--workers", type=_whole(1), default=1, metavar="N",
+    g.add_argument("--workers", type=whole_number(1), default=1, metavar="N",
                    help="parallel runs on this machine (default: 1; more runs faster but measures a busier machine)")
     g.add_argument("--load", default=None, metavar="cpu=N,mem=SIZE",
                    help="background load while collecting: N CPU spinners and a memory hog (e.g. cpu=2,mem=1G)")
@@ -286,7 +264,7 @@ def register(commands, audit_commands) -> None:
                         "last --workers cores) and run the background load on the other cores; recorded per row "
                         "(cpu) and in <out>.campaign.json")
     g.add_argument("--seed", type=int, default=0, help="seed of the interleaved order (default: 0)")
-    g.add_argument("--floor-every", type=_whole(1), default=20, metavar="N",
+    g.add_argument("--floor-every", type=whole_number(1), default=20, metavar="N",
                    help="one floor run per N jobs, at least REPEATS per language (default: 20)")
     g.add_argument("--scheduler", default=None, metavar="tls://HOST:PORT",
                    help="run the jobs on a Dask distributed cluster secured with TLS (suite and work dir on a "
@@ -296,7 +274,7 @@ def register(commands, audit_commands) -> None:
     g.add_argument("--adaptive", action="store_true",
                    help="after --repeats runs of everything, re-execute round by round only the cells whose gate "
                         "decision (or rank) is still ambiguous, until decided or at --max-repeats")
-    g.add_argument("--max-repeats", type=_whole(2), default=None, metavar="N",
+    g.add_argument("--max-repeats", type=whole_number(2), default=None, metavar="N",
                    help="with --adaptive: the most runs of one cell (default: 15)")
     g.add_argument("--confidence", type=float, default=None, metavar="C",
                    help="with --adaptive: a gate is decided when P(pass) >= C or <= 1 - C (default: 0.95)")
@@ -312,7 +290,7 @@ def register(commands, audit_commands) -> None:
                         "build, or validator)")
     g.add_argument("--tests", default=",".join(TEST_KINDS), metavar="KINDS",
                    help="test kinds to run: correctness, optimization or both (default: both)")
-    g.add_argument("--n-largest", type=_whole(0), default=6, metavar="N",
+    g.add_argument("--n-largest", type=whole_number(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default: 6)")
     add_subset_options(g)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from audits.cli._common import whole_number
 from audits.errors import UserError
 from audits.protocol import registry
 from audits.protocol.params import add_options, read_options
@@ -29,16 +30,6 @@ def _run(args: argparse.Namespace) -> int:
                            results=args.results, workers=args.workers)
     print(f"open {index.path.resolve()}")
     return 0
-
-
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
 
 
 def _named_pairs(args: argparse.Namespace) -> list:
@@ -75,7 +66,7 @@ def register(commands, audit_commands) -> None:
     add_options(p, registry.options_of("calibration"), only=("pairs",))
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
     p.add_argument("--kernel", default="python3", help="Jupyter kernel to execute with (default: python3)")
-    p.add_argument("--workers", type=_whole, default=None, metavar="N",
+    p.add_argument("--workers", type=whole_number(1), default=None, metavar="N",
                    help="pages rendered at once, each in a kernel of its own (default: one per core this process "
                         "may use; 1 renders every page in one kernel, one after the other)")
     p.add_argument("--out", required=True, help="output folder (HTML, executed notebooks, index.html)")

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from audits.cli._common import whole_number
 from audits.cli.collect import add_subset_options, subset_patterns
 from audits.collect.sandbox import SandboxError
 from audits.errors import UserError
 
 # The numeric stack and the collectors load when the command runs, not for --help (issue 26: within 0.3 s).
-
-
-def _nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -65,7 +56,7 @@ def register(commands, audit_commands) -> None:
                     "campaign subset 'speedaudit collect' would time with the same options and prints the selection "
                     "first. Exit 1 when the path is not a suite, no problem is usable or a pattern matches nothing.")
     p.add_argument("suite", help="folder of problem packages, or one package (a folder with problem.yaml)")
-    p.add_argument("--n-largest", type=_nonnegative, default=6, metavar="N",
+    p.add_argument("--n-largest", type=whole_number(0), default=6, metavar="N",
                    help="without data/secret/optimization/, the N largest secret inputs are optimization tests "
                         "(default 6)")
     p.add_argument("--no-samples", action="store_true", help="leave out data/sample tests")
