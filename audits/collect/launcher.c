@@ -58,6 +58,7 @@
 #include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -611,17 +612,67 @@ static void cg_remove_stale(void) {
 /* What the closer thread is given: a descriptor to close, then a run's cgroup folders to remove. */
 struct closing { int fd; long long seq; };
 
+/* One attempt at removing run `seq`'s folders, without waiting: 1 when they are all gone, 0 when
+   one is still busy (a process of the run has not left it yet). */
+static int cg_remove_once(long long seq) {
+    static const char *order[] = {"prog", NULL};
+    char path[4096];
+    int gone = 1;
+    for (int i = 0; i < n_cg; i++)
+        for (int j = 0; j <= 1; j++)
+            if (cg_file(path, sizeof path, i, seq, order[j], NULL) && rmdir(path) != 0 && errno == EBUSY) gone = 0;
+    return gone;
+}
+
+/* The closer thread: closes descriptors and removes run folders off the runner's path. A folder
+   still busy is retried, from 5 ms apart doubling to 1 s, until it empties, while later items are
+   taken: a killed process can take seconds to leave its cgroup on a loaded machine (a large
+   address space being freed, I/O in flight), and a closer that gave up after 2 s left the folder
+   for the launcher's whole life (seen on CI, 2026-12-07: one run's memory folder beside the next
+   runs' ones). MAX_BUSY folders at most wait; beyond that one is removed patiently, as before. */
+#define MAX_BUSY 64
 static void *closer(void *arg) {
     int r = *(int *)arg;
-    struct closing item;
+    long long busy[MAX_BUSY];
+    int n_busy = 0, wait_ms = 5;
+    struct timespec retry = {0, 0}, now;
     for (;;) {
-        ssize_t n = read(r, &item, sizeof item);
-        if (n == (ssize_t)sizeof item) {
-            if (item.fd >= 0) close(item.fd);
-            if (item.seq > 0) cg_remove(item.seq, 1);
+        int timeout = -1;
+        if (n_busy) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long long left = (ns_between(now, retry) + 999999) / 1000000;
+            timeout = left > 0 ? (int)left : 0;
         }
-        else if (n < 0 && errno == EINTR) continue;
-        else return NULL;
+        struct pollfd p = { r, POLLIN, 0 };
+        int ready = poll(&p, 1, timeout);
+        if (ready < 0 && errno != EINTR) return NULL;
+        if (ready > 0) {
+            struct closing item;
+            ssize_t n = read(r, &item, sizeof item);
+            if (n < 0 && errno == EINTR) continue;
+            if (n != (ssize_t)sizeof item) return NULL;
+            if (item.fd >= 0) close(item.fd);
+            if (item.seq > 0 && !cg_remove_once(item.seq)) {
+                if (n_busy == 0) {
+                    wait_ms = 5;
+                    clock_gettime(CLOCK_MONOTONIC, &retry);
+                    retry.tv_nsec += wait_ms * 1000000L;
+                }
+                if (n_busy < MAX_BUSY) busy[n_busy++] = item.seq;
+                else cg_remove(item.seq, 1);
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (n_busy && ns_between(retry, now) >= 0) {   /* a timed retry (also between items) */
+            int kept = 0;
+            for (int k = 0; k < n_busy; k++)
+                if (!cg_remove_once(busy[k])) busy[kept++] = busy[k];
+            n_busy = kept;
+            wait_ms = wait_ms < 500 ? wait_ms * 2 : 1000;
+            retry = now;
+            retry.tv_nsec += wait_ms * 1000000L;
+        }
+        if (retry.tv_nsec >= 1000000000L) { retry.tv_sec += retry.tv_nsec / 1000000000L; retry.tv_nsec %= 1000000000L; }
     }
 }
 

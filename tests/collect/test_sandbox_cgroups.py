@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -149,6 +150,23 @@ def _launcher_folders(pid: int) -> list[str]:
             if name.startswith(f"{pid}-")]
 
 
+def _fresh_launcher(box) -> None:
+    """Stop this thread's launcher for ``box``'s settings: its next run starts a new one, whose
+    runs are numbered from 1 (so a test knows which folders must be there)."""
+    zygote = getattr(sb._THREAD, "zygotes", {}).pop((box.netns, box.private_view, box.nest_launcher), None)
+    if zygote is not None:
+        zygote.destroy()
+
+
+def _settled(pid: int, *, runs: int, ready: int) -> bool:
+    """After ``runs`` runs, the launcher's folders are exactly its ``ready`` standbys' (runs + 1 ...),
+    each in every hierarchy. (Their count alone can be right in passing: the next standby's folder
+    made before the last run's is removed, one hierarchy after the other; a failed CI of
+    2026-12-07 read such a moment.)"""
+    return sorted(_launcher_folders(pid)) == sorted(
+        os.path.join(base, f"{pid}-{seq}") for base in sb._cgroup_bases() for seq in range(runs + 1, runs + ready + 1))
+
+
 def _children(pid: int) -> list[int]:
     return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
 
@@ -171,6 +189,7 @@ def _gone(pid: int) -> bool:
 @pytest.mark.parametrize("spec", SANDBOXES)
 def test_a_stopped_launcher_leaves_no_standby_and_no_cgroup(spec, root):
     box = make_sandbox(spec)
+    _fresh_launcher(box)
     run(box, ["/bin/true"], root)
     zygote = sb._THREAD.zygotes[(box.netns, box.private_view, box.nest_launcher)]
     pid = zygote.proc.pid
@@ -178,7 +197,35 @@ def test_a_stopped_launcher_leaves_no_standby_and_no_cgroup(spec, root):
     ready = 2 if box.nest_launcher else 1
     assert _wait_for(lambda: len(_children(pid)) == ready), _children(pid)
     standbys = _children(pid)
-    assert _wait_for(lambda: len(_launcher_folders(pid)) == ready * len(sb._cgroup_bases())), _launcher_folders(pid)
+    assert _wait_for(lambda: _settled(pid, runs=1, ready=ready)), _launcher_folders(pid)
     zygote.destroy()
     assert _wait_for(lambda: all(_gone(p) for p in standbys)), standbys
     assert _launcher_folders(pid) == []
+
+
+@pytest.mark.parametrize("spec", SANDBOXES)
+def test_a_run_folder_still_busy_after_the_run_is_removed_once_it_empties(spec, root):
+    # A process that takes seconds to leave its run's cgroup (on a loaded machine: a killed process
+    # freeing a large address space) must not leave the folder behind for the launcher's life.
+    # Stand-in: a process of the test's own, put into the next run's cgroup, living past the run's
+    # drain (2 s) and the closer's old patience (2 s per folder), which left the memory folder.
+    box = make_sandbox(spec)
+    _fresh_launcher(box)
+    run(box, ["/bin/true"], root)
+    pid = sb._THREAD.zygotes[(box.netns, box.private_view, box.nest_launcher)].proc.pid
+    ready = 2 if box.nest_launcher else 1
+    assert _wait_for(lambda: _settled(pid, runs=1, ready=ready)), _launcher_folders(pid)
+    next_run = f"{pid}-2"
+    lingering = subprocess.Popen(["sleep", "5"])
+    try:
+        for base in sb._cgroup_bases():
+            with open(os.path.join(base, next_run, "prog", "cgroup.procs"), "w") as procs:
+                procs.write(str(lingering.pid))
+        (root / "in-busy").write_bytes(b"")
+        box.run(["/bin/true"], stdin_path=root / "in-busy", workdir=root / "w-busy", limits=LIMITS)
+        assert any(path.endswith("/" + next_run) for path in _launcher_folders(pid)), "the folder went while still busy?"
+    finally:
+        lingering.wait()
+    assert _wait_for(lambda: not any(path.endswith("/" + next_run) for path in _launcher_folders(pid))), \
+        _launcher_folders(pid)
+    assert run(box, ["/bin/true"], root).accounting == "cgroup"
