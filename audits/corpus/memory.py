@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 import numpy as np
 
@@ -32,12 +33,21 @@ def _setter():
     return None
 
 
+#: Blocks inside :func:`small_pages` now, in any thread, and the setting the first of them found (restored by the
+#: last to leave). A count, not each block's own "previous": with two threads, A entering (advice on), B entering
+#: (off, as A left it), A leaving (on) and B leaving (off, what B found) would leave the advice off for the rest of
+#: the process -- a CI run of 2026-12-07 found it off in a later test of the same process.
+_LOCK = threading.Lock()
+_OPEN = {"blocks": 0, "found": None}
+
+
 @contextlib.contextmanager
 def small_pages():
     """Run the block without numpy's huge-page advice for new arrays, then restore the previous setting.
 
-    Only speed changes, never a result. In threads (a Dask worker's) one block may restore the advice while
-    another still runs: that block then runs as numpy would by default, no slower than without this.
+    Only speed changes, never a result. Blocks may nest and overlap across threads (a Dask worker's, the report's
+    render slots): the advice is off from the first block's start to the last block's end, then restored to what
+    the first one found.
 
     Examples
     --------
@@ -48,8 +58,14 @@ def small_pages():
     if setter is None or "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         yield
         return
-    previous = setter(False)
+    with _LOCK:
+        if _OPEN["blocks"] == 0:
+            _OPEN["found"] = setter(False)
+        _OPEN["blocks"] += 1
     try:
         yield
     finally:
-        setter(previous)
+        with _LOCK:
+            _OPEN["blocks"] -= 1
+            if _OPEN["blocks"] == 0:
+                setter(_OPEN["found"])

@@ -3,6 +3,8 @@ restored after (the measured reason is in the module's docstring); a user's NUMP
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -63,7 +65,44 @@ def recorded(monkeypatch):
         return real(value)
 
     monkeypatch.setattr(memory, "_setter", lambda: recording)
-    return calls
+    found = real(True)  # from the advice on, whatever the process's earlier tests left
+    yield calls
+    real(found)
+
+
+def test_blocks_overlapping_in_two_threads_leave_the_advice_as_they_found_it(monkeypatch):
+    # A enters, B enters, A leaves, B leaves: B runs without the advice to its end, and the advice is then what A
+    # found (each block restoring its own "previous" left it off for good: B found it off)
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    setter = memory._setter()
+    old = setter(True)
+    steps = {name: threading.Event() for name in ("a_in", "b_in", "a_out")}
+    seen = {}
+
+    def a():
+        with memory.small_pages():
+            steps["a_in"].set()
+            steps["b_in"].wait(10)
+        steps["a_out"].set()
+
+    def b():
+        steps["a_in"].wait(10)
+        with memory.small_pages():
+            steps["b_in"].set()
+            steps["a_out"].wait(10)
+            seen["inside_b_after_a"] = _advice()
+
+    try:
+        threads = [threading.Thread(target=a), threading.Thread(target=b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        assert all(steps[name].is_set() for name in steps)
+        assert seen["inside_b_after_a"] is False
+        assert _advice() is True
+    finally:
+        setter(old)
 
 
 def test_every_entry_point_runs_without_the_advice(recorded, tmp_path):
