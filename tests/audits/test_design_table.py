@@ -49,6 +49,7 @@ def folder(tmp_path_factory):
         "pool-a": _run(truth, "pool", "pool-a"),
         "quiet-b": _run(truth, "quiet", "quiet-b"),
         "quiet-a": _run(noisy, "quiet", "quiet-a"),
+        designs.DAYS_APART_FILE: _run(truth, "pool", "pool-old"),  # the repeat table's other day
         # the wall time is the reference's CPU time: the same ordering (tau-b 1)
         "quiet-unpinned": _run(truth.assign(duration_s=truth["cpu_s"]), "quiet-unpinned", "quiet-u"),
         # every execution of quiet-a twice as long: cost 2
@@ -201,7 +202,8 @@ def test_components_recover_planted_between_and_within_parts():
 
 @pytest.fixture(scope="module")
 def same_campaigns(tmp_path_factory):
-    """pool-a, quiet-a and quiet-b: one synthetic campaign three times (repeats vary, campaigns do not)."""
+    """pool-a, quiet-a, quiet-b and the other day's: one synthetic campaign four times (repeats vary, campaigns do
+    not)."""
     path = tmp_path_factory.mktemp("same")
     spec = dict(n_problems=4, n_tests=3, n_correctness_tests=0, n_solutions=8, n_incorrect=0, n_candidates=0,
                 n_repeats=5, filterable_share=0.0)
@@ -209,7 +211,7 @@ def same_campaigns(tmp_path_factory):
     # CPU time ordered otherwise than wall time, so that a table reading the wrong clock shows
     campaign["cpu_s"] = campaign["duration_s"] * np.random.default_rng(5).uniform(0.3, 1.0, len(campaign))
     for name, (env, camp) in {"pool-a": ("pool", "pool-a"), "quiet-a": ("quiet", "quiet-a"),
-                              "quiet-b": ("quiet", "quiet-b")}.items():
+                              "quiet-b": ("quiet", "quiet-b"), designs.DAYS_APART_FILE: ("pool", "pool-old")}.items():
         save_corpus(_run(campaign, env, camp), path / f"{name}.parquet")
     return path
 
@@ -250,6 +252,34 @@ def test_identical_campaigns_have_no_day_to_day_part(same_campaigns):
     for k in designs.REPEAT_KS:
         share = programs.loc[programs["repeat"] < k, "duration_s"].sum() / programs["duration_s"].sum()
         assert table.loc[("cpu_s", k), "cost"] == pytest.approx(share, rel=1e-12)
+
+
+def test_campaigns_of_different_suites_compare_on_the_cells_they_share(same_campaigns, tmp_path):
+    # the other day's campaign lacks one test and holds another, timed in reverse: read whole, its scores would
+    # differ from quiet-a's; on the shared cells it is quiet-a itself, so the median of 5 has no day-to-day sd
+    for path in same_campaigns.glob("*.parquet"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    other = _text(pd.read_parquet(same_campaigns / f"{designs.DAYS_APART_FILE}.parquet"))
+    programs = other["role"] != "floor"
+    problem = sorted(other.loc[programs, "problem"].unique())[0]
+    dropped = sorted(other.loc[programs & (other["problem"] == problem), "test"].unique())[0]
+    moved = (other["problem"] == problem) & (other["test"] == dropped)
+    other.loc[moved, "test"] = "added-later"
+    other.loc[moved, "duration_s"] = 1.0 / other.loc[moved, "duration_s"]
+    other.loc[moved, "cpu_s"] = 1.0 / other.loc[moved, "cpu_s"]
+    save_corpus(other, tmp_path / f"{designs.DAYS_APART_FILE}.parquet")
+    table = designs.repeat_table(n_boot=20, folder=tmp_path)[0].set_index(["measure", "k"])
+    for measure, _ in designs.REPEAT_MEASURES:
+        assert table.loc[(measure, 5), "sd_day"] == 0.0
+    # and the cuts are the cells both hold (pandas, independently), floor rows kept
+    quiet = _text(pd.read_parquet(same_campaigns / "quiet-a.parquet"))
+    cut_other, cut_quiet = designs.shared_cells([other, quiet])
+    keep = ~((quiet["problem"] == problem) & (quiet["test"] == dropped))
+    pd.testing.assert_frame_equal(cut_quiet, quiet.loc[keep])
+    pd.testing.assert_frame_equal(cut_other, other.loc[other["test"] != "added-later"])
+    # read whole (the cut undone), the reversed test shows as a day-to-day part
+    whole = designs.collapse_repeats(designs._stack([other, quiet]), 5, campaign="whole")
+    assert designs.repeat_sd(whole, "duration_s", n_boot=20).estimate > 0.0
 
 
 def test_the_repeat_table_does_not_depend_on_row_order(folder, tmp_path):
