@@ -256,12 +256,17 @@ def cluster():
     ``collect --help`` example (tests/cli/test_help_examples.py). Session-scoped: one cluster per pytest
     process; its users submit jobs and read results, none changes the cluster.
     """
+    import dask
     from distributed import LocalCluster
     from distributed.security import Security
 
+    from audits.engine.partitioned._common import LOCAL_CLUSTER_CONFIG
+
     security = Security.temporary()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls", host="127.0.0.1",
-                      dashboard_address=None, security=security) as c:
+    # the project's cluster settings (the slow health tick and system monitor: it idles for most of the session)
+    with dask.config.set(LOCAL_CLUSTER_CONFIG), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls", host="127.0.0.1",
+                         dashboard_address=None, security=security) as c:
         assert c.scheduler_address.startswith("tls://127.0.0.1:")
         yield c.scheduler_address, security
 

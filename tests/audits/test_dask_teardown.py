@@ -1,5 +1,6 @@
 """The local cluster of :func:`audits.engine.partitioned.dask_client` goes down without Dask's messages on stderr,
-while an error logged during the work still reaches it.
+while an error logged during the work still reaches it; its worker and scheduler run with the project's cluster
+settings (``LOCAL_CLUSTER_CONFIG``: no profiler, slow health tick and system monitor).
 
 The race this stands for (a worker's heartbeat under way when the scheduler closes, logged with a traceback by
 distributed's ``Worker.heartbeat``) is rare; a worker plugin that logs a traceback from its ``teardown`` makes the
@@ -19,6 +20,7 @@ import logging
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from audits.engine.partitioned import dask_client
+from audits.engine.partitioned._common import LOCAL_CLUSTER_CONFIG
 
 
 class LogsWhileClosing(WorkerPlugin):
@@ -27,6 +29,11 @@ class LogsWhileClosing(WorkerPlugin):
             raise OSError("a stand-in for the heartbeat's closed stream")
         except OSError:
             logging.getLogger("distributed.worker").exception("closing-marker")
+
+
+def settings():
+    import dask
+    return [dask.config.get(key) for key in sorted(LOCAL_CLUSTER_CONFIG)]
 
 
 def log_while_working():
@@ -38,6 +45,10 @@ if __name__ == "__main__":
     with dask_client(n_workers=1) as client:
         client.register_plugin(LogsWhileClosing())
         assert client.submit(log_while_working).result() == 1
+        # the cluster's own settings (LOCAL_CLUSTER_CONFIG) hold in the spawned worker and in the scheduler
+        wanted = [LOCAL_CLUSTER_CONFIG[key] for key in sorted(LOCAL_CLUSTER_CONFIG)]
+        assert list(client.run(settings).values()) == [wanted], client.run(settings)
+        assert client.run_on_scheduler(settings) == wanted
     print("closed", logging.getLogger("distributed").getEffectiveLevel())
 '''
 

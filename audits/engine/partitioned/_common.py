@@ -17,9 +17,23 @@ from audits.corpus.runs import Run, Runs, RunSummary, timestamps
 from audits.dask_connection import CONNECT_TIMEOUT_S, connect
 from stats._groups import group_codes, label_mask
 
-__all__ = ["dask_client", "partition_runs"]
+__all__ = ["LOCAL_CLUSTER_CONFIG", "dask_client", "partition_runs"]
 
 RUN_COLUMNS = ("environment", "campaign")
+
+#: Dask settings of every loopback cluster this project starts (here, and the tests' TLS cluster):
+#:
+#: * the statistical profiler samples the task thread's stack every 10 ms; on the audits' pandas-heavy
+#:   per-problem code it made the workers 2.5-3x slower (measured: the whole audit's two passes at 10^6 took
+#:   40.6 s with it, 15.6 s without, under load 3-5);
+#: * the event loop's health tick (20 ms by default; it only measures how long the loop was blocked, for a
+#:   warning) and the system monitor (500 ms; CPU and memory figures for the dashboard's plots) are what an
+#:   idle cluster spends its CPU on: scheduler and two workers used 7.3 % of a core doing nothing, 2.8 % with
+#:   these two at 500 ms and 5 s (2026-12-07, 30 s idle each, under load; benchmarks/bench_dask_idle.py).
+#:   The memory monitors (what pauses and restarts a worker near its memory limit) keep their defaults.
+LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False,
+                        "distributed.admin.tick.interval": "500ms",
+                        "distributed.admin.system-monitor.interval": "5s"}
 
 
 @contextlib.contextmanager
@@ -47,11 +61,8 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2, memory_limi
     # deferred: dask, the optional Dask engine's library (in memory, the audits never load it)
     import dask
 
-    # Dask's statistical profiler samples the task thread's stack every 10 ms; on the audits' pandas-heavy
-    # per-problem code it made the workers 2.5-3x slower (measured: the whole audit's two passes at 10^6 took
-    # 40.6 s with it, 15.6 s without, under load 3-5); the workers inherit the setting when spawned
-    # (set while the cluster lives: its nannies read the config when they spawn, not when they are created)
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
+    # set while the cluster lives: its nannies read the config when they spawn, not when they are created
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address="127.0.0.1:0", memory_limit=memory_limit, silence_logs=40)
         client = Client(cluster)
