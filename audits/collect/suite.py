@@ -405,7 +405,10 @@ def _natural_key(text: str):
 
 
 def _hidden(name: str) -> bool:
-    return name.startswith(".")
+    """A dot-file, or Python's bytecode cache: ``__pycache__`` is what Python writes beside any module it imports
+    (a suite's build script imported by a tool leaves one at the suite's root), never part of a package; inside a
+    folder submission its bytecode would be a second copy of the program that the source does not show."""
+    return name.startswith(".") or name == "__pycache__"
 
 
 class _Skip(Exception):

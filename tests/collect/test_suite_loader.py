@@ -140,6 +140,26 @@ def test_submissions_verdicts_languages_and_skips(tmp_path):
     assert ".gitkeep" not in skipped
 
 
+def test_python_bytecode_caches_are_not_packages_submissions_or_tests(tmp_path):
+    """``__pycache__`` (what Python writes beside an imported module: a suite's build script imported by a tool, a
+    folder submission's module) is skipped silently wherever it is, as dot-files are; before, one at the suite's
+    root was listed as a skipped package."""
+    basic_package(tmp_path / "sum", **{
+        "submissions/accepted/multi/main.py": "import helper\n", "submissions/accepted/multi/helper.py": "",
+        "submissions/accepted/multi/__pycache__/helper.cpython-311.pyc": b"\x00planted",
+        "submissions/accepted/__pycache__/sum.cpython-311.pyc": b"\x00planted",
+        "data/secret/__pycache__/x.in": numbers(5),
+    })
+    write(tmp_path, {"build.py": "", "__pycache__/build.cpython-311.pyc": b"\x00planted"})
+    suite = load_suite(tmp_path)
+    assert [p.id for p in suite.problems] == ["sum"]
+    assert not any("__pycache__" in str(s.path) for s in suite.skipped), suite.skipped  # (the package's own skips stay)
+    problem = suite.problems[0]
+    assert not any("__pycache__" in s.name for s in problem.submissions)
+    assert "accepted/multi" in {s.name for s in problem.submissions}
+    assert not any("__pycache__" in t.name for t in problem.tests)
+
+
 # ---------------------------------------------------------------- problem.yaml, skipping whole packages
 
 
