@@ -26,6 +26,13 @@ import time
 import pytest
 
 from audits.corpus.synthetic import synthesize
+from audits.report.render import _without_iri_grammars
+
+# The product's first import of jsonschema, before a test module imports nbformat at its top (test_any_corpus
+# does): without it, collecting the tests compiled jsonschema's 39 IRI grammars in every pytest process (1.3-2.8 s
+# of CPU each, measured 2026-12-07), which no report does (tests/report/test_notebook_imports.py checks the
+# product's own processes, each in a fresh interpreter).
+_without_iri_grammars()
 
 
 def pytest_collection_modifyitems(config, items):
