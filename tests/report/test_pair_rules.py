@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -40,10 +41,12 @@ def corpus_path(tmp_path_factory):
     return path
 
 
-def _markdown(page) -> str:
-    notebook = json.loads(page.notebook.read_text())
-    return "\n".join("".join(out.get("data", {}).get("text/markdown", "")) for cell in notebook["cells"]
-                     for out in cell.get("outputs", ()))
+def _markdown(notebook_path) -> str:
+    """The executed notebook's Markdown outputs as a reader sees them (the narrative writes ``&``, ``<``, ``>`` of its text as
+    character references: audits.report.narrative.common.without_raw_html)."""
+    notebook = json.loads(Path(notebook_path).read_text())
+    return html.unescape("\n".join("".join(out.get("data", {}).get("text/markdown", "")) for cell in notebook["cells"]
+                                   for out in cell.get("outputs", ())))
 
 
 def _text(path) -> str:
@@ -61,7 +64,7 @@ def test_the_report_calibrates_every_default_pair(corpus_path, tmp_path):
     index = render_reports([corpus_path], out_dir=tmp_path / "out", audits=["calibration"], progress=None,
                            parameters=PARAMETERS)
     (page,) = index.reports
-    text = _markdown(page)
+    text = _markdown(page.notebook)
     for k, title in enumerate(expected, 1):  # one section per pair, in the rule's order
         assert f"## Pair {k} of 7: {title}" in text, title
     assert text.count("Pair chosen by the rule `stored->fresh`") == 3
@@ -77,9 +80,7 @@ def test_a_pair_named_with_the_pair_flag_is_the_only_one(corpus_path, tmp_path):
     status = main(["report", str(corpus_path), "--out", str(out), "--audit", "calibration", "-p", "n_boot=10",
                    "-p", "n_boot_rank=5", "--pair", "lab", "old", "busy", "new"])
     assert status in (0, 1)
-    notebook = json.loads((out / "calibration.ipynb").read_text())
-    text = "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in notebook["cells"]
-                     for o in c.get("outputs", ()))
+    text = _markdown(out / "calibration.ipynb")
     assert "## Pair 1 of 1: lab · old → busy · new (named)" in text and "Pair 2" not in text
     assert "chosen by the rule `named pairs`" in text
 
@@ -87,7 +88,7 @@ def test_a_pair_named_with_the_pair_flag_is_the_only_one(corpus_path, tmp_path):
 def test_a_pair_named_by_the_report_parameter_is_the_only_one(corpus_path, tmp_path):
     index = render_reports([corpus_path], out_dir=tmp_path / "out", audits=["calibration"], progress=None,
                            parameters={**PARAMETERS, "pairs": [[["quiet", "new"], ["quiet", "old"]]]})
-    text = _markdown(index.reports[0])
+    text = _markdown(index.reports[0].notebook)
     assert "## Pair 1 of 1: quiet · new → quiet · old (named)" in text and "Pair 2" not in text
 
 

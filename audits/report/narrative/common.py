@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import io
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -179,14 +180,50 @@ def show_findings(findings: Sequence[Finding], *, audit: str, title: str | None 
     return FindingsDisplay(findings, audit=audit, title=title)
 
 
+#: A run of backticks: what opens and closes a Markdown code span (CommonMark: a closing run has the same length).
+_BACKTICKS = re.compile(r"`+")
+
+
+def without_raw_html(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` written as character references outside its code spans.
+
+    The narrative's Markdown carries the names a user gave (environments, campaigns, problems, solutions: folder
+    names of a downloaded archive among them) and messages that quote them. Markdown passes raw HTML through, so a
+    run named ``quiet <i>`` turned the rest of a sentence italic, and a name holding a tag with an event handler
+    would run it in the report. The narrative writes no HTML and no character reference of its own in Markdown,
+    so escaping these three characters changes nothing it means to show: outside a code span a reference shows
+    the character itself. Inside a code span the text is already shown as written (and a reference would not be
+    decoded there), so it is left alone. Markdown's emphasis characters in a name (``*``, ``_``) still format,
+    which shows the name less exactly but cannot run anything.
+
+    >>> without_raw_html("quiet <i> & `a<b>` done")
+    'quiet &lt;i&gt; &amp; `a<b>` done'
+    """
+    out, at = [], 0
+    while True:
+        opening = _BACKTICKS.search(text, at)
+        if opening is None:
+            out.append(html.escape(text[at:], quote=False))
+            return "".join(out)
+        closing = re.compile(r"(?<!`)" + opening.group() + r"(?!`)").search(text, opening.end())
+        if closing is None:  # an unmatched run is literal backticks; escape past it
+            out.append(html.escape(text[at:opening.end()], quote=False))
+            at = opening.end()
+            continue
+        out.append(html.escape(text[at:opening.start()], quote=False))
+        out.append(text[opening.start():closing.end()])
+        at = closing.end()
+
+
 class Markdown:
-    """Markdown text for a notebook output (a minimal stand-in that does not need IPython)."""
+    """Markdown text for a notebook output (a minimal stand-in that does not need IPython); raw HTML in it is shown
+    as text (:func:`without_raw_html`)."""
 
     def __init__(self, text: str):
         self.text = text
 
     def _repr_markdown_(self) -> str:
-        return self.text
+        return without_raw_html(self.text)
 
     def __repr__(self) -> str:
         return self.text
