@@ -123,3 +123,26 @@ def test_pareto_figure_does_not_depend_on_row_order(aggregation_audit):
             plt.close(fig)
 
     assert layout(table) == layout(shuffled)
+
+
+#: problem names that matplotlib would read as mathtext: one that is not valid math, one that is
+MATH_LIKE = ("cost $\\frac$ here", "$5 or $10")
+
+
+def test_names_with_dollar_signs_are_drawn_as_written():
+    """A name with two ``$`` is text, not math: the figures that label problems draw, and show the names as written
+    (before, ``cost $\\frac$ here`` raised ValueError when the figure was drawn, failing the page)."""
+    from audits.checks.reliability import run_reliability_audit
+    from audits.report.narrative.common import figure_png
+    from audits.report.plots.reliability import rank_drift_ranges
+
+    corpus = synthesize(n_problems=4, n_tests=3, n_solutions=6, n_repeats=3, n_candidates=0, seed=2).corpus
+    corpus["problem"] = corpus["problem"].astype(str).replace({"p0000": MATH_LIKE[0], "p0001": MATH_LIKE[1]})
+    audit = run_reliability_audit(corpus, n_boot=20)
+    fig = rank_drift_ranges(audit)  # its right panel: one tick per problem, labelled with the problem's name
+    try:
+        assert figure_png(fig).startswith(b"\x89PNG")
+        shown = {t.get_text() for ax in fig.axes for t in ax.get_xticklabels()}
+        assert set(MATH_LIKE) <= shown, shown
+    finally:
+        plt.close(fig)

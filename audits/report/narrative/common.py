@@ -230,9 +230,16 @@ class Markdown:
 
 
 def figure_png(fig, *, dpi: int = 110) -> bytes:
-    """PNG bytes of a matplotlib Figure (tight bounding box)."""
+    """PNG bytes of a matplotlib Figure (tight bounding box), its texts drawn as written (never as math: the tick
+    labels matplotlib makes while drawing carry problem and solution names; :data:`PLAIN_TEXT`)."""
+    # deferred: matplotlib (plots): only when a figure is drawn
+    import matplotlib
+
+    from audits.report.plots._layout import PLAIN_TEXT
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    with matplotlib.rc_context(PLAIN_TEXT):
+        fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
 
 

@@ -7,6 +7,8 @@ the PNG the report embeds.
 
 from __future__ import annotations
 
+import functools
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,7 +17,25 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-__all__ = ["log_duration_axis", "thin_tick_labels", "place_labels", "loggable", "note_not_drawn"]
+__all__ = ["PLAIN_TEXT", "log_duration_axis", "thin_tick_labels", "place_labels", "loggable", "names_as_text",
+           "note_not_drawn"]
+
+#: matplotlib reads the text between two ``$`` as mathtext (TeX-like math). The figures' texts carry names a user
+#: gave (problems, solutions, runs): a problem named ``cost $\frac$ here`` raised ValueError when the figure was
+#: drawn and failed its page, and ``$5 or $10`` was drawn as math. Names are shown as written; no figure here
+#: draws math.
+PLAIN_TEXT = {"text.parse_math": False}
+
+
+def names_as_text(figure_function):
+    """Run a figure function with :data:`PLAIN_TEXT`: every text it makes is drawn as written, never as math (a
+    text keeps the setting it was made with; :func:`audits.report.narrative.show_figure` draws under it too, for
+    the tick labels matplotlib makes when it draws)."""
+    @functools.wraps(figure_function)
+    def figure_with_plain_text(*args, **kwargs):
+        with matplotlib.rc_context(PLAIN_TEXT):
+            return figure_function(*args, **kwargs)
+    return figure_with_plain_text
 
 
 def format_duration(seconds: float) -> str:

@@ -10,11 +10,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from audits.report.plots._layout import place_labels, thin_tick_labels  # noqa: E402
+from audits.report.plots._layout import names_as_text, place_labels, thin_tick_labels  # noqa: E402
 
 __all__ = ["stability_range_figure"]
 
 
+@names_as_text
 def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", recommended=None,
                            panel_width: float = 5.5, annotate: bool = True) -> matplotlib.figure.Figure:
     """Stability (x, lower = better) against dynamic range (y, higher = better), one panel per run.

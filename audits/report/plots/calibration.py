@@ -17,6 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from audits.report.plots._layout import (  # noqa: E402
     log_duration_axis,
     loggable,
+    names_as_text,
     note_not_drawn,
     thin_tick_labels,
 )
@@ -31,6 +32,7 @@ def _sample(n: int, max_points: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
 
 
+@names_as_text
 def calibration_scatter(audit, *, max_points: int = 5000, seed: int = 0) -> Figure:
     """Target vs source medians (log-log) with the curve of every fitted family and the identity.
 
@@ -77,6 +79,7 @@ def calibration_scatter(audit, *, max_points: int = 5000, seed: int = 0) -> Figu
     return fig
 
 
+@names_as_text
 def bland_altman_plot(audit, *, calibrated: bool = False, max_points: int = 5000, seed: int = 0) -> Figure:
     """Bland-Altman on the log scale: log(y/x) against the mean of the logs.
 
@@ -121,6 +124,7 @@ def bland_altman_plot(audit, *, calibrated: bool = False, max_points: int = 5000
     return fig
 
 
+@names_as_text
 def drift_plot(audit) -> Figure:
     """Per-campaign fit against the anchor: one panel per parameter, estimate and CI per campaign.
 

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from audits.report.narrative import CLOCK_AGREEMENT, CLOCK_FIGURES  # noqa: E402
-from audits.report.plots._layout import thin_tick_labels  # noqa: E402
+from audits.report.plots._layout import names_as_text, thin_tick_labels  # noqa: E402
 
 __all__ = ["clock_figures", "rank_agreement_figure"]
 
@@ -30,6 +30,7 @@ def _runs(table) -> list[tuple[str, str]]:
     return sorted({(str(e), str(c)) for e, c in zip(table["environment"], table["campaign"])})
 
 
+@names_as_text
 def clock_figures(audit) -> Figure:
     """Repeat CV, rank sd, ICC, strong-weak gap and filterable share per run, one bar per measure.
 
@@ -79,6 +80,7 @@ def clock_figures(audit) -> Figure:
     return fig
 
 
+@names_as_text
 def rank_agreement_figure(audit) -> Figure:
     """Kendall tau-b of the solutions' scores under each measure against the first, per problem, on the
     quietest run: one panel per compared measure, one dot per problem (sorted by tau, then name), the

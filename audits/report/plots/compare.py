@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from audits.report.plots._layout import names_as_text  # noqa: E402
+
 __all__ = ["win_rate_figure"]
 
 
@@ -25,6 +27,7 @@ def problem_order(problems) -> tuple[np.ndarray, list[str]]:
     return np.array([w for w, _ in rows], dtype=float), [p for _, p in rows]
 
 
+@names_as_text
 def win_rate_figure(audit) -> Figure:
     """Per run: each problem's win rate (dots), the headline win rate and its CI (line and band), and 1/2.
 

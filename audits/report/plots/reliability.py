@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from audits.report.plots._layout import loggable, note_not_drawn  # noqa: E402
+from audits.report.plots._layout import names_as_text, loggable, note_not_drawn  # noqa: E402
 
 
 def _labelled(audit):
@@ -49,6 +49,7 @@ def ecdf_steps(values: np.ndarray, *, max_steps: int) -> tuple[np.ndarray, np.nd
 _ECDF_AXES_PIXELS = 400
 
 
+@names_as_text
 def repeat_cv_distributions(audit, *, max_steps: int = 4 * _ECDF_AXES_PIXELS, seed: int = 0) -> Figure:
     """Distribution of the repeat CV of every cell, one line per environment (ECDF, log x).
 
@@ -84,6 +85,7 @@ def repeat_cv_distributions(audit, *, max_steps: int = 4 * _ECDF_AXES_PIXELS, se
     return fig
 
 
+@names_as_text
 def rank_drift_ranges(audit, *, max_problems: int = 60, seed: int = 0) -> Figure:
     """Peak-to-peak range of 100*q across repeats: per problem (box of its solutions), per environment.
 
@@ -125,6 +127,7 @@ def rank_drift_ranges(audit, *, max_problems: int = 60, seed: int = 0) -> Figure
     return fig
 
 
+@names_as_text
 def robust_cv_per_problem(audit, *, noise_aware: bool = True) -> Figure:
     """Robust CV of every problem (sorted), per environment, with the 0.3 filterable line.
 
@@ -153,6 +156,7 @@ def robust_cv_per_problem(audit, *, noise_aware: bool = True) -> Figure:
     return fig
 
 
+@names_as_text
 def variance_shares(audit) -> Figure:
     """Stacked bars: share of log-duration variance by level, one bar per environment."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -174,6 +178,7 @@ def variance_shares(audit) -> Figure:
     return fig
 
 
+@names_as_text
 def near_floor_shares(audit) -> Figure:
     """Histogram of the per-problem share of optimization tests near the floor, per environment."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))

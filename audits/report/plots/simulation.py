@@ -18,7 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from audits.report.plots._layout import thin_tick_labels  # noqa: E402
+from audits.report.plots._layout import names_as_text, thin_tick_labels  # noqa: E402
 
 __all__ = ["reward_curves", "zero_advantage_by_group_size"]
 
@@ -37,6 +37,7 @@ def _chosen(audit, reward_environments, max_environments):
 _LEVEL_COLOR = {"pass": "tab:green", "warn": "tab:orange", "fail": "tab:red"}
 
 
+@names_as_text
 def reward_curves(audit, *, reward_environments=None, max_environments: int = 8, ncols: int = 4) -> Figure:
     """Reward (rescaled to [0, 1]) per quality bin, one small panel per reward environment, against 1 - u.
 
@@ -91,6 +92,7 @@ def reward_curves(audit, *, reward_environments=None, max_environments: int = 8,
     return fig
 
 
+@names_as_text
 def zero_advantage_by_group_size(audit, *, reward_environments=None, max_environments: int = 8) -> Figure:
     """Share of GRPO groups whose rewards are all equal, against the group size G (log2 axis)."""
     names = _chosen(audit, reward_environments, max_environments)
