@@ -101,6 +101,7 @@ import stat
 import statistics
 import sys
 import tempfile
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -122,6 +123,7 @@ from audits.collect.languages import (
 )
 from audits.collect.sandbox import Limits, SandboxError, make_sandbox, scratch_root
 from audits.corpus.schema import TEST_KINDS
+from audits.corpus.table import id_defect
 from audits.errors import UserError
 
 __all__ = ["TestCase", "Submission", "Problem", "Skipped", "Suite", "SuiteError", "load_suite",
@@ -384,11 +386,31 @@ class Suite:
 
 
 def _rel(path: Path, root: Path) -> str:
+    """``path`` below ``root`` for the listing, its control characters escaped (a folder's name is printed, and an
+    escape sequence in it would otherwise reach the terminal)."""
     try:
         rel = Path(path).relative_to(root)
-        return str(rel) if str(rel) != "." else str(path)
+        shown = str(rel) if str(rel) != "." else str(path)
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch for ch in shown)
+
+
+def _with_usable_names(problem: Problem, skipped: list[Skipped]) -> Problem:
+    """``problem`` without the submissions and tests whose names cannot be ids (:func:`id_defect`), each listed in
+    ``skipped``: a campaign would run them and then fail to write its corpus, which refuses such ids."""
+    def usable(what: str, name: str, path: Path) -> bool:
+        defect = id_defect(name)
+        if defect is not None:
+            skipped.append(Skipped(path, f"its name {name!r} cannot be a {what} id ({defect}); rename it", what,
+                                   problem.id))
+        return defect is None
+
+    submissions = tuple(s for s in problem.submissions if usable("submission", s.name, s.path))
+    tests = tuple(t for t in problem.tests if usable("test", t.name, t.input_path))
+    if len(submissions) == len(problem.submissions) and len(tests) == len(problem.tests):
+        return problem
+    return dataclasses.replace(problem, submissions=submissions, tests=tests)
 
 
 def default_build_dir() -> Path:
@@ -1377,12 +1399,17 @@ def load_suite(path, *, n_largest_optimization: int = 6, include_samples: bool =
         if not _looks_like_package(candidate):
             skipped.append(Skipped(candidate, "not a problem package (no problem.yaml, data/ or submissions/)"))
             continue
+        if (defect := id_defect(candidate.name)) is not None:  # the package's name is its problem id
+            skipped.append(Skipped(candidate, f"its name {candidate.name!r} cannot be a problem id ({defect}); "
+                                              f"rename the folder"))
+            continue
         problem, skips, names = _load_problem(
             candidate, n_largest_optimization=n_largest_optimization, include_samples=include_samples,
             build_dir=build_dir, python=python, cxx=cxx, sandbox=sandbox, build_submissions=build_submissions,
             cxx_std=cxx_std, optimization_tests=optimization_tests, patterns=submissions)
         skipped.extend(skips)
         if problem is not None:
+            problem = _with_usable_names(problem, skipped)
             loaded.append(problem)
             found[problem.id] = names
     selection = []

@@ -37,7 +37,8 @@ from audits.corpus.schema import (
 )
 from stats._groups import dense_range, group_codes, mixed_radix_key
 
-__all__ = ["CorpusError", "read_table", "check_input_file", "normalize", "parse_mapping", "unit_warnings"]
+__all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "parse_mapping",
+           "unit_warnings"]
 
 _INCORRECT_STATUSES = INCORRECT_STATUSES
 _SHOW_ROWS = 5
@@ -99,23 +100,45 @@ def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np
     return codes, labels
 
 
-def _check_names(codes: np.ndarray, labels: np.ndarray, source: str, column: str, raw: pd.DataFrame) -> None:
-    """Reject ids with control characters (NUL, tab, newline, ESC, DEL, C1) or surrounding white space.
+CONTROL_CHARACTERS = "control characters (NUL, tab, newline, escape...)"
+PADDED = "leading or trailing white space"
 
-    Names are data and are never altered, so an id with leading or trailing
-    spaces is rejected rather than stripped: stripping could silently merge two
-    ids that differ only in spaces ("a" and "a ") or split one a user meant.
+
+def id_defect(label: str) -> str | None:
+    """Why ``label`` cannot be an id (of a problem, test, solution, environment or campaign), or None.
+
+    An id holds no control character (NUL, tab, newline, ESC, DEL, C1: a broken export, and an escape sequence
+    would reach the terminal of whoever prints it) and no leading or trailing white space. Names are data and are
+    never altered, so such an id is refused rather than cleaned: stripping could silently merge two ids that
+    differ only in spaces ("a" and "a ") or split one a user meant. One rule for a corpus's columns
+    (:func:`normalize`) and for the names a suite's folders and files give (audits.collect.suite), so a campaign
+    never writes an id its corpus would refuse.
+
+    >>> id_defect("two sum"), id_defect("a\x1b[31m"), id_defect("a ")
+    (None, 'control characters (NUL, tab, newline, escape...)', 'leading or trailing white space')
+    """
+    if any(unicodedata.category(ch) == "Cc" for ch in label):
+        return CONTROL_CHARACTERS
+    if label != label.strip():
+        return PADDED
+    return None
+
+
+def _check_names(codes: np.ndarray, labels: np.ndarray, source: str, column: str, raw: pd.DataFrame) -> None:
+    """Reject ids that :func:`id_defect` refuses (control characters, surrounding white space), naming the rows.
+
     Checked on the distinct labels, so the cost does not grow with the rows.
     """
     if not len(labels):
         return
-    control = np.array([any(unicodedata.category(ch) == "Cc" for ch in lab) for lab in labels], dtype=bool)
+    defects = [id_defect(lab) for lab in labels]
+    control = np.array([d == CONTROL_CHARACTERS for d in defects], dtype=bool)
     if control.any():
         shown = [repr(lab) for lab in labels[control][:3]]
         _fail(source, column, f"ids with control characters (NUL, tab, newline, escape...): {', '.join(shown)}",
               "remove the control characters from these ids (a broken export or a binary column?)",
               raw, control[np.maximum(codes, 0)] & (codes >= 0))
-    padded = np.array([lab != lab.strip() for lab in labels], dtype=bool)
+    padded = np.array([d == PADDED for d in defects], dtype=bool)
     if padded.any():
         shown = [repr(lab) for lab in labels[padded][:3]]
         _fail(source, column, f"ids with leading or trailing white space: {', '.join(shown)}",

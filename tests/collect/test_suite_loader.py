@@ -15,6 +15,7 @@ import pytest
 
 from audits.cli import main
 from audits.collect.suite import CORRECT_VERDICTS, SuiteError, load_problem, load_suite
+from audits.corpus.table import id_defect
 
 ADD_PY = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
 
@@ -158,6 +159,27 @@ def test_python_bytecode_caches_are_not_packages_submissions_or_tests(tmp_path):
     assert not any("__pycache__" in s.name for s in problem.submissions)
     assert "accepted/multi" in {s.name for s in problem.submissions}
     assert not any("__pycache__" in t.name for t in problem.tests)
+
+
+def test_names_a_corpus_would_refuse_are_skipped_with_the_reason_and_printed_escaped(tmp_path):
+    """A package, submission or test whose name cannot be an id (control characters, surrounding spaces: the
+    corpus's own rule, audits.corpus.table.id_defect) is skipped at load, its name escaped in the listing. Before,
+    `collect` ran such a package for the whole campaign and then could not write its corpus (the id refused), and
+    `suite` printed the folder's escape sequence to the terminal."""
+    basic_package(tmp_path / "two\x1b[31mRED", **{"submissions/accepted/x.py": ADD_PY})
+    basic_package(tmp_path / "sum", **{"submissions/accepted/tab\tname.py": ADD_PY,
+                                        "submissions/accepted/multi /main.py": ADD_PY,
+                                        "data/secret/new\nline.in": "1 2\n", "data/secret/new\nline.ans": "3\n"})
+    suite = load_suite(tmp_path)
+    assert [p.id for p in suite.problems] == ["sum"]
+    problem = suite.problems[0]
+    assert {s.name for s in problem.submissions} >= {"accepted/sum.py"}
+    assert not any(id_defect(s.name) for s in problem.submissions) and not any(id_defect(t.name) for t in problem.tests)
+    refused = {(s.what, s.path.name) for s in suite.skipped if "cannot be a" in s.reason}
+    assert refused == {("package", "two\x1b[31mRED"), ("submission", "tab\tname.py"), ("submission", "multi "),
+                       ("test", "new\nline.in")}
+    text = suite.summary()
+    assert "\x1b" not in text and "\t" not in text.replace("    ", "") and "two\\x1b[31mRED" in text
 
 
 # ---------------------------------------------------------------- problem.yaml, skipping whole packages
