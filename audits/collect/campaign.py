@@ -121,6 +121,7 @@ from audits.collect.sandbox import Limits, SandboxError, accounting, make_sandbo
 from audits.collect.suite import probe_optimization_tests
 from audits.corpus.io import normalize, save_corpus
 from audits.corpus.schema import OPTIONAL_DEFAULTS, TEST_KINDS
+from audits.corpus.table import id_defect
 from audits.dask_connection import CONNECT_TIMEOUT_S, connect
 from audits.errors import UserError
 from stats.noise import adaptive_plan
@@ -242,6 +243,9 @@ class CampaignSpec:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise CampaignError(f"--{name} must be a non-empty name, got {value!r}")
+            if (defect := id_defect(value)) is not None:  # refused now, not by the corpus after the campaign ran
+                raise CampaignError(f"--{name} {value!r}: a run's name cannot hold {defect} (the corpus refuses "
+                                    f"such ids)\n  -> give the name without them")
         for name, low in (("repeats", 1), ("workers", 1), ("floor_every", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

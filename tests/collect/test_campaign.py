@@ -169,6 +169,23 @@ def test_resume_after_interruption_keeps_rows_and_drops_a_half_written_line(tmp_
         assert kept["duration_s"] == row["duration_s"]  # the journaled measurement, not a re-run
 
 
+def test_a_run_name_the_corpus_would_refuse_is_refused_before_the_campaign(tmp_path, capsys):
+    """--environment / --campaign with a control character or white space at either end (the corpus's id rule,
+    audits.corpus.table.id_defect): refused by CampaignSpec, so the command line and the API stop before anything
+    runs. Before, the campaign ran and then could not write its corpus (the journal's ids refused)."""
+    with pytest.raises(CampaignError, match="control characters"):
+        CampaignSpec(environment="a\tb")
+    with pytest.raises(CampaignError, match="white space"):
+        CampaignSpec(campaign=" monday")
+    assert CampaignSpec(environment="quiet <i> 日本 a/b:c", campaign="%s{0}").environment == "quiet <i> 日本 a/b:c"
+    suite = make_suite(tmp_path / "suite", n_secret=1)
+    out = tmp_path / "c.parquet"
+    assert cli_main(["collect", str(suite), "--out", str(out), "--environment", "a\x1b[2Jb", "--no-progress",
+                     "--no-probe"]) == 1
+    assert "--environment" in capsys.readouterr().err
+    assert not out.exists() and not journal_path_for(out).exists()
+
+
 def test_journal_of_other_arguments_is_refused_unless_restarted(tmp_path):
     suite = load_suite(make_suite(tmp_path / "suite", n_secret=1), n_largest_optimization=1)
     out = tmp_path / "c.parquet"
