@@ -12,7 +12,10 @@ Mapping (one file = one hyperfine invocation):
                              exact text of each execution is kept in the ``command`` column); give
                              hyperfine ``-n NAME`` without ``{param}`` to choose the names
 * each ``times`` value    -> one ``repeat`` (0, 1, ... in file order); status ``ok`` when its
-                             ``exit_codes`` entry is 0 (or absent), ``runtime_error`` otherwise
+                             ``exit_codes`` entry is 0 (or absent), ``runtime_error`` otherwise. A file
+                             with a 0 s time of an ``ok`` run is refused: hyperfine subtracts the time of
+                             starting its shell and writes 0 when a run took less (time such commands
+                             with ``--shell=none``)
 * the file                -> ``campaign``: the file name (``--campaign`` overrides)
 * ``environment``         -> ``default`` (hyperfine records no machine; ``--environment`` sets it)
 
@@ -138,6 +141,14 @@ def import_hyperfine(
                 raise CorpusError(f"{path}: command {result['command']!r} has {len(times)} times but "
                                   f"{len(codes)} exit codes\n  -> pass an unmodified hyperfine --export-json file")
             n = len(times)
+            zeros = sum(1 for t, code in zip(times, codes) if code == 0 and float(t) <= 0)
+            if zeros:
+                # hyperfine subtracts the time of starting its shell from each run and writes 0 when a run took
+                # less: such a value is no measurement, and the others of the command are cut off at it too
+                raise CorpusError(f"{path}: command {result['command']!r}: {zeros} of its {n} times are 0 s, "
+                                  f"which hyperfine writes when a run took less than starting its shell (it "
+                                  f"subtracts that time)\n  -> run hyperfine again with --shell=none (-N), which "
+                                  f"times the command without a shell, or time a longer command")
             rows["problem"] += [name] * n
             rows["test"] += [test] * n
             rows["solution"] += [labels[k]] * n

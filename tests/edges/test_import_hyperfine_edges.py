@@ -1,0 +1,45 @@
+"""hyperfine files written in odd but legal ways, imported with `speedaudit import hyperfine` (the real hyperfine)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+
+HYPERFINE = shutil.which("hyperfine")  # Debian's package; `make test` installs it (scripts/system-deps.sh)
+CLI = [sys.executable, "-m", "audits.cli"]
+
+
+def _hyperfine(out, *args):
+    assert HYPERFINE, "hyperfine is missing: run scripts/system-deps.sh (make test does)"
+    subprocess.run([HYPERFINE, "--style", "none", *args, "--export-json", str(out)], check=True, capture_output=True,
+                   timeout=120)
+    return out
+
+
+def test_times_hyperfine_clamped_to_zero_behind_its_shell_are_refused_with_the_way_out(tmp_path):
+    # hyperfine's default runs each command in a shell and subtracts the shell's start-up time; a command about
+    # as fast as that start-up gets 0 s for the runs that were quicker. Those are no measurements: before the
+    # fix the import failed with "zero durations on ok rows ... check the timer" over rows of the corpus it
+    # was building, naming neither the command nor hyperfine's --shell=none.
+    shell = _hyperfine(tmp_path / "shell.json", "--runs", "60", ":")
+    times = json.loads(shell.read_text())["results"][0]["times"]
+    assert 0.0 in times  # what the real hyperfine wrote (the premise of the test)
+    out = tmp_path / "out.parquet"
+    proc = subprocess.run([*CLI, "import", "hyperfine", str(shell), "--out", str(out)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    zeros = times.count(0.0)
+    assert f"{shell}: command ':': {zeros} of its {len(times)} times are 0 s" in proc.stderr
+    assert "--shell=none (-N)" in proc.stderr
+    assert not out.exists() and not list(tmp_path.glob(".out.parquet*"))
+    # timed without a shell, the same command imports, every value exactly as hyperfine wrote it
+    direct = _hyperfine(tmp_path / "direct.json", "--runs", "5", "-N", "true")
+    proc = subprocess.run([*CLI, "import", "hyperfine", str(direct), "--out", str(out)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    corpus = pd.read_parquet(out)
+    assert corpus.sort_values("repeat")["duration_s"].tolist() == json.loads(direct.read_text())["results"][0]["times"]
