@@ -15,6 +15,7 @@ import csv
 import gzip
 import json
 import os
+import shlex
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,7 +39,7 @@ from audits.corpus.schema import (
 from stats._groups import dense_range, group_codes, mixed_radix_key
 
 __all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "parse_mapping",
-           "unit_warnings"]
+           "result_file_format", "unit_warnings"]
 
 _INCORRECT_STATUSES = INCORRECT_STATUSES
 _SHOW_ROWS = 5
@@ -187,6 +188,31 @@ def _csv_header(path: Path, sep: str) -> list[str]:
         return next(csv.reader(handle, delimiter=sep), [])
 
 
+def result_file_format(data) -> str | None:
+    """The ``speedaudit import`` format of another tool's parsed JSON result file, or None.
+
+    ``hyperfine`` (a ``results`` list of commands), ``pytest-benchmark`` (``benchmarks`` beside
+    ``machine_info``) or ``pyperf`` (``benchmarks``, each with its ``runs``): told apart by the keys
+    each tool always writes, so that such a file given to the wrong reader is named for what it is.
+
+    >>> result_file_format({"results": [{"command": "sleep 1", "times": [1.0]}]})
+    'hyperfine'
+    >>> result_file_format({"benchmarks": [{"stats": {}}], "machine_info": {}}), result_file_format([1])
+    ('pytest-benchmark', None)
+    """
+    if not isinstance(data, dict):
+        return None
+    results, benchmarks = data.get("results"), data.get("benchmarks")
+    if isinstance(results, list) and results and all(isinstance(r, dict) and "command" in r for r in results):
+        return "hyperfine"
+    if isinstance(benchmarks, list) and "machine_info" in data:
+        return "pytest-benchmark"
+    if isinstance(benchmarks, list) and all(isinstance(b, dict) and isinstance(b.get("runs"), list)
+                                            for b in benchmarks):
+        return "pyperf"
+    return None
+
+
 def _read_json_lines(path: Path) -> pd.DataFrame:
     """JSON lines, one object a line, naming the first broken line and repeated keys.
 
@@ -213,13 +239,32 @@ def _read_json_lines(path: Path) -> pd.DataFrame:
                 raise CorpusError(f"{source}: line {number}: the key(s) {exc.args[0]} appear twice in one record\n"
                                   f"  -> give every field once per line") from None
             except json.JSONDecodeError as exc:
+                if not records:  # a JSON document over several lines: another tool's result file?
+                    _refuse_result_file(path)
                 raise CorpusError(f"{source}: line {number}: not valid JSON ({exc.msg} at column {exc.colno})\n"
                                   f"  -> fix or remove that line (one JSON object per line)") from None
             if not isinstance(record, dict):
                 raise CorpusError(f"{source}: line {number}: a JSON {type(record).__name__}, not an object\n"
                                   f"  -> write one JSON object ({{\"problem\": ..., ...}}) per line")
             records.append(record)
+    if len(records) == 1:
+        _refuse_result_file(path, records[0])
     return pd.DataFrame.from_records(records)
+
+
+def _refuse_result_file(path: Path, data=None) -> None:
+    """Name the importer when ``path`` (whose parsed JSON is ``data``, else read here) is another tool's result
+    file, which a corpus reader would otherwise refuse for its lines or its columns."""
+    if data is None:
+        try:
+            with _open_text(path) as handle:
+                data = json.load(handle)
+        except (OSError, EOFError, ValueError):
+            return
+    fmt = result_file_format(data)
+    if fmt is not None:
+        raise CorpusError(f"{path}: a {fmt} result file, not a timing corpus\n"
+                          f"  -> import it first: speedaudit import {fmt} {shlex.quote(str(path))} --out corpus.parquet")
 
 
 class _RepeatedKey(Exception):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 from pathlib import Path
 
 from audits.corpus.io import CorpusError, check_input_file
+from audits.corpus.table import result_file_format
 
-__all__ = ["load_json"]
+__all__ = ["load_json", "format_hint"]
 
 
 def load_json(path: str | os.PathLike, *, what: str, hint: str):
@@ -30,3 +32,11 @@ def load_json(path: str | os.PathLike, *, what: str, hint: str):
             return json.load(handle)
     except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: not {what} (not readable JSON: {exc})\n  -> {hint}") from exc
+
+
+def format_hint(path: str | os.PathLike, data, *, fmt: str, hint: str) -> str:
+    """``hint``, or the ``speedaudit import`` command that reads ``data`` when it is another tool's file than ``fmt``."""
+    other = result_file_format(data)
+    if other is None or other == fmt:
+        return hint
+    return f"it is a {other} result file: speedaudit import {other} {shlex.quote(str(path))} --out corpus.parquet"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import load_json
+from audits.corpus.importers._json import format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["HyperfineImport", "import_hyperfine"]
@@ -62,8 +62,8 @@ def read_hyperfine_file(path: str | os.PathLike) -> dict:
     data = load_json(path, what="a hyperfine JSON file", hint="pass files written by hyperfine --export-json")
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list) or not results:
-        raise CorpusError(f"{path}: no 'results' list: this is not a hyperfine --export-json file\n"
-                          f"  -> pass files written by hyperfine --export-json")
+        hint = format_hint(path, data, fmt="hyperfine", hint="pass files written by hyperfine --export-json")
+        raise CorpusError(f"{path}: no 'results' list: this is not a hyperfine --export-json file\n  -> {hint}")
     for index, result in enumerate(results):
         if not isinstance(result, dict) or "command" not in result or not isinstance(result.get("times"), list):
             raise CorpusError(f"{path}: result {index + 1} has no 'command' or no 'times' list\n"

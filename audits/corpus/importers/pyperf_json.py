@@ -71,8 +71,9 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.importers._json import load_json
+from audits.corpus.importers._json import format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
+from audits.corpus.table import result_file_format
 
 __all__ = ["PyperfImport", "import_pyperf"]
 
@@ -141,9 +142,11 @@ def read_pyperf_file(path: str | os.PathLike) -> dict:
     path = Path(path)
     data = load_json(path, what="a pyperf result file",
                      hint="pass pyperf JSON result files (e.g. written by 'pyperf timeit -o')")
+    hint = format_hint(path, data, fmt="pyperf", hint="pass files written by pyperf/pyperformance")
     if not isinstance(data, dict) or "benchmarks" not in data or not isinstance(data["benchmarks"], list):
-        raise CorpusError(f"{path}: no 'benchmarks' list: this is not a pyperf result file\n"
-                          f"  -> pass files written by pyperf/pyperformance")
+        raise CorpusError(f"{path}: no 'benchmarks' list: this is not a pyperf result file\n  -> {hint}")
+    if result_file_format(data) != "pyperf":  # e.g. pytest-benchmark's 'benchmarks', which have no 'runs'
+        raise CorpusError(f"{path}: its 'benchmarks' have no 'runs': this is not a pyperf result file\n  -> {hint}")
     return data
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import load_json
+from audits.corpus.importers._json import format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
@@ -54,8 +54,10 @@ def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
     data = load_json(path, what="a pytest-benchmark JSON file",
                      hint="pass files written by pytest --benchmark-json or --benchmark-save")
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list) or "machine_info" not in data:
+        hint = format_hint(path, data, fmt="pytest-benchmark",
+                           hint="pass files written by pytest --benchmark-json or --benchmark-save")
         raise CorpusError(f"{path}: no 'benchmarks' list and 'machine_info': this is not a pytest-benchmark file\n"
-                          f"  -> pass files written by pytest --benchmark-json or --benchmark-save")
+                          f"  -> {hint}")
     if not data["benchmarks"]:
         raise CorpusError(f"{path}: the file holds no benchmarks\n  -> run pytest with tests that use the "
                           f"'benchmark' fixture")
