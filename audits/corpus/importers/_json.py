@@ -6,12 +6,13 @@ import gzip
 import json
 import os
 import shlex
+from collections import Counter
 from pathlib import Path
 
 from audits.corpus.io import CorpusError, check_input_file
 from audits.corpus.table import result_file_format
 
-__all__ = ["load_json", "format_hint"]
+__all__ = ["load_json", "format_hint", "file_labels"]
 
 
 def load_json(path: str | os.PathLike, *, what: str, hint: str):
@@ -40,3 +41,22 @@ def format_hint(path: str | os.PathLike, data, *, fmt: str, hint: str) -> str:
     if other is None or other == fmt:
         return hint
     return f"it is a {other} result file: speedaudit import {other} {shlex.quote(str(path))} --out corpus.parquet"
+
+
+def file_labels(paths, *, what: str) -> list[str]:
+    """Each file's name, or its path as given where another of ``paths`` has the same name (``a/run.json`` and
+    ``b/run.json``: two sessions, which their names alone would make one); a file given twice is a CorpusError.
+
+    >>> file_labels(["a/run.json", "b/run.json", "c/other.json"], what="hyperfine file")
+    ['a/run.json', 'b/run.json', 'other.json']
+    """
+    seen: dict[Path, str] = {}
+    for raw in paths:
+        key = Path(raw).resolve()
+        if key in seen:
+            same = "" if str(raw) == seen[key] else f" (as {seen[key]} and as {raw})"
+            raise CorpusError(f"{raw}: the same file is given twice{same}: its executions would be imported twice\n"
+                              f"  -> pass each {what} once")
+        seen[key] = str(raw)
+    names = Counter(Path(raw).name for raw in paths)
+    return [Path(raw).name if names[Path(raw).name] == 1 else str(raw) for raw in paths]

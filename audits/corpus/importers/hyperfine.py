@@ -16,7 +16,8 @@ Mapping (one file = one hyperfine invocation):
                              with a 0 s time of an ``ok`` run is refused: hyperfine subtracts the time of
                              starting its shell and writes 0 when a run took less (time such commands
                              with ``--shell=none``)
-* the file                -> ``campaign``: the file name (``--campaign`` overrides)
+* the file                -> ``campaign``: the file name, or its path as given when two files have one
+                             name (``a/run.json``, ``b/run.json``); ``--campaign`` overrides
 * ``environment``         -> ``default`` (hyperfine records no machine; ``--environment`` sets it)
 
 hyperfine writes wall-clock seconds; its per-command ``user``/``system`` means are not per execution
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import format_hint, load_json
+from audits.corpus.importers._json import file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["HyperfineImport", "import_hyperfine"]
@@ -113,7 +114,7 @@ def import_hyperfine(
     rows: dict[str, list] = {k: [] for k in ("problem", "test", "solution", "campaign", "repeat", "duration_s",
                                               "status", "command")}
     commands: dict[str, list[str]] = {}
-    for raw_path in paths:
+    for raw_path, label in zip(paths, file_labels(paths, what="hyperfine file")):
         path = Path(raw_path)
         data = read_hyperfine_file(path)
         name = problem or path.name.removesuffix(".json")
@@ -152,7 +153,7 @@ def import_hyperfine(
             rows["problem"] += [name] * n
             rows["test"] += [test] * n
             rows["solution"] += [labels[k]] * n
-            rows["campaign"] += [campaign or path.name] * n
+            rows["campaign"] += [campaign or label] * n
             rows["repeat"] += range(n)
             rows["duration_s"] += [float(t) for t in times]
             rows["status"] += ["ok" if code == 0 else "runtime_error" for code in codes]

@@ -50,7 +50,8 @@ variants ``JIT`` / ``NOGIL`` whatever their names (``JIT=interpreter`` for
 ``--enable-experimental-jit=interpreter``). Names of other layouts are not parsed.
 
 Two files that give the same solution on the same machine in the same campaign are two sessions:
-their campaigns are the campaign followed by the file name, e.g. ``2024-01-24 (rerun.json)``.
+their campaigns are the campaign followed by the file name (its path as given when two files have one
+name), e.g. ``2024-01-24 (rerun.json)``. A file given twice (also through a folder) is an error.
 
 Values are seconds per loop; benchmarks whose ``unit`` is not ``second`` are skipped with a
 reason. Directories are searched for ``*.json`` / ``*.json.gz``; JSON files in them that are not
@@ -71,7 +72,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.importers._json import format_hint, load_json
+from audits.corpus.importers._json import file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import result_file_format
 
@@ -369,7 +370,7 @@ def import_pyperf(
     # Two files with one solution on one machine in one campaign are two sessions: campaign + file name
     sessions = Counter((env, plan["solution"], plan["session"]) for plan in plans for env in plan["environments"])
     split = []
-    for plan in plans:
+    for plan, label in zip(plans, file_labels([plan["path"] for plan in plans], what="pyperf file")):
         clash = any(sessions[(env, plan["solution"], plan["session"])] > 1 for env in plan["environments"])
         if campaign is not None:
             if clash:
@@ -379,7 +380,7 @@ def import_pyperf(
                     f"  -> import them without --campaign (each file is then its own campaign) or separately")
             plan["campaign"] = campaign
         else:
-            plan["campaign"] = f"{plan['session']} ({plan['path'].name})" if clash else plan["session"]
+            plan["campaign"] = f"{plan['session']} ({label})" if clash else plan["session"]
             if clash:
                 split.append(plan["campaign"])
 

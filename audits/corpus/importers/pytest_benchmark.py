@@ -6,8 +6,8 @@ Mapping (one file = one saved run = one session):
                              with one ``test`` ("benchmark")
 * the code under test     -> ``solution``: ``commit_info.id``, followed by `` (dirty)`` when the
                              working tree had changes; the project name (or ``code``) without git
-* each saved run (file)   -> ``campaign``: the file name without ``.json`` (``0001_before``),
-                             ``--campaign`` overrides
+* each saved run (file)   -> ``campaign``: the file name without ``.json`` (``0001_before``; its path
+                             as given when two files have one name), ``--campaign`` overrides
 * the machine             -> ``environment``: node / system / machine / CPU brand / Python
                              implementation and version, those present in ``machine_info``
                              (``--environment`` overrides)
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import format_hint, load_json
+from audits.corpus.importers._json import file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
@@ -109,12 +109,12 @@ def import_pytest_benchmark(
                           "  -> drop --campaign (each saved run is then its own campaign) or import one file")
     rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
                                               "duration_s", "loops", "timestamp")}
-    for raw_path in paths:
+    for raw_path, label in zip(paths, file_labels(paths, what="saved run")):
         path = Path(raw_path)
         data = read_pytest_benchmark_file(path)
         env = environment or _environment(data.get("machine_info") or {})
         solution = _solution(data.get("commit_info") or {})
-        session = campaign or path.name.removesuffix(".json")
+        session = campaign or label.removesuffix(".json")
         for bench in data["benchmarks"]:
             stats = bench.get("stats") or {}
             values = stats.get("data")
