@@ -12,7 +12,8 @@ Mapping (one file = one saved run = one session):
                              implementation and version, those present in ``machine_info``
                              (``--environment`` overrides)
 * each round              -> one ``repeat``: the ``stats.data`` values (seconds per iteration, in
-                             order); ``stats.iterations`` is kept as ``loops``
+                             order); ``stats.iterations`` is kept as ``loops``. A round of 0 s (shorter
+                             than a coarse ``--benchmark-timer``'s resolution) is refused, naming the benchmark
 
 ``--benchmark-json`` always writes the rounds; saved runs (``--benchmark-save`` /
 ``--benchmark-autosave``) hold them only with ``--benchmark-save-data``, and a file without them is
@@ -123,6 +124,13 @@ def import_pytest_benchmark(
                 raise CorpusError(f"{path}: benchmark {name!r} has no per-round data ('stats.data')\n"
                                   f"  -> save runs with --benchmark-save-data (or write --benchmark-json)")
             n = len(values)
+            zeros = sum(1 for v in values if float(v) == 0)
+            if zeros:  # a round shorter than the timer's resolution: no measurement
+                timer = (bench.get("options") or {}).get("timer") or "the timer"
+                raise CorpusError(f"{path}: benchmark {name!r}: {zeros} of its {n} rounds took 0 s, less than the "
+                                  f"resolution of its timer ({timer})\n  -> time it with more iterations per round "
+                                  f"(benchmark.pedantic(..., iterations=N)) or with the default timer "
+                                  f"(--benchmark-timer time.perf_counter)")
             rows["environment"] += [env] * n
             rows["campaign"] += [session] * n
             rows["problem"] += [name] * n
