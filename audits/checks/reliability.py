@@ -324,8 +324,19 @@ def _not_measurable(env: RunReliability) -> dict[str, str]:
     if not np.isfinite(env.icc_agreement.estimate):
         out["icc"] = ("no optimization test has >= 2 correct references with >= 2 ok repeats and non-constant "
                       "durations")
-    if not np.isfinite(env.significance.share.estimate):
+    sig = env.significance
+    if not np.isfinite(sig.share.estimate):
         out["significant_share"] = "no pair could be tested (needs >= 2 references per problem with >= 2 repeats)"
+    elif sig.n_repeats >= 2 and 1 / math.comb(2 * sig.n_repeats, sig.n_repeats) > sig.alpha:
+        # the exact one-sided test of R against R repeats cannot go below 1 / C(2R, R): at R = 2 that is 1/6, so
+        # no pair is ever significant and the share is 0 whatever the noise (R = 3 reaches 0.05 exactly)
+        unit = "processes" if env.variance.nested else "repeats"
+        enough = next(r for r in range(sig.n_repeats, 64) if 1 / math.comb(2 * r, r) < sig.alpha)
+        out["significant_share"] = (
+            f"{sig.n_repeats} {unit} per cell: the exact one-sided Mann-Whitney test of {sig.n_repeats} against "
+            f"{sig.n_repeats} cannot reach p <= {sig.alpha:g} (its smallest p is "
+            f"1/{math.comb(2 * sig.n_repeats, sig.n_repeats)}), so no pair can be significant; collect "
+            f"{enough} {unit} or more")
     if not np.isfinite(env.repeats_needed):
         out["repeats_needed"] = "variance components undefined (no between-solution variance measured)"
     return out
