@@ -50,9 +50,9 @@ def file_labels(paths, *, what: str) -> list[str]:
     >>> file_labels(["a/run.json", "b/run.json", "c/other.json"], what="hyperfine file")
     ['a/run.json', 'b/run.json', 'other.json']
     """
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}
     for raw in paths:
-        key = Path(raw).resolve()
+        key = os.path.realpath(raw)  # never raises (a symlink loop is said when the file is read)
         if key in seen:
             same = "" if str(raw) == seen[key] else f" (as {seen[key]} and as {raw})"
             raise CorpusError(f"{raw}: the same file is given twice{same}: its executions would be imported twice\n"
