@@ -287,6 +287,11 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
             header = _csv_header(path, sep)
+            other = next((o for o in (";", "\t", ",", "|") if o != sep and len(header) == 1 and o in header[0]), None)
+            if other:  # a corpus has five columns at least: one column holding another separator is misread
+                raise CorpusError(f"{source}: the header is one column, {header[0]!r}, separated by {other!r}, not "
+                                  f"{sep!r}\n  -> write the file with {sep!r} between columns (and '.' as the decimal "
+                                  f"point), e.g. pandas to_csv(sep={sep!r}){'' if sep == ',' else ', or name it .csv'}")
             repeated = sorted({c for c in header if header.count(c) > 1})
             if repeated:
                 raise CorpusError(f"{source}: column '{repeated[0]}': the header names it "
@@ -384,7 +389,10 @@ def normalize(
         numeric = pd.to_numeric(values, errors="coerce")
         not_numeric = (numeric.isna() & values.notna()).to_numpy()
         if not_numeric.any():
-            _fail(source, column, "values that are not numbers", "store plain numbers (no units in the cell)",
+            comma = values[not_numeric].astype(str).str.fullmatch(r"\s*[-+]?\d*,\d+\s*").all()
+            _fail(source, column, "values that are not numbers",
+                  "write plain numbers with '.' as the decimal point and no thousands separator (1.5, 1500; not 1,5 or 1,500)"
+                  if comma else "store plain numbers (no units in the cell)",
                   raw, not_numeric)
         scale = UNITS[unit] if column in DURATION_COLUMNS else 1.0
         out[column] = numeric.to_numpy(dtype=float) * scale
