@@ -291,7 +291,7 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
             if other:  # a corpus has five columns at least: one column holding another separator is misread
                 raise CorpusError(f"{source}: the header is one column, {header[0]!r}, separated by {other!r}, not "
                                   f"{sep!r}\n  -> write the file with {sep!r} between columns (and '.' as the decimal "
-                                  f"point), e.g. pandas to_csv(sep={sep!r}){'' if sep == ',' else ', or name it .csv'}")
+                                  f"point), e.g. pandas to_csv(sep={sep!r}){', or name it .csv' if other == ',' else ''}")
             repeated = sorted({c for c in header if header.count(c) > 1})
             if repeated:
                 raise CorpusError(f"{source}: column '{repeated[0]}': the header names it "
