@@ -55,3 +55,11 @@ def test_decimal_comma_is_named(tmp_path):
     assert f"{path}: column 'duration_s': values that are not numbers (2 rows)" in proc.stderr
     assert "duration_s='1,5'" in proc.stderr
     assert "'.' as the decimal point and no thousands separator" in proc.stderr
+
+
+def test_a_semicolon_separated_tsv_is_not_told_to_be_named_csv(tmp_path):
+    path = tmp_path / "runs.tsv"
+    FRAME.to_csv(path, sep=";", index=False)
+    proc = _run("validate", path)
+    assert proc.returncode == 1 and "separated by ';', not '\\t'" in proc.stderr
+    assert "to_csv(sep='\\t')" in proc.stderr and "name it .csv" not in proc.stderr
