@@ -43,3 +43,27 @@ def test_times_hyperfine_clamped_to_zero_behind_its_shell_are_refused_with_the_w
     assert proc.returncode == 0, proc.stderr
     corpus = pd.read_parquet(out)
     assert corpus.sort_values("repeat")["duration_s"].tolist() == json.loads(direct.read_text())["results"][0]["times"]
+
+
+def test_commands_that_cannot_be_ids_are_named_command_k_and_kept_exactly(tmp_path):
+    # a multi-line shell command (newlines) and one with a trailing space are legal hyperfine commands; before the
+    # fix the import refused them as solution ids ("remove the control characters ... a broken export or a binary
+    # column?", "strip the spaces in the file"), which the user cannot do to a file hyperfine wrote
+    loop = "for i in 1 2; do\n  seq 100 >/dev/null\ndone"
+    path = _hyperfine(tmp_path / "odd.json", "--runs", "3", "-N", "true ", "seq 50")
+    shell = _hyperfine(tmp_path / "loop.json", "--runs", "3", loop)
+    out = tmp_path / "odd.parquet"
+    proc = subprocess.run([*CLI, "import", "hyperfine", str(path), str(shell), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    corpus = pd.read_parquet(out)
+    for file in (path, shell):
+        rows = corpus.loc[corpus.campaign == file.name]
+        for result in json.loads(file.read_text())["results"]:
+            mine = rows.loc[rows.command == result["command"]].sort_values("repeat")
+            assert mine["duration_s"].tolist() == result["times"]
+            expected = "seq 50" if result["command"] == "seq 50" else "command 1"
+            assert set(mine["solution"]) == {expected}
+    assert set(corpus["command"]) == {"true ", "seq 50", loop}
+    # the summary names what 'command 1' stands for on one line, the newlines escaped
+    assert "for i in 1 2; do\\n  seq 100 >/dev/null\\ndone" in proc.stdout and "\ndone" not in proc.stdout

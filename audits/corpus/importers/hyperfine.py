@@ -8,8 +8,10 @@ Mapping (one file = one hyperfine invocation):
                              (``-P``/``-L`` scans); ``default`` when the run had no parameters
 * a command               -> one ``solution``: the k-th command of every parameter combination is the
                              same solution. It is named by its command (or ``--command-name``) when
-                             that text is the same in every combination, else ``command k`` (the
-                             exact text of each execution is kept in the ``command`` column); give
+                             that text is the same in every combination and can be an id (no
+                             newline of a multi-line command, no space at either end), else
+                             ``command k`` (the exact text of each execution is kept in the
+                             ``command`` column); give
                              hyperfine ``-n NAME`` without ``{param}`` to choose the names
 * each ``times`` value    -> one ``repeat`` (0, 1, ... in file order); status ``ok`` when its
                              ``exit_codes`` entry is 0 (or absent), ``runtime_error`` otherwise. A file
@@ -27,6 +29,7 @@ and are not kept.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,7 @@ import pandas as pd
 
 from audits.corpus.importers._json import file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
+from audits.corpus.table import id_defect
 
 __all__ = ["HyperfineImport", "import_hyperfine"]
 
@@ -53,7 +57,10 @@ class HyperfineImport:
         lines = [f"{len(c):,} executions from {self.files} file(s): {c['problem'].nunique()} problem(s), "
                  f"{c['test'].nunique()} test(s) (parameter combinations), {c['solution'].nunique()} solution(s) "
                  f"(commands); {failed:,} with a non-zero exit code (runtime_error)"]
-        lines += [f"solution {name!r}: {texts}" for name, texts in self.commands if name != texts]
+        # a multi-line command is printed on one line, its control characters escaped (as repr does)
+        lines += [f"solution {name!r}: " + "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch
+                                                   for ch in texts)
+                  for name, texts in self.commands if name != texts]
         return "\n".join(lines)
 
 
@@ -129,7 +136,9 @@ def import_hyperfine(
         texts: dict[int, list[str]] = {}
         for _, k, result in slots:
             texts.setdefault(k, []).append(str(result["command"]))
-        labels = {k: (t[0] if len(set(t)) == 1 else f"command {k + 1}") for k, t in texts.items()}
+        # a text that cannot be an id (a multi-line shell command, a trailing space) is named like a scan's
+        labels = {k: (t[0] if len(set(t)) == 1 and id_defect(t[0]) is None else f"command {k + 1}")
+                  for k, t in texts.items()}
         repeated = {lab for lab in labels.values() if list(labels.values()).count(lab) > 1}
         labels = {k: (f"{lab} (#{k + 1})" if lab in repeated else lab) for k, lab in labels.items()}
         for k, lab in labels.items():
