@@ -269,8 +269,14 @@ def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
     c, env, camp = r.result, r.run.environment, r.run.campaign
     iv = c.win_rate
     out = []
-    if iv.n == 0:
+    if iv.n == 0 or c.n_undefined:
+        # undefined comparisons are those of two ok cells when no cell of the run has two ok repeats (the noise
+        # model pools down to the whole run): the defined rest are the timeouts', no speed comparison of the sets
         why = ("no comparison has a variance estimate (one repeat per cell): collect at least 2 repeats"
+               if c.n_undefined and not c.n_comparisons else
+               f"no comparison of two ok cells has a variance estimate (one repeat per cell): {c.n_undefined:,} of "
+               f"{c.n_undefined + c.n_comparisons:,} comparisons are undefined and the other {c.n_comparisons:,} "
+               "are decided by timeouts alone; collect at least 2 repeats"
                if c.n_undefined else "no problem has a solution of both sets without a wrong answer or crash")
         out.append(Finding.not_available("win_rate", why, environment=env, campaign=camp, subject=subject))
     elif not np.isfinite(iv.low):
