@@ -178,8 +178,9 @@ def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8", newline="") if path.name.lower().endswith(".gz") \
-        else open(path, encoding="utf-8", newline="")
+    """The file as text; a UTF-8 byte-order mark (Windows editors write one) is not content, as for read_csv."""
+    return gzip.open(path, "rt", encoding="utf-8-sig", newline="") if path.name.lower().endswith(".gz") \
+        else open(path, encoding="utf-8-sig", newline="")
 
 
 def _csv_header(path: Path, sep: str) -> list[str]:

@@ -29,7 +29,7 @@ def load_json(path: str | os.PathLike, *, what: str, hint: str):
     path = Path(check_input_file(path, what=what, hint=hint))
     try:
         opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as handle:
+        with opener(path, "rt", encoding="utf-8-sig") as handle:  # a BOM (Windows editors) is not content
             return json.load(handle)
     except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: not {what} (not readable JSON: {exc})\n  -> {hint}") from exc
