@@ -37,8 +37,8 @@ from audits.corpus.table import (  # the reader and validator, also imported fro
 )
 from stats._groups import group_codes
 
-__all__ = ["CorpusError", "check_input_file", "normalize", "load_corpus", "save_corpus", "summarize",
-           "unit_warnings", "CorpusSummary"]
+__all__ = ["CorpusError", "check_input_file", "normalize", "load_corpus", "output_ending", "save_corpus",
+           "summarize", "unit_warnings", "CorpusSummary"]
 
 
 @small_pages()
@@ -130,6 +130,20 @@ WRITE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.g
                  ".tsv.gz": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl"}
 
 
+def output_ending(path: str | os.PathLike) -> str:
+    """The ending of :data:`WRITE_FORMATS` that ``path``'s name has; a CorpusError when it has none.
+
+    Called by :func:`save_corpus`, and by the commands before they read their input, so that a long import is
+    not lost to an output name that says no format.
+    """
+    name = Path(path).name.lower()
+    ending = next((e for e in sorted(WRITE_FORMATS, key=len, reverse=True) if name.endswith(e)), None)
+    if ending is None:
+        raise CorpusError(f"{path}: cannot tell the format from the name\n"
+                          f"  -> name the output .parquet (recommended), .csv, .csv.gz, .tsv or .jsonl")
+    return ending
+
+
 def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Write a corpus atomically (the target appears only when complete) in the format its name says.
 
@@ -137,11 +151,7 @@ def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
     ``.jsonl`` / ``.ndjson`` (JSON lines, optionally gzipped): every format :func:`load_corpus` reads back. Any
     other name is refused (``CorpusError``) rather than written in a format its name does not say.
     """
-    name = Path(path).name.lower()
-    ending = next((e for e in sorted(WRITE_FORMATS, key=len, reverse=True) if name.endswith(e)), None)
-    if ending is None:
-        raise CorpusError(f"{path}: cannot tell the format from the name\n"
-                          f"  -> name the output .parquet (recommended), .csv, .csv.gz, .tsv or .jsonl")
+    ending = output_ending(path)
     kind = WRITE_FORMATS[ending]
     compression = "gzip" if ending.endswith(".gz") else None
     if kind == "parquet":
