@@ -162,7 +162,7 @@ def read_pair(args: argparse.Namespace, corpus, *, both_environment: str = "--en
     else the ``--source``/``--target`` names. The direction is kept as given.
     """
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.corpus.runs import Runs, runs_of
+    from audits.corpus.runs import RunError, Runs, runs_of
 
     both = getattr(args, _dest(both_environment))
     parts = {side: (getattr(args, f"{side}_environment"), getattr(args, f"{side}_campaign"))
@@ -192,7 +192,12 @@ def read_pair(args: argparse.Namespace, corpus, *, both_environment: str = "--en
         if camp is None and other_camp is not None and any(r.campaign == other_camp
                                                            for r in runs.select(environment=env)):
             camp = other_camp  # environment against environment in the campaign both have
-        chosen.append(runs.one(environment=env, campaign=camp))
+        try:
+            chosen.append(runs.one(environment=env, campaign=camp))
+        except RunError as error:  # its advice names --environment/--campaign, which name no side of a pair
+            raise UserError(f"the {side} run: {str(error).split(chr(10))[0]}\n  -> name one of the runs listed with "
+                            f"--{side}-environment NAME and --{side}-campaign NAME ({both_environment} NAME: the "
+                            "environment of both runs)") from None
     return chosen[0], chosen[1]
 
 
