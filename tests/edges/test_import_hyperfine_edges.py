@@ -67,3 +67,18 @@ def test_commands_that_cannot_be_ids_are_named_command_k_and_kept_exactly(tmp_pa
     assert set(corpus["command"]) == {"true ", "seq 50", loop}
     # the summary names what 'command 1' stands for on one line, the newlines escaped
     assert "for i in 1 2; do\\n  seq 100 >/dev/null\\ndone" in proc.stdout and "\ndone" not in proc.stdout
+
+
+def test_a_parameter_value_with_a_space_at_its_end_is_quoted_in_the_test_name(tmp_path):
+    # hyperfine -L x 'a ,b' scans the values 'a ' and 'b'; before the fix the test 'x=a ' was refused ("ids with
+    # leading or trailing white space ... strip the spaces in the file")
+    path = _hyperfine(tmp_path / "scan.json", "-N", "--runs", "2", "-L", "x", "a ,b", "echo {x}")
+    data = json.loads(path.read_text())
+    assert [r["parameters"]["x"] for r in data["results"]] == ["a ", "b"]
+    out = tmp_path / "scan.parquet"
+    proc = subprocess.run([*CLI, "import", "hyperfine", str(path), "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    corpus = pd.read_parquet(out)
+    for result, test in zip(data["results"], ["x='a '", "x=b"]):
+        rows = corpus.loc[corpus.test == test].sort_values("repeat")
+        assert rows["duration_s"].tolist() == result["times"] and set(rows["command"]) == {result["command"]}

@@ -5,7 +5,8 @@ Mapping (one file = one hyperfine invocation):
 * the file                -> one ``problem``: the file name without ``.json`` (``--problem`` overrides;
                              files given one problem are its campaigns)
 * a parameter combination -> one ``test``: ``name=value`` pairs in the file's order, joined by ``, ``
-                             (``-P``/``-L`` scans); ``default`` when the run had no parameters
+                             (``-P``/``-L`` scans; a value with a space at either end is quoted,
+                             ``x='a '``); ``default`` when the run had no parameters
 * a command               -> one ``solution``: the k-th command of every parameter combination is the
                              same solution. It is named by its command (or ``--command-name``) when
                              that text is the same in every combination and can be an id (no
@@ -82,7 +83,8 @@ def read_hyperfine_file(path: str | os.PathLike) -> dict:
 def _test_name(parameters) -> str:
     if not parameters:
         return "default"
-    return ", ".join(f"{k}={v}" for k, v in parameters.items())
+    # a value that cannot stand in an id as it is (a space at either end, a newline) is quoted, as repr does
+    return ", ".join(f"{k}={v}" if id_defect(str(v)) is None else f"{k}={str(v)!r}" for k, v in parameters.items())
 
 
 def import_hyperfine(
