@@ -31,9 +31,9 @@ Issue 25's three questions of a clock, per run and measure, in the same table:
   floor rows included): what collecting the run took. A counted (valgrind) campaign's wall time is the
   counted run's, so its cost is what the instruction clock costs.
 
-The quietest run: the lowest median ``load_1m`` when every run has it, else the lowest median
-wall/CPU ratio, else the lowest median wall-time repeat CV; ties go to the run named first
-in sorted order. :func:`use_measure` puts a measure in place of ``duration_s`` (the
+The quietest run: of the runs with a correct reference to rank (a run of floor rows only has none), the
+lowest median ``load_1m`` when every such run has it, else the lowest median wall/CPU ratio, else the
+lowest median wall-time repeat CV; ties go to the run named first in sorted order. :func:`use_measure` puts a measure in place of ``duration_s`` (the
 ``--measure`` option of every audit).
 
 Example
@@ -602,6 +602,7 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
 
     # the columns the load and the wall/CPU ratio read: a run's rows of these, not of every column
     ratio_columns = [c for c in ("load_1m", "status", "role", "duration_s", "cpu_s") if c in corpus.columns]
+    scored = []  # the runs with a correct reference to rank under the first measure: the quietest is one of them
     for env, camp in runs:
         wall_run = corpus[ratio_columns].loc[_run_mask(corpus, env, camp)]
         load = load_values(wall_run)
@@ -609,8 +610,11 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
         for m in measures:
             frame = swapped[m]
             run = frame.loc[_run_mask(frame, env, camp)]
+            has_references = bool(correct_reference_mask(run).any())
+            if has_references and m == measures[0]:
+                scored.append((env, camp))
             figures = _figures(run, n_boot=n_boot, seed=seed, shared=shared(frame, env, camp)) if (
-                correct_reference_mask(run).any()) else dict.fromkeys(
+                has_references) else dict.fromkeys(
                 ("median_repeat_cv", "mean_rank_sd", "icc", "strong_weak_gap", "filterable_share"), math.nan)
             rows.append({"environment": env, "campaign": camp, "measure": m, "n_rows": int(len(run)), **figures,
                          "median_load_1m": float(np.median(load)) if len(load) else math.nan,
@@ -619,7 +623,7 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
     table = pd.DataFrame(rows)
     table["faithfulness"] = _faithfulness(corpus, q_by, table, reference, reference_measure, swapped, source)
     table = table.merge(_cost(corpus, runs), on=["environment", "campaign"], how="left", sort=False)
-    quietest, how = _quietest(runs, table)
+    quietest, how = _quietest(scored or runs, table)
     parts = []
     if quietest is not None and len(measures) > 1:
         base = _q(*q_by[(*quietest, measures[0])])
