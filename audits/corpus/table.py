@@ -306,6 +306,9 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
                               f"  -> use .parquet, .csv, .csv.gz, .tsv or .jsonl (JSON lines)")
     except CorpusError:
         raise
+    except UnicodeDecodeError as exc:  # e.g. Excel's plain "CSV" in a Western locale writes Windows-1252
+        raise CorpusError(f"{source}: not UTF-8 text ({_first_undecodable(path)})\n"
+                          f"  -> save it as UTF-8 (Excel: 'CSV UTF-8'; or iconv -f cp1252 -t utf-8)") from exc
     except Exception as exc:  # the reader's own message is the useful part
         raise CorpusError(f"{source}: cannot be read as {path.suffix} ({type(exc).__name__}: {exc})\n"
                           f"  -> check that the file is complete and of the format its name says") from exc
@@ -315,6 +318,17 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         raise CorpusError(f"{source}: column '{repeated[0]}' appears {columns.count(repeated[0])} times\n"
                           f"  -> give each column once (rename or drop the copies)")
     return frame
+
+
+def _first_undecodable(path: Path) -> str:
+    """Where the first byte that is not UTF-8 sits: ``byte 0xe9 on line 2`` (the file is read whole, on error only)."""
+    raw = gzip.decompress(path.read_bytes()) if path.name.lower().endswith(".gz") else path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return f"byte 0x{raw[exc.start]:02x} on line {line}"
+    return "a byte that is not UTF-8"
 
 
 def normalize(

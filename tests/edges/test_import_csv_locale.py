@@ -63,3 +63,19 @@ def test_a_semicolon_separated_tsv_is_not_told_to_be_named_csv(tmp_path):
     proc = _run("validate", path)
     assert proc.returncode == 1 and "separated by ';', not '\\t'" in proc.stderr
     assert "to_csv(sep='\\t')" in proc.stderr and "name it .csv" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["runs.csv", "runs.csv.gz"])
+def test_a_windows_1252_csv_is_said_to_be_not_utf8_with_the_line(tmp_path, name):
+    # Excel's plain "CSV" in a Western locale writes Windows-1252; before the fix: "cannot be read as .csv
+    # (UnicodeDecodeError: ...) -> check that the file is complete and of the format its name says"
+    frame = FRAME.assign(problem=["p", "café"])
+    path = tmp_path / name
+    frame.to_csv(path, index=False, encoding="cp1252")
+    proc = _run("validate", path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{path}: not UTF-8 text (byte 0xe9 on line 3)" in proc.stderr and "save it as UTF-8" in proc.stderr
+    frame.to_csv(path, index=False, encoding="utf-8")  # saved as the message says, the name reads as written
+    out = tmp_path / "out.parquet"
+    assert _run("convert", path, "--out", out).returncode == 0
+    assert sorted(pd.read_parquet(out)["problem"].astype(str)) == ["café", "p"]
