@@ -151,12 +151,15 @@ def interleaving(frame: pd.DataFrame, side: np.ndarray) -> tuple[float, bool, st
     """(AUC, ranges overlap, column used) of the two sets' execution times (see the module docstring).
 
     AUC = P(an A execution ran before a B one) + 1/2 P(at the same time), by ranks (Mann-Whitney U / (n_a n_b)).
-    NaN and None when the frame has neither ``timestamp`` nor ``order``.
+    NaN and None when the frame has neither ``timestamp`` nor ``order``; a column holding one value for every
+    execution of both sets (a file's date given to each of its rows) tells no order: the next column is read,
+    and without one, NaN and that column's name.
 
     >>> frame = pd.DataFrame({"order": [0, 1, 2, 3]})
     >>> interleaving(frame, np.array(["a", "a", "b", "b"])), interleaving(frame, np.array(["a", "b", "b", "a"]))
     ((1.0, False, 'order'), (0.5, True, 'order'))
     """
+    constant = None
     for column in ("timestamp", "order"):
         if column not in frame.columns:
             continue
@@ -168,12 +171,14 @@ def interleaving(frame: pd.DataFrame, side: np.ndarray) -> tuple[float, bool, st
         else:
             x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
         xa, xb = x[(side == "a") & np.isfinite(x)], x[(side == "b") & np.isfinite(x)]
-        if len(xa) and len(xb):
+        if len(xa) and len(xb) and min(xa.min(), xb.min()) == max(xa.max(), xb.max()):
+            constant = constant or column  # one instant for every execution: no order to read
+        elif len(xa) and len(xb):
             ranks = sps.rankdata(np.concatenate([xa, xb]))
             u = ranks[len(xa):].sum() - len(xb) * (len(xb) + 1) / 2  # B executions after A executions
             overlap = xa.max() >= xb.min() and xb.max() >= xa.min()
             return float(u / (len(xa) * len(xb))), bool(overlap), column
-    return float("nan"), False, None
+    return float("nan"), False, constant
 
 
 def _iv(interval) -> str:
@@ -296,6 +301,11 @@ def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
     if r.order_column is None:
         out.append(Finding.not_available("shared_execution", "no timestamp or order column: when each execution "
                                          "ran is unknown", environment=env, campaign=camp, subject=subject))
+    elif not np.isfinite(auc):
+        out.append(Finding.not_available("shared_execution", f"every execution of both sets has the same "
+                                         f"{r.order_column}: which set ran first is unknown; record when each "
+                                         "execution started (speedaudit collect does)", environment=env,
+                                         campaign=camp, subject=subject))
     else:
         gap = abs(auc - 0.5)
         level = "fail" if not r.overlap else thresholds.judge("interleaving_gap", gap)
