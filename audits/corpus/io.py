@@ -14,6 +14,8 @@ corpus behind.
 from __future__ import annotations
 
 import ctypes
+import gzip
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -159,8 +161,29 @@ def save_corpus(corpus: pd.DataFrame, path: str | os.PathLike) -> Path:
     if kind in ("csv", "tsv"):
         sep = "," if kind == "csv" else "\t"
         return atomic_write(path, lambda tmp: corpus.to_csv(tmp, index=False, sep=sep, compression=compression))
-    return atomic_write(path, lambda tmp: corpus.to_json(tmp, orient="records", lines=True, date_format="iso",
-                                                         compression=compression))
+    return atomic_write(path, lambda tmp: _write_json_lines(corpus, tmp, gzipped=compression is not None))
+
+
+def _write_json_lines(corpus: pd.DataFrame, path: str, *, gzipped: bool, chunk: int = 100_000) -> None:
+    """One JSON object a line, every float as Python writes it: the shortest text that reads back to the same number.
+
+    pandas' ``to_json`` keeps 10 decimal places (15 at most): a pyperf value of 6.2907 ns was written 6.3e-09 and a
+    duration below 5e-11 s as 0. Missing and infinite values are ``null``, as pandas writes them; rows are encoded
+    ``chunk`` at a time, so memory does not grow with the corpus.
+    """
+    columns = [str(c) for c in corpus.columns]
+    encode = json.JSONEncoder(allow_nan=False, default=str, separators=(",", ":")).encode
+    with (gzip.open(path, "wt", encoding="utf-8") if gzipped else open(path, "w", encoding="utf-8")) as handle:
+        for start in range(0, len(corpus), chunk):
+            part = corpus.iloc[start:start + chunk]
+            values = []
+            for name in part.columns:
+                column = part[name]
+                keep = column.notna().to_numpy()
+                if pd.api.types.is_float_dtype(column):
+                    keep = keep & np.isfinite(column.to_numpy(dtype=float))
+                values.append(column.astype(object).where(keep, None).tolist())
+            handle.writelines(encode(dict(zip(columns, row))) + "\n" for row in zip(*values))
 
 
 @dataclass(frozen=True)
