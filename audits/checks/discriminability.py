@@ -38,7 +38,8 @@ from audits.checks.declared.discriminability import DiscriminabilityOptions, Dis
 from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
-from audits.protocol.findings import Finding, findings_table, judge, to_jsonable, unmeasured_finding
+from audits.protocol.findings import (Finding, findings_table, judge, measured_scores, to_jsonable,
+                                      unmeasured_finding)
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
 from audits.protocol.partition import joined, run_rows
@@ -236,7 +237,7 @@ def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s
             counts = total
         floor, source = _main_language_floor(counts, language_floors)
     p_str = problems["problem"].astype(str).to_numpy()
-    gap = strong_weak_gap(tables["scores"], n_boot=n_boot, seed=seed)
+    gap = strong_weak_gap(measured_scores(tables["scores"], summary), n_boot=n_boot, seed=seed)
     gap_lookup = pd.Series(gap.per_problem["gap"].to_numpy(dtype=float),
                            index=gap.per_problem["problem"].astype(str).to_numpy()) if len(gap.per_problem) else \
         pd.Series(dtype=float)
@@ -377,8 +378,11 @@ def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
     out: dict[str, str] = {}
     n_tests = env.problems["n_tests"].to_numpy(dtype=float) if "n_tests" in env.problems.columns else np.zeros(0)
     repeats = env.run_summary.repeats if env.run_summary is not None else None
+    unmeasured = env.run_summary.unmeasured if env.run_summary is not None else ()
     if not np.isfinite(env.filterable_share.estimate):
         out["filterable_share"] = out["noise_inflated_filterable_share"] = (
+            "no problem of the run can be measured (unmeasured_problems names each with its cause)"
+            if unmeasured and len(unmeasured) == env.run_summary.problems else
             "one optimization test per problem: a robust CV across tests needs >= 2 optimization tests"
             if len(n_tests) == 0 or np.nanmax(n_tests, initial=0) < 2 else
             "no problem has >= 2 optimization tests with a reference pool")

@@ -18,7 +18,7 @@ from pathlib import Path
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 from audits.corpus.io import atomic_write
 
-__all__ = ["unmeasured_finding", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+__all__ = ["unmeasured_finding", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -169,6 +169,19 @@ def write_json(obj, path: str | os.PathLike) -> Path:
             handle.write(text + "\n")
 
     return atomic_write(path, writer)
+
+
+def measured_scores(scores, summary):
+    """``scores`` (per-repeat scores of one run, a ``problem`` column) without the run's not-measured problems.
+
+    Their scores say nothing about the sandbox: with no timed correct reference, a non-``ok`` execution scores
+    100 in every repeat, so a problem whose every execution timed out added a strong-weak gap of 0 to the run's
+    mean (half the problems timed out: the gap halved, a ``warn`` judged ``fail``).
+    """
+    problems = [p for p, _ in getattr(summary, "unmeasured", ())]
+    if not problems or not len(scores):
+        return scores
+    return scores.loc[~scores["problem"].isin(problems).to_numpy()]
 
 
 def unmeasured_finding(summary) -> tuple[Finding, ...]:
