@@ -98,3 +98,18 @@ def test_a_file_named_and_inside_a_folder_given_is_given_twice(runs):
     folder = runs["pyperf"][0].parent
     with pytest.raises(CorpusError, match="the same file is given twice"):
         import_pyperf([folder, runs["pyperf"][0]])
+
+
+def test_pytest_benchmark_files_of_one_name_on_two_machines_keep_the_name(runs, tmp_path):
+    # one session name on two machines is one campaign name in two environments (as for pyperf): only two files of
+    # one machine that share a name need their paths. The second machine is the first file with another node.
+    first = runs["pytest-benchmark"][0]
+    data = json.loads(first.read_text())
+    data["machine_info"]["node"] = "other-host"
+    other = tmp_path / "other" / "out.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(data))
+    corpus = import_pytest_benchmark([first, other]).corpus
+    assert set(corpus["campaign"].astype(str)) == {"out"} and corpus["environment"].nunique() == 2
+    for _, rows in corpus.groupby("environment", observed=True):
+        assert rows.sort_values("repeat")["duration_s"].tolist() == data["benchmarks"][0]["stats"]["data"]

@@ -7,7 +7,7 @@ Mapping (one file = one saved run = one session):
 * the code under test     -> ``solution``: ``commit_info.id``, followed by `` (dirty)`` when the
                              working tree had changes; the project name (or ``code``) without git
 * each saved run (file)   -> ``campaign``: the file name without ``.json`` (``0001_before``; its path
-                             as given when two files have one name), ``--campaign`` overrides
+                             as given when two files of one machine have one name), ``--campaign`` overrides
 * the machine             -> ``environment``: node / system / machine / CPU brand / Python
                              implementation and version, those present in ``machine_info``
                              (``--environment`` overrides)
@@ -23,6 +23,7 @@ rejected with that advice.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,10 +111,13 @@ def import_pytest_benchmark(
                           "  -> drop --campaign (each saved run is then its own campaign) or import one file")
     rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
                                               "duration_s", "loops", "timestamp")}
-    for raw_path, label in zip(paths, file_labels(paths, what="saved run")):
-        path = Path(raw_path)
-        data = read_pytest_benchmark_file(path)
-        env = environment or _environment(data.get("machine_info") or {})
+    labels = file_labels(paths, what="saved run")
+    files = [(Path(raw_path), read_pytest_benchmark_file(raw_path)) for raw_path in paths]
+    envs = [environment or _environment(data.get("machine_info") or {}) for _, data in files]
+    # a file name shared on one machine (two sessions) gives way to the path; on two machines it stays the name
+    shared = Counter((env, path.name) for (path, _), env in zip(files, envs))
+    for (path, data), env, label in zip(files, envs, labels):
+        label = label if shared[(env, path.name)] > 1 else path.name
         solution = _solution(data.get("commit_info") or {})
         session = campaign or label.removesuffix(".json")
         for bench in data["benchmarks"]:
