@@ -229,13 +229,18 @@ class Markdown:
         return self.text
 
 
+#: matplotlib reads the text between two ``$`` as mathtext (TeX-like math). The figures' texts carry names a user
+#: gave (problems, solutions, runs): a problem named ``cost $\frac$ here`` raised ValueError when the figure was
+#: drawn and failed its page, and ``$5 or $10`` was drawn as math. Names are shown as written; no figure here
+#: draws math (the figure functions run under it: audits.report.plots._layout.names_as_text).
+PLAIN_TEXT = {"text.parse_math": False}
+
+
 def figure_png(fig, *, dpi: int = 110) -> bytes:
     """PNG bytes of a matplotlib Figure (tight bounding box), its texts drawn as written (never as math: the tick
     labels matplotlib makes while drawing carry problem and solution names; :data:`PLAIN_TEXT`)."""
     # deferred: matplotlib (plots): only when a figure is drawn
     import matplotlib
-
-    from audits.report.plots._layout import PLAIN_TEXT
 
     buffer = io.BytesIO()
     with matplotlib.rc_context(PLAIN_TEXT):

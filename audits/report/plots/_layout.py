@@ -17,14 +17,11 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-__all__ = ["PLAIN_TEXT", "log_duration_axis", "thin_tick_labels", "place_labels", "loggable", "names_as_text",
+from audits.report.narrative.common import PLAIN_TEXT  # noqa: E402
+
+__all__ = ["log_duration_axis", "thin_tick_labels", "place_labels", "loggable", "names_as_text",
            "note_not_drawn"]
 
-#: matplotlib reads the text between two ``$`` as mathtext (TeX-like math). The figures' texts carry names a user
-#: gave (problems, solutions, runs): a problem named ``cost $\frac$ here`` raised ValueError when the figure was
-#: drawn and failed its page, and ``$5 or $10`` was drawn as math. Names are shown as written; no figure here
-#: draws math.
-PLAIN_TEXT = {"text.parse_math": False}
 
 
 def names_as_text(figure_function):
