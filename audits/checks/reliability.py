@@ -45,7 +45,7 @@ from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.context import reference_rows as _reference_rows
-from audits.protocol.findings import Finding, findings_table, to_jsonable, unmeasured_finding
+from audits.protocol.findings import Finding, findings_table, to_jsonable, measured_scores, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
 from audits.protocol.partition import joined, run_rows
@@ -270,7 +270,7 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
     concatenated and sorted by problem); ``process_tally`` may be a list of histograms (one per partition).
     ``contention``: the run's :class:`audits.checks.clocks.Contention` (from all its rows, :func:`audits.checks.median_selection.run_contention`).
     """
-    cells, scores, test_icc = tables["cells"], tables["scores"], tables["test_icc"]
+    cells, scores, test_icc = tables["cells"], measured_scores(tables["scores"], summary), tables["test_icc"]
     cv_summary = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)
     drift = rank_drift(scores, n_boot=n_boot, seed=seed)
     icc_types = {name: float(np.nanmedian(test_icc[name])) if np.isfinite(test_icc[name]).any() else math.nan
