@@ -10,21 +10,11 @@ from audits.corpus.importers.choices import CAMPAIGN_FROM, SOLUTION_FROM
 
 
 def _check_out(args: argparse.Namespace) -> None:
-    """The output name and the names given as options, said before the files are read (an archive takes minutes)."""
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
-    from audits.corpus.io import CorpusError, output_ending
-    from audits.corpus.table import id_defect
+    from audits.corpus.io import output_ending
 
-    output_ending(args.out)
-    for option in ("environment", "campaign", "problem"):
-        name = getattr(args, option, None)
-        if name is None:
-            continue
-        why = id_defect(name) if name.strip() else "nothing but white space" if name else "empty"
-        if why is not None:
-            fix = f"give --{option} a name without {why}" if name.strip() else f"give --{option} a name"
-            raise CorpusError(f"--{option} {name!r}: {why}; a name is used exactly as written\n"
-                              f"  -> {fix} (or leave it out for the default)")
+    output_ending(args.out)  # said before the files are read: an archive takes minutes (the importers then check
+    # the names given as options, also before reading)
 
 
 def _write(result, args: argparse.Namespace) -> int:

@@ -14,6 +14,11 @@ import sys
 import pandas as pd
 import pytest
 
+from audits.corpus.importers.hyperfine import import_hyperfine
+from audits.corpus.importers.pyperf_json import import_pyperf
+from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
+from audits.corpus.io import CorpusError
+
 CLI = [sys.executable, "-m", "audits.cli"]
 
 
@@ -48,3 +53,18 @@ def test_any_other_name_is_used_as_given(hyperfine_file, tmp_path):
     assert proc.returncode == 0, proc.stderr
     corpus = pd.read_parquet(out)
     assert set(corpus["environment"]) == {"büro / 2 <b>"} and set(corpus["problem"]) == {"$x$, \"q\""}
+
+
+@pytest.mark.parametrize("importer", ["hyperfine", "pyperf", "pytest-benchmark"])
+def test_the_python_importers_refuse_such_names_too(hyperfine_file, importer):
+    # before: import_hyperfine([f], problem="") or campaign="" silently used the file name (`problem or ...`), and
+    # an environment with a trailing space was blamed on the file's rows
+    function = {"hyperfine": import_hyperfine, "pyperf": import_pyperf,
+                "pytest-benchmark": import_pytest_benchmark}[importer]
+    with pytest.raises(CorpusError, match=r"^--campaign '': empty"):
+        function([hyperfine_file], campaign="")
+    with pytest.raises(CorpusError, match=r"^--environment 'lab ': leading or trailing white space"):
+        function([hyperfine_file], environment="lab ")
+    if importer == "hyperfine":
+        with pytest.raises(CorpusError, match=r"^--problem '': empty"):
+            function([hyperfine_file], problem="")

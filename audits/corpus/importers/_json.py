@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 from audits.corpus.io import CorpusError, check_input_file
-from audits.corpus.table import result_file_format
+from audits.corpus.table import id_defect, result_file_format
 
-__all__ = ["load_json", "format_hint", "file_labels"]
+__all__ = ["load_json", "format_hint", "file_labels", "check_given_names"]
 
 
 def load_json(path: str | os.PathLike, *, what: str, hint: str):
@@ -60,3 +60,23 @@ def file_labels(paths, *, what: str) -> list[str]:
         seen[key] = str(raw)
     names = Counter(Path(raw).name for raw in paths)
     return [Path(raw).name if names[Path(raw).name] == 1 else str(raw) for raw in paths]
+
+
+def check_given_names(**names: str | None) -> None:
+    """Refuse a name given as an option (``--environment``, ``--campaign``, ``--problem``) that cannot be an id,
+    naming the option, before any file is read; None is "not given" (an empty name is not: it is refused).
+
+    >>> check_given_names(environment="lab ", campaign=None)
+    Traceback (most recent call last):
+    ...
+    audits.corpus.paths.CorpusError: --environment 'lab ': leading or trailing white space; a name is used exactly as written
+      -> give --environment a name without leading or trailing white space (or leave it out for the default)
+    """
+    for option, name in names.items():
+        if name is None:
+            continue
+        why = id_defect(name) if name.strip() else "nothing but white space" if name else "empty"
+        if why is not None:
+            fix = f"give --{option} a name without {why}" if name.strip() else f"give --{option} a name"
+            raise CorpusError(f"--{option} {name!r}: {why}; a name is used exactly as written\n"
+                              f"  -> {fix} (or leave it out for the default)")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import id_defect
 
@@ -115,6 +115,7 @@ def import_hyperfine(
     >>> result = import_hyperfine(["sort.json"])  # doctest: +SKIP
     >>> result.corpus.groupby(["test", "solution"])["duration_s"].median()  # doctest: +SKIP
     """
+    check_given_names(problem=problem, environment=environment, campaign=campaign)
     if not paths:
         raise CorpusError("import hyperfine: no files given\n  -> pass one or more hyperfine --export-json files")
     if campaign is not None and problem is not None and len(paths) > 1:

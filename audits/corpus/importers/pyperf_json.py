@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.importers._json import file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import result_file_format
 
@@ -320,6 +320,7 @@ def import_pyperf(
     >>> result.corpus.groupby(["environment", "solution"])["duration_s"].median()  # doctest: +SKIP
     >>> builds = import_pyperf(["base.json", "jit.json"], campaign_from="build")  # doctest: +SKIP
     """
+    check_given_names(environment=environment, campaign=campaign)
     if not paths:
         raise CorpusError("import pyperf: no files given\n  -> pass one or more pyperf JSON files or folders")
     if campaign_from not in CAMPAIGN_FROM:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
@@ -104,6 +104,7 @@ def import_pytest_benchmark(
     >>> result = import_pytest_benchmark(sorted(Path(".benchmarks").rglob("*.json")))  # doctest: +SKIP
     >>> result.corpus.groupby(["campaign", "problem"])["duration_s"].median()  # doctest: +SKIP
     """
+    check_given_names(environment=environment, campaign=campaign)
     if not paths:
         raise CorpusError("import pytest-benchmark: no files given\n  -> pass pytest-benchmark JSON files")
     if campaign is not None and len(paths) > 1:
