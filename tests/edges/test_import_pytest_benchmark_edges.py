@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+#: the inner pytest run's environment without this session's PYTEST_* variables: under `make test`'s xdist workers
+#: pytest-benchmark would otherwise see a worker and disable itself (no file written)
+OWN_SESSION = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
 
 CLI = [sys.executable, "-m", "audits.cli"]
 COARSE = """
@@ -21,7 +26,7 @@ def test_rounds_below_a_coarse_timers_resolution_are_refused_naming_the_benchmar
     out_json = tmp_path / "c.json"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_c.py",
                     "--benchmark-timer", "time.time", f"--benchmark-json={out_json}"], check=True, capture_output=True,
-                   timeout=120, cwd=tmp_path)
+                   timeout=120, cwd=tmp_path, env=OWN_SESSION)
     (bench,) = json.loads(out_json.read_text())["benchmarks"]
     zeros = bench["stats"]["data"].count(0.0)
     assert zeros  # what pytest-benchmark wrote (the premise of the test)

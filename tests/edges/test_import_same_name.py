@@ -8,6 +8,7 @@ of the corpus it was building; one file given twice failed the same way, without
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,10 @@ from audits.corpus.importers.hyperfine import import_hyperfine
 from audits.corpus.importers.pyperf_json import import_pyperf
 from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
 from audits.corpus.io import CorpusError
+
+#: the inner pytest run's environment without this session's PYTEST_* variables: under `make test`'s xdist workers
+#: pytest-benchmark would otherwise see a worker and disable itself (no file written)
+OWN_SESSION = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
 
 CLI = [sys.executable, "-m", "audits.cli"]
 BENCH = """
@@ -46,7 +51,7 @@ def runs(tmp_path_factory):
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_b.py"),
                         "--benchmark-max-time=0.01", "--benchmark-min-rounds=3",
                         f"--benchmark-json={folder / 'out.json'}"], check=True, capture_output=True, timeout=120,
-                       cwd=root)
+                       cwd=root, env=OWN_SESSION)
         files["hyperfine"].append(folder / "run.json")
         files["pyperf"].append(folder / "bench.json")
         files["pytest-benchmark"].append(folder / "out.json")

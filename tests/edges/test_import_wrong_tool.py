@@ -6,6 +6,7 @@ Every file here is written by the real tool (pyperf, hyperfine, pytest-benchmark
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -18,6 +19,10 @@ from audits.corpus.importers.hyperfine import import_hyperfine
 from audits.corpus.importers.pyperf_json import import_pyperf
 from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
 from audits.corpus.io import CorpusError
+
+#: the inner pytest run's environment without this session's PYTEST_* variables: under `make test`'s xdist workers
+#: pytest-benchmark would otherwise see a worker and disable itself (no file written)
+OWN_SESSION = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
 
 CLI = [sys.executable, "-m", "audits.cli"]
 FORMATS = ("pyperf", "hyperfine", "pytest-benchmark")
@@ -41,7 +46,7 @@ def files(tmp_path_factory):
     bench = root / "pb.json"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_b.py"),
                     "--benchmark-max-time=0.01", "--benchmark-min-rounds=3", f"--benchmark-json={bench}"],
-                   check=True, capture_output=True, timeout=120, cwd=root)
+                   check=True, capture_output=True, timeout=120, cwd=root, env=OWN_SESSION)
     return {"pyperf": pyperf, "hyperfine": hyperfine, "pytest-benchmark": bench}
 
 
