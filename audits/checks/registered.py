@@ -230,7 +230,7 @@ class Simulation(Audit):
                                        group_sizes=tuple(options.group_sizes), n_bins=options.n_bins,
                                        quality_distribution=options.quality_distribution,
                                        include_incorrect=options.include_incorrect)
-        except RunError as exc:
+        except (RunError, simulation.NoReferences) as exc:  # a run the user did not name: the reason, as a skip
             if options.environment is not None or options.campaign is not None:
                 raise
             raise Skip(f"{exc}".splitlines()[0]) from exc

@@ -53,7 +53,7 @@ from stats.simulator import (
     simulate_problems,
 )
 
-__all__ = ["SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
+__all__ = ["NoReferences", "SimulationThresholds", "SimulationAudit", "run_simulation_audit", "CandidateScores", "score_candidates",
            "fact_columns", "facts_part",
            "plan_run", "partition_part", "combine_parts"]
 
@@ -432,7 +432,7 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
     run = choose_run(ctx.runs, environment=environment, campaign=campaign)
     mine = [f[run.run] for f in facts if run.run in f]
     if not any(f["has_references"] for f in mine):
-        raise ValueError(_no_references(run))
+        raise NoReferences(_no_references(run))
     left_out, usable = usable_reward_environments(
         reward_environments, lambda column: any(f["has_values"][column] for f in mine), run)
     check_unique_names(usable)
@@ -531,6 +531,12 @@ def reward_environment_list(reward_environments, environments) -> list:
     if reward_environments is None:
         raise ValueError("no reward environment to simulate; pass at least one RewardEnvironment")
     return list(reward_environments)
+
+
+class NoReferences(ValueError):
+    """The run to simulate has no correct reference rows: nothing to stand in for the rollouts. ``audit all``
+    reports the simulation as skipped with this reason when the run was its own choice, not the user's (a corpus
+    whose only run's programs all failed: the other audits still report)."""
 
 
 def _no_references(run: RunSummary) -> str:
