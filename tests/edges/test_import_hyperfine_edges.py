@@ -49,7 +49,9 @@ def test_commands_that_cannot_be_ids_are_named_command_k_and_kept_exactly(tmp_pa
     # a multi-line shell command (newlines) and one with a trailing space are legal hyperfine commands; before the
     # fix the import refused them as solution ids ("remove the control characters ... a broken export or a binary
     # column?", "strip the spaces in the file"), which the user cannot do to a file hyperfine wrote
-    loop = "for i in 1 2; do\n  seq 100 >/dev/null\ndone"
+    # (60 ms of sleep: in shell mode hyperfine subtracts the shell's start-up, and a 2 ms loop wrote 0 s
+    # times under make test's load, which the import rightly refuses)
+    loop = "for i in 1 2; do\n  sleep 0.03\ndone"
     path = _hyperfine(tmp_path / "odd.json", "--runs", "3", "-N", "true ", "seq 50")
     shell = _hyperfine(tmp_path / "loop.json", "--runs", "3", loop)
     out = tmp_path / "odd.parquet"
@@ -66,7 +68,7 @@ def test_commands_that_cannot_be_ids_are_named_command_k_and_kept_exactly(tmp_pa
             assert set(mine["solution"]) == {expected}
     assert set(corpus["command"]) == {"true ", "seq 50", loop}
     # the summary names what 'command 1' stands for on one line, the newlines escaped
-    assert "for i in 1 2; do\\n  seq 100 >/dev/null\\ndone" in proc.stdout and "\ndone" not in proc.stdout
+    assert "for i in 1 2; do\\n  sleep 0.03\\ndone" in proc.stdout and "\ndone" not in proc.stdout
 
 
 def test_a_parameter_value_with_a_space_at_its_end_is_quoted_in_the_test_name(tmp_path):

@@ -33,11 +33,19 @@ def test_sum(benchmark):
 """
 
 
+def pytest_benchmark_json(root, out):
+    """``out``: the --benchmark-json file the real pytest-benchmark writes for :data:`BENCH`, run in ``root``."""
+    (root / "test_b.py").write_text(BENCH)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_b.py"),
+                    "--benchmark-max-time=0.01", "--benchmark-min-rounds=3", f"--benchmark-json={out}"],
+                   check=True, capture_output=True, timeout=120, cwd=root, env=OWN_SESSION)
+    return out
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Two sessions of each tool, each written to a file of the same name in its own folder."""
     root = tmp_path_factory.mktemp("same-name")
-    (root / "test_b.py").write_text(BENCH)
     files = {"hyperfine": [], "pyperf": [], "pytest-benchmark": []}
     assert shutil.which("hyperfine"), "hyperfine is missing: run scripts/system-deps.sh (make test does)"
     for machine in ("m1", "m2"):
@@ -48,10 +56,7 @@ def runs(tmp_path_factory):
         subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-p", "2", "-n", "2", "-w", "1", "--loops", "10",
                         "-o", str(folder / "bench.json"), "sum(range(50))"], check=True, capture_output=True,
                        timeout=120)
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_b.py"),
-                        "--benchmark-max-time=0.01", "--benchmark-min-rounds=3",
-                        f"--benchmark-json={folder / 'out.json'}"], check=True, capture_output=True, timeout=120,
-                       cwd=root, env=OWN_SESSION)
+        pytest_benchmark_json(root, folder / "out.json")
         files["hyperfine"].append(folder / "run.json")
         files["pyperf"].append(folder / "bench.json")
         files["pytest-benchmark"].append(folder / "out.json")

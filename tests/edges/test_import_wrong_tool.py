@@ -6,7 +6,6 @@ Every file here is written by the real tool (pyperf, hyperfine, pytest-benchmark
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -19,17 +18,9 @@ from audits.corpus.importers.hyperfine import import_hyperfine
 from audits.corpus.importers.pyperf_json import import_pyperf
 from audits.corpus.importers.pytest_benchmark import import_pytest_benchmark
 from audits.corpus.io import CorpusError
+from tests.edges.test_import_same_name import CLI, pytest_benchmark_json
 
-#: the inner pytest run's environment without this session's PYTEST_* variables: under `make test`'s xdist workers
-#: pytest-benchmark would otherwise see a worker and disable itself (no file written)
-OWN_SESSION = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-
-CLI = [sys.executable, "-m", "audits.cli"]
 FORMATS = ("pyperf", "hyperfine", "pytest-benchmark")
-BENCH = """
-def test_sum(benchmark):
-    benchmark(sum, range(100))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +33,7 @@ def files(tmp_path_factory):
     assert shutil.which("hyperfine"), "hyperfine is missing: run scripts/system-deps.sh (make test does)"
     subprocess.run(["hyperfine", "--style", "none", "-N", "--runs", "3", "true", "--export-json", str(hyperfine)],
                    check=True, capture_output=True, timeout=120)
-    (root / "test_b.py").write_text(BENCH)
-    bench = root / "pb.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_b.py"),
-                    "--benchmark-max-time=0.01", "--benchmark-min-rounds=3", f"--benchmark-json={bench}"],
-                   check=True, capture_output=True, timeout=120, cwd=root, env=OWN_SESSION)
+    bench = pytest_benchmark_json(root, root / "pb.json")
     return {"pyperf": pyperf, "hyperfine": hyperfine, "pytest-benchmark": bench}
 
 
