@@ -75,7 +75,7 @@ helpers ``ctx.mean(values, mask=None, weights=None)`` and
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -1306,9 +1306,21 @@ def _digest(pct: np.ndarray) -> bytes:
     return hashlib.blake2b(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes(), digest_size=16).digest()
 
 
+def _without_problems(frame: pd.DataFrame, problems: set[str]) -> pd.DataFrame:
+    """``frame`` without the rows of ``problems`` (names), index reset; ``frame`` itself when it has none."""
+    column = frame["problem"]
+    if isinstance(column.dtype, pd.CategoricalDtype):  # one test per category, not per row
+        named = np.append(column.cat.categories.astype(str).isin(problems), False)  # code -1: not named
+        drop = named[column.cat.codes.to_numpy()]
+    else:
+        drop = column.astype(str).isin(problems).to_numpy()
+    return frame.loc[~drop].reset_index(drop=True) if drop.any() else frame
+
+
 def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools: pd.DataFrame,
                               floor_s: float | dict, quartile_repeat,
-                              tables: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> AggregatorProblemValues:
+                              tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+                              leave_out: Collection[str] = ()) -> AggregatorProblemValues:
     """Per-problem stability and dynamic range of every aggregator (steps 1-4 of :func:`compare_aggregators`).
 
     ``runs``: the run's executions without its ``floor`` rows (whole problems: all of the run's, or a
@@ -1316,12 +1328,16 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     (the floor from the run's ``floor`` rows, the smallest repeat of the run), so that a partition scores
     its problems exactly as the whole run would. ``tables``: ``(percentile_table(runs, per_repeat=True,
     pools=pools), percentile_table(runs, pools=pools))`` when already computed (a run context's); default:
-    computed here.
+    computed here. ``leave_out``: problems (names) whose rows are left out before anything is scored, as if the
+    run had none of their rows: the audit's problems the run cannot measure (:mod:`audits.corpus.coverage`).
     """
     names = tuple(names)
     if tables is None:
         tables = (percentile_table(runs, per_repeat=True, pools=pools), percentile_table(runs, pools=pools))
     rep_cells, col_cells = tables
+    leave_out = {str(p) for p in leave_out}
+    if leave_out:  # each problem's values are its own rows' (a partition's are the whole run's): drop the rows
+        rep_cells, col_cells, pools = (_without_problems(f, leave_out) for f in (rep_cells, col_cells, pools))
     ctx_rep, units_rep = aggregation_context(rep_cells, pools, by=["problem", "solution", "repeat"], floor_s=floor_s)
     ctx_col, units_col = aggregation_context(col_cells, pools, by=["problem", "solution"], floor_s=floor_s)
 

@@ -27,6 +27,8 @@ What a run cannot measure is ``n/a`` with the reason, never a verdict: with one 
 run (stability compares repeats); with fewer than 2 problems, or ``n_boot=0``, the findings judged against
 bootstrap resamples of problems (``default_aggregator`` when it is not the recommendation,
 ``dominated_aggregators``); no aggregator with a finite stability and range: ``recommended_aggregator``.
+The problems a run cannot measure (:mod:`audits.corpus.coverage`; the ``unmeasured_problems`` finding names
+them) are left out of every figure, ``n_problems`` and the bootstrap; a run with none left is ``n/a``.
 """
 
 from __future__ import annotations
@@ -190,6 +192,11 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
     table = comp.table.set_index("aggregator")
     findings: list[Finding] = []
     n = comp.n_problems
+    if n == 0:  # every problem of the run is one it cannot measure (left out): nothing to judge
+        why = "no problem of the run can be measured (unmeasured_problems names each with its cause)"
+        return [Finding.not_available(metric, why, threshold=threshold, **where) for metric, threshold in
+                (("n_problems", f">= {th.min_problems}"), ("recommended_aggregator", "a finite stability and "
+                                                           "dynamic range"))]
     if n < th.min_problems:
         findings.append(Finding(
             "warn", "n_problems", n, f">= {th.min_problems}",
@@ -396,9 +403,13 @@ def partition_values(part, plan: dict, *, names: Sequence[str] | None = None) ->
         run_ctx = run_rows(part, summary)
         if run_ctx is None:
             continue
+        # the problems the run cannot measure (audits.corpus.coverage, named by the unmeasured_problems finding)
+        # are left out of every figure, the problem count and the bootstrap over problems: every reference of
+        # one that timed out scored 100 in every repeat, a stability and a dynamic range of 0 for each
         out[summary.run] = aggregator_problem_values(run_ctx.rows, names=names, pools=run_ctx.pools, floor_s=floor,
                                                      quartile_repeat=quartile_repeat,
-                                                     tables=(run_ctx.repeat_percentiles, run_ctx.cell_percentiles))
+                                                     tables=(run_ctx.repeat_percentiles, run_ctx.cell_percentiles),
+                                                     leave_out=[p for p, _ in summary.unmeasured])
     return out
 
 
