@@ -533,7 +533,7 @@ def _spearman_raw_finding(sp_raw, sp_cal, calibration_family, limits, pair) -> F
 #: name of the thresholds they are judged against.
 _NEEDS_PROBLEMS = (("unusable_families", None), ("best_lopo_log_rmse", "log_rmse"),
                    ("within_problem_spearman", "within_problem"), ("best_lopo_r2", "lopo_r2"),
-                   ("multiplicative_gap", "multiplicative_gap"), ("affine_intercept_ms", "intercept_ms"),
+                   ("multiplicative_gap", "multiplicative_gap"), ("affine_intercept_ms", "intercept_share"),
                    ("affine_slope_change", "slope_change"), ("spearman_calibrated", "spearman"),
                    ("ptau_swing_pp", "ptau_swing_pp"), ("drift_changes", "drift_changes"))
 
@@ -558,6 +558,41 @@ def _few_problems(pairing, limits, pair) -> list[Finding]:
         reason += "; fewer than 2 paired cells fit no map at all"
     return [Finding.not_available(metric, reason, subject=pair, threshold=limits.text(name) if name else _UNUSABLE)
             for metric, name in _NEEDS_PROBLEMS]
+
+
+def _intercept_text(limits, typical_s: float) -> str:
+    """The intercept's limits as shares of the typical target duration, and what they come to in ms."""
+    ms = typical_s * 1000
+    return (f"|b| >= {limits.intercept_share_warn * 100:g} % (warn), >= {limits.intercept_share_fail * 100:g} % (fail) of the median "
+            f"paired target duration {ms:.3g} ms (= {limits.intercept_share_warn * ms:.3g}, "
+            f"{limits.intercept_share_fail * ms:.3g} ms)")
+
+
+def _intercept_finding(aff, pairing, limits, n_boot: int, pair: str) -> Finding:
+    """``affine_intercept_ms``: the offset b of y = a x + b, judged as a share of the median paired target duration.
+
+    An offset matters by how much of a duration it is: 53 ms is half of a 100 ms program and 0.5 % of a ten-second
+    one, and 5 µs is half of a 10 µs benchmark. So b is judged relative to the typical duration it is added to
+    (b / median y = the median share of a target duration that the offset accounts for), never against a constant
+    in ms; the value stays in ms, to be read. Judged only when its CI excludes 0.
+    """
+    b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
+    typical = float(np.median(pairing.frame["y"].to_numpy(dtype=float)))
+    threshold = _intercept_text(limits, typical)
+    if not np.isfinite([b_lo, b_hi]).all():
+        return Finding.not_available("affine_intercept_ms", _no_ci(n_boot, "0 ms"), threshold=threshold, subject=pair)
+    if not (np.isfinite(typical) and typical > 0):
+        return Finding.not_available("affine_intercept_ms", f"the median paired target duration is {typical:g} s: an "
+                                     "offset cannot be judged as a share of it", threshold=threshold, subject=pair)
+    significant = not (b_lo <= 0.0 <= b_hi)
+    share = abs(b) / typical
+    level = limits.judge("intercept_share", share) if significant else "pass"
+    return Finding(level, "affine_intercept_ms", b * 1000, threshold,
+                   f"affine drift with intercept {b * 1000:.3g} ms [{b_lo * 1000:.3g}, {b_hi * 1000:.3g}], "
+                   f"{share:.1%} of the median paired target duration ({typical * 1000:.3g} ms)"
+                   + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
+                      else (": no offset to correct" if not significant else ": offset too small to matter")),
+                   subject=pair)
 
 
 #: The threshold of ``unusable_families``: what makes a family unusable (:class:`stats.calibration.LopoResult`).
@@ -650,17 +685,8 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                               f"{calibration_family}" if level != "pass" or not mult_ok
                               else ": a pure speed factor is enough"), subject=pair))
 
-    b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
-    significant = not (b_lo <= 0.0 <= b_hi)
-    level = limits.judge("intercept_ms", abs(b) * 1000) if significant else "pass"
-    out.append(Finding(level, "affine_intercept_ms", b * 1000, limits.text("intercept_ms"),
-                       f"affine drift with intercept {b * 1000:.1f} ms [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}]"
-                       + (": calibrate stored references before ranking (speedaudit calibrate)" if level != "pass"
-                          else (": no offset to correct" if not significant else ": offset too small to matter")),
-                       subject=pair))
-    if not np.isfinite([b_lo, b_hi]).all():
-        out[-1] = Finding.not_available("affine_intercept_ms", _no_ci(n_boot, "0 ms"), threshold=out[-1].threshold,
-                                        subject=pair)
+    out.append(_intercept_finding(aff, pairing, limits, n_boot, pair))
+    b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("ci_low", "ci_high"))
     a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (a_lo <= 1.0 <= a_hi)
     level = limits.judge("slope_change", abs(a - 1)) if significant else "pass"
@@ -693,7 +719,7 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
         level = limits.judge("ptau_swing_pp", pp)
         out.append(Finding(level, "ptau_swing_pp", pp, limits.text("ptau_swing_pp"),
                            f"the p_{tau:g} pass rate of {target}'s candidates moves {pp:.1f} pp while the intercept "
-                           f"moves within its CI [{b_lo * 1000:.1f}, {b_hi * 1000:.1f}] ms"
+                           f"moves within its CI [{b_lo * 1000:.3g}, {b_hi * 1000:.3g}] ms"
                            + (": pin the calibration down (more problems / repeats) or re-time the pool"
                               if level != "pass" else ""), subject=pair))
 

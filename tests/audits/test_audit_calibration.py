@@ -165,7 +165,7 @@ def test_cli_audit_and_calibrate_end_to_end(tmp_path, drifted):
     path = save_corpus(drifted, tmp_path / "drift.parquet")
     out = tmp_path / "audit.json"
     run = _cli("audit", "calibration", path, "--source", "c0", "--target", "c1", "--json", out, "--n-boot", 200,
-               "--n-boot-rank", 20, "--families", "multiplicative,affine", "--threshold", "intercept_ms.fail=100",
+               "--n-boot-rank", 20, "--families", "multiplicative,affine", "--threshold", "intercept_share.fail=0.9",
                "--figures", tmp_path / "fig")
     assert run.returncode == 0, run.stderr
     assert "affine drift with intercept" in run.stdout
@@ -173,7 +173,7 @@ def test_cli_audit_and_calibrate_end_to_end(tmp_path, drifted):
     assert set(data["fits"]) == {"multiplicative", "affine"}
     assert data["fits"]["affine"]["lopo_r2"] > 0.99 > data["fits"]["multiplicative"]["lopo_r2"]
     intercept = [f for f in data["findings"] if f["metric"] == "affine_intercept_ms"][0]
-    assert intercept["level"] == "warn"  # the override moved the fail threshold to 100 ms
+    assert intercept["level"] == "warn"  # the override moved the fail threshold to 90 % of the median duration
     assert sorted(p.name for p in (tmp_path / "fig").iterdir()) == ["bland_altman.png", "calibration_scatter.png",
                                                                     "drift.png"]
 
