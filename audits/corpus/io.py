@@ -64,7 +64,7 @@ def load_corpus(
             raise CorpusError(f"{path}: a dataset is already canonical; --map and --unit apply to the file it "
                               f"was converted from\n  -> drop --map/--unit")
         return open_dataset(path).load()
-    corpus = normalize(read_table(path), source=str(path), mapping=mapping, unit=unit)
+    corpus = normalize(read_table(path, mapping=mapping), source=str(path), mapping=mapping, unit=unit)
     _release_freed_memory()
     return corpus
 

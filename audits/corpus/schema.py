@@ -30,7 +30,8 @@ Estimators time only ``ok`` rows (``timeout`` is censored at the limit); every o
 status, ``checker_error`` included, is no timing.
 
 Optional without a default (kept when present, never invented): ``timestamp``
-(when the execution ran; orders runs, :mod:`audits.corpus.runs`),
+(when the execution ran, as UTC datetimes whatever the file held: datetimes or date
+text, naive ones read as UTC; orders runs, :mod:`audits.corpus.runs`),
 ``language`` (category: the solution's language), ``run`` (int64 >= 0: the
 process-run level inside a repeat, as pyperf has several values per process
 run), and the numeric extras ``cpu_s``, ``max_rss_kb``, ``instructions``,
@@ -107,7 +108,8 @@ _COLUMNS = (
     Column("test_kind", "category", default="optimization", values=TEST_KINDS,
            description="correctness or optimization test"),
     Column("correct", "bool", description="the solution is correct (derived from the statuses when absent)"),
-    Column("timestamp", "object", description="when the execution ran (orders runs)"),
+    Column("timestamp", "datetime64[ns, UTC]",
+           description="when the execution ran (orders runs): read from dates or date text, naive ones as UTC"),
     Column("language", "category", description="language of the solution"),
     Column("run", "int64", description="process-run index inside a repeat (pyperf's runs), >= 0"),
     Column("cpu_s", "float64", description="CPU time in seconds"),

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pandas._libs.parsers import STR_NA_VALUES  # read_csv's default missing-value texts (public as its docs' list)
 
 from audits.corpus.paths import CorpusError, check_input_file  # re-exported: the readers' first check
 from audits.corpus.schema import (
+    CATEGORICAL,
     DURATION_COLUMNS,
     INCORRECT_STATUSES,
     NUMERIC_EXTRAS,
@@ -42,6 +44,8 @@ __all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normal
            "result_file_format", "unit_warnings"]
 
 _INCORRECT_STATUSES = INCORRECT_STATUSES
+#: Columns of names and labels, read from CSV as the text written (:func:`read_table`).
+TEXT_COLUMNS = CATEGORICAL + ("status", "role", "test_kind", "language")
 _SHOW_ROWS = 5
 #: An ``ok`` execution longer than this is taken for a wrong unit (or a broken timer).
 MAX_DURATION_S = 86_400.0
@@ -272,12 +276,14 @@ class _RepeatedKey(Exception):
     pass
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, *, mapping: Mapping[str, str] | str | None = None) -> pd.DataFrame:
     """Read a Parquet, CSV (.csv, .csv.gz), TSV or JSON-lines (.jsonl, .ndjson, .json(.gz)) file.
 
     Rejects, with the file named: missing, unreadable or special files
     (:func:`check_input_file`), repeated column names, and broken JSON lines
-    (with the line number).
+    (with the line number). In a CSV or TSV file the text columns (:data:`TEXT_COLUMNS`, or the file columns
+    ``mapping`` maps onto them) are read as written: ``007`` stays ``'007'`` and ``NA`` is a name; only an empty
+    cell is missing.
     """
     path = check_input_file(path)
     source = str(path)
@@ -298,7 +304,12 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
                 raise CorpusError(f"{source}: column '{repeated[0]}': the header names it "
                                   f"{header.count(repeated[0])} times (repeated columns: {repeated})\n"
                                   f"  -> give each column once (rename or drop the copies)")
-            frame = pd.read_csv(path, sep=sep, low_memory=False)
+            # ids are text as written: left to guess, a column of '007' read as the number 7 (and named '7'), and one
+            # of 'NA', 'None' or 'null' as missing (refused as an empty id); only an empty cell is missing there
+            mapped = parse_mapping(mapping)
+            text = [c for c in header if mapped.get(c, c) in TEXT_COLUMNS]
+            frame = pd.read_csv(path, sep=sep, low_memory=False, dtype=dict.fromkeys(text, str), keep_default_na=False,
+                                na_values={c: [""] if c in text else list(STR_NA_VALUES) for c in header})
         elif name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
             frame = _read_json_lines(path)
         else:
@@ -461,7 +472,7 @@ def normalize(
         out["correct"] = ~incorrect[solution_code]
 
     if "timestamp" in raw.columns:
-        out["timestamp"] = raw["timestamp"]
+        out["timestamp"] = _timestamps(raw["timestamp"], source, raw)
     if "language" in raw.columns:
         codes, labels = _codes_and_labels(raw["language"])
         _check_names(codes, labels, source, "language", raw)
@@ -488,6 +499,48 @@ def normalize(
         _fail(source, "repeat", f"duplicate ({', '.join(key)}) keys",
               "each execution needs its own repeat index (or campaign/environment)", corpus, duplicated, key)
     return corpus
+
+
+#: The dtype of a loaded ``timestamp`` column: one instant per execution, in UTC (an offset in the file is kept as
+#: the instant it names), nanoseconds (a clock's finest), so that a corpus reads back the same from every format.
+TIMESTAMP_DTYPE = "datetime64[ns, UTC]"
+
+
+def _timestamps(values: pd.Series, source: str, raw: pd.DataFrame) -> pd.Series:
+    """The ``timestamp`` column as :data:`TIMESTAMP_DTYPE`: datetimes (naive ones read as UTC) or text in any date form
+    pandas reads (ISO 8601 first, at C speed; naive text is UTC, as :func:`audits.corpus.runs.timestamps` reads it).
+
+    Text and JSON lines carry no dtype: kept as the file gave it, a corpus written as CSV or JSON lines read back
+    its timestamps as text, and one written from such a corpus as Parquet kept text where the original had
+    datetimes. Missing values are NaT; a value that is not a date (numbers included: seconds or nanoseconds since
+    when?) is refused with its rows, not turned into NaT, which would silently drop it from the run order.
+    """
+    if pd.api.types.is_datetime64_any_dtype(values):
+        parsed = values if values.dt.tz is not None else values.dt.tz_localize("UTC")
+    elif values.isna().all():
+        parsed = pd.Series(pd.NaT, index=values.index, dtype=TIMESTAMP_DTYPE)
+    elif values.dtype == bool or pd.api.types.is_numeric_dtype(values):
+        _fail(source, "timestamp", f"numbers (dtype {values.dtype}), not dates: the unit and epoch are unknown",
+              "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00",
+              raw, values.notna().to_numpy())
+    else:
+        try:
+            parsed = pd.to_datetime(values, utc=True, format="ISO8601")
+        except (ValueError, TypeError, OverflowError):
+            parsed = pd.to_datetime(values, utc=True, format="mixed", errors="coerce")
+        not_dates = (parsed.isna() & values.notna()).to_numpy()
+        if not_dates.any():
+            _fail(source, "timestamp", "values that are not dates",
+                  "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00 "
+                  "(or leave the cell empty when it is not known)", raw, not_dates)
+    try:
+        return parsed.dt.tz_convert("UTC").astype(TIMESTAMP_DTYPE).reset_index(drop=True)
+    except (OverflowError, ValueError) as exc:  # pandas' OutOfBoundsDatetime is a ValueError
+        low, high = pd.Timestamp.min.year + 1, pd.Timestamp.max.year - 1
+        outside = ~parsed.isna().to_numpy() & ~parsed.between(pd.Timestamp(f"{low}-01-01", tz="UTC"),
+                                                               pd.Timestamp(f"{high}-12-31", tz="UTC")).to_numpy()
+        _fail(source, "timestamp", f"dates outside {low}-{high} ({exc})",
+              "check the column: an execution's start time is a date of this era", raw, outside)
 
 
 def _has_duplicates(frame: pd.DataFrame, columns: list[str]) -> bool:
