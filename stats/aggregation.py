@@ -31,8 +31,8 @@ trim25_pct      same with int(0.25 T)                (= scipy.stats.trim_mean)
 winsor20_pct    mean of r_t winsorised at 20 % each side (= mstats.winsorize)
 clip_pct        mean_t clip(r_t, 10, 90)
 worst_pct       max_t r_t
-heaviest_pct    r_t of the test with the largest m_t
-heavy_half_pct  mean r_t over the ceil(T/2) tests with the largest m_t
+heaviest_pct    r_t of the test with the largest m_t (tied tests: their mean)
+heavy_half_pct  mean r_t over ceil(T/2) largest-m_t tests (ties share the cut)
 weighted_pct    sum_t m_t r_t / sum_t m_t
 total_pct       percentile of sum_t d_t among references' totals
 geo_ratio       exp(mean_t log(d_t / m_t))
@@ -468,22 +468,30 @@ def _worst_pct(ctx: AggregationContext) -> np.ndarray:
     return ctx.quantile(ctx.percentile, 1.0)
 
 
+def _heaviest_mean(ctx: AggregationContext, k_of) -> np.ndarray:
+    """Mean r_t over the k = ``k_of(T)`` tests of each unit with the largest m_t (T: its tests with an r_t and an
+    m_t), tests whose m_t ties across the cut sharing it (:func:`stats._ties.tail_weights`): a coarse timer
+    gives two tests the same reference median, and which of them is "the heaviest" must not be decided by the
+    order of the rows (it was: the first row on ties)."""
+    key = ctx._neg_ref_median
+    use = np.flatnonzero(np.isfinite(key))
+    codes = ctx.codes[use]
+    count = np.bincount(codes, minlength=ctx.n_groups)
+    k = k_of(count)
+    heavy, _ = tail_weights(codes, key[use], k)
+    num = np.bincount(codes, weights=heavy * ctx.percentile[use], minlength=ctx.n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k > 0, num / np.maximum(k, 1), np.nan)
+
+
 def _heaviest_pct(ctx: AggregationContext) -> np.ndarray:
-    """r_t of the test with the largest reference median m_t (first such row on ties)."""
-    rows, rank, count, start = ctx.sorted_within_units(ctx._neg_ref_median)
-    out = np.full(ctx.n_groups, np.nan)
-    has = count > 0
-    out[has] = ctx.percentile[rows[start[has]]]
-    return out
+    """r_t of the test with the largest reference median m_t (the mean r_t of the tests tied there)."""
+    return _heaviest_mean(ctx, lambda count: np.minimum(count, 1))
 
 
 def _heavy_half_pct(ctx: AggregationContext) -> np.ndarray:
-    """Mean r_t over the ceil(T/2) tests with the largest m_t."""
-    rows, rank, count, _ = ctx.sorted_within_units(ctx._neg_ref_median)
-    keep = rank < (count[ctx.codes[rows]] + 1) // 2
-    mask = np.zeros(len(ctx.codes), dtype=bool)
-    mask[rows[keep]] = True
-    return ctx.mean(ctx.percentile, mask)
+    """Mean r_t over the ceil(T/2) tests with the largest m_t (tests tied across the cut share it)."""
+    return _heaviest_mean(ctx, lambda count: (count + 1) // 2)
 
 
 def _weighted_pct(ctx: AggregationContext) -> np.ndarray:
@@ -500,10 +508,13 @@ def _total_pct(ctx: AggregationContext) -> np.ndarray:
     use = np.isfinite(d)
     totals = np.bincount(ctx.codes[use], weights=d[use], minlength=ctx.n_groups)
     n_used = np.bincount(ctx.codes[use], minlength=ctx.n_groups)
-    totals = np.where(n_used > 0, totals, np.nan)
+    # sums, snapped before they are ranked (stats._ties rule 1): the same durations summed in another row order
+    # differ in the last bit, so a unit whose durations equal a reference's (a coarse timer) tied it or not by
+    # the order of the rows
+    totals = snap(np.where(n_used > 0, totals, np.nan))
     t = _reference_totals(ctx)
     return _self_out_percentile(t["unit_problem"], t["unit_ps"], totals, t["ref_problem"], t["ref_ps"],
-                                t["ref_total"], t["n_problems"], t["n_ps"])
+                                snap(t["ref_total"]), t["n_problems"], t["n_ps"])
 
 
 def _geo_ratio(ctx: AggregationContext) -> np.ndarray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -194,8 +195,12 @@ def _brute_force(runs, floor_s):
         keep = m >= 2 * floor_s
         res["floor_pct"] = r_t[keep].mean() if keep.any() else r_t.mean()
         refs = set().union(*[set(o) for o in others])
-        totals = [sum(pool[(p, t)][j] for t in tests) for j in refs if all(j in pool[(p, t)] for t in tests)]
-        res["total_pct"] = st.percentileofscore(totals, pen.sum(), kind="mean")
+        # in exact decimal arithmetic (every duration here is a decimal): equal totals tie, whatever the order in
+        # which floating point would have summed them (33.3 + ... came out as 33.300000000000004 beside 33.3)
+        exact = lambda values: sum(Fraction(repr(float(v))) for v in values)  # noqa: E731
+        totals = [exact(pool[(p, t)][j] for t in tests) for j in refs if all(j in pool[(p, t)] for t in tests)]
+        total = exact(pen)
+        res["total_pct"] = 100 * (sum(r < total for r in totals) + 0.5 * sum(r == total for r in totals)) / len(totals)
         beats = []
         for j in sorted(refs):
             w = [1.0 if x < pool[(p, t)][j] else 0.5 if x == pool[(p, t)][j] else 0.0
