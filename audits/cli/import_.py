@@ -113,6 +113,8 @@ def register(commands, audit_commands) -> None:
         formats, "pytest-benchmark", _pytest_benchmark, help="pytest-benchmark JSON files (--benchmark-json, saved runs)",
         description="Each benchmarked test is a problem with one test; each saved run (file) a campaign; the "
                     "commit (commit_info, '(dirty)' when the tree had changes) the solution; machine_info the "
-                    "environment; each round (stats.data) a repeat. Saved runs need --benchmark-save-data.",
-        files="pytest-benchmark JSON files", environment="environment name (default: from machine_info)",
+                    "environment; each round (stats.data) a repeat. Saved runs need --benchmark-save-data. A folder "
+                    "(the storage folder .benchmarks) stands for every .json file under it.",
+        files="pytest-benchmark JSON files, or folders of saved runs (the storage folder .benchmarks)",
+        environment="environment name (default: from machine_info)",
         campaign="campaign name, for one file (default: the file name)")

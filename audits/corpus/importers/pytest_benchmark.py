@@ -15,6 +15,9 @@ Mapping (one file = one saved run = one session):
                              order); ``stats.iterations`` is kept as ``loops``. A round of 0 s (shorter
                              than a coarse ``--benchmark-timer``'s resolution) is refused, naming the benchmark
 
+A folder given (pytest-benchmark's storage, ``.benchmarks``) stands for every ``*.json`` file under it, each a
+saved run named as above.
+
 ``--benchmark-json`` always writes the rounds; saved runs (``--benchmark-save`` /
 ``--benchmark-autosave``) hold them only with ``--benchmark-save-data``, and a file without them is
 rejected with that advice.
@@ -66,6 +69,24 @@ def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
     return data
 
 
+def _expand(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """The files to read: each file given, and every ``*.json`` file under each folder given (pytest-benchmark's
+    storage, ``.benchmarks/<machine>/NNNN_name.json``), in path order; a folder without one is refused."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            files.append(path)
+            continue
+        inside = sorted(p for p in path.rglob("*.json") if p.is_file())
+        if not inside:
+            raise CorpusError(f"{path}: a folder without .json files: no saved pytest-benchmark runs in it\n"
+                              f"  -> pass the storage folder runs were saved into (pytest --benchmark-autosave "
+                              f"--benchmark-save-data writes .benchmarks/<machine>/NNNN_*.json), or the files")
+        files.extend(inside)
+    return files
+
+
 def _environment(info: dict) -> str:
     cpu = info.get("cpu") or {}
     python = " ".join(str(info[k]) for k in ("python_implementation", "python_version") if info.get(k))
@@ -91,7 +112,9 @@ def import_pytest_benchmark(
     Parameters
     ----------
     paths : sequence of path
-        ``--benchmark-json`` outputs or saved runs (``.benchmarks/<machine>/NNNN_name.json``).
+        ``--benchmark-json`` outputs or saved runs (``.benchmarks/<machine>/NNNN_name.json``), or folders whose
+        ``*.json`` files (searched in every subfolder) are all saved runs, such as the storage folder
+        ``.benchmarks``.
     environment, campaign : str, optional
         One machine name / campaign for every file (defaults: ``machine_info``, the file name).
 
@@ -101,12 +124,14 @@ def import_pytest_benchmark(
 
     Examples
     --------
-    >>> result = import_pytest_benchmark(sorted(Path(".benchmarks").rglob("*.json")))  # doctest: +SKIP
+    >>> result = import_pytest_benchmark([".benchmarks"])  # doctest: +SKIP
     >>> result.corpus.groupby(["campaign", "problem"])["duration_s"].median()  # doctest: +SKIP
     """
     check_given_names(environment=environment, campaign=campaign)
     if not paths:
         raise CorpusError("import pytest-benchmark: no files given\n  -> pass pytest-benchmark JSON files")
+    given = paths
+    paths = _expand(paths)
     if campaign is not None and len(paths) > 1:
         raise CorpusError("import pytest-benchmark: --campaign gives every file (saved run) one campaign\n"
                           "  -> drop --campaign (each saved run is then its own campaign) or import one file")
@@ -150,5 +175,5 @@ def import_pytest_benchmark(
     frame["role"] = "reference"
     frame["correct"] = True
     frame["test_kind"] = "optimization"
-    corpus = normalize(frame, source=", ".join(map(str, paths)))
+    corpus = normalize(frame, source=", ".join(map(str, given)))
     return PytestBenchmarkImport(corpus, files=len(paths))
