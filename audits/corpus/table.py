@@ -92,7 +92,8 @@ def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np
         codes = codes.astype(np.int64, copy=False)
         labels = np.asarray([str(u) for u in uniques], dtype=object)
         sort = True
-    if sort or not pd.Index(labels).is_unique:  # sorted labels; e.g. 1 and "1" merged
+    if len(labels) and (sort or not pd.Index(labels).is_unique):  # sorted labels; e.g. 1 and "1" merged
+        # (no labels: every value is missing, a column left empty, as the code -1 already says)
         labels, inverse = np.unique(labels, return_inverse=True)
         labels = labels.astype(object)
         codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
