@@ -494,6 +494,12 @@ class RankDrift:
         E[range] = d2(R) sigma). The raw range grows with R (d2 = 1.69, 2.33,
         3.08 at 3, 5, 10 repeats), so thresholds on it only hold at the repeat
         count they were set for; these do not.
+    p95_range_5 : float
+        The 95th percentile over units of the range as the range of 5 repeats,
+        d2(5) * range / d2(R) (``numpy.percentile``, linear): the tail of the
+        drift, which unlike ``worst_range`` (a maximum, which grows with the
+        number of units and with R) does not depend on the corpus's size or
+        repeat count. NaN without a unit of >= 2 repeats.
     """
 
     per_solution: pd.DataFrame = field(repr=False)
@@ -503,6 +509,7 @@ class RankDrift:
     worst: tuple[str, str] | None
     mean_sd_corrected: Interval | None = None
     mean_range_normalised: Interval | None = None
+    p95_range_5: float = math.nan
 
     def to_frame(self) -> pd.DataFrame:
         return self.per_solution
@@ -512,7 +519,7 @@ class RankDrift:
                 "mean_rank_sd_corrected": None if self.mean_sd_corrected is None else self.mean_sd_corrected.to_dict(),
                 "mean_rank_range_normalised": (None if self.mean_range_normalised is None
                                                else self.mean_range_normalised.to_dict()),
-                "worst_rank_range": self.worst_range,
+                "worst_rank_range": self.worst_range, "p95_rank_range": self.p95_range_5,
                 "worst": None if self.worst is None else {"problem": self.worst[0], "solution": self.worst[1]}}
 
     def summary(self) -> str:
@@ -578,7 +585,10 @@ def rank_drift(scores: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.95,
         worst, worst_range = (str(per["problem"].iloc[i]), str(per["solution"].iloc[i])), float(rng_[i])
     else:
         worst, worst_range = None, math.nan
-    return RankDrift(per, mean_range, mean_sd, worst_range, worst, mean_sd_c, mean_range_n)
+    as_five = per["range_normalised"].to_numpy(dtype=float) * float(d2_constant(5))
+    as_five = as_five[np.isfinite(as_five)]
+    p95 = float(np.percentile(as_five, 95)) if len(as_five) else math.nan
+    return RankDrift(per, mean_range, mean_sd, worst_range, worst, mean_sd_c, mean_range_n, p95)
 
 
 # --------------------------------------------------------------------------- ICC

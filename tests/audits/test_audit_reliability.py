@@ -24,7 +24,7 @@ from audits.report.plots.reliability import (
 from audits.checks.reliability import ReliabilityThresholds, run_reliability_audit
 from audits.corpus.synthetic import synthesize
 
-RELIABILITY_KEYS = {"median_repeat_cv", "median_abs_sd_ms", "mean_rank_range", "mean_rank_sd", "worst_rank_range",
+RELIABILITY_KEYS = {"median_repeat_cv", "median_abs_sd_ms", "mean_rank_range", "mean_rank_sd", "worst_rank_range", "p95_rank_range",
                     "icc", "repeats_needed"}
 DISCRIMINABILITY_KEYS = {"filterable_share", "median_robust_cv", "strong_weak_gap", "problems"}
 

@@ -25,7 +25,7 @@ from audits.protocol.findings import NA
 from audits.checks.reliability import run_reliability_audit
 from stats.calibration import choose_family, lopo_r2
 
-REPEAT_METRICS = {"median_repeat_cv", "mean_rank_sd", "mean_rank_range", "worst_rank_range",
+REPEAT_METRICS = {"median_repeat_cv", "mean_rank_sd", "mean_rank_range", "p95_rank_range",
                   "icc", "significant_share", "repeats_needed"}
 
 

@@ -27,6 +27,7 @@ def reliability_table(audit) -> pd.DataFrame:
             "median sd (ms)": format_interval(env.median_abs_sd_ms),
             "mean rank range (points)": format_interval(env.drift.mean_range),
             "mean rank sd (points)": format_interval(env.drift.mean_sd),
+            "95th percentile rank range (as 5 repeats)": format_value(env.drift.p95_range_5),
             "worst rank range": format_value(env.drift.worst_range),
             "ICC(A,1)": format_interval(env.icc_agreement),
             "significant pairs": format_interval(env.significance.share),
@@ -47,7 +48,9 @@ def describe_reliability(audit) -> str:
                 f"cells of correct references; CI over problems), an absolute sd of "
                 f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
                 f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
-                f"(range over {env.n_repeats} {unit}; worst {format_value(env.drift.worst_range)}), a within-problem "
+                f"(range over {env.n_repeats} {unit}; 95 % of scores move less than "
+                f"{format_value(env.drift.p95_range_5)} as the range of 5 repeats, the worst "
+                f"{format_value(env.drift.worst_range)}), a within-problem "
                 f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
                 f"{format_interval(env.icc_agreement)}; "
                 f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
