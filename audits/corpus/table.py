@@ -529,7 +529,10 @@ def _timestamps(values: pd.Series, source: str, raw: pd.DataFrame) -> pd.Series:
             parsed = pd.to_datetime(values, utc=True, format="ISO8601")
         except (ValueError, TypeError, OverflowError):
             parsed = pd.to_datetime(values, utc=True, format="mixed", errors="coerce")
-        not_dates = (parsed.isna() & values.notna()).to_numpy()
+        not_dates = (parsed.isna() & values.notna()).to_numpy().copy()
+        if not_dates.any():  # an empty text (a JSON "" or a Parquet string column's empty cell) is not known either
+            blank = values[not_dates].map(lambda v: isinstance(v, str) and not v.strip()).to_numpy(dtype=bool)
+            not_dates[np.flatnonzero(not_dates)[blank]] = False
         if not_dates.any():
             _fail(source, "timestamp", "values that are not dates",
                   "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00 "

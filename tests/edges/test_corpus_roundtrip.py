@@ -114,3 +114,15 @@ def test_a_timestamp_that_is_not_a_date_is_refused_with_its_rows(tmp_path, cell,
     proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert f"column 'timestamp': {said}" in proc.stderr and "row 1:" in proc.stderr and "ISO 8601" in proc.stderr
+
+
+def test_an_empty_timestamp_text_is_not_known(tmp_path):
+    """JSON lines (and Parquet string columns) write an unknown time as "": missing, as an empty CSV cell is."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('{"problem":"p","test":"t","solution":"a","duration_s":1.5,"status":"ok","timestamp":""}\n'
+                    '{"problem":"p","test":"t","solution":"b","duration_s":2.5,"status":"ok","timestamp":" "}\n'
+                    '{"problem":"p","test":"t","solution":"c","duration_s":2.5,"status":"ok",'
+                    '"timestamp":"2026-01-01T00:00:00+01:00"}\n')
+    proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert load_corpus(runs)["timestamp"].tolist() == [pd.NaT, pd.NaT, pd.Timestamp("2025-12-31T23:00:00Z")]
