@@ -312,7 +312,31 @@ def _fmt(x: float, spec: str = ".3g") -> str:
     return "undefined" if x is None or not np.isfinite(x) else format(x, spec)
 
 
-def _not_measurable(env: RunReliability) -> dict[str, str]:
+def _smallest_share(n_repeats: int, alpha: float) -> float:
+    """The smallest share of pairs that Benjamini-Hochberg at ``alpha`` can call significant (other than none) when
+    every p is an exact one-sided Mann-Whitney p of R repeats against R: its smallest p is 1 / C(2R, R), and k of m
+    pairs at that p pass only when m p / k <= alpha, so any share below p / alpha reads 0."""
+    return (1 / math.comb(2 * n_repeats, n_repeats)) / alpha
+
+
+def _too_few_repeats(sig, t: ReliabilityThresholds, unit: str) -> str:
+    """Why significant_share is n/a at too few repeats, and how many would measure it."""
+    r, floor = sig.n_repeats, 1 / math.comb(2 * sig.n_repeats, sig.n_repeats)
+    enough = next(n for n in range(r, 64) if _smallest_share(n, sig.alpha) <= t.significant_share_fail)
+    if floor > sig.alpha:
+        return (f"{r} {unit} per cell: the exact one-sided Mann-Whitney test of {r} against {r} cannot reach "
+                f"p <= {sig.alpha:g} (its smallest p is 1/{math.comb(2 * r, r)}), so no pair can be significant and "
+                f"the share is 0 whatever the noise; collect {enough} {unit} or more")
+    what = (f"so after the Benjamini-Hochberg correction a share of pairs is significant only when it is at least "
+            f"{min(_smallest_share(r, sig.alpha), 1):.0%}: every smaller share reads 0, and the fail limit "
+            f"({t.significant_share_fail:g}) lies below that, so the finding would judge the {unit} count, not the "
+            f"noise (a quiet campaign reads 0 unless every one of its pairs is separated in every repeat)")
+    return (f"{r} {unit} per cell: the exact one-sided Mann-Whitney test of {r} against {r} cannot go below "
+            f"p = 1/{math.comb(2 * r, r)} = {floor:.3g} (it counts at {sig.alpha:g}), "
+            f"{what}; collect {enough} {unit} or more")
+
+
+def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, str]:
     """Why each finding cannot be measured on this run (metric -> reason); absent metrics are measurable."""
     out: dict[str, str] = {}
     if env.n_repeats < 2:
@@ -330,16 +354,8 @@ def _not_measurable(env: RunReliability) -> dict[str, str]:
     sig = env.significance
     if not np.isfinite(sig.share.estimate):
         out["significant_share"] = "no pair could be tested (needs >= 2 references per problem with >= 2 repeats)"
-    elif sig.n_repeats >= 2 and 1 / math.comb(2 * sig.n_repeats, sig.n_repeats) > sig.alpha:
-        # the exact one-sided test of R against R repeats cannot go below 1 / C(2R, R): at R = 2 that is 1/6, so
-        # no pair is ever significant and the share is 0 whatever the noise (R = 3 reaches 0.05 exactly)
-        unit = "processes" if env.variance.nested else "repeats"
-        enough = next(r for r in range(sig.n_repeats, 64) if 1 / math.comb(2 * r, r) < sig.alpha)
-        out["significant_share"] = (
-            f"{sig.n_repeats} {unit} per cell: the exact one-sided Mann-Whitney test of {sig.n_repeats} against "
-            f"{sig.n_repeats} cannot reach p <= {sig.alpha:g} (its smallest p is "
-            f"1/{math.comb(2 * sig.n_repeats, sig.n_repeats)}), so no pair can be significant; collect "
-            f"{enough} {unit} or more")
+    elif sig.n_repeats >= 2 and _smallest_share(sig.n_repeats, sig.alpha) > t.significant_share_fail:
+        out["significant_share"] = _too_few_repeats(sig, t, "processes" if env.variance.nested else "repeats")
     if not np.isfinite(env.repeats_needed):
         out["repeats_needed"] = "variance components undefined (no between-solution variance measured)"
     return out
@@ -420,7 +436,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
         out.append(Finding(c.level, "contention", c.median_wall_cpu, t.text("wall_cpu"), c.message, **where))
     if t.profile == "benchmark":
         out.extend(_benchmark_findings(env, t, where))
-    na = _not_measurable(env)
+    na = _not_measurable(env, t)
     out = [Finding.not_available(f.metric, na[f.metric], threshold=f.threshold, **where) if f.metric in na else f
            for f in out]
     out.extend(unmeasured_finding(env.run_summary))

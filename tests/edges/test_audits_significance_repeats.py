@@ -53,3 +53,17 @@ def test_the_command_line_writes_na_with_the_reason(tmp_path):
     assert proc.returncode == 0, proc.stdout  # --strict: no finding fails on this quiet campaign
     (finding,) = [f for f in json.loads(out.read_text())["findings"] if f["metric"] == "significant_share"]
     assert finding["level"] == "n/a" and "cannot reach" in finding["reason"]
+
+
+def test_three_repeats_judge_the_repeat_count_so_they_are_na_too():
+    """At 3 repeats the smallest p is 1/20 = 0.05 itself: after Benjamini-Hochberg over m pairs, k pairs at that p
+    are significant only when m * 0.05 / k <= 0.05, i.e. k = m. A quiet campaign (1 % repeat CV) read 0 % and
+    failed, below the fail limit of 0.5 (found by auditing 3-repeat campaigns, collect --adaptive's first round)."""
+    from statsmodels.stats.multitest import multipletests
+
+    # the premise, by an independent implementation: 99 of 100 pairs at the smallest p, one not separated
+    assert not multipletests([0.05] * 99 + [0.5], alpha=0.05, method="fdr_bh")[0].any()
+    assert multipletests([0.05] * 100, alpha=0.05, method="fdr_bh")[0].all()
+    (found,) = _share(synthesize(n_problems=6, n_repeats=3, noise_cv=0.01, seed=1).corpus)
+    assert found.level == NA, (found.level, found.message)
+    assert "1/20" in found.reason and "Benjamini-Hochberg" in found.reason and "4 repeats or more" in found.reason
