@@ -302,12 +302,16 @@ class AggregationContext:
             use &= mask
         codes = self.codes[use]  # one gather for both sums
         if weights is None:  # unweighted: the count is exact as an integer, the sum needs no product
-            num = np.bincount(codes, weights=values[use], minlength=self.n_groups)
+            terms = values[use]
             den = np.bincount(codes, minlength=self.n_groups).astype(float)
         else:
             w = np.asarray(weights, dtype=float)[use]
-            num = np.bincount(codes, weights=w * values[use], minlength=self.n_groups)
+            terms = w * values[use]
             den = np.bincount(codes, weights=w, minlength=self.n_groups)
+        num = np.bincount(codes, weights=terms, minlength=self.n_groups)
+        if (terms < 0).any():  # signed terms cancel: a sum's last bits then depend on the order of the rows
+            num = _cancelled(num, np.bincount(codes, weights=np.abs(terms), minlength=self.n_groups),
+                             np.bincount(codes, minlength=self.n_groups))
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
@@ -402,6 +406,26 @@ class AggregationContext:
         frac = pos - lo
         out[has] = v[start[has] + lo] * (1 - frac) + v[start[has] + hi] * frac
         return out
+
+
+def _cancelled(total: np.ndarray, magnitude: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Sums of ``n`` signed terms, 0 where the sum is within its own rounding error of 0.
+
+    ``magnitude`` is the sum of the terms' absolute values (or a bound of the sum's rounding error of that
+    size). :func:`stats._ties.snap` rounds a score relative to itself, which cannot merge two float copies of
+    0: a sum of signed terms that cancel exactly (a coarse timer: one unit's robust z-scores 0.1, 0.2 and -0.3)
+    came out as 5.6e-17 in one row order and 2.8e-17 in another, and the two ranked apart. A float sum of n
+    terms is within about n 2^-53 of their absolute sum of the exact one (recursive summation), so a sum below
+    n 2^-52 times it cannot be told from 0 and is set to 0; every other sum is kept as it is (and snapped).
+
+    >>> a = np.array([0.1 + 0.2 + -0.3, -0.3 + 0.2 + 0.1])
+    >>> bool(a[0] == a[1]), _cancelled(a, np.array([0.6, 0.6]), np.array([3, 3])).tolist()
+    (False, [0.0, 0.0])
+    """
+    total = np.asarray(total, dtype=float)
+    tolerance = np.asarray(n, dtype=float) * np.finfo(float).eps * np.asarray(magnitude, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(total) <= tolerance, 0.0, total)
 
 
 def _grouped_extreme(out: np.ndarray, codes: np.ndarray, values: np.ndarray, ufunc) -> None:
@@ -555,6 +579,10 @@ def _slope(ctx: AggregationContext) -> np.ndarray:
         xc = x - mx[c]
         sxx = np.bincount(c, weights=xc * xc, minlength=ctx.n_groups)
         sxy = np.bincount(c, weights=xc * (y - my[c]), minlength=ctx.n_groups)
+        # a slope of 0 (durations equal on every test, a coarse timer) is a sum that cancels, within the rounding
+        # of terms of size |xc| (|y| + |mean y|) (y - mean y carries the rounding of the mean)
+        sxy = _cancelled(sxy, np.bincount(c, weights=np.abs(xc) * (np.abs(y) + np.abs(my[c])),
+                                          minlength=ctx.n_groups), 2 * n)
         slope = sxy / sxx
     slope[~(sxx > 1e-12)] = np.nan
     return slope

@@ -3,13 +3,15 @@
 Found on synthetic corpora with their durations rounded to a timer's resolution (1 ms on programs of 2-5 ms,
 10 ms on programs of 50-500 ms): the same rows in another order gave another audit. On the first the
 recommended aggregator changed (heaviest_pct became total_pct) and the default's verdict with it (pass became
-warn); on the second 90 figures of the JSON moved. Three aggregators read the order:
+warn); on the second 90 figures of the JSON moved. Six aggregators read the order:
 
 * ``heaviest_pct`` took "the first such row on ties" when two tests had the same reference median, and
   ``heavy_half_pct`` cut its ceil(T/2) heaviest tests inside a tied block by row order;
 * ``total_pct`` ranked float sums unsnapped: 0.1 + 0.2 + 0.3 in one row order is not 0.3 + 0.2 + 0.1 in
   another, so a solution whose durations equal a reference's tied it or not by the order of the rows
-  (stats._ties rule 1: every score is snapped before it is ranked).
+  (stats._ties rule 1: every score is snapped before it is ranked);
+* ``robust_z``, ``log_ratio`` and ``slope`` sum signed terms: a unit whose terms cancel exactly scored 0 in one
+  row order and 5.6e-17 in another, which snap (relative to the value) cannot merge, and the two rank apart.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 
 from audits.checks.aggregation import run_aggregation_audit
 from audits.corpus.synthetic import synthesize
-from stats.aggregation import aggregate
+from stats.aggregation import AGGREGATORS, aggregate
 from stats.ranking import percentile_table, reference_pools
 
 N_BOOT = 40
@@ -85,10 +87,40 @@ def _audit(corpus) -> dict:
     return json.loads(json.dumps(out))
 
 
-@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
-def test_a_coarse_timer_gives_one_audit_in_every_row_order():
-    corpus = synthesize(n_problems=8, n_tests=4, n_repeats=3, noise_cv=0.1, seed=7).corpus
-    corpus["duration_s"] = np.round(corpus["duration_s"] / 0.01) * 0.01  # a 10 ms timer: ties on every test
-    assert corpus["duration_s"].nunique() < 80
-    shuffled = corpus.iloc[np.random.default_rng(1).permutation(len(corpus))].reset_index(drop=True)
-    assert _audit(shuffled) == _audit(corpus)
+def _coarse(resolution_s: float, **spec) -> pd.DataFrame:
+    corpus = synthesize(n_problems=8, n_tests=4, n_repeats=3, noise_cv=0.1, seed=7, **spec).corpus
+    corpus["duration_s"] = np.round(corpus["duration_s"] / resolution_s) * resolution_s
+    return corpus
+
+
+def _shuffled(corpus: pd.DataFrame) -> pd.DataFrame:
+    return corpus.iloc[np.random.default_rng(1).permutation(len(corpus))].reset_index(drop=True)
+
+
+MILLISECOND = dict(resolution_s=1e-3, base_seconds=(0.002, 0.005), floor_s=0.001)  # programs of 2-5 ms
+
+
+@pytest.mark.parametrize("name", sorted(AGGREGATORS))
+def test_every_score_is_the_same_in_every_row_order(name):
+    """Signed scores (robust_z, log_ratio, slope) that cancel to 0 on a coarse timer came out as 0 in one row order
+    and +-3e-17 in another, which rank apart (snap rounds relative to the value and cannot merge two zeros)."""
+    corpus = _coarse(**MILLISECOND)
+    runs = corpus.loc[(corpus["role"].astype(str) != "floor").to_numpy()].reset_index(drop=True)
+    got = []
+    for rows in (runs, _shuffled(runs)):
+        pools = reference_pools(rows)
+        for per_repeat in (True, False):
+            scores = aggregate(percentile_table(rows, per_repeat=per_repeat, pools=pools), pools, name=name)
+            got.append(scores.set_index([c for c in ("problem", "solution", "repeat") if c in scores.columns])
+                       ["score"].sort_index())
+    for one, other in ((got[0], got[2]), (got[1], got[3])):
+        assert one.index.equals(other.index)
+        same = (one.to_numpy() == other.to_numpy()) | (np.isnan(one.to_numpy()) & np.isnan(other.to_numpy()))
+        assert same.all(), one[~same].head()
+
+
+@pytest.mark.parametrize("coarse", [MILLISECOND, dict(resolution_s=0.01)], ids=["1ms", "10ms"])
+def test_a_coarse_timer_gives_one_audit_in_every_row_order(coarse):
+    corpus = _coarse(**coarse)
+    assert corpus["duration_s"].nunique() < 80  # ties on every test
+    assert _audit(_shuffled(corpus)) == _audit(corpus)
