@@ -138,7 +138,7 @@ def describe_calibration(audit) -> str:
     if {"slope", "intercept_s"} <= set(aff.index):
         a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
         parts.append(f"Affine map: {audit.target} ≈ {fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
-                     f"{fixed_ci(b, 'estimate', '.1f', 'ci_')} ms.")
+                     f"{fixed_ci(b, 'estimate', '.3g', 'ci_')} ms.")
     ba = audit.bland_altman
     if ba is not None:
         parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
