@@ -309,8 +309,15 @@ def read_table(path: str | os.PathLike, *, mapping: Mapping[str, str] | str | No
             # of 'NA', 'None' or 'null' as missing (refused as an empty id); only an empty cell is missing there
             mapped = parse_mapping(mapping)
             text = [c for c in header if mapped.get(c, c) in TEXT_COLUMNS]
-            frame = pd.read_csv(path, sep=sep, low_memory=False, dtype=dict.fromkeys(text, str), keep_default_na=False,
-                                na_values={c: [""] if c in text else list(STR_NA_VALUES) for c in header})
+            options = dict(sep=sep, low_memory=False, dtype=dict.fromkeys(text, str), keep_default_na=False,
+                           na_values={c: [""] if c in text else list(STR_NA_VALUES) for c in header})
+            frame = pd.read_csv(path, **options)
+            if (not isinstance(frame.index, pd.RangeIndex) and frame.iloc[:, -1].isna().all()
+                    and _ends_with_separator(path, sep, len(header))):
+                # every row ends with a separator (an empty field more than the header names): pandas made each row's
+                # first field the index, as for R's row names, and every value stood under the name of the column
+                # before it. Read as the header says.
+                frame = pd.read_csv(path, index_col=False, usecols=range(len(header)), **options)
         elif name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
             frame = _read_json_lines(path)
         else:
@@ -330,6 +337,15 @@ def read_table(path: str | os.PathLike, *, mapping: Mapping[str, str] | str | No
         raise CorpusError(f"{source}: column '{repeated[0]}' appears {columns.count(repeated[0])} times\n"
                           f"  -> give each column once (rename or drop the copies)")
     return frame
+
+
+def _ends_with_separator(path: Path, sep: str, width: int) -> bool:
+    """Whether every data row has only empty fields beyond the header's ``width`` (a separator at each row's end),
+    read with :mod:`csv`; a row name before the values (R's ``write.table``) is not (its last field is a value)."""
+    with _open_text(path) as handle:
+        rows = csv.reader(handle, delimiter=sep)
+        next(rows, None)
+        return all(len(row) > width and not any(row[width:]) for row in rows if row)
 
 
 def _first_undecodable(path: Path) -> str:
