@@ -541,14 +541,41 @@ def _total_pct(ctx: AggregationContext) -> np.ndarray:
                                 snap(t["ref_total"]), t["n_problems"], t["n_ps"])
 
 
+def _log_ratio_terms(ctx: AggregationContext, log) -> np.ndarray:
+    """log(d_t / m_t) per row (d_t penalised): -inf when d_t = 0 < m_t; NaN when m_t = 0 or without a pool.
+
+    A coarse timer reads a program shorter than its resolution as 0 s. d_t / m_t is then 0 and its log -inf,
+    which the means over the unit's tests left out as "not finite": a solution 0 s on one test and equal to
+    another on the rest scored as if it had skipped that test, slower than the other (geo_ratio 1.0 against
+    0.79). The unit's mean now takes the limit, -inf (:func:`_mean_with_limits`): exp gives a geo_ratio of 0.
+    A test whose reference median is 0 has no ratio for any unit (0 / 0 or d / 0): left out of every unit alike.
+    """
+    d, m = ctx.penalized_duration, ctx.ref_median
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return log(np.where(m > 0, d / m, np.nan))
+
+
+def _mean_with_limits(ctx: AggregationContext, values: np.ndarray) -> np.ndarray:
+    """Per-unit mean of ``values`` where a unit with an infinite value takes its limit (-inf or +inf; NaN with
+    both); other units as :meth:`AggregationContext.mean` (over their finite values)."""
+    out = ctx.mean(values)
+    low = np.bincount(ctx.codes[values == -np.inf], minlength=ctx.n_groups) > 0
+    high = np.bincount(ctx.codes[values == np.inf], minlength=ctx.n_groups) > 0
+    out[low] = -np.inf
+    out[high] = np.inf
+    out[low & high] = np.nan
+    return out
+
+
 def _geo_ratio(ctx: AggregationContext) -> np.ndarray:
-    """exp(mean_t log(d_t / m_t)), d_t penalised for non-ok tests."""
-    return np.exp(ctx.mean(np.log(ctx.penalized_duration / ctx.ref_median)))
+    """exp(mean_t log(d_t / m_t)), d_t penalised for non-ok tests (0 when some d_t = 0 < m_t)."""
+    return np.exp(_mean_with_limits(ctx, _log_ratio_terms(ctx, np.log)))
 
 
 def _log_ratio(ctx: AggregationContext) -> np.ndarray:
-    """mean_t log2(d_t / m_t): 0 = as fast as the typical reference, -1 = twice as fast."""
-    return ctx.mean(np.log2(ctx.penalized_duration / ctx.ref_median))
+    """mean_t log2(d_t / m_t): 0 = as fast as the typical reference, -1 = twice as fast (-inf when some
+    d_t = 0 < m_t)."""
+    return _mean_with_limits(ctx, _log_ratio_terms(ctx, np.log2))
 
 
 def _mean_ratio(ctx: AggregationContext) -> np.ndarray:
