@@ -204,10 +204,18 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
             "collect more problems before switching aggregators.", **where))
     best = comp.recommended
     if best is None:  # not measurable on this run: n/a with why, never a verdict on the aggregators
-        findings.append(Finding.not_available(
-            "recommended_aggregator", "no aggregator has a finite stability and dynamic range: the dynamic range "
-            "needs a problem with >= 4 correct references with ok runs in >= 2 repeats; add references or repeats",
-            threshold="a finite stability and dynamic range", **where))
+        finite = np.isfinite(table["stability"].to_numpy(float)) & np.isfinite(table["dynamic_range"].to_numpy(float))
+        if finite.any():  # measured, but no aggregator puts the slowest references above the fastest
+            widest = float(table["dynamic_range"].to_numpy(float)[finite].max())
+            why = (f"no aggregator separates the slowest reference quartile from the fastest (the widest dynamic "
+                   f"range is {widest:.2f} points), so no stability / range ratio ranks them: the references' "
+                   "scores tie (durations equal across programs: is the clock too coarse for these programs, "
+                   "e.g. every duration the same number of milliseconds?); time with a finer clock or heavier tests")
+        else:
+            why = ("no aggregator has a finite stability and dynamic range: the dynamic range needs a problem with "
+                   ">= 4 correct references with ok runs in >= 2 repeats; add references or repeats")
+        findings.append(Finding.not_available("recommended_aggregator", why,
+                                               threshold="a finite stability and dynamic range", **where))
         return findings
     b = table.loc[best]
     same = [name for name, row in table.iterrows() if row["same_as"] == best]
