@@ -17,6 +17,7 @@ import ctypes
 import gzip
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from audits.corpus.table import (  # the reader and validator, also imported fro
     normalize,
     parse_mapping,
     read_table,
+    result_file_format,
     unit_warnings,
 )
 from stats._groups import group_codes
@@ -64,9 +66,32 @@ def load_corpus(
             raise CorpusError(f"{path}: a dataset is already canonical; --map and --unit apply to the file it "
                               f"was converted from\n  -> drop --map/--unit")
         return open_dataset(path).load()
+    if os.path.isdir(path):
+        _refuse_result_folder(Path(path))
     corpus = normalize(read_table(path, mapping=mapping), source=str(path), mapping=mapping, unit=unit)
     _release_freed_memory()
     return corpus
+
+
+#: The importers that read a whole folder (the others are given its files).
+_FOLDER_IMPORTERS = ("pyperf", "pytest-benchmark")
+
+
+def _refuse_result_folder(path: Path, *, look_at: int = 5) -> None:
+    """Name the importer when the folder ``path`` holds another tool's result files (``.benchmarks``, a pyperf
+    archive): read as a corpus it is only 'a directory'. The first ``look_at`` ``.json`` files are read, on this
+    error path only; a folder of none of them is left to :func:`read_table`'s message."""
+    for file in sorted(p for p in path.rglob("*.json") if p.is_file())[:look_at]:
+        try:
+            with open(file, encoding="utf-8-sig") as handle:
+                fmt = result_file_format(json.load(handle))
+        except (OSError, ValueError):
+            continue
+        if fmt is not None:
+            given = shlex.quote(str(path)) if fmt in _FOLDER_IMPORTERS else f"{shlex.quote(str(path))}/*.json"
+            raise CorpusError(f"{path}: a folder of {fmt} result files (such as {file.relative_to(path)}), not a "
+                              f"timing corpus\n  -> import them first: speedaudit import {fmt} {given} "
+                              f"--out corpus.parquet")
 
 
 def _release_freed_memory() -> None:
