@@ -544,6 +544,12 @@ def _timestamps(values: pd.Series, source: str, raw: pd.DataFrame) -> pd.Series:
         try:
             parsed = pd.to_datetime(values, utc=True, format="ISO8601")
         except (ValueError, TypeError, OverflowError):
+            # a number among the texts (a JSON line's epoch) would be read as nanoseconds after 1970: refused
+            numbers = values.map(lambda v: isinstance(v, (bool, int, float, np.bool_, np.number)) and v == v)
+            if numbers.any():
+                _fail(source, "timestamp", "numbers among the dates: their unit and epoch are unknown",
+                      "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00",
+                      raw, numbers.to_numpy(dtype=bool))
             parsed = pd.to_datetime(values, utc=True, format="mixed", errors="coerce")
         not_dates = (parsed.isna() & values.notna()).to_numpy().copy()
         if not_dates.any():  # an empty text (a JSON "" or a Parquet string column's empty cell) is not known either

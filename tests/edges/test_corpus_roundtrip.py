@@ -126,3 +126,14 @@ def test_an_empty_timestamp_text_is_not_known(tmp_path):
     proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert load_corpus(runs)["timestamp"].tolist() == [pd.NaT, pd.NaT, pd.Timestamp("2025-12-31T23:00:00Z")]
+
+
+def test_a_number_among_date_texts_is_refused_not_read_as_1970(tmp_path):
+    """A JSON line with an epoch beside lines with ISO text: pandas' mixed parsing read 1767225600 as nanoseconds."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('{"problem":"p","test":"t","solution":"a","duration_s":1.5,"status":"ok","timestamp":1767225600}\n'
+                    '{"problem":"p","test":"t","solution":"b","duration_s":2.5,"status":"ok",'
+                    '"timestamp":"2026-01-01T00:00:00Z"}\n')
+    proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "column 'timestamp': numbers among the dates" in proc.stderr and "timestamp=1767225600" in proc.stderr
