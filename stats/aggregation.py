@@ -1220,6 +1220,13 @@ def _paired_bootstrap(per_problem: np.ndarray, *, n_boot: int, seed: int | None)
     return out
 
 
+def _share(hit: np.ndarray, defined: np.ndarray, *, empty: float) -> np.ndarray:
+    """Share of ``hit`` among the ``defined`` entries along the last axis (``empty`` where none is defined)."""
+    n = defined.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (hit & defined).sum(axis=-1) / np.maximum(n, 1), empty)
+
+
 def compare_aggregators(
     runs: pd.DataFrame,
     *,
@@ -1516,13 +1523,18 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     with np.errstate(invalid="ignore"):
         sb, sa = boot_stab[:, None, :], boot_stab[None, :, :]
         rb, ra = boot_range[:, None, :], boot_range[None, :, :]
-        strict = (((sb <= sa) & (rb >= ra) & ((sb < sa) | (rb > ra))).mean(axis=2) if resamples
+        # shares among the resamples where both are defined: a resample whose problems give one of them no
+        # stability or range (NaN: e.g. none with >= 4 correct references) says nothing about which is better,
+        # and a comparison with NaN is False, which counted it as "not better" (the CIs leave it out likewise)
+        defined = np.isfinite(sb) & np.isfinite(sa) & np.isfinite(rb) & np.isfinite(ra)
+        strict = (_share(((sb <= sa) & (rb >= ra) & ((sb < sa) | (rb > ra))), defined, empty=0.0) if resamples
                   else np.zeros((len(names), len(names))))   # [b, a]; no resamples: no confident domination
     confident_by = [[names[b] for b in np.flatnonzero(strict[:, a] >= level)] for a in range(len(names))]
     default = DEFAULT_AGGREGATOR if DEFAULT_AGGREGATOR in names else names[0]
     d_i = names.index(default)
-    p_better = (np.nanmean(boot_ratio < boot_ratio[d_i][None, :], axis=1) if resamples
-                else np.full(len(names), np.nan))
+    p_better = (_share(boot_ratio < boot_ratio[d_i][None, :],
+                       np.isfinite(boot_ratio) & np.isfinite(boot_ratio[d_i][None, :]), empty=np.nan)
+                if resamples else np.full(len(names), np.nan))
     s_lo, s_hi = ci(boot_stab)
     r_lo, r_hi = ci(boot_range)
     q_lo, q_hi = ci(boot_ratio)
