@@ -197,12 +197,19 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
         return [Finding.not_available(metric, why, threshold=threshold, **where) for metric, threshold in
                 (("n_problems", f">= {th.min_problems}"), ("recommended_aggregator", "a finite stability and "
                                                            "dynamic range"))]
+    best = comp.recommended
+    # the problems the recommendation's figures rest on: a problem with fewer than 4 correct references has a
+    # stability but no dynamic range, so its ratio and CIs come from fewer problems than the run has
+    if best is not None:
+        n = min(n, int(table.loc[best, "n_problems"]), int(table.loc[best, "n_problems_range"]))
     if n < th.min_problems:
+        some = ("" if n == comp.n_problems else
+                f" of the {comp.n_problems} give {best} both a stability and a dynamic range (a range needs >= 4 "
+                "correct references with ok runs)")
         findings.append(Finding(
             "warn", "n_problems", n, f">= {th.min_problems}",
-            f"only {n} problems: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
+            f"only {n} problems{some}: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
             "collect more problems before switching aggregators.", **where))
-    best = comp.recommended
     if best is None:  # not measurable on this run: n/a with why, never a verdict on the aggregators
         finite = np.isfinite(table["stability"].to_numpy(float)) & np.isfinite(table["dynamic_range"].to_numpy(float))
         if finite.any():  # measured, but no aggregator puts the slowest references above the fastest
@@ -224,7 +231,7 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
         "pass", "recommended_aggregator", float(b["ratio"]), "lowest stability / range ratio on the Pareto front",
         f"use {best}{same_text}: it moves {_fmt_ci(b, 'stability')} percentile points between repeats and "
         f"separates the slowest from the fastest reference quartile by {_fmt_ci(b, 'dynamic_range')} points "
-        f"(ratio {b['ratio']:.3f}; n = {n} problems). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
+        f"(ratio {b['ratio']:.3f}; n = {comp.n_problems} problems{'' if n == comp.n_problems else f', {n} with both figures'}). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
         **where))
     level_s = judge(float(b["stability"]), warn=th.stability_warn, fail=th.stability_fail)
     findings.append(Finding(
