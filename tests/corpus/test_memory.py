@@ -3,6 +3,7 @@ restored after (the measured reason is in the module's docstring); a user's NUMP
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -126,3 +127,59 @@ def test_every_entry_point_runs_without_the_advice(recorded, tmp_path):
     run_audits(corpus, ["reliability", "discriminability"], options={n: {"n_boot": 10} for n in ("reliability",
                                                                                                "discriminability")})
     assert recorded[:1] == [False]
+
+
+def _faults_of(allocations: int, megabytes: int = 64) -> int:
+    """Minor page faults of allocating, touching and freeing an array of ``megabytes`` ``allocations`` times."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(allocations):
+        a = np.ones(megabytes * 2**20 // 8)
+        del a
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_inside_a_block_freed_large_arrays_are_reused_not_faulted_in_again(monkeypatch):
+    """glibc maps every block above its mmap threshold (at most 32 MB) fresh and unmaps it on free, so each new
+    64 MB array was zero-filled by the kernel page by page: ten allocations, ten times the faults. Inside a block
+    the heap keeps and reuses the memory; after the last block glibc's defaults are back (each allocation
+    faults again) and the memory has gone back to the kernel."""
+    for name in [k for k in os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    assert memory._glibc() is not None  # this project's machines run glibc: the test runs against the real one
+    setter = memory._setter()
+    old = setter(False)  # small pages throughout (the block sets it so too): faults count 4 KiB pages alike
+    try:
+        outside_one, outside_ten = _faults_of(1), _faults_of(10)
+        with memory.small_pages():
+            inside_ten = _faults_of(10)
+        after_one, after_ten = _faults_of(1), _faults_of(10)
+    finally:
+        setter(old)
+    assert outside_one > 0 and outside_ten > 5 * outside_one, (outside_one, outside_ten)  # fresh memory each time
+    assert inside_ten < 3 * outside_one, (outside_one, inside_ten)  # the first allocation faults, the rest reuse it
+    assert after_ten > 5 * after_one, (after_one, after_ten)  # glibc's defaults again
+
+
+def test_a_users_malloc_tunable_is_kept(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "65536")
+    assert memory._glibc() is None
+    monkeypatch.delenv("MALLOC_MMAP_MAX_")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1")
+    assert memory._glibc() is None
+
+
+def test_the_first_block_decides_whether_freed_memory_is_kept(monkeypatch):
+    """The Dask client's block (keep_freed=False) keeps glibc's defaults for the audits it runs inside it."""
+    for name in [k for k in os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"]:
+        monkeypatch.delenv(name)
+    setter = memory._setter()
+    old = setter(False)
+    try:
+        with memory.small_pages(keep_freed=False), memory.small_pages():
+            one, ten = _faults_of(1), _faults_of(10)
+    finally:
+        setter(old)
+    assert ten > 5 * one, (one, ten)

@@ -173,7 +173,10 @@ def _take(cl, pieces: dict, key) -> list:
         futures.clear()
 
 
-@small_pages()
+# The client keeps glibc's way of returning freed memory (keep_freed=False): it combines gathered tables rather than
+# computing on rows, and at 10^8 rows its peak (5.8 GB) is what the 6 GB target of issue 26 item 3 is measured on;
+# memory kept in its heap could only add to that peak. The workers' tasks keep freed memory (audits.corpus.memory).
+@small_pages(keep_freed=False)
 def run_partitioned_audits(dataset: str | os.PathLike | CorpusDataset, names: Sequence[str] | None = None, *,
                            options: Mapping[str, object] | None = None,
                            thresholds: Mapping[str, object] | None = None, profile: str | None = None,
