@@ -1379,6 +1379,35 @@ def _digest(pct: np.ndarray) -> bytes:
     return hashlib.blake2b(np.round(np.nan_to_num(pct, nan=-1.0), 9).tobytes(), digest_size=16).digest()
 
 
+def _with_limits(runs: pd.DataFrame, rep_cells: pd.DataFrame, col_cells: pd.DataFrame):
+    """The two percentile tables with each row's time limit (``timeout_s``), which the penalty of a non-``ok``
+    execution reads (:attr:`AggregationContext.penalized_duration`: max(d_t, timeout_s, 2 x slowest reference)).
+
+    :func:`stats.ranking.percentile_table` keeps the key columns only, so the limit was never used: a timeout
+    recorded with its duration (the limit, as the schema asks) was penalised at it, one recorded without
+    (NaN: the loader allows it on non-``ok`` rows) only at twice the slowest reference, and a cell of
+    ``runs`` that timed out in most repeats (its duration the median of its ``ok`` ones) likewise. The per-repeat
+    table has one row per row of ``runs``, in order (its row's limit); a cell takes the largest limit of its
+    rows. Tables that already carry ``timeout_s``, or a ``runs`` without it, are returned as they are.
+    """
+    if "timeout_s" not in runs.columns:
+        return rep_cells, col_cells
+    limit = runs["timeout_s"].to_numpy(dtype=float)
+    if not np.isfinite(limit).any():
+        return rep_cells, col_cells
+    if "timeout_s" not in rep_cells.columns and len(rep_cells) == len(runs):
+        rep_cells = rep_cells.assign(timeout_s=limit)
+    if "timeout_s" not in col_cells.columns and len(col_cells):
+        keys = [c for c in ("problem", "test", "solution") if c in col_cells.columns]
+        cell_code, row_code, n_cells = joint_codes(col_cells, runs, keys)
+        finite = np.isfinite(limit)
+        cell_limit = np.full(n_cells, -np.inf)
+        _grouped_extreme(cell_limit, row_code[finite], limit[finite], np.maximum)
+        cell_limit[np.isneginf(cell_limit)] = np.nan
+        col_cells = col_cells.assign(timeout_s=cell_limit[cell_code])
+    return rep_cells, col_cells
+
+
 def _without_problems(frame: pd.DataFrame, problems: set[str]) -> pd.DataFrame:
     """``frame`` without the rows of ``problems`` (names), index reset; ``frame`` itself when it has none."""
     column = frame["problem"]
@@ -1407,7 +1436,7 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     names = tuple(names)
     if tables is None:
         tables = (percentile_table(runs, per_repeat=True, pools=pools), percentile_table(runs, pools=pools))
-    rep_cells, col_cells = tables
+    rep_cells, col_cells = _with_limits(runs, *tables)
     leave_out = {str(p) for p in leave_out}
     if leave_out:  # each problem's values are its own rows' (a partition's are the whole run's): drop the rows
         rep_cells, col_cells, pools = (_without_problems(f, leave_out) for f in (rep_cells, col_cells, pools))
