@@ -182,7 +182,20 @@ def open_dataset(path: str | os.PathLike) -> CorpusDataset:
                           f"  -> write the dataset again with this version of speedaudit")
     parts = []
     seen: set[str] = set()
-    for entry in meta.get("partitions", []):
+    entries = meta.get("partitions", [])
+    if not isinstance(entries, list):
+        raise CorpusError(f"{manifest}: 'partitions' is not a list\n  -> write the dataset again with "
+                          f"'speedaudit convert CORPUS --out FOLDER --partition-by problem'")
+    for index, entry in enumerate(entries):
+        # a manifest edited by hand or cut short: said with the entry, not a KeyError or TypeError
+        if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("rows"), int)
+                and not isinstance(entry.get("rows"), bool) and entry["rows"] >= 0
+                and isinstance(entry.get("problems"), list)):
+            shown = json.dumps(entry, ensure_ascii=False)
+            raise CorpusError(f"{manifest}: partition {index} is not an entry of 'file' (a name), 'rows' (a count) "
+                              f"and 'problems' (a list): {shown[:200]}{'...' if len(shown) > 200 else ''}\n"
+                              f"  -> write the dataset again with 'speedaudit convert CORPUS --out FOLDER "
+                              f"--partition-by problem'")
         file = path / entry["file"]
         if Path(entry["file"]).name != entry["file"]:
             raise CorpusError(f"{manifest}: partition file {entry['file']!r} is not a plain file name\n"
