@@ -19,7 +19,7 @@ from audits.corpus.runs import RULES
 from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
 
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
-           "verdict_sentence", "format_value", "format_interval", "Markdown", "show_figure", "show_plot",
+           "verdict_sentence", "format_value", "format_seconds", "format_interval", "Markdown", "show_figure", "show_plot",
            "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
            "run_index", "ci_text", "sim_ci"]
 
@@ -52,6 +52,28 @@ def format_value(value, digits: int = 3) -> str:
             return "-"
         return f"{float(value):.{digits}g}"
     return str(value)
+
+
+def format_seconds(seconds, digits: int = 3) -> str:
+    """A duration in the unit that reads best (s, ms, µs or ns; ``digits`` significant digits), ``'-'`` for
+    None/NaN: a corpus may hold ten-second programs or nanosecond benchmarks, and "0.000349 ms" reads worse than
+    "349 ns".
+
+    >>> [format_seconds(v) for v in (2.5, 0.0245, 3.49e-7, 0.0, -0.053, None)]
+    ['2.5 s', '24.5 ms', '349 ns', '0 s', '-53 ms', '-']
+    """
+    if _missing(seconds):
+        return "-"
+    v = float(seconds)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(v) >= scale or unit == "ns" or v == 0:
+            return f"{v / scale:.{digits}g} {unit}"
+    return f"{v:.{digits}g} s"  # pragma: no cover - the loop always returns
+
+
+def _missing(value) -> bool:
+    """None, NaN or inf: a figure that was not measured."""
+    return value is None or not math.isfinite(float(value))
 
 
 def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "") -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from audits.checks.clocks import CONTENTION_MIN_CPU_S
 from audits.protocol.findings import NA
-from audits.report.narrative.common import finding_of, format_interval, format_value, run_index
+from audits.report.narrative.common import finding_of, format_interval, format_seconds, format_value, run_index
 
 __all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
            "contention_table", "describe_contention"]
@@ -46,7 +46,7 @@ def describe_reliability(audit) -> str:
         stated = env.run_summary.repeats_text if env.run_summary is not None else f"{env.n_repeats} repeats"
         text = (f"**{run}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
                 f"cells of correct references; CI over problems), an absolute sd of "
-                f"{format_value(env.median_abs_sd_ms.estimate)} ms. Scored once per repeat against a fixed pool, a "
+                f"{format_seconds(env.median_abs_sd_ms.estimate / 1000)}. Scored once per repeat against a fixed pool, a "
                 f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
                 f"(range over {env.n_repeats} {unit}; 95 % of scores move less than "
                 f"{format_value(env.drift.p95_range_5)} as the range of 5 repeats, the worst "
@@ -99,7 +99,7 @@ def describe_discriminability(audit) -> str:
                 f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
                 f"repeat noise is discounted. The slowest quarter of references scores "
                 f"{format_interval(env.gap.gap)} points worse than the fastest quarter (strong-weak gap). The "
-                f"sandbox floor is {format_value(env.floor_s * 1000)} ms ({env.floor_source}); "
+                f"sandbox floor is {format_seconds(env.floor_s)} ({env.floor_source}); "
                 f"{format_value(env.near_floor_test_share * 100)} % of optimization tests have a reference median "
                 f"within {t.near_floor_factor:g}× of it.")
         if env.flagged_problems:
