@@ -538,7 +538,8 @@ def _timestamps(values: pd.Series, source: str, raw: pd.DataFrame) -> pd.Series:
         parsed = pd.Series(pd.NaT, index=values.index, dtype=TIMESTAMP_DTYPE)
     elif values.dtype == bool or pd.api.types.is_numeric_dtype(values):
         _fail(source, "timestamp", f"numbers (dtype {values.dtype}), not dates: the unit and epoch are unknown",
-              "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00",
+              "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00 (pandas' "
+              "to_json writes datetimes as epoch milliseconds unless given date_format='iso')",
               raw, values.notna().to_numpy())
     else:
         try:

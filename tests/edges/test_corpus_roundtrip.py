@@ -137,3 +137,18 @@ def test_a_number_among_date_texts_is_refused_not_read_as_1970(tmp_path):
     proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert "column 'timestamp': numbers among the dates" in proc.stderr and "timestamp=1767225600" in proc.stderr
+
+
+def test_pandas_json_lines_with_epoch_timestamps_are_refused_with_the_export_that_works(source, tmp_path):
+    """pandas' to_json writes datetimes as epoch milliseconds: refused (a number's unit is unknown) with the option that
+    writes them as dates, and that export reads back every instant."""
+    corpus = load_corpus(source)
+    epoch = tmp_path / "epoch.jsonl"
+    corpus.to_json(epoch, orient="records", lines=True, date_format="epoch")  # pandas 3 default, said explicitly
+    proc = subprocess.run([*CLI, "validate", str(epoch)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "column 'timestamp': numbers (dtype" in proc.stderr
+    assert "unless given date_format='iso'" in proc.stderr
+    iso = tmp_path / "iso.jsonl"
+    corpus.to_json(iso, orient="records", lines=True, date_format="iso", date_unit="ns")
+    # pandas writes microseconds at most (its date_unit='ns' too): every instant to the microsecond
+    pd.testing.assert_series_equal(load_corpus(iso)["timestamp"], corpus["timestamp"].dt.floor("us"))
