@@ -154,14 +154,24 @@ class AggregationAudit:
 MIN_PROBLEMS = 2
 
 
-def _no_resamples(n_problems: int, n_boot: int, th: AggregationThresholds) -> str | None:
-    """Why the findings judged against bootstrap resamples of problems are n/a (None: they are judged)."""
+def _no_resamples(n_problems: int, n_boot: int, th: AggregationThresholds, level: float) -> str | None:
+    """Why the findings judged against bootstrap resamples of problems are n/a (None: they are judged).
+
+    They compare a share of the resamples with ``level`` (confident domination) and ``th.default_confidence``:
+    with fewer than 1 / (1 - share) resamples a share moves in steps wider than 1 - share, so it cannot be told
+    from 100 % (n_boot = 1 judged "dominated in >= 95 % of bootstrap resamples" from one resample)."""
     if n_problems < MIN_PROBLEMS:
         return (f"{n_problems} problem{'' if n_problems == 1 else 's'}; this figure needs >= {MIN_PROBLEMS}: it is judged "
                 "against bootstrap resamples of problems (with one problem every resample is that problem). "
                 f"Collect more problems (>= {th.min_problems} for CIs that hold)")
     if n_boot == 0:
         return "judged against bootstrap resamples of problems, and n_boot = 0 draws none: run with --n-boot 1000"
+    share = max(level, th.default_confidence)
+    needed = int(np.ceil(1 / (1 - share) - 1e-9)) if share < 1 else None
+    if needed is not None and n_boot < needed:
+        return (f"judged as a share of bootstrap resamples of problems against {share:.0%}, and {n_boot} resample"
+                f"{'' if n_boot == 1 else 's'} cannot tell {share:.0%} from 100% (one resample is "
+                f"{1 / n_boot:.1%} of them; >= {needed} needed): run with --n-boot 1000")
     return None
 
 
@@ -298,7 +308,7 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
         findings.append(Finding(
             "pass", "dominated_aggregators", len(dominated),
             "dominated = another aggregator is at least as stable and at least as separating", text, **where))
-    why = _no_resamples(n, n_boot, th)
+    why = _no_resamples(n, n_boot, th, comp.level)
     if why is not None:  # these are judged against resamples of problems: none to judge against
         findings = [Finding.not_available(f.metric, why, threshold=f.threshold, **where)
                     if f.metric == "dominated_aggregators" or (f.metric == "default_aggregator" and default != best)
