@@ -1464,6 +1464,11 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     ps_problem = np.full(n_sol, -1, dtype=np.int64)
     ps_problem[ps_code] = problem_code
     is_q0 = (units_rep["repeat"].to_numpy() == quartile_repeat)
+    # A problem whose quartile repeat timed no correct reference (every one of its executions there ended other
+    # than ok: every reference scores the failure penalty, all tied) has no quartiles: its dynamic range is
+    # undefined, not 0 (the run-level rule of audits.corpus.coverage, applied to the quartile repeat).
+    unit_ok = np.bincount(ctx_rep.codes[ctx_rep.ok], minlength=len(units_rep)) > 0
+    timed_q0 = np.bincount(problem_code[ref_mask & is_q0 & unit_ok], minlength=n_g) > 0
     problem_names = np.empty(n_g, dtype=object)
     problem_names[problem_code] = units_rep["problem"].astype(str).to_numpy()
 
@@ -1502,7 +1507,7 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
         fast, slow = tail_weights(prob, first_score[eligible], k)
         fast_mean = np.bincount(prob, weights=fast * later[eligible], minlength=n_g) / np.maximum(k, 1)
         slow_mean = np.bincount(prob, weights=slow * later[eligible], minlength=n_g) / np.maximum(k, 1)
-        range_pp.append(np.where(n_ref >= 4, slow_mean - fast_mean, np.nan))
+        range_pp.append(np.where((n_ref >= 4) & timed_q0, slow_mean - fast_mean, np.nan))
 
     return AggregatorProblemValues(names=names, problems=problem_names,
                                    stability=np.array(stab_pp).reshape(len(names), n_g),
