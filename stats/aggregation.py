@@ -1465,10 +1465,12 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     ps_problem[ps_code] = problem_code
     is_q0 = (units_rep["repeat"].to_numpy() == quartile_repeat)
     # A problem whose quartile repeat timed no correct reference (every one of its executions there ended other
-    # than ok: every reference scores the failure penalty, all tied) has no quartiles: its dynamic range is
-    # undefined, not 0 (the run-level rule of audits.corpus.coverage, applied to the quartile repeat).
+    # than ok: every reference scores the failure penalty, all tied) has no quartiles, and one whose other
+    # repeats timed none has no scores to compare them on: its dynamic range is undefined, not 0 (the run-level
+    # rule of audits.corpus.coverage, applied to the repeats the range reads).
     unit_ok = np.bincount(ctx_rep.codes[ctx_rep.ok], minlength=len(units_rep)) > 0
     timed_q0 = np.bincount(problem_code[ref_mask & is_q0 & unit_ok], minlength=n_g) > 0
+    timed_q0 &= np.bincount(problem_code[ref_mask & ~is_q0 & unit_ok], minlength=n_g) > 0
     problem_names = np.empty(n_g, dtype=object)
     problem_names[problem_code] = units_rep["problem"].astype(str).to_numpy()
 

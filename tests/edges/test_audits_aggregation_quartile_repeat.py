@@ -1,12 +1,14 @@
-"""A problem whose quartile repeat timed none of its correct references has no dynamic range (NaN), not 0.
+"""A problem whose quartile repeat (or whose other repeats) timed none of its correct references has no dynamic
+range (NaN), not 0.
 
 The dynamic range takes the quartiles of a problem's references from one repeat (the run's smallest) and their
 scores from the others. Found on a corpus where every reference execution of one problem timed out in repeat 0
 only (a transient: the other repeats are timed): all references scored the failure penalty there, tied, so
 the "fastest" and "slowest" quartiles were the same tie-averaged set and the problem added a range of exactly 0
 to most aggregators' means (and to their bootstrap), as if the aggregators could not separate its references.
-It is the run-level rule of audits.corpus.coverage (no ok timing of a correct reference: not measured) applied
-to the repeat the quartiles come from.
+Every reference execution of the other repeats timed out gave the same 0 (every later score the penalty). It is
+the run-level rule of audits.corpus.coverage (no ok timing of a correct reference: not measured) applied to the
+repeats the range reads.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from audits.corpus.synthetic import synthesize
 PROBLEM = "p0001"
 
 
-@pytest.fixture(scope="module")
-def corpora():
+@pytest.fixture(scope="module", params=["quartile repeat timed out", "other repeats timed out"])
+def corpora(request):
     corpus = synthesize(n_problems=8, n_tests=4, n_repeats=3, noise_cv=0.2, seed=5).corpus
-    hit = ((corpus["problem"].astype(str) == PROBLEM) & (corpus["repeat"] == 0)
+    repeats = (corpus["repeat"] == 0) if request.param.startswith("quartile") else (corpus["repeat"] > 0)
+    hit = ((corpus["problem"].astype(str) == PROBLEM) & repeats
            & (corpus["role"].astype(str) == "reference")).to_numpy()
     planted = corpus.copy()
     planted["status"] = pd.Categorical(planted["status"].astype(str).where(~hit, "timeout"),
