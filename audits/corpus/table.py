@@ -78,31 +78,33 @@ def _fail(source: str, column: str | None, problem: str, fix: str,
 def _codes_and_labels(values: pd.Series, default: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and string labels of a column, without building 10^7 Python strings.
 
-    Categorical columns are used as they are; others are factorised once and
-    their labels sorted (so the categories of a file do not depend on its row
-    order: set semantics). Labels that coincide after conversion to ``str`` are
-    merged. Missing values get code -1, or the ``default`` label when one is given.
+    The labels are the values present, sorted (so the categories of a file depend neither on its row order nor on
+    its format: set semantics; a categorical column's unused categories and their order are not kept, as text
+    formats cannot keep them and the corpus would read back otherwise). Labels that coincide after conversion to
+    ``str`` are merged. Missing values get code -1, or the ``default`` label when one is given.
     """
-    sort = False
     if isinstance(values.dtype, pd.CategoricalDtype):
         codes = values.cat.codes.to_numpy(dtype=np.int64)
         labels = np.asarray(values.cat.categories.astype(str), dtype=object)
+        used = np.bincount(codes[codes >= 0], minlength=len(labels)) > 0
+        if not used.all():  # drop the unused categories (renumbering the codes)
+            new_code = np.cumsum(used) - 1
+            codes = np.where(codes >= 0, new_code[np.maximum(codes, 0)], -1)
+            labels = labels[used]
     else:
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
         codes = codes.astype(np.int64, copy=False)
         labels = np.asarray([str(u) for u in uniques], dtype=object)
-        sort = True
-    if len(labels) and (sort or not pd.Index(labels).is_unique):  # sorted labels; e.g. 1 and "1" merged
+    if default is not None and (codes < 0).any() and default not in set(labels):
+        labels = np.append(labels, default).astype(object)
+    if default is not None:
+        codes = np.where(codes < 0, int(np.flatnonzero(labels == default)[0]) if default in set(labels) else -1, codes)
+    order_needed = len(labels) and (not pd.Index(labels).is_unique or list(labels) != sorted(labels))
+    if order_needed:  # sorted labels; e.g. 1 and "1" merged
         # (no labels: every value is missing, a column left empty, as the code -1 already says)
         labels, inverse = np.unique(labels, return_inverse=True)
         labels = labels.astype(object)
         codes = np.where(codes >= 0, inverse[np.maximum(codes, 0)], -1)
-    if default is not None and (codes < 0).any():
-        if default in labels:
-            codes = np.where(codes < 0, int(np.flatnonzero(labels == default)[0]), codes)
-        else:
-            labels = np.append(labels, default).astype(object)
-            codes = np.where(codes < 0, len(labels) - 1, codes)
     return codes, labels
 
 
