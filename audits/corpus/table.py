@@ -12,6 +12,7 @@ is what it and :mod:`audits.corpus.dataset` both read with.
 from __future__ import annotations
 
 import csv
+import datetime
 import gzip
 import json
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from dateutil import parser
 from pandas._libs.parsers import STR_NA_VALUES  # read_csv's default missing-value texts (public as its docs' list)
 
 from audits.corpus.paths import CorpusError, check_input_file  # re-exported: the readers' first check
@@ -520,6 +522,20 @@ def normalize(
     return corpus
 
 
+def _undated(value) -> bool:
+    """Whether the text ``value`` leaves out part of its date (day, month or year): read with two different
+    defaults for the missing parts, it gives two instants (dateutil, as pandas' mixed reading; an unreadable
+    text is not this rule's to judge)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return parser.parse(value, default=_DEFAULTS[0]) != parser.parse(value, default=_DEFAULTS[1])
+    except (ValueError, OverflowError):
+        return False
+
+
+_DEFAULTS = (datetime.datetime(2001, 1, 1), datetime.datetime(2002, 2, 2))
+
 #: The dtype of a loaded ``timestamp`` column: one instant per execution, in UTC (an offset in the file is kept as
 #: the instant it names), nanoseconds (a clock's finest), so that a corpus reads back the same from every format.
 TIMESTAMP_DTYPE = "datetime64[ns, UTC]"
@@ -554,6 +570,11 @@ def _timestamps(values: pd.Series, source: str, raw: pd.DataFrame) -> pd.Series:
                       "write when each execution ran as ISO 8601 text, e.g. 2026-01-31T14:05:00.123456+00:00",
                       raw, numbers.to_numpy(dtype=bool))
             parsed = pd.to_datetime(values, utc=True, format="mixed", errors="coerce")
+            # that reading fills what a text leaves out (its day, month or year) from the day it is read: '12:30'
+            # named today, so the run order changed with the day of the audit. Such a text names no date.
+            codes, distinct = pd.factorize(values)
+            undated = np.array([_undated(v) for v in distinct] + [False], dtype=bool)  # each text once; -1: missing
+            parsed = parsed.mask(undated[codes])
         not_dates = (parsed.isna() & values.notna()).to_numpy().copy()
         if not_dates.any():  # an empty text (a JSON "" or a Parquet string column's empty cell) is not known either
             blank = values[not_dates].map(lambda v: isinstance(v, str) and not v.strip()).to_numpy(dtype=bool)

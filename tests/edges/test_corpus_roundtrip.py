@@ -152,3 +152,19 @@ def test_pandas_json_lines_with_epoch_timestamps_are_refused_with_the_export_tha
     corpus.to_json(iso, orient="records", lines=True, date_format="iso", date_unit="ns")
     # pandas writes microseconds at most (its date_unit='ns' too): every instant to the microsecond
     pd.testing.assert_series_equal(load_corpus(iso)["timestamp"], corpus["timestamp"].dt.floor("us"))
+
+
+def test_a_timestamp_text_without_its_day_is_refused_not_read_as_today(tmp_path):
+    """Outside ISO 8601 pandas reads dates as dateutil does, filling a missing day, month or year from the day the file
+    is read: '12:30' was today at 12:30, and the run order changed with the day of the audit."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("problem,test,solution,duration_s,status,timestamp\n"
+                    "p,t,a,1.5,ok,2026-01-01T10:00:00Z\np,t,b,2.5,ok,12:30\np,t,c,2.5,ok,Jan 5 2026 10:00\n"
+                    "p,t,d,2.5,ok,5 Jan\n")
+    proc = subprocess.run([*CLI, "validate", str(runs)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "column 'timestamp': values that are not dates (2 rows)" in proc.stderr
+    assert "timestamp='12:30'" in proc.stderr and "timestamp='5 Jan'" in proc.stderr
+    runs.write_text("problem,test,solution,duration_s,status,timestamp\n"
+                    "p,t,a,1.5,ok,2026-01-01T10:00:00Z\np,t,c,2.5,ok,Jan 5 2026 10:00\n")
+    assert load_corpus(runs)["timestamp"].tolist() == [pd.Timestamp("2026-01-01T10:00:00Z"),
+                                                       pd.Timestamp("2026-01-05T10:00:00Z")]
