@@ -361,6 +361,40 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
     return out
 
 
+def _judged(t: ReliabilityThresholds, limit: str, metric: str, value: float, text: str, advice: str,
+            where: dict) -> Finding:
+    """The finding ``metric`` judged against the limit ``limit``; ``advice`` is added unless it passes."""
+    level = t.judge(limit, value)
+    return Finding(level, metric, value, t.text(limit), text + ("" if level == "pass" else advice), **where)
+
+
+def _drift_findings(env: RunReliability, t: ReliabilityThresholds, where: dict) -> list[Finding]:
+    """mean_rank_sd, mean_rank_range and p95_rank_range: rank drift, each at any repeat count."""
+    drift = env.drift
+    unit = "processes" if env.variance.nested else "repeats"
+    rank_sd = drift.mean_sd_corrected or drift.mean_sd
+    rng5 = (D2_5 * drift.mean_range_normalised.estimate if drift.mean_range_normalised is not None
+            else drift.mean_range.estimate)
+    return [
+        _judged(t, "rank_sd", "mean_rank_sd", rank_sd.estimate,
+                f"a solution's problem score (100*q) moves by sd {_fmt(rank_sd.estimate)} points between repeats "
+                f"[{_fmt(rank_sd.low)}, {_fmt(rank_sd.high)}] (sd / c4(R), unbiased at any repeat count; raw "
+                f"{_fmt(drift.mean_sd.estimate)})",
+                "; rewards thresholded on q will flip between repeats: reduce noise or use a coarser (binary) speed "
+                "gate", where),
+        _judged(t, "rank_range", "mean_rank_range", rng5,
+                f"mean peak-to-peak range of 100*q across {env.n_repeats} {unit} {_fmt(drift.mean_range.estimate)} "
+                f"points; as the range of 5 repeats, d2(5) x mean(range / d2(R)) = {_fmt(rng5)} (busy training "
+                "worker, published: 41.2)", "", where),
+        # the tail, not the maximum: the worst range of many units grows with their number and the repeat count
+        _judged(t, "p95_range", "p95_rank_range", drift.p95_range_5,
+                f"95 % of (problem, solution) scores move less than {_fmt(drift.p95_range_5)} points as the range of "
+                f"5 repeats (d2(5) x range / d2(R)); the worst moves {_fmt(drift.worst_range)} points over "
+                f"{env.n_repeats} {unit}, at {drift.worst}",
+                ": inspect the problems with the widest ranges (near the floor? timeouts?)", where),
+    ]
+
+
 def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     where = {"environment": env.environment, "campaign": env.campaign}
     out = []
@@ -380,30 +414,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
             "isolated execution service (published service: 8.2 %)")
     out.append(Finding(level, "median_repeat_cv", cv.estimate, t.text("repeat_cv"), msg, **where))
     # median_abs_sd_ms is reported (the run's table, JSON and report), not judged: see ReliabilityThresholds
-    drift = env.drift
-    rank_sd = drift.mean_sd_corrected or drift.mean_sd
-    level = t.judge("rank_sd", rank_sd.estimate)
-    out.append(Finding(level, "mean_rank_sd", rank_sd.estimate, t.text("rank_sd"),
-                       f"a solution's problem score (100*q) moves by sd {_fmt(rank_sd.estimate)} points between "
-                       f"repeats [{_fmt(rank_sd.low)}, {_fmt(rank_sd.high)}] (sd / c4(R), unbiased at any repeat "
-                       f"count; raw {_fmt(drift.mean_sd.estimate)})"
-                       + ("" if level == "pass" else "; rewards thresholded on q will flip between repeats: "
-                          "reduce noise or use a coarser (binary) speed gate"), **where))
-    rng5 = (D2_5 * drift.mean_range_normalised.estimate if drift.mean_range_normalised is not None
-            else drift.mean_range.estimate)
-    level = t.judge("rank_range", rng5)
-    out.append(Finding(level, "mean_rank_range", rng5, t.text("rank_range"),
-                       f"mean peak-to-peak range of 100*q across {env.n_repeats} {'processes' if env.variance.nested else 'repeats'} "
-                       f"{_fmt(drift.mean_range.estimate)} points; as the range of 5 repeats, "
-                       f"d2(5) x mean(range / d2(R)) = {_fmt(rng5)} (busy training worker, published: 41.2)", **where))
-    # the tail, not the maximum: the worst range of many units grows with their number and the repeat count
-    level = t.judge("p95_range", drift.p95_range_5)
-    out.append(Finding(level, "p95_rank_range", drift.p95_range_5, t.text("p95_range"),
-                       f"95 % of (problem, solution) scores move less than {_fmt(drift.p95_range_5)} points as the "
-                       f"range of 5 repeats (d2(5) x range / d2(R)); the worst moves {_fmt(drift.worst_range)} points "
-                       f"over {env.n_repeats} {'processes' if env.variance.nested else 'repeats'}, at {drift.worst}"
-                       + ("" if level == "pass" else ": inspect the problems with the widest ranges (near the floor? "
-                          "timeouts?)"), **where))
+    out.extend(_drift_findings(env, t, where))
     icc = env.icc_agreement
     level = t.judge("icc", icc.estimate)
     out.append(Finding(level, "icc", icc.estimate, t.text("icc"),
