@@ -12,7 +12,7 @@ from pathlib import Path
 from audits.corpus.io import CorpusError, check_input_file
 from audits.corpus.table import id_defect, result_file_format
 
-__all__ = ["load_json", "format_hint", "file_labels", "check_given_names"]
+__all__ = ["load_json", "format_hint", "file_labels", "result_stem", "check_given_names"]
 
 
 def load_json(path: str | os.PathLike, *, what: str, hint: str):
@@ -41,6 +41,19 @@ def format_hint(path: str | os.PathLike, data, *, fmt: str, hint: str) -> str:
     if other is None or other == fmt:
         return hint
     return f"it is a {other} result file: speedaudit import {other} {shlex.quote(str(path))} --out corpus.parquet"
+
+
+def result_stem(name: str) -> str:
+    """A result file's name without ``.json`` or ``.json.gz`` (every importer reads both): what a problem or a
+    campaign derived from the file is called.
+
+    >>> [result_stem(n) for n in ("bench.json", "bench.json.gz", "a/run.json.gz", "notes")]
+    ['bench', 'bench', 'a/run', 'notes']
+    """
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def file_labels(paths, *, what: str) -> list[str]:

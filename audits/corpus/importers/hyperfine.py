@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json, result_stem
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import id_defect
 
@@ -127,7 +127,7 @@ def import_hyperfine(
     for raw_path, label in zip(paths, file_labels(paths, what="hyperfine file")):
         path = Path(raw_path)
         data = read_hyperfine_file(path)
-        name = problem or path.name.removesuffix(".json")
+        name = problem or result_stem(path.name)
         # the k-th command of each parameter combination is one solution
         position: dict[str, int] = {}
         slots = []

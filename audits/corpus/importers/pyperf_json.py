@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json, result_stem
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import result_file_format
 
@@ -152,11 +152,7 @@ def read_pyperf_file(path: str | os.PathLike) -> dict:
 
 
 def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".json.gz", ".json"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return path.stem
+    return result_stem(path.name) if path.name.endswith((".json", ".json.gz")) else path.stem
 
 
 def _expand(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, bool]]:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json
+from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json, result_stem
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
@@ -145,7 +145,7 @@ def import_pytest_benchmark(
     for (path, data), env, label in zip(files, envs, labels):
         label = label if shared[(env, path.name)] > 1 else path.name
         solution = _solution(data.get("commit_info") or {})
-        session = campaign or label.removesuffix(".json")
+        session = campaign or result_stem(label)
         for bench in data["benchmarks"]:
             stats = bench.get("stats") or {}
             values = stats.get("data")
