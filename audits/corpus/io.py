@@ -207,8 +207,23 @@ def _write_json_lines(corpus: pd.DataFrame, path: str, *, gzipped: bool, chunk: 
                 keep = column.notna().to_numpy()
                 if pd.api.types.is_float_dtype(column):
                     keep = keep & np.isfinite(column.to_numpy(dtype=float))
+                if pd.api.types.is_datetime64_any_dtype(column):
+                    text = _iso_times(column).astype(object)
+                    text[~keep] = None
+                    values.append(text.tolist())
+                    continue
                 values.append(column.astype(object).where(keep, None).tolist())
             handle.writelines(encode(dict(zip(columns, row))) + "\n" for row in zip(*values))
+
+
+def _iso_times(column: pd.Series) -> np.ndarray:
+    """Datetimes as ISO 8601 text to the nanosecond, in numpy's vectorised formatter: an instant with a time zone in
+    UTC (``...Z``), a naive one as it is (NaT as ``'NaT'``: the caller writes null there). Each ``pd.Timestamp``
+    through ``str`` took most of a JSON-lines write of a corpus with timestamps (measured in the commit)."""
+    if getattr(column.dtype, "tz", None) is not None:
+        naive = column.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+        return np.datetime_as_string(naive, unit="ns", timezone="UTC")
+    return np.datetime_as_string(column.to_numpy(dtype="datetime64[ns]"), unit="ns")
 
 
 @dataclass(frozen=True)
