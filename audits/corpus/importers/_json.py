@@ -12,7 +12,7 @@ from pathlib import Path
 from audits.corpus.io import CorpusError, check_input_file
 from audits.corpus.table import id_defect, result_file_format
 
-__all__ = ["load_json", "format_hint", "file_labels", "result_stem", "check_given_names"]
+__all__ = ["load_json", "format_hint", "file_labels", "result_stem", "skipped_lines", "check_given_names"]
 
 
 def load_json(path: str | os.PathLike, *, what: str, hint: str):
@@ -54,6 +54,21 @@ def result_stem(name: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def skipped_lines(skipped) -> list[str]:
+    """The summary's lines of skipped files or benchmarks, ``(what, why)`` pairs grouped by reason, the largest group
+    first, three named each and "and K more".
+
+    >>> skipped_lines([("a.json", "no data"), ("b.json", "no data"), ("c.json", "broken")])
+    ['skipped 2 (no data): a.json, b.json', 'skipped 1 (broken): c.json']
+    """
+    by_reason: dict[str, list[str]] = {}
+    for what, why in skipped:
+        by_reason.setdefault(why, []).append(what)
+    return [f"skipped {len(items)} ({why}): " + ", ".join(items[:3]) + (f" and {len(items) - 3} more"
+                                                                        if len(items) > 3 else "")
+            for why, items in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
 def file_labels(paths, *, what: str) -> list[str]:

@@ -72,7 +72,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json, result_stem
+from audits.corpus.importers._json import (check_given_names, file_labels, format_hint, load_json, result_stem,
+                                          skipped_lines)
 from audits.corpus.io import CorpusError, normalize
 from audits.corpus.table import result_file_format
 
@@ -129,13 +130,7 @@ class PyperfImport:
                          + ", ".join(f"{short} -> {full}" for short, full in sorted(self.merged_build_ids.items())))
         lines += [f"same solution, machine and campaign in several files; campaigns named by file: {name}"
                   for name in self.split_campaigns]
-        by_reason: dict[str, list[str]] = {}
-        for what, why in self.skipped:
-            by_reason.setdefault(why, []).append(what)
-        for why, items in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-            shown = ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
-            lines.append(f"skipped {len(items)} ({why}): {shown}")
-        return "\n".join(lines)
+        return "\n".join(lines + skipped_lines(self.skipped))
 
 
 def read_pyperf_file(path: str | os.PathLike) -> dict:

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from audits.corpus.importers._json import check_given_names, file_labels, format_hint, load_json, result_stem
+from audits.corpus.importers._json import (check_given_names, file_labels, format_hint, load_json, result_stem,
+                                          skipped_lines)
 from audits.corpus.io import CorpusError, normalize
 
 __all__ = ["PytestBenchmarkImport", "import_pytest_benchmark"]
@@ -45,12 +46,14 @@ class PytestBenchmarkImport:
 
     corpus: pd.DataFrame
     files: int
+    #: Files found in a folder and left out, with the reason: ``(path, why)`` (a file named is read or refused).
+    skipped: tuple[tuple[str, str], ...] = ()
 
     def summary(self) -> str:
         c = self.corpus
-        return (f"{len(c):,} rounds from {self.files} saved run(s) (campaigns): {c['problem'].nunique()} test(s) "
-                f"(problems), {c['solution'].nunique()} commit(s) (solutions), "
-                f"{c['environment'].nunique()} machine(s)")
+        return "\n".join([f"{len(c):,} rounds from {self.files} saved run(s) (campaigns): {c['problem'].nunique()} "
+                          f"test(s) (problems), {c['solution'].nunique()} commit(s) (solutions), "
+                          f"{c['environment'].nunique()} machine(s)"] + skipped_lines(self.skipped))
 
 
 def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
@@ -69,22 +72,56 @@ def read_pytest_benchmark_file(path: str | os.PathLike) -> dict:
     return data
 
 
-def _expand(paths: Sequence[str | os.PathLike]) -> list[Path]:
-    """The files to read: each file given, and every ``*.json`` file under each folder given (pytest-benchmark's
-    storage, ``.benchmarks/<machine>/NNNN_name.json``), in path order; a folder without one is refused."""
-    files: list[Path] = []
+def _expand(paths: Sequence[str | os.PathLike]) -> list[tuple[Path, bool]]:
+    """The files to read, each marked whether it was named (its errors are errors) or found in a folder (skipped with
+    the reason): each file given, and every ``*.json`` file under each folder given (pytest-benchmark's storage,
+    ``.benchmarks/<machine>/NNNN_name.json``), in path order; a folder without one is refused."""
+    files: list[tuple[Path, bool]] = []
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
-            files.append(path)
+            files.append((path, True))
             continue
         inside = sorted(p for p in path.rglob("*.json") if p.is_file())
         if not inside:
             raise CorpusError(f"{path}: a folder without .json files: no saved pytest-benchmark runs in it\n"
                               f"  -> pass the storage folder runs were saved into (pytest --benchmark-autosave "
                               f"--benchmark-save-data writes .benchmarks/<machine>/NNNN_*.json), or the files")
-        files.extend(inside)
+        files.extend((p, False) for p in inside)
     return files
+
+
+def _no_round_data(data: dict) -> str | None:
+    """The first benchmark of a saved run without per-round data (``--benchmark-save-data`` not given), or None."""
+    for bench in data["benchmarks"]:
+        if not (bench.get("stats") or {}).get("data"):
+            return str(bench.get("fullname") or bench.get("name"))
+    return None
+
+
+def _read_runs(expanded: list[tuple[Path, bool]]) -> tuple[list[tuple[Path, dict]], list[tuple[str, str]]]:
+    """Each readable saved run with per-round data; a file found in a folder that is not one is skipped with the
+    reason (pytest --benchmark-autosave alone keeps no rounds), a file named is refused."""
+    files, skipped = [], []
+    for path, named in expanded:
+        try:
+            data = read_pytest_benchmark_file(path)
+            missing = _no_round_data(data)
+            if missing is not None:
+                raise CorpusError(f"{path}: benchmark {missing!r} has no per-round data ('stats.data')\n"
+                                  f"  -> save runs with --benchmark-save-data (or write --benchmark-json)")
+        except CorpusError as exc:
+            if named:
+                raise
+            skipped.append((str(path), str(exc).splitlines()[0].removeprefix(f"{path}: ")))
+            continue
+        files.append((path, data))
+    if not files:
+        first, why = skipped[0]
+        raise CorpusError(f"{first}: {why}; and every other saved run found is skipped too\n  -> save runs with "
+                          f"--benchmark-save-data (pytest --benchmark-autosave alone keeps no rounds)"
+                          + "\n" + "\n".join(skipped_lines(skipped)))
+    return files, skipped
 
 
 def _environment(info: dict) -> str:
@@ -131,14 +168,15 @@ def import_pytest_benchmark(
     if not paths:
         raise CorpusError("import pytest-benchmark: no files given\n  -> pass pytest-benchmark JSON files")
     given = paths
-    paths = _expand(paths)
-    if campaign is not None and len(paths) > 1:
+    expanded = _expand(paths)
+    if campaign is not None and len(expanded) > 1:
         raise CorpusError("import pytest-benchmark: --campaign gives every file (saved run) one campaign\n"
                           "  -> drop --campaign (each saved run is then its own campaign) or import one file")
     rows: dict[str, list] = {k: [] for k in ("environment", "campaign", "problem", "solution", "repeat",
                                               "duration_s", "loops", "timestamp")}
-    labels = file_labels(paths, what="saved run")
-    files = [(Path(raw_path), read_pytest_benchmark_file(raw_path)) for raw_path in paths]
+    file_labels([p for p, _ in expanded], what="saved run")  # a file given twice is refused before any is read
+    files, skipped = _read_runs(expanded)
+    labels = file_labels([p for p, _ in files], what="saved run")
     envs = [environment or _environment(data.get("machine_info") or {}) for _, data in files]
     # a file name shared on one machine (two sessions) gives way to the path; on two machines it stays the name
     shared = Counter((env, path.name) for (path, _), env in zip(files, envs))
@@ -150,10 +188,7 @@ def import_pytest_benchmark(
             stats = bench.get("stats") or {}
             values = stats.get("data")
             name = str(bench.get("fullname") or bench.get("name"))
-            if not values:
-                raise CorpusError(f"{path}: benchmark {name!r} has no per-round data ('stats.data')\n"
-                                  f"  -> save runs with --benchmark-save-data (or write --benchmark-json)")
-            n = len(values)
+            n = len(values)  # every benchmark has rounds (_read_runs)
             zeros = sum(1 for v in values if float(v) == 0)
             if zeros:  # a round shorter than the timer's resolution: no measurement
                 timer = (bench.get("options") or {}).get("timer") or "the timer"
@@ -176,4 +211,4 @@ def import_pytest_benchmark(
     frame["correct"] = True
     frame["test_kind"] = "optimization"
     corpus = normalize(frame, source=", ".join(map(str, given)))
-    return PytestBenchmarkImport(corpus, files=len(paths))
+    return PytestBenchmarkImport(corpus, files=len(files), skipped=tuple(skipped))
