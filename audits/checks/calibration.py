@@ -568,7 +568,7 @@ def _intercept_text(limits, typical_s: float) -> str:
             f"{limits.intercept_share_fail * ms:.3g} ms)")
 
 
-def _intercept_finding(aff, pairing, limits, n_boot: int, pair: str) -> Finding:
+def _intercept_finding(intercept: tuple[float, float, float], pairing, limits, n_boot: int, pair: str) -> Finding:
     """``affine_intercept_ms``: the offset b of y = a x + b, judged as a share of the median paired target duration.
 
     An offset matters by how much of a duration it is: 53 ms is half of a 100 ms program and 0.5 % of a ten-second
@@ -576,7 +576,7 @@ def _intercept_finding(aff, pairing, limits, n_boot: int, pair: str) -> Finding:
     (b / median y = the median share of a target duration that the offset accounts for), never against a constant
     in ms; the value stays in ms, to be read. Judged only when its CI excludes 0.
     """
-    b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
+    b, b_lo, b_hi = intercept  # seconds: estimate and CI
     typical = float(np.median(pairing.frame["y"].to_numpy(dtype=float)))
     threshold = _intercept_text(limits, typical)
     if not np.isfinite([b_lo, b_hi]).all():
@@ -685,8 +685,8 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                               f"{calibration_family}" if level != "pass" or not mult_ok
                               else ": a pure speed factor is enough"), subject=pair))
 
-    out.append(_intercept_finding(aff, pairing, limits, n_boot, pair))
-    b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("ci_low", "ci_high"))
+    b, b_lo, b_hi = (float(aff.loc["intercept_s", c]) for c in ("estimate", "ci_low", "ci_high"))
+    out.append(_intercept_finding((b, b_lo, b_hi), pairing, limits, n_boot, pair))
     a, a_lo, a_hi = (float(aff.loc["slope", c]) for c in ("estimate", "ci_low", "ci_high"))
     significant = not (a_lo <= 1.0 <= a_hi)
     level = limits.judge("slope_change", abs(a - 1)) if significant else "pass"

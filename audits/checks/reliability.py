@@ -348,6 +348,8 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
         out["median_repeat_cv"] = "no cell has two ok repeats of a correct reference"
     if not np.isfinite(env.drift.mean_sd.estimate):
         out["mean_rank_sd"] = out["mean_rank_range"] = out["p95_rank_range"] = "no solution was scored twice"
+    elif not np.isfinite(env.drift.p95_range_5):  # judged NaN would read "warn"
+        out["p95_rank_range"] = "no solution was scored in two repeats"
     if not np.isfinite(env.icc_agreement.estimate):
         out["icc"] = ("no optimization test has >= 2 correct references with >= 2 ok repeats and non-constant "
                       "durations")

@@ -13,7 +13,6 @@ corpus behind.
 
 from __future__ import annotations
 
-import ctypes
 import gzip
 import json
 import os
@@ -28,7 +27,7 @@ import pandas as pd
 import pyarrow
 
 from audits.corpus.dataset import is_dataset, open_dataset
-from audits.corpus.memory import small_pages
+from audits.corpus.memory import return_freed_memory, small_pages
 from audits.corpus.schema import KEY  # noqa: F401 -- reached as audits.corpus.io.KEY by the collect tests
 from audits.corpus.table import (  # the reader and validator, also imported from here
     CorpusError,
@@ -106,10 +105,7 @@ def _release_freed_memory() -> None:
         pyarrow.default_memory_pool().release_unused()
     except Exception:  # noqa: BLE001 - only a memory hint; never fails a load
         pass
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except Exception:  # noqa: BLE001 - not glibc (or not Linux): nothing to trim
-        pass
+    return_freed_memory()
 
 
 def atomic_write(path: str | os.PathLike, writer) -> Path:

@@ -35,7 +35,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["small_pages"]
+__all__ = ["small_pages", "return_freed_memory"]
 
 
 def _setter():
@@ -58,8 +58,22 @@ _KEPT_TRIM_THRESHOLD = 2**31 - 1
 def _glibc():
     """The process's own C library where it is glibc (mallopt's parameters are glibc's), else None; None too where
     the user set any glibc malloc tunable, whose choice wins."""
-    if not sys.platform.startswith("linux") or any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ) \
+    if any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ) \
             or "malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return None
+    return _glibc_library()
+
+
+def return_freed_memory() -> None:
+    """Hand the heap's free memory back to the kernel now (glibc's ``malloc_trim(0)``; nothing elsewhere)."""
+    libc = _glibc_library()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _glibc_library():
+    """The process's C library where it is glibc, else None (whatever the user's tunables)."""
+    if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(None)
