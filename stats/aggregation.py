@@ -1431,7 +1431,7 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     its problems exactly as the whole run would. ``tables``: ``(percentile_table(runs, per_repeat=True,
     pools=pools), percentile_table(runs, pools=pools))`` when already computed (a run context's); default:
     computed here. ``leave_out``: problems (names) whose rows are left out before anything is scored, as if the
-    run had none of their rows: the audit's problems the run cannot measure (:mod:`audits.corpus.coverage`).
+    run had none of their rows: the audit's problems the run cannot measure (:mod:`stats.coverage`).
     """
     names = tuple(names)
     if tables is None:
@@ -1467,7 +1467,7 @@ def aggregator_problem_values(runs: pd.DataFrame, *, names: Sequence[str], pools
     # A problem whose quartile repeat timed no correct reference (every one of its executions there ended other
     # than ok: every reference scores the failure penalty, all tied) has no quartiles, and one whose other
     # repeats timed none has no scores to compare them on: its dynamic range is undefined, not 0 (the run-level
-    # rule of audits.corpus.coverage, applied to the repeats the range reads).
+    # rule of stats.coverage, applied to the repeats the range reads).
     unit_ok = np.bincount(ctx_rep.codes[ctx_rep.ok], minlength=len(units_rep)) > 0
     timed_q0 = np.bincount(problem_code[ref_mask & is_q0 & unit_ok], minlength=n_g) > 0
     timed_q0 &= np.bincount(problem_code[ref_mask & ~is_q0 & unit_ok], minlength=n_g) > 0

@@ -27,7 +27,7 @@ What a run cannot measure is ``n/a`` with the reason, never a verdict: with one 
 run (stability compares repeats); with fewer than 2 problems, or ``n_boot=0``, the findings judged against
 bootstrap resamples of problems (``default_aggregator`` when it is not the recommendation,
 ``dominated_aggregators``); no aggregator with a finite stability and range: ``recommended_aggregator``.
-The problems a run cannot measure (:mod:`audits.corpus.coverage`; the ``unmeasured_problems`` finding names
+The problems a run cannot measure (:mod:`stats.coverage`; the ``unmeasured_problems`` finding names
 them) are left out of every figure, ``n_problems`` and the bootstrap; a run with none left is ``n/a``.
 """
 
@@ -428,7 +428,7 @@ def partition_values(part, plan: dict, *, names: Sequence[str] | None = None) ->
         run_ctx = run_rows(part, summary)
         if run_ctx is None:
             continue
-        # the problems the run cannot measure (audits.corpus.coverage, named by the unmeasured_problems finding)
+        # the problems the run cannot measure (stats.coverage, named by the unmeasured_problems finding)
         # are left out of every figure, the problem count and the bootstrap over problems: every reference of
         # one that timed out scored 100 in every repeat, a stability and a dynamic range of 0 for each
         out[summary.run] = aggregator_problem_values(run_ctx.rows, names=names, pools=run_ctx.pools, floor_s=floor,

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from audits.corpus.coverage import unmeasured_by_run
+from stats.coverage import unmeasured_by_run
 from audits.corpus.schema import OPTIONAL_DEFAULTS, RUN_COLUMNS
 from audits.errors import UserError
 from stats._groups import first_rows, group_codes, label_mask, unique_ints
@@ -137,7 +137,7 @@ class RunSummary:
     processes: int | None = None
     values_per_process: int | None = None
     #: The problems of the run that no ranking can use, as (problem, cause) sorted by problem
-    #: (:mod:`audits.corpus.coverage`): no optimization test, no correct reference, or no ok timing of one.
+    #: (:mod:`stats.coverage`): no optimization test, no correct reference, or no ok timing of one.
     unmeasured: tuple[tuple[str, str], ...] = ()
 
     @property

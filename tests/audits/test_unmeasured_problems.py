@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.corpus.coverage import NO_OPTIMIZATION, NO_REFERENCE, NO_TIMING
+from stats.coverage import NO_OPTIMIZATION, NO_REFERENCE, NO_TIMING
 from audits.corpus.dataset import save_dataset
 from audits.corpus.runs import runs_of
 from audits.corpus.synthetic import synthesize
@@ -43,7 +43,7 @@ def _planted() -> pd.DataFrame:
 
 
 def _independent(corpus: pd.DataFrame) -> tuple[tuple[str, str], ...]:
-    """The rule of audits.corpus.coverage restated with pandas group-bys."""
+    """The rule of stats.coverage restated with pandas group-bys."""
     rows = corpus.loc[corpus["role"].astype(str) != "floor"].assign(problem=lambda f: f["problem"].astype(str))
     opt = rows.loc[rows["test_kind"].astype(str) == "optimization"]
     ref = opt.loc[(opt["role"].astype(str) == "reference") & opt["correct"]]

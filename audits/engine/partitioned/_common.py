@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from audits.corpus.coverage import unmeasured_by_run
+from stats.coverage import unmeasured_by_run
 from audits.corpus.dataset import open_dataset
 from audits.corpus.runs import Run, Runs, RunSummary, timestamps
 from audits.dask_connection import CONNECT_TIMEOUT_S, connect
