@@ -383,6 +383,16 @@ class _Basis:
         return m
 
 
+def _no_slope(family: str, x: np.ndarray) -> bool:
+    """True when ``family`` has a slope and every source value is the same: no line (curve) is determined.
+
+    Any line through (x0, mean y) fits equally well (scipy's ``linregress`` refuses such x); a fit would divide by
+    the float dust of the standard deviation of equal numbers. Multiplicative (a ratio) and Deming (NaN by its
+    formula) are defined or undefined on their own.
+    """
+    return family in ("affine", "power", "poly2", "poly3") and len(x) > 0 and bool(np.ptp(x) == 0)
+
+
 def _make_basis(family: str, x: np.ndarray) -> _Basis:
     if family == "multiplicative":
         return _Basis(family, 0.0, 1.0)
@@ -563,6 +573,8 @@ def fit_family(
         natural = _deming_params(mom, variance_ratio, cx, cy)
         return Fit(family, dict(zip(_PARAM_NAMES[family], map(float, natural))), "deming", len(x),
                    float(variance_ratio))
+    if _no_slope(family, x):  # every source duration equal: no parameter is determined
+        return Fit(family, dict.fromkeys(_PARAM_NAMES[family], np.nan), robust or "ols", len(x))
     basis = _make_basis(family, x)
     if robust is None:
         beta, *_ = np.linalg.lstsq(basis.design(x), basis.target(y, x), rcond=None)
@@ -668,6 +680,8 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
         return natural[:, 0] + natural[:, 1] * x
     if family in ("power", "multiplicative") and ((x <= 0).any() or (y <= 0).any()):
         raise ValueError(f"the {family} family is fitted on logs: durations must be > 0")
+    if _no_slope(family, x):  # every fold's source values are equal too
+        return np.full(len(x), np.nan)
     basis = _make_basis(family, x)
     design, t = basis.design(x), basis.target(y, x)
     a, b = _grouped_normal(design, t, codes, n_groups)
@@ -676,6 +690,8 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
 
 
 def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_points, seed, n_folds=10):
+    if _no_slope(family, x):
+        return np.full(len(x), np.nan)
     basis = _make_basis(family, x)
     rng = np.random.default_rng(seed)
     fold_of_group = rng.permutation(n_groups) % min(n_folds, n_groups)
@@ -1177,7 +1193,7 @@ def bootstrap_params(
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, max_points=max_points, seed=seed)
     names = _PARAM_NAMES[family]
     estimate = np.array([fit.params[n] for n in names])
-    if n_groups < 2 or not n_boot:
+    if n_groups < 2 or not n_boot or _no_slope(family, x):
         draws = np.full((0, len(names)), np.nan)
     elif robust is None:
         draws = _weighted_draws(x, y, codes, n_groups, family, _multinomial_counts(n_groups, n_boot, seed),

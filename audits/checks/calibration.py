@@ -560,6 +560,15 @@ def _few_problems(pairing, limits, pair) -> list[Finding]:
             for metric, name in _NEEDS_PROBLEMS]
 
 
+def _no_line(pairing) -> str:
+    """Why the affine map has no slope or intercept (every paired source duration is one value), else ''."""
+    x = pairing.frame["x"].to_numpy(dtype=float)
+    if not len(x) or np.ptp(x) > 0:
+        return ""
+    return (f"every paired source duration is the same ({x[0]:.3g} s): a line through one source value has no slope "
+            "or intercept (the multiplicative map, a ratio, is defined)")
+
+
 def _intercept_text(limits, typical_s: float) -> str:
     """The intercept's limits as shares of the typical target duration, and what they come to in ms."""
     ms = typical_s * 1000
@@ -579,6 +588,8 @@ def _intercept_finding(intercept: tuple[float, float, float], pairing, limits, n
     b, b_lo, b_hi = intercept  # seconds: estimate and CI
     typical = float(np.median(pairing.frame["y"].to_numpy(dtype=float)))
     threshold = _intercept_text(limits, typical)
+    if _no_line(pairing):
+        return Finding.not_available("affine_intercept_ms", _no_line(pairing), threshold=threshold, subject=pair)
     if not np.isfinite([b_lo, b_hi]).all():
         return Finding.not_available("affine_intercept_ms", _no_ci(n_boot, "0 ms"), threshold=threshold, subject=pair)
     if not (np.isfinite(typical) and typical > 0):
@@ -695,8 +706,8 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                        + (f": {target} runs at {a:.2f}x the speed scale of {source}; calibrate before ranking"
                           if level != "pass" else ": no scale change to correct"), subject=pair))
     if not np.isfinite([a_lo, a_hi]).all():
-        out[-1] = Finding.not_available("affine_slope_change", _no_ci(n_boot, "slope 1"), threshold=out[-1].threshold,
-                                        subject=pair)
+        out[-1] = Finding.not_available("affine_slope_change", _no_line(pairing) or _no_ci(n_boot, "slope 1"),
+                                        threshold=out[-1].threshold, subject=pair)
 
     out.append(_spearman_raw_finding(sp_raw, sp_cal, calibration_family, limits, pair))
     if sp_cal is not None:
