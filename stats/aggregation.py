@@ -86,6 +86,7 @@ import pandas as pd
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order
 from stats._ties import pool_less_equal, snap, tail_weights
 from stats.bootstrap import check_n_boot
+from stats.coverage import unmeasured_problems
 from stats.discriminability import sandbox_floor
 from stats.ranking import (
     joint_codes,
@@ -1238,6 +1239,7 @@ def compare_aggregators(
     level: float = 0.95,
     seed: int | None = 0,
     tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    leave_out: Collection[str] | None = None,
 ) -> AggregatorComparison:
     """Compare aggregators on stability (across repeats) and dynamic range.
 
@@ -1282,6 +1284,12 @@ def compare_aggregators(
     tables : (DataFrame, DataFrame), optional
         The per-repeat and per-cell percentile tables of ``runs`` (without its ``floor`` rows) against
         ``pools``, when already computed (:func:`aggregator_problem_values`); default: computed.
+    leave_out : collection of str, optional
+        Problems whose rows are left out before anything is scored. Default: the problems ``runs`` cannot
+        measure (:func:`stats.coverage.unmeasured_problems`: no optimization test, no correct reference, or
+        every execution of its correct references timed out), as the aggregation audit leaves them out: such a
+        problem's references all score 100 in every repeat, so it would add a stability and a range of 0 and
+        a column to the bootstrap. ``()`` keeps every problem.
 
     Returns
     -------
@@ -1313,8 +1321,10 @@ def compare_aggregators(
     if pools is None:
         pools = reference_pools(runs)
 
+    if leave_out is None:
+        leave_out = [problem for problem, _ in unmeasured_problems(runs)]
     values = aggregator_problem_values(runs, names=names, pools=pools, floor_s=floor_s,
-                                       quartile_repeat=quartile_repeat, tables=tables)
+                                       quartile_repeat=quartile_repeat, tables=tables, leave_out=leave_out)
     return combine_aggregator_values(values, n_repeats=len(repeats), quartile_repeat=quartile_repeat,
                                      n_boot=n_boot, level=level, seed=seed)
 
