@@ -30,6 +30,7 @@ Every error names the file and the key that is wrong, and the allowed values.
 from __future__ import annotations
 
 import copy
+import io
 import itertools
 import json
 import os
@@ -88,27 +89,78 @@ def find_shipped(path: str | os.PathLike) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives one key twice (plain PyYAML keeps the last silently)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # merge keys (<<): their keys may be overridden
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            repeated = key in seen
+        except TypeError:  # an unhashable key: the mapping constructor says so
+            break
+        if repeated:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                f"found the key {key!r} twice (first at line {seen[key].line + 1}); give each key once",
+                key_node.start_mark)
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def _unique_pairs(pairs: list) -> dict:
+    """``object_pairs_hook`` of :func:`json.loads`: an object that gives one key twice is refused."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice in one object; give each key once")
+        out[key] = value
+    return out
+
+
 def read_mapping(path: str | os.PathLike) -> dict:
     """Parse a YAML (``.yaml``/``.yml``) or JSON (``.json``) file that must hold one mapping.
 
     A relative ``fixtures/environments/<file>`` that is not found from the working directory is the
-    shipped file of that name (:func:`find_shipped`).
+    shipped file of that name (:func:`find_shipped`). The text is UTF-8 (a byte-order mark is allowed); a
+    mapping that gives one key twice is refused, since either value may be the one meant (YAML and JSON
+    readers silently keep the last).
     """
     path = Path(path)
     if not path.is_file() and (shipped := find_shipped(path)) is not None:
         path = shipped
+    if path.is_dir():
+        raise EnvironmentFileError(f"{path}: is a folder; pass a reward-environment file (.yaml, .yml or .json) "
+                                   "inside it")
     if not path.is_file():
         raise EnvironmentFileError(f"{path}: no such environment file")
-    text = path.read_text(encoding="utf-8")
+    kind = path.suffix.lower()
+    if kind not in (".json", ".yaml", ".yml"):
+        raise EnvironmentFileError(f"{path}: unknown file type {path.suffix!r}; use .yaml, .yml or .json")
     try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        elif path.suffix.lower() in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EnvironmentFileError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                                   f"{exc.start}); save the file as UTF-8") from exc
+    try:
+        if kind == ".json":
+            data = json.loads(text, object_pairs_hook=_unique_pairs)
         else:
-            raise EnvironmentFileError(f"{path}: unknown file type {path.suffix!r}; use .yaml, .yml or .json")
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise EnvironmentFileError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {exc}") from exc
+            stream = io.StringIO(text)
+            stream.name = str(path)  # PyYAML's messages name the file, not "<unicode string>"
+            data = yaml.load(stream, Loader=_UniqueKeyLoader)
+    except (yaml.YAMLError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise EnvironmentFileError(f"{path}: not valid {kind.lstrip('.').upper()}: {exc}") from exc
+    if data is None:
+        raise EnvironmentFileError(f"{path}: the file is empty; a reward environment needs at least "
+                                   "post: {aggregator: mean_pct, tau: 30}")
     if not isinstance(data, dict):
         raise EnvironmentFileError(f"{path}: expected a mapping at the top level (keys such as name, pre, limit, "
                                    f"post, reward), got {type(data).__name__}")
@@ -180,6 +232,9 @@ def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.Pat
         if not isinstance(vary, dict):
             raise EnvironmentFileError(f"{source} (key vary): expected a mapping of dotted keys to lists")
         for key, values in vary.items():
+            if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+                raise EnvironmentFileError(f"{source} (key vary.{key}): expected a dotted key such as post.tau or "
+                                           "limit.seconds")
             if not isinstance(values, list) or not values:
                 raise EnvironmentFileError(f"{source} (key vary.{key}): expected a non-empty list of values")
         base_name = str(base.get("name", Path(source).stem))
@@ -193,18 +248,26 @@ def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.Pat
             label = ",".join(f"{k.split('.')[-1]}={_label(v)}" for k, v in zip(keys, combo))
             data["name"] = f"{base_name}[{label}]" if label else base_name
             out.append(_build(data, f"{source} (member {data['name']})", data["name"]))
-    for i, item in enumerate(grid.get("environments") or []):
+    members = grid.get("environments") or []
+    if not isinstance(members, list):
+        raise EnvironmentFileError(f"{source} (key environments): expected a list of reward-environment mappings")
+    for i, item in enumerate(members):
         if not isinstance(item, dict):
             raise EnvironmentFileError(f"{source} (key environments[{i}]): expected a mapping")
         out.append(_build(item, f"{source} (environments[{i}])", f"{Path(source).stem}-{i}"))
     includes = grid.get("include") or []
     if not isinstance(includes, list):
         raise EnvironmentFileError(f"{source} (key include): expected a list of environment files")
-    for item in includes:
+    for i, item in enumerate(includes):
+        if not isinstance(item, str) or not item:
+            raise EnvironmentFileError(f"{source} (key include[{i}]): expected a file name, got {item!r}")
         path = Path(item)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
-        out.append(load_reward_environment(path))
+        try:
+            out.append(load_reward_environment(path))
+        except EnvironmentFileError as exc:  # the grid that names the file, then what is wrong with it
+            raise EnvironmentFileError(f"{source} (key include[{i}]): {exc}") from exc
     if not out:
         raise EnvironmentFileError(f"{source}: the grid defines no environment; give base + vary, environments "
                                    "or include")
