@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import ClassVar
 
@@ -256,8 +257,14 @@ class Clocks(_EveryRun):
             corpus = select_rows(corpus, [u.run for u in units])
         reference = None
         if options.reference_environment is not None or options.reference_campaign is not None:
-            reference = one_run(ctx.runs, environment=options.reference_environment,
-                                campaign=options.reference_campaign).run
+            try:
+                reference = one_run(ctx.runs, environment=options.reference_environment,
+                                    campaign=options.reference_campaign).run
+            except RunError as error:  # its advice names --environment/--campaign, which select the audited runs
+                what = re.sub(r"; this audit uses one run: choose it with [^;]*", "", str(error).splitlines()[0])
+                raise UserError(f"{options.source}: the reference run: {what}\n  -> name one of the runs listed with "
+                                "--reference-environment NAME and --reference-campaign NAME (reference_environment=..., "
+                                "reference_campaign=...)") from None
         result = clocks.run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
                                          source=options.source, reference=reference,
                                          reference_measure=options.reference_measure,
