@@ -1081,7 +1081,9 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
 
     For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1; ``noise_aware``
     uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it, ``noise_gate`` its
-    ``p_gate`` column.
+    ``p_gate`` column. Where a correct unit with a defined q has no E[q] or P (the repeat-noise model has no
+    variance: no cell with two ok repeats, as in a one-repeat run), every reward of its problem is NaN: not
+    measured.
     """
     hard = scores["hard_fail"].to_numpy(dtype=bool) if "hard_fail" in scores.columns else None
     q_column = "q"
@@ -1095,10 +1097,21 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
             raise ValueError("the noise_gate reward needs P(q <= tau) (column p_gate): apply the environment "
                              "with stats.rewards.apply_environment, which computes it for this scheme")
         q_column = "p_gate"
-    return reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
-                  scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
-                  p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,
-                  hard_fail=hard, seed=spec.seed if seed is None else seed, draws=draws)
+    values = reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
+                    scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
+                    p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,
+                    hard_fail=hard, seed=spec.seed if seed is None else seed, draws=draws)
+    if q_column != "q" and len(scores):
+        # A correct unit whose point q is defined but whose noise-aware value is not: the repeat-noise model has
+        # no variance to draw from (no cell with two ok repeats, e.g. a one-repeat run). The rewards of its
+        # problem are not measured (NaN, every unit's: its wrong units' -1 alone would read as a sparse reward),
+        # never the 0 or -1 of an undefined q (no optimization test left), which is the environment's own outcome.
+        unmeasured = (scores["c"].to_numpy(dtype=bool) & np.isfinite(scores["q"].to_numpy(dtype=float))
+                      & ~np.isfinite(scores[q_column].to_numpy(dtype=float)))
+        if unmeasured.any():
+            problem, n_problems = group_codes(scores, ["problem"])
+            values = np.where(np.bincount(problem[unmeasured], minlength=n_problems)[problem] > 0, np.nan, values)
+    return values
 
 
 # --------------------------------------------------------------------------------------------

@@ -59,6 +59,10 @@ __all__ = ["NoReferences", "SimulationThresholds", "SimulationAudit", "run_simul
 
 
 
+#: The reward schemes that draw on the repeat-noise model (stats.noise): undefined without repeat variance.
+NOISE_SCHEMES = ("noise_aware", "noise_gate")
+
+
 def _reward_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A stats table with its ``environment`` column (the reward environment's name) as ``reward_environment``."""
     return frame.rename(columns={"environment": "reward_environment"})
@@ -244,8 +248,12 @@ def _left_out_finding(name: str, key: str, column: str, run: RunSummary) -> Find
         environment=run.environment, campaign=run.campaign, subject=name)
 
 
-def _not_measured(d: dict, metric: str) -> str:
+def _not_measured(d: dict, metric: str, scheme: str = "") -> str:
     """Why ``metric`` is NaN on this run (the simulator measured nothing to judge)."""
+    if not d.get("n_samples") and scheme in NOISE_SCHEMES and d.get("n_solutions"):
+        return (f"the {scheme} reward draws on the repeat-noise model (docs/noise.md), whose variances come from "
+                f"cells with >= 2 ok repeats; this run has {'one repeat' if d['n_pairs'] == 1 else 'no such cell'}"
+                ", so no reward of a correct rollout is defined: collect >= 2 repeats")
     if not d.get("n_samples"):
         return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): a problem "
                 "needs >= 2 correct references, since each is scored against the others (leave-self-out) and one "
@@ -255,7 +263,7 @@ def _not_measured(d: dict, metric: str) -> str:
 
 def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     d = result.diagnostics
-    name = result.environment.name
+    name, scheme = result.environment.name, result.environment.reward.scheme
     where = {"environment": run.environment, "campaign": run.campaign, "subject": name}
     out, not_measured = [], set()
     for label, metric, value, level, threshold in result.checks:
@@ -265,7 +273,7 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
             if metric in not_measured or (metric == "curve_noise" and d["n_pairs"] == 1):
                 continue
             not_measured.add(metric)
-            out.append(Finding.not_available(metric, _not_measured(d, metric), threshold=threshold, **where))
+            out.append(Finding.not_available(metric, _not_measured(d, metric, scheme), threshold=threshold, **where))
             continue
         lo, hi = d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high")
         ci = f" (95% CI {lo:.2f}-{hi:.2f}, n = {d['n_problems']} problems)" if lo is not None and hi is not None \
@@ -288,7 +296,7 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
                                       "(curve_noise is n/a), so this is what the reward environment gives a "
                                       "noise-free sandbox." if d["n_pairs"] == 1 else "."), **where))
     elif d["level"] == "n/a":
-        out.append(Finding.not_available("verdict", _not_measured(d, "every diagnostic"),
+        out.append(Finding.not_available("verdict", _not_measured(d, "every diagnostic", scheme),
                                          threshold="all checks pass", **where))
     return out
 
@@ -723,8 +731,12 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         reason = (f"defined for the mean_pct aggregator (q = mean per-test percentile); this reward environment "
                   f"uses {env.post.aggregator}")
     table_cols = {"noise_aware": np.nan, "noise_ci_low": np.nan, "noise_ci_high": np.nan}
+    model = fit_noise(runs, prior_df=prior_df) if reason is None else None
+    if model is not None and not np.isfinite(model.cells["pooled_var"].to_numpy(dtype=float)).any():
+        # no variance to draw from: every E[q] and P(q <= tau) is undefined (a p_tau of 0 % would be a verdict)
+        reason = ("the repeat-noise model's variances come from cells with >= 2 ok repeats, and this run has none "
+                  "(one repeat): collect >= 2 repeats")
     if reason is None:
-        model = fit_noise(runs, prior_df=prior_df)
         scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=outcome.scored,
                                     n_draws=n_draws, seed=seed, keep_draws=True)
         row = row_lookup(samples, scored.scores, ["problem", "solution"])
