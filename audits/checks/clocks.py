@@ -31,7 +31,11 @@ Issue 25's three questions of a clock, per run and measure, in the same table:
   floor rows included): what collecting the run took. A counted (valgrind) campaign's wall time is the
   counted run's, so its cost is what the instruction clock costs.
 
-The quietest run: of the runs with a correct reference to rank (a run of floor rows only has none), the
+Like the reliability and discriminability audits, the figures leave out the problems a run does not measure
+(no timed correct reference, :mod:`stats.coverage`), and the rank sd is NaN with one repeat per cell.
+
+The quietest run: of the runs with a correct reference to rank (a run of floor rows only, or one whose every
+reference execution timed out, has none), the
 lowest median ``load_1m`` when every such run has it, else the lowest median wall/CPU ratio, else the
 lowest median wall-time repeat CV; ties go to the run named first in sorted order. :func:`use_measure` puts a measure in place of ``duration_s`` (the
 ``--measure`` option of every audit).
@@ -71,6 +75,7 @@ from audits.protocol.context import reference_rows
 from audits.protocol.findings import Finding, findings_table, to_jsonable
 from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import first_rows, group_codes
+from stats.coverage import unmeasured_problems
 from stats.discriminability import robust_cv, strong_weak_gap, test_table
 from stats.ranking import percentile_table, problem_scores
 from stats.reliability import (
@@ -279,8 +284,16 @@ def _figures(run: pd.DataFrame, *, n_boot: int, seed: int, shared=None) -> dict:
         cells, icc, scores, tests = repeat_cv(refs), log_duration_icc(refs), per_repeat_scores(run), test_table(run)
     else:  # the tables the reliability and discriminability audits of the run read too
         cells, icc, scores, tests = shared.repeat_cells, shared.test_icc, shared.repeat_scores, shared.test_table
+    # the reliability and discriminability audits' rules: a problem with no timed correct reference is not
+    # measured (its references score 100 in every repeat: a rank sd and a gap of 0), and one repeat per cell
+    # measures no rank drift (audits.checks.reliability: mean_rank_sd n/a)
+    unmeasured = [p for p, _ in unmeasured_problems(run.loc[(run["role"] != "floor").to_numpy()]
+                                                    if "role" in run.columns else run)]
+    if unmeasured:
+        scores = scores.loc[~scores["problem"].astype(str).isin(unmeasured).to_numpy()]
+    n_rep = int(np.bincount(cells["n_runs"].to_numpy(dtype=np.int64)).argmax()) if len(cells) else 0
     cv = summarize_repeat_cv(cells, n_boot=n_boot, seed=seed)["median_repeat_cv"].estimate
-    drift = rank_drift(scores, n_boot=n_boot, seed=seed).mean_sd.estimate
+    drift = rank_drift(scores, n_boot=n_boot, seed=seed).mean_sd.estimate if n_rep >= 2 else math.nan
     icc2 = icc["ICC2"].to_numpy(dtype=float) if len(icc) else np.zeros(0)
     ref_scores = scores.loc[(scores["role"] == "reference").to_numpy()] if "role" in scores.columns else scores
     gap = strong_weak_gap(ref_scores, n_boot=n_boot, seed=seed).gap.estimate
@@ -610,7 +623,8 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
         for m in measures:
             frame = swapped[m]
             run = frame.loc[_run_mask(frame, env, camp)]
-            has_references = bool(correct_reference_mask(run).any())
+            # a correct reference with an ok timing to rank (a run whose every reference timed out has none)
+            has_references = bool((correct_reference_mask(run) & _ok(run)).any())
             if has_references and m == measures[0]:
                 scored.append((env, camp))
             figures = _figures(run, n_boot=n_boot, seed=seed, shared=shared(frame, env, camp)) if (
