@@ -167,6 +167,7 @@ def fit_noise(
     prior_df: float = DEFAULT_PRIOR_DF,
     measure: str = "duration_s",
     by_language: bool | None = None,
+    widest: str = "run",
 ) -> NoiseModel:
     """Fit the repeat-noise model of one run: per-cell log mean and shrunk variance.
 
@@ -187,6 +188,11 @@ def fit_noise(
         languages, unless ``executions.attrs[POOLS_ATTR] == "one"``). A cell's
         pool, and the cells its prior variance is pooled over, are those of its
         (problem, test, ``pool_language``).
+    widest : {"run", "problem"}, default "run"
+        The widest set of cells a test without a variance estimate borrows from: its problem, then the run
+        (``"run"``), or its problem only (``"problem"``: every problem's model from its own rows, whatever else
+        ``executions`` holds, as a partition of whole problems sees it; a problem without two ok repeats of any
+        cell has no variance, NaN).
 
     Returns
     -------
@@ -275,7 +281,10 @@ def fit_noise(
     pooled = np.full(n_cells, np.nan)
     pooled_df = np.zeros(n_cells)
     source = np.full(n_cells, "none", dtype=object)
-    for level, keys in (("run", []), ("problem", ["problem"]), ("test", list(POOL_KEYS))):
+    if widest not in ("run", "problem"):
+        raise ValueError(f"widest must be 'run' or 'problem', got {widest!r}")
+    levels = (("run", []), ("problem", ["problem"]), ("test", list(POOL_KEYS)))
+    for level, keys in levels[1:] if widest == "problem" else levels:
         g, n_g = group_codes(cells, keys)
         df_g = np.bincount(g, weights=df_c, minlength=n_g)
         has = df_g[g] > 0

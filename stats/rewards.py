@@ -906,8 +906,12 @@ def _expected_q(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, b
     The noise model is fitted on every repeat of ``runs``; a scored execution
     (``per_repeat``) is one repeat, a collapsed cell keeps all of its repeats.
     Rows the limit turned into timeouts get 100, as for the point percentile.
+    A test without a variance estimate borrows from its problem only, never from the other problems of
+    ``runs`` (``widest="problem"``): a problem's E[q] depends on its rows alone, as :func:`_gate_probability`'s
+    P does, so a Dask partition of problems gives the in-memory values (the run's fallback made a one-repeat
+    problem's E[q] depend on which other problems shared its table).
     """
-    model = fit_noise(runs)
+    model = fit_noise(runs, widest="problem")
     if per_repeat:
         ep = expected_percentiles(model, roles=None, executions=frame)
         keys = ["problem", "test", "solution"] + (["repeat"] if "repeat" in frame.columns else [])
@@ -941,7 +945,8 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
     a collapsed cell keeps all of its repeats (as :func:`_expected_q`). Each problem draws from its own
     stream, seeded by its name (CRC-32 of the UTF-8 bytes): a problem's P depends on its rows alone, so a
     Dask partition of problems, another problem set or another row order gives the same values. The noise
-    model pools variances within a test only, so fitting it per problem changes nothing.
+    model is fitted per problem: a test without a variance estimate borrows from its problem only, as in
+    :func:`_expected_q`.
     """
     p = np.full(len(scores), np.nan)
     run_rows, frame_rows = _rows_by_problem(runs), _rows_by_problem(frame)
