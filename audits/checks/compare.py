@@ -66,7 +66,12 @@ def _ids_file(path: str, source: str) -> set[str]:
     if not file.is_file():
         raise UserError(f"{source}: @{path}: no such file of solution ids\n  -> give a file with one solution "
                         f"id per line, or name the set by a value of --by")
-    ids = {line.split("#", 1)[0].strip() for line in file.read_text(encoding="utf-8").splitlines()}
+    try:  # utf-8-sig: a byte-order mark (Notepad's "UTF-8 with BOM") is not part of the first id
+        text = file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{source}: @{path}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})"
+                        f"\n  -> save the file of solution ids as UTF-8, one id per line") from None
+    ids = {line.split("#", 1)[0].strip() for line in text.splitlines()}
     ids.discard("")
     if not ids:
         raise UserError(f"{source}: @{path} lists no solution id\n  -> one id per line (# starts a comment)")
