@@ -56,7 +56,7 @@ from stats.ranking import STATUSES, problem_scores, reference_pools, solution_ce
 
 __all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
            "RewardEnvironment", "EnvironmentRun", "ScoringBase", "apply_environment", "base_percentiles", "reward",
-           "environment_rewards", "p_tau", "row_lookup"]
+           "environment_rewards", "p_tau", "row_lookup", "reference_medians", "run_reference_quantile"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (
@@ -124,6 +124,11 @@ class PreFilter:
     ----------
     max_reference_s : float, optional
         Drop optimization tests whose reference median exceeds this (seconds).
+    max_reference_quantile : float in (0, 1], optional
+        The same cut relative to the run: drop optimization tests whose reference median exceeds this
+        quantile of the reference medians of the run's optimization tests (:func:`run_reference_quantile`).
+        A cut in seconds acts differently on programs of microseconds and of ten seconds; this one does
+        not (the unit of time plays no part). One of the two, not both.
     max_input_chars : float, optional
         Drop optimization tests whose ``input_bytes`` exceed this.
     keep_slowest_fraction : float in (0, 1], optional
@@ -133,16 +138,22 @@ class PreFilter:
     max_reference_s: float | None = None
     max_input_chars: float | None = None
     keep_slowest_fraction: float | None = None
+    max_reference_quantile: float | None = None
 
-    KEYS = ("max_reference_s", "max_input_chars", "keep_slowest_fraction")
+    KEYS = ("max_reference_s", "max_reference_quantile", "max_input_chars", "keep_slowest_fraction")
     #: The optional corpus column each key reads (the others read ``duration_s`` only).
     COLUMNS = {"max_input_chars": "input_bytes"}
 
     @classmethod
     def from_dict(cls, data) -> "PreFilter":
         data = _mapping("pre", data, cls.KEYS)
+        if data.get("max_reference_s") is not None and data.get("max_reference_quantile") is not None:
+            raise EnvironmentSpecError("pre.max_reference_quantile", "give max_reference_s (seconds) or "
+                                       "max_reference_quantile (relative to the run's tests), not both")
         return cls(
             max_reference_s=_number("pre", "max_reference_s", data.get("max_reference_s"), low=0, low_open=True),
+            max_reference_quantile=_number("pre", "max_reference_quantile", data.get("max_reference_quantile"),
+                                           low=0, high=1, low_open=True),
             max_input_chars=_number("pre", "max_input_chars", data.get("max_input_chars"), low=0),
             keep_slowest_fraction=_number("pre", "keep_slowest_fraction", data.get("keep_slowest_fraction"),
                                           low=0, high=1, low_open=True),
@@ -169,25 +180,40 @@ class Limit:
     factor: float = 1.0
     timeout_fails_c: bool = True
     apply_to: str = "optimization"
+    reference_quantile: float | None = None
 
-    KEYS = ("kind", "seconds", "percentile", "fastest_percent", "factor", "timeout_fails_c", "apply_to")
+    KEYS = ("kind", "seconds", "reference_quantile", "percentile", "fastest_percent", "factor", "timeout_fails_c",
+            "apply_to")
     APPLY_TO = ("optimization", "all")
-    NEEDS = {"uniform": ("seconds",), "reference_percentile": ("percentile",), "ranked_worst": ("fastest_percent",),
-             "none": ()}
+    #: The parameter each kind needs (``uniform``: one of the two, :attr:`seconds` or :attr:`reference_quantile`).
+    NEEDS = {"uniform": ("seconds", "reference_quantile"), "reference_percentile": ("percentile",),
+             "ranked_worst": ("fastest_percent",), "none": ()}
+
+    @property
+    def parameter(self) -> str | None:
+        """The key that sets this limit's size (``seconds``, ``reference_quantile``, ...); None for ``none``."""
+        return next((k for k in self.NEEDS[self.kind] if getattr(self, k) is not None), None)
 
     @classmethod
     def from_dict(cls, data) -> "Limit":
         data = _mapping("limit", data, cls.KEYS)
-        kind = data.get("kind", "uniform" if "seconds" in data else "none")
+        kind = data.get("kind", "uniform" if "seconds" in data or "reference_quantile" in data else "none")
         if kind not in LIMIT_KINDS:
             raise EnvironmentSpecError("limit.kind", f"{kind!r} is not allowed; use one of {', '.join(LIMIT_KINDS)}")
-        for key in cls.NEEDS[kind]:
-            if data.get(key) is None:
-                raise EnvironmentSpecError(f"limit.{key}", f"required when limit.kind is {kind!r}")
-        for key in ("seconds", "percentile", "fastest_percent"):
+        given = [k for k in cls.NEEDS[kind] if data.get(k) is not None]
+        if cls.NEEDS[kind] and not given:
+            raise EnvironmentSpecError(f"limit.{cls.NEEDS[kind][0]}", f"required when limit.kind is {kind!r}"
+                                       + (" (or limit.reference_quantile)" if kind == "uniform" else ""))
+        if len(given) > 1:
+            raise EnvironmentSpecError(f"limit.{given[1]}", f"give limit.{given[0]} or limit.{given[1]}, not both")
+        for key in ("seconds", "reference_quantile", "percentile", "fastest_percent"):
             if data.get(key) is not None and key not in cls.NEEDS[kind]:
                 raise EnvironmentSpecError(f"limit.{key}", f"not used by limit.kind {kind!r} (it needs "
-                                           f"{', '.join(cls.NEEDS[kind]) or 'no parameter'})")
+                                           f"{' or '.join(cls.NEEDS[kind]) or 'no parameter'})")
+        if data.get("seconds") is not None and data.get("factor") is not None:
+            # the limit is the seconds given: a factor would be ignored silently
+            raise EnvironmentSpecError("limit.factor", "not used with limit.seconds (the limit is the seconds "
+                                       "given); write the limit itself in seconds")
         fails = data.get("timeout_fails_c", True)
         if not isinstance(fails, bool):
             raise EnvironmentSpecError("limit.timeout_fails_c", f"expected true or false, got {fails!r}")
@@ -202,6 +228,8 @@ class Limit:
             percentile=_number("limit", "percentile", data.get("percentile"), low=0, high=100),
             fastest_percent=_number("limit", "fastest_percent", data.get("fastest_percent"), low=0, high=100,
                                     low_open=True),
+            reference_quantile=_number("limit", "reference_quantile", data.get("reference_quantile"), low=0, high=1,
+                                       low_open=True),
             factor=_number("limit", "factor", data.get("factor", 1.0), low=0, low_open=True),
             timeout_fails_c=fails,
         )
@@ -339,6 +367,12 @@ class Environment:
         """
         return self.pre.needs_columns
 
+    @property
+    def relative(self) -> bool:
+        """Whether a key of this environment is a quantile of the run's reference medians
+        (``pre.max_reference_quantile``, ``limit.reference_quantile``: :func:`run_reference_quantile`)."""
+        return self.pre.max_reference_quantile is not None or self.limit.reference_quantile is not None
+
     @classmethod
     def from_dict(cls, data, *, name: str | None = None) -> "Environment":
         """Validate a mapping; errors are :class:`EnvironmentSpecError` naming the dotted key."""
@@ -379,10 +413,8 @@ class Environment:
         if pre:
             out["pre"] = pre
         if self.limit.kind != "none":
-            limit = {"kind": self.limit.kind}
-            for key in Limit.NEEDS[self.limit.kind]:
-                limit[key] = getattr(self.limit, key)
-            if self.limit.kind != "uniform":
+            limit = {"kind": self.limit.kind, self.limit.parameter: getattr(self.limit, self.limit.parameter)}
+            if self.limit.parameter != "seconds":
                 limit["factor"] = self.limit.factor
             if not self.limit.timeout_fails_c:
                 limit["timeout_fails_c"] = False
@@ -398,13 +430,17 @@ class Environment:
         parts = []
         if self.pre.max_reference_s is not None:
             parts.append(f"max_ref<={self.pre.max_reference_s:g}s")
+        if self.pre.max_reference_quantile is not None:
+            parts.append(f"max_ref<=q{self.pre.max_reference_quantile:g} of the run's tests")
         if self.pre.max_input_chars is not None:
             parts.append(f"input<={self.pre.max_input_chars:g}")
         if self.pre.keep_slowest_fraction is not None:
             parts.append(f"slowest {self.pre.keep_slowest_fraction:g}")
         lim = self.limit
-        if lim.kind == "uniform":
+        if lim.kind == "uniform" and lim.seconds is not None:
             limit = f"uniform {lim.seconds:g}s"
+        elif lim.kind == "uniform":
+            limit = f"uniform {lim.factor:g}x q{lim.reference_quantile:g} of the run's reference medians"
         elif lim.kind == "reference_percentile":
             limit = f"{lim.factor:g}x ref p{lim.percentile:g}"
         elif lim.kind == "ranked_worst":
@@ -515,14 +551,58 @@ def _test_table(runs: pd.DataFrame, pools: pd.DataFrame) -> pd.DataFrame:
     return tests
 
 
-def filter_tests(tests: pd.DataFrame, pre: PreFilter) -> np.ndarray:
-    """``kept`` flag per test row: correctness tests always; optimization tests by the filter."""
+def optimization_reference_medians(tests: pd.DataFrame) -> np.ndarray:
+    """The reference medians of a test table's optimization tests that have a pool, sorted: what a relative key
+    takes its quantile of (:func:`run_reference_quantile`)."""
+    is_opt = tests["test_kind"].to_numpy() == "optimization"
+    median = tests["reference_median_s"].to_numpy(dtype=float)[is_opt]
+    return np.sort(median[np.isfinite(median)])
+
+
+def reference_medians(runs: pd.DataFrame, pools: pd.DataFrame | None = None) -> np.ndarray:
+    """:func:`optimization_reference_medians` of the executions ``runs`` of one run (``floor`` rows are ignored):
+    one value per optimization test with a pool, the median of its reference pool. A partition of whole problems
+    gives its tests' values; the run's are those of every partition together."""
+    runs = _without_floor(runs)
+    return optimization_reference_medians(_test_table(runs, reference_pools(runs) if pools is None else pools))
+
+
+def run_reference_quantile(medians: np.ndarray, quantile: float) -> float:
+    """The ``quantile`` (in (0, 1], linear interpolation as ``np.quantile``) of the run's optimization tests'
+    reference medians (:func:`reference_medians`); NaN when no optimization test has a pool.
+
+    Why a quantile: the duration filters and the uniform timeout of the study replicated in
+    ``fixtures/environments/`` are constants in seconds chosen for its programs. On a corpus of microsecond
+    benchmarks a 0.1 s filter drops nothing and a 1 s timeout limits nothing; on programs of ten seconds both
+    drop or limit everything, and the reward reads as saturated or sparse because of the unit of time. A quantile
+    of the run's own reference medians scales with the corpus: multiplying every duration by any factor moves the
+    cut by the same factor, so the same tests are kept and the same executions limited.
+
+    >>> run_reference_quantile(np.array([1.0, 2.0, 3.0, 10.0]), 0.5)
+    2.5
+    """
+    medians = np.asarray(medians, dtype=float)
+    medians = medians[np.isfinite(medians)]
+    return float(np.quantile(medians, quantile)) if len(medians) else float("nan")
+
+
+def filter_tests(tests: pd.DataFrame, pre: PreFilter, *, run_medians: np.ndarray | None = None) -> np.ndarray:
+    """``kept`` flag per test row: correctness tests always; optimization tests by the filter.
+
+    ``run_medians``: the run's :func:`reference_medians` when ``tests`` holds part of the run (a partition of
+    problems), for ``pre.max_reference_quantile``; default, those of ``tests``.
+    """
     is_opt = tests["test_kind"].to_numpy() == "optimization"
     median = tests["reference_median_s"].to_numpy(dtype=float)
     keep = np.ones(len(tests), dtype=bool)
     if pre.max_reference_s is not None:
         # A test without a reference pool has no median: it cannot be judged, so it is kept.
         keep &= ~(is_opt & (median > pre.max_reference_s))
+    if pre.max_reference_quantile is not None:
+        cut = run_reference_quantile(optimization_reference_medians(tests) if run_medians is None else run_medians,
+                                     pre.max_reference_quantile)
+        if np.isfinite(cut):  # no optimization test with a pool: nothing to cut by, every test is kept
+            keep &= ~(is_opt & (median > cut))
     if pre.max_input_chars is not None:
         size = tests["input_bytes"].to_numpy(dtype=float)
         if np.isnan(size[is_opt]).all() and is_opt.any():
@@ -587,12 +667,16 @@ def _ranked_worst_limits(refs: pd.DataFrame, pools: pd.DataFrame, tests: pd.Data
     return np.where(np.isfinite(worst), worst, np.nan)
 
 
-def _limits(base: ScoringBase, pools: pd.DataFrame, tests: pd.DataFrame, limit: Limit) -> np.ndarray:
+def _limits(base: ScoringBase, pools: pd.DataFrame, tests: pd.DataFrame, limit: Limit,
+            run_medians: np.ndarray | None = None) -> np.ndarray:
     n = len(tests)
     if limit.kind == "none":
         return np.full(n, np.nan)
-    if limit.kind == "uniform":
+    if limit.kind == "uniform" and limit.seconds is not None:
         return np.full(n, limit.seconds)
+    if limit.kind == "uniform":  # relative: factor x a quantile of the run's reference medians (NaN: no limit)
+        medians = optimization_reference_medians(tests) if run_medians is None else run_medians
+        return np.full(n, limit.factor * run_reference_quantile(medians, limit.reference_quantile))
     if limit.kind == "reference_percentile":
         pool_test = row_lookup(pools, tests, ["problem", "test"])
         has = pool_test >= 0
@@ -601,9 +685,9 @@ def _limits(base: ScoringBase, pools: pd.DataFrame, tests: pd.DataFrame, limit: 
     return limit.factor * _ranked_worst_limits(base.references, pools, tests, limit)
 
 
-def _scoped_limits(base: ScoringBase, pools, tests, limit: Limit) -> np.ndarray:
+def _scoped_limits(base: ScoringBase, pools, tests, limit: Limit, run_medians: np.ndarray | None = None) -> np.ndarray:
     """:func:`_limits`, NaN (no limit) on correctness tests unless ``apply_to`` is ``all``."""
-    values = _limits(base, pools, tests, limit)
+    values = _limits(base, pools, tests, limit, run_medians)
     if limit.apply_to == "optimization":
         values = np.where(tests["test_kind"].to_numpy() == "optimization", values, np.nan)
     return values
@@ -764,6 +848,7 @@ def apply_environment(
     percentiles: np.ndarray | None = None,
     floor_durations: np.ndarray | None = None,
     base: ScoringBase | None = None,
+    run_medians: np.ndarray | None = None,
 ) -> EnvironmentRun:
     """Apply an environment's filter, limit and ranking: (c, g, q) per scored unit.
 
@@ -797,6 +882,10 @@ def apply_environment(
         Built from the same ``runs`` (without floor rows, so with ``floor_durations``), ``pools``, ``roles`` and
         ``per_repeat`` when applying many environments to them: what does not depend on the environment is
         computed once (the results are identical).
+    run_medians : ndarray, optional
+        The run's :func:`reference_medians` when ``runs`` holds part of the run (a partition of whole problems):
+        what ``pre.max_reference_quantile`` and ``limit.reference_quantile`` take their quantile of. Default:
+        those of ``runs``.
 
     Returns
     -------
@@ -838,8 +927,8 @@ def apply_environment(
         raise ValueError("apply_environment: base was built from other runs, pools, roles or per_repeat; build "
                          "ScoringBase(runs, pools=pools, roles=roles, per_repeat=per_repeat) from these")
     tests = base.tests.copy()
-    tests["kept"] = filter_tests(tests, env.pre)
-    tests["limit_s"] = _scoped_limits(base, pools, tests, env.limit)
+    tests["kept"] = filter_tests(tests, env.pre, run_medians=run_medians)
+    tests["limit_s"] = _scoped_limits(base, pools, tests, env.limit, run_medians)
 
     frame = base.frame
     if percentiles is not None and len(percentiles) != len(frame):

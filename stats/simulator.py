@@ -744,6 +744,7 @@ def simulate_problems(
     stream_start: dict | None = None,
     floor_durations: np.ndarray | None = None,
     base: ScoringBase | None = None,
+    run_medians: np.ndarray | None = None,
 ) -> SimulationProblems:
     """The per-problem part of :func:`simulate` (which calls it on every problem of the run).
 
@@ -752,10 +753,13 @@ def simulate_problems(
     ``stream_start`` (multitask rewards only) the position of each problem's first rollout in the whole run's
     table (:func:`_multitask_draws`; None: ``runs`` is the whole run). ``base``: a
     :class:`stats.rewards.ScoringBase` of these ``runs`` (without floor rows: ``floor_durations`` given),
-    ``pools``, the references, per repeat, shared by every environment simulated on them.
+    ``pools``, the references, per repeat, shared by every environment simulated on them. ``run_medians``: the
+    whole run's :func:`stats.rewards.reference_medians` when ``runs`` is a partition (None: ``runs`` is the whole
+    run), for a reward environment relative to them.
     """
     outcome: EnvironmentRun = apply_environment(runs, env, per_repeat=True, roles=("reference",), pools=pools,
-                                                percentiles=percentiles, floor_durations=floor_durations, base=base)
+                                                percentiles=percentiles, floor_durations=floor_durations, base=base,
+                                                run_medians=run_medians)
     scores = outcome.scores
     draws = None
     if env.reward.scheme == "multitask" and stream_start is not None:

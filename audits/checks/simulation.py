@@ -40,6 +40,7 @@ from stats.rewards import (
     environment_rewards,
     filter_tests,
     p_tau,
+    reference_medians,
     row_lookup,
 )
 from stats.simulator import (
@@ -385,16 +386,24 @@ def run_simulation_audit(
 # the whole run's table, so that each problem draws its stretch of the same stream
 # (stats.simulator._multitask_draws), from the problems' names, never from the partitions' order.
 
+#: The fact a reward environment relative to the run's reference medians needs from every partition (an entry of
+#: :func:`fact_columns`, not a corpus column): its optimization tests' medians (:func:`stats.rewards.reference_medians`).
+REFERENCE_MEDIANS = "reference medians"
+
+
 def fact_columns(reward_environments) -> list:
-    """The optional columns the reward environments read (each partition's facts tell which hold a value)."""
-    return sorted({c for e in reward_environments for c in e.needs_columns.values()})
+    """The optional columns the reward environments read (each partition's facts tell which hold a value), and
+    :data:`REFERENCE_MEDIANS` when one is relative to the run's reference medians (the plan takes its quantile of
+    every partition's)."""
+    columns = sorted({c for e in reward_environments for c in e.needs_columns.values()})
+    return columns + ([REFERENCE_MEDIANS] if any(e.relative for e in reward_environments) else [])
 
 
 def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
     :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
     table), which of ``columns`` hold a value, and whether it has correct reference rows."""
-    part = part.corpus
+    context, part = part, part.corpus
     if len(part) == 0:
         return {}
     # names as text only for one row per run and per problem: a whole column as text (pandas' string arrays)
@@ -422,11 +431,16 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
         out[run] = {
             "repeats": np.unique(repeat[mine & rated]),
             "units": dict(zip(names.tolist(), counts.tolist())),
-            "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns},
+            "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns
+                           if c != REFERENCE_MEDIANS},
             "has_references": bool((mine & reference & correct).any()),
             "optimization": bool((mine & ~floor & optimization).any()),
             "sized": bool((mine & ~floor & optimization & sized).any()),
         }
+        if REFERENCE_MEDIANS in columns:
+            run_ctx = run_rows(context, run)
+            out[run]["reference_medians"] = (np.zeros(0) if run_ctx is None
+                                             else reference_medians(run_ctx.rows, run_ctx.pools))
     return out
 
 
@@ -457,7 +471,11 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
         units = {name: n for f in mine for name, n in f["units"].items()}
         names = sorted(units)  # the whole run's reward table lists problems in name order
         stream_start = dict(zip(names, np.cumsum([0] + [units[n] for n in names])[:-1].tolist()))
+    run_medians = None
+    if any(e.relative for e in usable):  # every partition's tests: the quantile is the whole run's
+        run_medians = np.sort(np.concatenate([f.get("reference_medians", np.zeros(0)) for f in mine]))
     return {"run": run, "usable": usable, "left_out": left_out, "sizes": sizes, "headline": headline,
+            "run_medians": run_medians,
             "repeats": np.unique(np.concatenate([f["repeats"] for f in mine])), "floor_durations": floor_durations,
             "stream_start": stream_start,
             "options": {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
@@ -499,7 +517,8 @@ def partition_part(part, plan: dict) -> list | None:
                               pools=pools, percentiles=percentiles, n_bins=options["n_bins"],
                               group_sizes=options["group_sizes"], quality_distribution=options["quality_distribution"],
                               stream_start=plan["stream_start"] if env.reward.scheme == "multitask" else None,
-                              floor_durations=plan["floor_durations"], base=base)
+                              floor_durations=plan["floor_durations"], base=base,
+                              run_medians=plan["run_medians"] if env.relative else None)
             for env in plan["usable"]]
 
 
