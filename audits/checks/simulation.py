@@ -437,8 +437,8 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
             "optimization": bool((mine & ~floor & optimization).any()),
             "sized": bool((mine & ~floor & optimization & sized).any()),
         }
-        if REFERENCE_MEDIANS in columns:
-            run_ctx = run_rows(context, run)
+        if REFERENCE_MEDIANS in columns:  # a partition of floor rows alone holds no run of its own
+            run_ctx = run_rows(context, run) if (mine & ~floor).any() else None
             out[run]["reference_medians"] = (np.zeros(0) if run_ctx is None
                                              else reference_medians(run_ctx.rows, run_ctx.pools))
     return out

@@ -111,16 +111,20 @@ def test_partitions_of_problems_take_the_whole_run_quantile():
     floor = corpus["role"].astype(str) == "floor"
     names = sorted(problem[~floor].unique())
 
-    def audit(groups):
-        parts = [AuditContext(corpus.loc[(problem.isin(g) | floor).to_numpy()].reset_index(drop=True))
+    def audit(groups, floor_apart=False):
+        parts = [AuditContext(corpus.loc[(problem.isin(g) | (floor & ~floor_apart)).to_numpy()].reset_index(drop=True))
                  for g in groups]
+        if floor_apart:  # the floor pseudo-problem in a partition of its own, as a dataset stores it
+            parts.append(AuditContext(corpus.loc[floor.to_numpy()].reset_index(drop=True)))
         plan = plan_run(AuditContext(corpus), [facts_part(p, fact_columns(envs), False) for p in parts], envs,
                         environment=None, campaign=None, group_sizes=(2, 4, 8, 16), n_bins=10,
                         quality_distribution="uniform", include_incorrect=False)
         result = combine_parts([partition_part(p, plan) for p in parts], plan, thresholds=None, n_boot=30, seed=0)
         return json.dumps(to_jsonable(result.to_dict()), sort_keys=True)
 
-    assert audit([names]) == audit([names[i:i + 2] for i in range(0, len(names), 2)])
+    whole = audit([names])
+    assert whole == audit([names[i:i + 2] for i in range(0, len(names), 2)])
+    assert whole == audit([[n] for n in names], floor_apart=True)
 
 
 @pytest.mark.parametrize(("spec", "key"), [
