@@ -31,11 +31,11 @@ simulation_environment = "quiet"  # sandbox environment whose timings stand in f
 simulation_campaign = None  # campaign (None: the environment's only, else earliest by timestamp, else first by name)
 reward_environment_files = [
     "fixtures/environments/top30.yaml",
-    "fixtures/environments/uniform_timeout.yaml",
+    "fixtures/environments/uniform_timeout_2x.yaml",
     "fixtures/environments/ranked_worst_p80.yaml",
-    "fixtures/environments/duration_filter_2s.yaml",
-    "fixtures/environments/duration_filter_0.5s.yaml",
-    "fixtures/environments/duration_filter_0.1s.yaml",
+    "fixtures/environments/duration_filter_q90.yaml",
+    "fixtures/environments/duration_filter_q50.yaml",
+    "fixtures/environments/duration_filter_q10.yaml",
     "fixtures/environments/length_filter_1k.yaml",
 ]  # reward environments to screen (audits/checks/reward_environments.py format)
 grid_files = []  # grid files of reward environments, e.g. ["fixtures/environments/grid.yaml"]

@@ -54,8 +54,8 @@ def test_audit_all_json_equals_the_separate_audits(corpus_path, tmp_path):
     _cli("audit", "calibration", corpus_path, *common, "--environment", "quiet", "--source-campaign", "c0",
          "--target-campaign", "c1", "--json", tmp_path / "cal.json")
     _cli("simulate", corpus_path, "--environment", "quiet", "--campaign", "c0", "--json", tmp_path / "sim.json",
-         *[x for name in ("top30", "uniform_timeout", "ranked_worst_p80", "duration_filter_2s", "duration_filter_0.5s",
-                          "duration_filter_0.1s", "length_filter_1k")
+         *[x for name in ("top30", "uniform_timeout_2x", "ranked_worst_p80", "duration_filter_q90", "duration_filter_q50",
+                          "duration_filter_q10", "length_filter_1k")
            for x in ("--reward-env", REPO / "fixtures" / "environments" / f"{name}.yaml")])
     assert whole["reliability"] == json.loads((tmp_path / "rel.json").read_text())
     assert whole["discriminability"] == json.loads((tmp_path / "dis.json").read_text())

@@ -112,8 +112,8 @@ def test_reward_environment_needing_a_missing_column_is_left_out_with_a_note(req
         assert note, name
     # the other six shipped reward environments were screened: each in the ranking table
     sim = pages["simulation"][0]
-    for env in ("top30", "uniform_timeout", "ranked_worst_p80", "duration_filter_2s", "duration_filter_0.5s",
-                "duration_filter_0.1s"):
+    for env in ("top30", "uniform_timeout_2x", "ranked_worst_p80", "duration_filter_q90", "duration_filter_q50",
+                "duration_filter_q10"):
         assert env in sim, env
 
 

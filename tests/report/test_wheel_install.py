@@ -143,7 +143,7 @@ def test_wheel_runs_every_readme_command_from_an_empty_folder(installed_wheel, t
     work = run_block(commands, "audits")
     whole = json.loads((work / "all.json").read_text(encoding="utf-8"))
     assert "simulation" in whole and "simulation" not in whole["skipped"], whole["skipped"]
-    assert {"top30", "uniform_timeout"} <= set(whole["simulation"]["ranking"])
+    assert {"top30", "uniform_timeout_2x"} <= set(whole["simulation"]["ranking"])
 
     version = subprocess.run([venv / "bin" / "speedaudit", "--version"], env=env, capture_output=True, text=True,
                              cwd=tmp_path)
