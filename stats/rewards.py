@@ -1162,7 +1162,10 @@ def reward(
         lv = np.linspace(1.0, -1.0, cuts.size + 1) if levels is None or len(levels) == 0 else np.asarray(levels, float)
         if lv.size != cuts.size + 1 or np.any(np.abs(lv) > 1):
             raise ValueError(f"levels must hold len(thresholds) + 1 = {cuts.size + 1} values in [-1, 1]")
-        bucket = np.searchsorted(cuts, 100.0 * np.nan_to_num(q, nan=100.0), side="left")
+        # j = #{thresholds < 100 q}, compared as q against threshold / 100, the gate's q <= tau / 100: 100 q in
+        # floating point is not the percentile points (100 * 0.07 = 7.000000000000001), so q = 0.07 fell
+        # above a threshold of 7 that the gate at tau = 7 passes
+        bucket = np.searchsorted(cuts / 100.0, np.nan_to_num(q, nan=1.0), side="left")
         hard = ~np.isfinite(q)
         if hard_fail is not None:
             hard = hard | np.asarray(hard_fail, dtype=bool)
