@@ -95,7 +95,13 @@ def stability_range_figure(table: pd.DataFrame, *, default: str = "mean_pct", re
         ax.set_xlabel("instability: mean |score(i) - score(j)|, points (lower = better)")
         ax.set_ylabel("dynamic range: slow - fast quartile, points")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        if t.empty:  # nothing to draw: say why rather than leave a blank panel
+            ax.text(0.5, 0.5, "no aggregator has both a finite stability and a dynamic range on this run\n"
+                    "(the range needs >= 4 correct references of a problem, the stability >= 2 repeats;\n"
+                    "the page's table says which figures are n/a and why)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=7, wrap=True)
+        elif ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
 
         order = t.sort_values(["ratio", "aggregator"], ascending=[False, True])
         y = np.arange(len(order))
