@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 
 from audits.cli._common import (
@@ -23,18 +24,38 @@ from audits.errors import UserError
 from stats.declarations import FAMILIES, ROBUST_METHODS
 
 
+def _figures_folder(path: str, *, create: bool) -> Path:
+    """The --figures folder: checked before any audit runs (a path that cannot be a folder is refused at once,
+    nothing created), created when the figures are written."""
+    out = Path(path)
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    what = ("is a file, not a folder" if out.is_file() else
+            f"lies in {str(existing)!r}, a file, not a folder" if existing is not None and not existing.is_dir() else
+            f"cannot be created in {str(existing)!r} (not writable)" if existing is not None and existing != out
+            and not os.access(existing, os.W_OK | os.X_OK) else "")
+    if not what and create:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            what = f"cannot be created ({exc.strerror or exc})"
+    if what:
+        raise UserError(f"--figures {path}: {what}\n  -> name a folder to write the figures into (it is created "
+                        "when missing)")
+    return out
+
+
 def _audit(args: argparse.Namespace) -> int:
+    out = _figures_folder(args.figures, create=False) if args.figures else None
     corpus = read_corpus(args)
     pair = _one_pair(args, corpus)
     audit = run_audit_command(args, "calibration", corpus=corpus, pairs=(pair,), key=args.key)
     (audit,) = audit
     report_audit(audit, args)
-    if args.figures:
+    if out is not None:
         # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.report.plots.calibration import bland_altman_plot, calibration_scatter, drift_plot
 
-        out = Path(args.figures)
-        out.mkdir(parents=True, exist_ok=True)
+        out = _figures_folder(args.figures, create=True)
         figures = {"calibration_scatter": calibration_scatter(audit), "bland_altman": bland_altman_plot(audit)}
         if len(audit.drift):
             figures["drift"] = drift_plot(audit)
