@@ -673,6 +673,11 @@ class CandidateScores:
                  f"pass@{int(self.table['k'].iloc[0])}, 95 % bootstrap CI over problems", ""]
         for r in self.table.to_dict(orient="records"):
             tau = f"p{r['tau']:g}"
+            if not np.isfinite(r["estimate"]):  # no problem has k candidates: not measured, never "nan %"
+                lines.append(f"  {tau:>5}    n/a    (pass@{int(r['k'])} needs >= {int(r['k'])} candidates of a "
+                             f"problem; these have {per_problem.min()}-{per_problem.max()}: lower --k or add "
+                             "candidates)")
+                continue
             ci = f"[{r['ci_low']:5.1f}, {r['ci_high']:5.1f}]" if np.isfinite(r["ci_low"]) else "[  n/a ]"
             lines.append(f"  {tau:>5}  {r['estimate']:5.1f} %  {ci}  n = {r['n_problems']} problems"
                          + _noise_cell(r))

@@ -37,6 +37,7 @@ def _checked(convert, valid, what: str):
 
 
 _non_negative_int = _checked(int, lambda v: v >= 0, "a whole number >= 0")
+_positive_int = _checked(int, lambda v: v >= 1, "a whole number >= 1")
 _prior_df = _checked(float, lambda v: v > 0, "a number > 0 or inf")
 
 
@@ -146,7 +147,7 @@ def _add_score(commands) -> None:
     add_audit_options(score, "simulation", only=("environment", "campaign", "seed"), thresholds=False)
     score.add_argument("--taus", type=_float_list, default=(100, 50, 30, 10), metavar="T,T,...",
                        help="thresholds in percentile points (default 100,50,30,10)")
-    score.add_argument("--k", type=int, default=1, help="pass@k (default 1)")
+    score.add_argument("--k", type=_positive_int, default=1, help="pass@k (default 1)")
     score.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over problems (default 1000)")
     score.add_argument("--n-draws", type=_non_negative_int, default=2000,
                        help="posterior draws of the noise-aware values (default 2000; 0: E[q] only), docs/noise.md")
