@@ -158,7 +158,9 @@ def curve_diagnostics(curve: np.ndarray, u_mid: np.ndarray) -> dict:
     if ok.sum() == 0:
         return {"auc": np.nan, "curve_monotonicity": np.nan, "steepness": np.nan, "diagonal_deviation": np.nan}
     c, u = curve[ok], u_mid[ok]
-    if ok.sum() >= 2 and np.ptp(c) > 0:
+    if ok.sum() < 2:  # every sample in one quality bin: no order of quality to follow, no diagonal to compare with
+        return {"auc": float(c.mean()), "curve_monotonicity": np.nan, "steepness": np.nan, "diagonal_deviation": np.nan}
+    if np.ptp(c) > 0:
         rho = sps.spearmanr(u, c).statistic
         slope = np.polyfit(u, c, 1)[0]
     else:
@@ -188,6 +190,8 @@ def _curve_diagnostics_batch(curves: np.ndarray, u_mid: np.ndarray) -> dict[str,
             continue
         c, u = curves[rows][:, pattern], u_mid[pattern]
         out["auc"][rows] = c.mean(axis=1)
+        if pattern.sum() < 2:  # one quality bin: as curve_diagnostics, only the AUC is defined
+            continue
         out["diagonal_deviation"][rows] = np.abs(c - (1 - u)).mean(axis=1)
         rho = np.zeros(len(rows))
         slope = np.zeros(len(rows))  # a flat curve does not order programs at all
@@ -253,7 +257,8 @@ def table_monotonicity(table: np.ndarray) -> float:
     """rho_s(bin, R) / rho_s(bin, R*) from a (bins x reward values) count table (see the module docstring).
 
     0 when the rewards are constant (nothing to order); NaN for an empty table (no sample: nothing measured,
-    never a verdict).
+    never a verdict) and when every sample is in one quality bin (the rollouts of each problem tied in quality:
+    whether the reward follows quality cannot be measured, never a "non-monotone" verdict).
 
     Examples
     --------
@@ -263,8 +268,10 @@ def table_monotonicity(table: np.ndarray) -> float:
     0.0
     >>> table_monotonicity(np.zeros((2, 2)))
     nan
+    >>> table_monotonicity(np.array([[0, 0], [3, 3]]))   # one quality bin
+    nan
     """
-    if not np.asarray(table).sum() > 0:
+    if not np.asarray(table).sum() > 0 or (np.asarray(table).sum(axis=1) > 0).sum() < 2:
         return float("nan")
     ideal = _ideal_spearman(table)
     if not np.isfinite(ideal) or ideal >= 0:
@@ -892,6 +899,7 @@ def combine_simulation(
     diag["n_solutions"] = int(part.n_units)
     diag["n_pairs"] = n_pairs
     diag["n_samples"] = n_samples
+    diag["n_quality_bins"] = int((total_n > 0).sum())  # bins of u holding a sample (< 2: quality not ordered)
     checks = classify(diag, thresholds)
     diag["level"], diag["verdict"] = _verdict(checks)
     return SimulationResult(environment=env, curve=curve_frame, pair_curves=pair_frame, diagnostics=diag,

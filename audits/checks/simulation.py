@@ -251,10 +251,13 @@ def _left_out_finding(name: str, key: str, column: str, run: RunSummary) -> Find
 
 def _not_measured(d: dict, metric: str, scheme: str = "") -> str:
     """Why ``metric`` is NaN on this run (the simulator measured nothing to judge)."""
-    if not d.get("n_samples") and scheme in NOISE_SCHEMES and d.get("n_solutions"):
+    if d.get("n_samples") and d.get("n_quality_bins", 2) < 2:
+        return (f"every one of the {d['n_samples']} samples has the same quality bin: the references of each problem "
+                "are tied in q (no timing tells them apart, e.g. a clock coarser than their differences), so whether "
+                "the reward follows quality cannot be measured; time them with a finer clock")
+    if not d.get("n_samples") and scheme in NOISE_SCHEMES and d.get("n_pairs") == 1 and d.get("n_solutions"):
         return (f"the {scheme} reward draws on the repeat-noise model (docs/noise.md), whose variances come from "
-                f"cells with >= 2 ok repeats; this run has {'one repeat' if d['n_pairs'] == 1 else 'no such cell'}"
-                ", so no reward of a correct rollout is defined: collect >= 2 repeats")
+                "cells with >= 2 ok repeats; this run has one repeat, so no reward of a correct rollout is defined: collect >= 2 repeats")
     if not d.get("n_samples"):
         return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): a problem "
                 "needs >= 2 correct references, since each is scored against the others (leave-self-out) and one "
