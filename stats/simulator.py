@@ -899,6 +899,7 @@ def combine_simulation(
     diag["n_solutions"] = int(part.n_units)
     diag["n_pairs"] = n_pairs
     diag["n_samples"] = n_samples
+    diag["n_optimization_tests"] = int(part.n_opt_tests)
     diag["n_quality_bins"] = int((total_n > 0).sum())  # bins of u holding a sample (< 2: quality not ordered)
     checks = classify(diag, thresholds)
     diag["level"], diag["verdict"] = _verdict(checks)

@@ -258,6 +258,10 @@ def _not_measured(d: dict, metric: str, scheme: str = "") -> str:
     if not d.get("n_samples") and scheme in NOISE_SCHEMES and d.get("n_pairs") == 1 and d.get("n_solutions"):
         return (f"the {scheme} reward draws on the repeat-noise model (docs/noise.md), whose variances come from "
                 "cells with >= 2 ok repeats; this run has one repeat, so no reward of a correct rollout is defined: collect >= 2 repeats")
+    if not d.get("n_samples") and d.get("n_optimization_tests", 1) == 0:
+        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): the run has no "
+                "optimization test (test_kind), so no rollout has a quality to rank; mark the tests that time the "
+                "programs as test_kind=optimization")
     if not d.get("n_samples"):
         return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): a problem "
                 "needs >= 2 correct references, since each is scored against the others (leave-self-out) and one "

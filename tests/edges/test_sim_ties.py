@@ -73,3 +73,14 @@ def test_the_table_statistic_against_scipy():
     assert table_monotonicity(table) == pytest.approx(expected)
     assert np.isnan(table_monotonicity(table * np.array([[0], [1], [0], [0]])))  # one bin: undefined
     assert table_monotonicity(np.array([[4.0, 0.0], [3.0, 0.0]])) == 0.0         # constant reward: 0
+
+
+def test_a_run_without_optimization_tests_says_so(corpus):
+    """Before: 'a problem needs >= 2 correct references ...; collect more accepted solutions per problem', with five
+    correct references per problem: the cause was that every test was a correctness test."""
+    only = corpus.copy()
+    only["test_kind"] = pd.Categorical(["correctness"] * len(only), categories=["correctness", "optimization"])
+    audit = run_simulation_audit(only, reward_environments=ENVIRONMENTS[:1], n_boot=20)
+    verdict = next(f for f in audit.findings if f.subject == "top30" and f.metric == "verdict")
+    assert verdict.level == "n/a" and "no optimization test" in verdict.reason
+    assert "collect more accepted solutions" not in verdict.reason
