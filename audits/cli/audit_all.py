@@ -109,19 +109,16 @@ def _partitioned(args: argparse.Namespace) -> bool:
 def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (the audits that run on Dask,
     per-problem partial results on the workers); what cannot run is listed as skipped with the reason (never as
-    passing), the audits that do not run on Dask are named with the reason."""
+    passing), the audits that do not run on Dask among them (with the reason, in the summary and the JSON)."""
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.engine.partitioned import audit_dataset_on_dask
 
     pairs = (lambda runs: [read_pair(args, runs, both_environment=PAIR_ENVIRONMENT)]) if pair_named(args) else ()
-    not_on_dask = {n: registry.get(n).dask for n in registry.names() if registry.get(n).dask is not None}
     options = _options(args, None)
     whole = audit_dataset_on_dask(args.corpus, scheduler=args.scheduler, n_workers=args.workers,
                                   security=read_security(args), connect_timeout_s=args.connect_timeout,
                                   options=options, pairs=pairs, thresholds=thresholds, profile=args.profile)
     print(whole.summary())
-    for name, reason in not_on_dask.items():
-        print(f"{name}: not run on Dask ({reason})")
     if args.json:  # the same saved results as in memory (corpus summary from the run table and the counts)
         _save(whole, None, args, extra={**whole.to_dict(), "engine": "dask"})
     return exit_status(whole, args)

@@ -111,9 +111,12 @@ class NotSaved:
     name: str
     path: str
     skipped: bool = True
+    why: str | None = None  # the reason the saving run skipped it (the file's meta.skipped), when it says
 
     @property
     def reason(self) -> str:
+        if self.why:
+            return f"{self.name} is not in the saved results {self.path}: the audit that saved them skipped it ({self.why})"
         return (f"{self.name} is not in the saved results {self.path} (speedaudit audit all does not compute it); "
                 f"render from the corpus (speedaudit report CORPUS) to include it")
 
@@ -220,8 +223,10 @@ class ReportResults:
     def get(self, name: str):
         if name not in self._values:
             if self.saved:  # a saved audit: taken as it is, never recomputed
+                skipped = self._stored.meta.get("skipped")
+                why = skipped.get(name) if isinstance(skipped, Mapping) else None
                 self._values[name] = (self._stored.value(name) if name in self._stored.names()
-                                      else NotSaved(name, str(self._stored.path)))
+                                      else NotSaved(name, str(self._stored.path), why=why if isinstance(why, str) else None))
             elif self._stored.parameters(name) == self._used(name):
                 self._values[name] = self._stored.value(name)
             else:

@@ -336,6 +336,11 @@ def run_partitioned_whole_audit(
                                   adjust=adjust)
 
 
+def not_run_on_dask() -> dict[str, str]:
+    """``{audit name: why it is skipped}`` of every registered audit the Dask engine does not run."""
+    return {n: f"not run on Dask: {registry.get(n).dask}" for n in registry.names() if registry.get(n).dask is not None}
+
+
 def audit_dataset_on_dask(dataset: str | os.PathLike, *, scheduler: str | None = None, n_workers: int = 2,
                           security=None, connect_timeout_s: float = CONNECT_TIMEOUT_S, **keywords) -> WholeAudit:
     """:func:`run_partitioned_whole_audit` of ``dataset`` on the client of :func:`dask_client` (a running
@@ -343,7 +348,8 @@ def audit_dataset_on_dask(dataset: str | os.PathLike, *, scheduler: str | None =
     processes, closed after): the one Dask entry of ``speedaudit audit all`` and :func:`speedaudit.run_all`.
 
     A keyword :func:`run_partitioned_whole_audit` does not take, and a dataset the engine refuses
-    (``ValueError``), are :class:`~audits.errors.UserError` naming the dataset."""
+    (``ValueError``), are :class:`~audits.errors.UserError` naming the dataset. The audits the engine does not run
+    are in the result's ``skipped``, each with its reason (:func:`not_run_on_dask`)."""
     taken = set(inspect.signature(run_partitioned_whole_audit).parameters) - {"dataset", "client", "scheduler",
                                                                              "n_workers"}
     other = sorted(set(keywords) - taken)
@@ -352,6 +358,11 @@ def audit_dataset_on_dask(dataset: str | os.PathLike, *, scheduler: str | None =
                         f"there: {', '.join(sorted(taken))}")
     with dask_client(scheduler, n_workers=n_workers, security=security, connect_timeout_s=connect_timeout_s) as client:
         try:
-            return run_partitioned_whole_audit(dataset, client=client, **keywords)
+            whole = run_partitioned_whole_audit(dataset, client=client, **keywords)
         except ValueError as exc:
             raise UserError(f"{dataset}: {exc}") from exc
+    # the whole audit a user asked for: the registered audits the Dask engine does not run are skipped with the
+    # registry's reason, so the summary, the saved JSON (meta.skipped) and a report of it say so, as for any skip
+    # (never silently absent); run_partitioned_whole_audit itself returns the audits it ran (the engine's part)
+    whole.skipped.update(not_run_on_dask())
+    return whole
