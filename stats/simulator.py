@@ -292,8 +292,8 @@ def quality_weights(u: np.ndarray, quality="uniform") -> np.ndarray:
         return np.ones(len(u))
     if isinstance(quality, (tuple, list)) and len(quality) == 3 and quality[0] == "beta":
         a, b = float(quality[1]), float(quality[2])
-        if a <= 0 or b <= 0:
-            raise ValueError(f"beta quality parameters must be > 0, got {a}, {b}")
+        if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):  # NaN passed "<= 0": NaN weights
+            raise ValueError(f"beta quality parameters must be finite and > 0, got {a}, {b}")
         return sps.beta.pdf(np.clip(u, 1e-3, 1 - 1e-3), a, b)
     raise ValueError(f"quality must be 'uniform' or ('beta', a, b), got {quality!r}")
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from audits.cli._common import (add_audit_options, add_corpus_input, exit_status, read_audit_options, read_corpus,
@@ -49,8 +50,8 @@ def _quality(text: str):
         a, b = (float(x) for x in params.split(","))
     except ValueError:
         kind = ""
-    if kind != "beta" or a <= 0 or b <= 0:
-        raise argparse.ArgumentTypeError(f"expected 'uniform' or 'beta:A,B' with A, B > 0, got {text!r}")
+    if kind != "beta" or not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):  # nan passed "<= 0"
+        raise argparse.ArgumentTypeError(f"expected 'uniform' or 'beta:A,B' with finite A, B > 0, got {text!r}")
     return ("beta", a, b)
 
 
