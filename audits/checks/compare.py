@@ -275,7 +275,7 @@ class CompareAudit:
                             "findings": [f.to_dict() for f in self.findings]})
 
 
-def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
+def _findings(r: CompareRun, subject: str, thresholds, n_boot: int) -> list[Finding]:
     c, env, camp = r.result, r.run.environment, r.run.campaign
     iv = c.win_rate
     out = []
@@ -290,8 +290,12 @@ def _findings(r: CompareRun, subject: str, thresholds) -> list[Finding]:
                if c.n_undefined else "no problem has a solution of both sets without a wrong answer or crash")
         out.append(Finding.not_available("win_rate", why, environment=env, campaign=camp, subject=subject))
     elif not np.isfinite(iv.low):
-        out.append(Finding.not_available("win_rate", f"{iv.n} problem with a comparison: no interval over problems",
-                                         environment=env, campaign=camp, subject=subject))
+        why = (f"{iv.n} problem with a comparison: no interval over problems; compare the sets on more problems"
+               if iv.n == 1 else
+               "judged by whether its bootstrap CI excludes 1/2, and n_boot = 0 draws no resamples: run with "
+               "--n-boot 1000 (n_boot=1000)" if n_boot == 0 else
+               f"the bootstrap CI over {iv.n} problems is undefined")
+        out.append(Finding.not_available("win_rate", why, environment=env, campaign=camp, subject=subject))
     else:
         resolved = iv.low > 0.5 or iv.high < 0.5
         faster = "A" if iv.estimate > 0.5 else "B"
@@ -386,6 +390,6 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
                          findings=(), skipped_runs=tuple(skipped))
 
     limits = CompareThresholds.coerce(thresholds)
-    findings = tuple(f for r in results for f in _findings(r, audit.subject, limits))
+    findings = tuple(f for r in results for f in _findings(r, audit.subject, limits, n_boot))
     return CompareAudit(a=name_a, b=name_b, by=by, confidence=float(confidence), runs=tuple(results),
                         findings=findings, skipped_runs=tuple(skipped))
