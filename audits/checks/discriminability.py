@@ -211,11 +211,15 @@ def per_problem_tables(run: pd.DataFrame, floors: pd.DataFrame, which: Run, *, f
     problems = noise_aware_robust_cv(tests, method=method, threshold=t.robust_cv)
     p_str = problems["problem"].astype(str).to_numpy()
     t_str = tests["problem"].astype(str).to_numpy()
-    near = pd.Series(tests["near_floor"].to_numpy(dtype=float), index=t_str).groupby(level=0, sort=False).agg(
-        ["sum", "size"])  # one groupby over <= 10^5 tests: cheap, no per-problem Python loop
-    n_near = near["sum"].reindex(p_str).to_numpy()
-    problems["n_near_floor"] = n_near if np.isfinite(floor) else np.nan
-    problems["near_floor_share"] = (n_near / near["size"].reindex(p_str).to_numpy()) if np.isfinite(floor) else np.nan
+    checked = _checked(tests)
+    near = pd.DataFrame({"near": tests["near_floor"].to_numpy(dtype=float) * checked, "checked": checked},
+                        index=t_str).groupby(level=0, sort=False).sum()  # <= 10^5 tests: no per-problem loop
+    n_near = near["near"].reindex(p_str).to_numpy(dtype=float)
+    n_checked = near["checked"].reindex(p_str).to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a problem with no checked test has no share
+        problems["n_near_floor"] = np.where(n_checked > 0, n_near, np.nan) if np.isfinite(floor) else np.nan
+        problems["near_floor_share"] = np.where(n_checked > 0, n_near / n_checked, np.nan) if np.isfinite(floor) \
+            else np.nan
     problems["near_floor"] = np.nan_to_num(problems["near_floor_share"].to_numpy(dtype=float), nan=-1.0) \
         >= t.near_floor_problem_share
     if scores is None:
@@ -236,6 +240,11 @@ def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s
                     total[k] = total.get(k, 0) + v
             counts = total
         floor, source = _main_language_floor(counts, language_floors)
+        missing = sorted(str(k) for k in counts if k not in language_floors)
+        unchecked = int((~_checked(tests)).sum())
+        if missing and unchecked:
+            source += (f"; no floor rows for {', '.join(missing)}: {unchecked} test(s) with references only in "
+                       f"{'that language' if len(missing) == 1 else 'those languages'} not checked")
     p_str = problems["problem"].astype(str).to_numpy()
     gap = strong_weak_gap(measured_scores(tables["scores"], summary), n_boot=n_boot, seed=seed)
     gap_lookup = pd.Series(gap.per_problem["gap"].to_numpy(dtype=float),
@@ -244,8 +253,9 @@ def _combine(tables: dict, floors: pd.DataFrame, summary: RunSummary, *, floor_s
     problems["gap"] = gap_lookup.reindex(p_str).to_numpy()
     rcv = problems["robust_cv"].to_numpy(dtype=float)
     valid = np.isfinite(rcv)
-    near_share = float(np.mean(tests["near_floor"].to_numpy(dtype=float))) if np.isfinite(floor) and len(tests) \
-        else math.nan
+    checked = _checked(tests)  # tests whose references' language has floor rows (every test without languages)
+    near_share = float(np.mean(tests["near_floor"].to_numpy(dtype=float)[checked])) if np.isfinite(floor) and \
+        checked.any() else math.nan
     return RunDiscriminability(
         environment=summary.environment, campaign=summary.campaign, run_summary=summary, floor_s=floor,
         floor_source=source,
@@ -291,10 +301,19 @@ def _main_language_floor(counts: dict, floors: dict[str, float]) -> tuple[float,
     return floors[ranked[0]], f"floor rows per language: {listing}; each test is checked against its own language's"
 
 
+def _checked(tests: pd.DataFrame) -> np.ndarray:
+    """Which tests the near-floor check could judge: those with a reference in a language that has floor rows
+    (``near_floor_checked``, per-language floors), else every test."""
+    if "near_floor_checked" in tests.columns:
+        return tests["near_floor_checked"].to_numpy(dtype=bool)
+    return np.ones(len(tests), dtype=bool)
+
+
 def _near_floor_by_language(run: pd.DataFrame, pools: pd.DataFrame, tests: pd.DataFrame, floors: dict[str, float],
                             factor: float) -> pd.DataFrame:
     """``near_floor`` per test from per-language reference medians: near when, for some language, the median of
-    that language's references is <= factor x that language's floor (a language without floor rows is not judged).
+    that language's references is <= factor x that language's floor. A test none of whose references is in a
+    language with floor rows cannot be judged: ``near_floor_checked`` is False (it is left out of the shares).
     Adds ``near_floor_languages`` (the languages near their floor, comma-separated)."""
     lang = run[["problem", "solution", "language"]].astype(str).drop_duplicates(["problem", "solution"])
     lookup = pd.Series(lang["language"].to_numpy(), index=(lang["problem"] + "\x00" + lang["solution"]).to_numpy())
@@ -304,6 +323,8 @@ def _near_floor_by_language(run: pd.DataFrame, pools: pd.DataFrame, tests: pd.Da
                           "duration_s": pools["duration_s"].to_numpy(dtype=float)})
     med = frame.groupby(["problem", "test", "language"], sort=False)["duration_s"].median().reset_index()
     limit = med["language"].map(floors).to_numpy(dtype=float) * factor
+    has_floor = med.loc[np.isfinite(limit), ["problem", "test"]]
+    checked = set(zip(has_floor["problem"], has_floor["test"]))
     med = med.loc[med["duration_s"].to_numpy() <= limit]  # NaN limit (no floor for that language): never near
     near = med.groupby(["problem", "test"], sort=True)["language"].agg(lambda v: ", ".join(sorted(v)))
     near.index = [p + "\x00" + q for p, q in near.index]
@@ -312,6 +333,8 @@ def _near_floor_by_language(run: pd.DataFrame, pools: pd.DataFrame, tests: pd.Da
     tests = tests.copy()
     tests["near_floor"] = found.notna().to_numpy()
     tests["near_floor_languages"] = found.fillna("").to_numpy()
+    tests["near_floor_checked"] = [(p, q) in checked for p, q in zip(tests["problem"].astype(str),
+                                                                      tests["test"].astype(str))]
     return tests
 
 
@@ -396,6 +419,10 @@ def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
                                   "needs >= 2 repeats and >= 2 correct references per problem")
     if not np.isfinite(env.floor_s):
         out["near_floor_test_share"] = "no floor rows for this run (time an empty program, or pass floor_s)"
+    elif not np.isfinite(env.near_floor_test_share) and len(env.tests):
+        out["near_floor_test_share"] = (f"no optimization test has a reference in a language with floor rows "
+                                        f"({env.floor_source}): time an empty program in each language, or pass "
+                                        "floor_s")
     return out
 
 
