@@ -654,6 +654,8 @@ class CandidateScores:
     noise_reason: str | None = None
     noise_settings: dict = field(default_factory=dict)
     run: RunSummary | None = None
+    #: Problems left out of p_tau below 100 (:func:`unranked_problems`): no reference to rank their candidates.
+    unranked: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -666,6 +668,7 @@ class CandidateScores:
             "p_tau": {f"p{int(r['tau']) if float(r['tau']).is_integer() else r['tau']}": r
                       for r in self.table.to_dict(orient="records")},
             "noise_aware": _noise_dict(self),
+            "unranked_problems": list(self.unranked),
         })
 
     def summary(self) -> str:
@@ -680,6 +683,11 @@ class CandidateScores:
                  f"pass@{int(self.table['k'].iloc[0])}, 95 % bootstrap CI over problems", ""]
         for r in self.table.to_dict(orient="records"):
             tau = f"p{r['tau']:g}"
+            if not np.isfinite(r["estimate"]) and r["tau"] < 100 and self.unranked and not r["n_problems"] \
+                    and set(self.unranked) >= set(per_problem.index.astype(str)):
+                lines.append(f"  {tau:>5}    n/a    (no problem has a correct reference on an optimization test to "
+                             "rank its candidates against)")
+                continue
             if not np.isfinite(r["estimate"]):  # no problem has k candidates: not measured, never "nan %"
                 lines.append(f"  {tau:>5}    n/a    (pass@{int(r['k'])} needs >= {int(r['k'])} candidates of a "
                              f"problem; these have {per_problem.min()}-{per_problem.max()}: lower --k or add "
@@ -688,6 +696,10 @@ class CandidateScores:
             ci = f"[{r['ci_low']:5.1f}, {r['ci_high']:5.1f}]" if np.isfinite(r["ci_low"]) else "[  n/a ]"
             lines.append(f"  {tau:>5}  {r['estimate']:5.1f} %  {ci}  n = {r['n_problems']} problems"
                          + _noise_cell(r))
+        if self.unranked:
+            lines += ["", f"left out of p_tau below 100 (n/a): {len(self.unranked)} problem(s) without a correct "
+                          "reference on any optimization test, so their candidates cannot be ranked: "
+                          + ", ".join(self.unranked[:10]) + (" ..." if len(self.unranked) > 10 else "")]
         return "\n".join(lines + _noise_lines(self))
 
 
@@ -729,12 +741,35 @@ def score_candidates(
     samples = outcome.scores.copy()
 
     samples["reward"] = environment_rewards(samples, env.reward)
-    table = p_tau(samples, taus=taus, k=k, n_boot=n_boot, seed=seed)
+    unranked = unranked_problems(outcome.tests)
+    ranked = ~samples["problem"].astype(str).isin(unranked).to_numpy()
+    # p_tau below 100 ranks candidates against the references: a problem with no reference pool on any optimization
+    # test cannot rank them, so it is left out there (n/a, named), never counted as its candidates' failure
+    table = pd.concat([_p_tau_row(samples if tau >= 100 else samples.loc[ranked], tau, k=k, n_boot=n_boot, seed=seed)
+                       for tau in taus], ignore_index=True)
     samples, noise_table, reason = noise_aware_candidates(runs, outcome, env, samples=samples, taus=taus, k=k,
-                                                          n_draws=n_draws, prior_df=prior_df, seed=seed)
+                                                          n_draws=n_draws, prior_df=prior_df, seed=seed, ranked=ranked)
     return CandidateScores(reward_environment=env, environment=env_name, campaign=camp,
                            table=pd.concat([table, noise_table], axis=1), samples=samples, noise_reason=reason,
-                           noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau}, run=run)
+                           noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau}, run=run,
+                           unranked=tuple(unranked))
+
+
+def _p_tau_row(samples: pd.DataFrame, tau: float, *, k: int, n_boot: int, seed: int) -> pd.DataFrame:
+    """:func:`stats.rewards.p_tau` at one tau; with no sample (every problem unranked) its row is n/a (NaN)."""
+    if len(samples):
+        return p_tau(samples, taus=(tau,), k=k, n_boot=n_boot, seed=seed)
+    return pd.DataFrame([{"tau": float(tau), "k": k, "estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                          "n_problems": 0}])
+
+
+def unranked_problems(tests: pd.DataFrame) -> list[str]:
+    """The problems (sorted names) none of whose optimization tests has a reference pool (an
+    :class:`stats.rewards.EnvironmentRun`'s ``tests``): their candidates have no q to compare with tau. A test
+    the reward environment's filter drops still counts: that is the environment's choice, not the corpus's gap."""
+    problems = tests["problem"].astype(str).to_numpy()
+    ranks = (tests["test_kind"].to_numpy() == "optimization") & (tests["pool_size"].to_numpy() > 0)
+    return sorted(set(problems) - set(problems[ranks]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -745,8 +780,8 @@ NOISE_COLUMNS = ("q_expected", "q_ci_low", "q_ci_high", "p_q_le_tau", "p_gate")
 
 
 def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.DataFrame, taus: Sequence[float],
-                           k: int, n_draws: int, prior_df: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                                      str | None]:
+                           k: int, n_draws: int, prior_df: float, seed: int, ranked: np.ndarray | None = None
+                           ) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """The noise-aware values beside the point ones: per candidate E[q] [interval], P(q <= tau/100), P(gate),
     and p_tau's posterior mean and timing-noise interval.
 
@@ -777,7 +812,10 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
             samples[column] = np.where(found, values, np.nan)
         # a candidate left without any scored test has no draws: its q* is undefined (never a success)
         draws = np.where(found[None, :], scored.draws[:, np.maximum(row, 0)], np.nan)
-        noise = noise_aware_p_tau(samples, draws, taus=taus, k=k)
+        keep = np.ones(len(samples), dtype=bool) if ranked is None else np.asarray(ranked, dtype=bool)
+        noise = pd.concat([noise_aware_p_tau(samples if tau >= 100 else samples.loc[keep],
+                                             draws if tau >= 100 else draws[:, keep], taus=(tau,), k=k)
+                           for tau in taus], ignore_index=True)
         table_cols = {"noise_aware": noise["expected"].to_numpy(), "noise_ci_low": noise["noise_ci_low"].to_numpy(),
                       "noise_ci_high": noise["noise_ci_high"].to_numpy()}
     else:
