@@ -488,7 +488,8 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
                          key=key, pairing=pairing, fits=fits, aff=aff, identity=identity,
                          best_family=best_family, calibration_family=calibration_family, chosen_by=chosen_by,
                          sp_raw=sp_raw,
-                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot))
+                         sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot,
+                         has_candidates=has_candidates))
     return CalibrationAudit(
         # the pairing's per-side cells served the steps above (percentile agreement); the result keeps the pairs
         # (two cell tables as long as the pairs, 6*10^8 bytes at 10^8 executions, read by nothing after this)
@@ -612,7 +613,7 @@ _UNUSABLE = "any held-out prediction non-finite, <= 0 or below a tenth of the sm
 
 def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, identity, best_family,
               calibration_family, chosen_by, sp_raw, sp_cal, drift,
-              sensitivity, limits, n_boot: int) -> list[Finding]:
+              sensitivity, limits, n_boot: int, has_candidates: bool = True) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
 
@@ -718,7 +719,8 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                               if level != "pass" else ": the calibrated stored pool can rank fresh runs"), subject=pair))
 
     if not len(sensitivity):
-        why = (f"no candidates on {target}'s side (p_tau scores candidates)" if np.isfinite([b_lo, b_hi]).all()
+        why = (f"no candidates on {target}'s side (p_tau scores candidates)"
+               if not has_candidates or np.isfinite([b_lo, b_hi]).all()
                else "the p_tau sensitivity moves the intercept across its bootstrap CI, "
                + ("and n_boot = 0 draws no resamples: run with --n-boot 1000" if n_boot == 0 else "which is undefined"))
         out.append(Finding.not_available("ptau_swing_pp", why,
