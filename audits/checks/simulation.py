@@ -269,10 +269,21 @@ def _not_measured(d: dict, metric: str, scheme: str = "") -> str:
     return f"{metric} is undefined (NaN) on this run's {d['n_samples']} samples"
 
 
+def _nothing_measured(run: RunSummary) -> bool:
+    """Whether every problem of ``run`` is one the run cannot measure (:mod:`stats.coverage`)."""
+    return bool(run.unmeasured) and len(run.unmeasured) >= run.problems
+
+
 def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     d = result.diagnostics
     name, scheme = result.environment.name, result.environment.reward.scheme
     where = {"environment": run.environment, "campaign": run.campaign, "subject": name}
+    if _nothing_measured(run):  # every problem left out (partition_part): nothing was simulated, nothing judged
+        causes = "; ".join(f"{p}: {cause}" for p, cause in run.unmeasured[:3])
+        more = f"; and {len(run.unmeasured) - 3} more" if len(run.unmeasured) > 3 else ""
+        return [Finding.not_available("verdict", f"all {run.problems} problems of the run are not measured "
+                                                 f"({causes}{more}): no rollout has a timing to rank",
+                                      threshold="all checks pass", **where)]
     out, not_measured = [], set()
     for label, metric, value, level, threshold in result.checks:
         if level == "pass":
@@ -406,6 +417,26 @@ def fact_columns(reward_environments) -> list:
     return columns + ([REFERENCE_MEDIANS] if any(e.relative for e in reward_environments) else [])
 
 
+def _unmeasured(context, run) -> set[str]:
+    """The problems of ``run`` the rows cannot measure (:mod:`stats.coverage`, the run table's ``unmeasured``), which
+    the simulation leaves out as if the run had none of their rows, as every other audit does: a problem whose
+    every reference timed out pays all its rollouts alike, so it would add dead groups and flat curves that say
+    nothing of the reward. A partition holds whole problems, so its own run table names the same problems."""
+    try:
+        summary = context.runs.get(run)
+    except (KeyError, ValueError):  # a run of floor rows alone has no summary and no problem
+        return set()
+    return {problem for problem, _ in getattr(summary, "unmeasured", ())}
+
+
+def _measured_rows(context, run, problem_names: np.ndarray, problem_code: np.ndarray) -> np.ndarray:
+    """Per row of the partition, whether its problem is measured in ``run`` (codes and names of :func:`facts_part`)."""
+    dropped = _unmeasured(context, run)
+    if not dropped:
+        return np.ones(len(problem_code), dtype=bool)
+    return ~np.isin(problem_names, list(dropped))[problem_code]
+
+
 def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
     :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
@@ -431,12 +462,14 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     out = {}
     for k, run in enumerate(run_names):
         mine = run_code == k
-        scored = mine & reference & ~floor
+        measured = mine & _measured_rows(context, run, problem_names, problem_code)
+        scored = measured & reference & ~floor
         units, where = np.unique(unit[scored], return_index=True)
         codes, counts = np.unique(problem_code[scored][where], return_counts=True)
         names = problem_names[codes]
         out[run] = {
-            "repeats": np.unique(repeat[mine & rated]),
+            "repeats": np.unique(repeat[measured & rated]),
+            "all_repeats": np.unique(repeat[mine & rated]),  # the plan's repeats when no problem is measured
             "units": dict(zip(names.tolist(), counts.tolist())),
             "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns
                            if c != REFERENCE_MEDIANS},
@@ -483,10 +516,17 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
         run_medians = np.sort(np.concatenate([f.get("reference_medians", np.zeros(0)) for f in mine]))
     return {"run": run, "usable": usable, "left_out": left_out, "sizes": sizes, "headline": headline,
             "run_medians": run_medians,
-            "repeats": np.unique(np.concatenate([f["repeats"] for f in mine])), "floor_durations": floor_durations,
+            "repeats": _repeats(mine, run), "floor_durations": floor_durations,
             "stream_start": stream_start,
             "options": {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
                         "quality_distribution": quality_distribution}}
+
+
+def _repeats(facts: list, run: RunSummary) -> np.ndarray:
+    """The repeat values of the run's simulated references (of its measured problems; of all of them when none is
+    measured, so the empty simulation still has the run's repeat pairs)."""
+    key = "all_repeats" if _nothing_measured(run) else "repeats"
+    return np.unique(np.concatenate([f[key] for f in facts]))
 
 
 def _filter_as_in_the_run(env, rows: pd.DataFrame):
@@ -517,6 +557,13 @@ def partition_part(part, plan: dict) -> list | None:
     # every row of the run is ranked once, in the shared per-repeat table: the repeat quality and the reward
     # environments' base percentiles are subsets of it (aligned with the run's non-floor rows)
     rows, pools, ranked = run_ctx.rows, run_ctx.pools, run_ctx.repeat_percentiles["percentile"].to_numpy()
+    dropped = {problem for problem, _ in plan["run"].unmeasured}
+    if dropped:  # the problems the run cannot measure, left out before anything is scored (see _unmeasured)
+        keep = ~rows["problem"].isin(list(dropped)).to_numpy()
+        if not keep.any() and not _nothing_measured(plan["run"]):
+            return None  # this partition's problems all left out; the others' parts make the run's figures
+        if not keep.all():  # (every problem of the run left out: an empty part, every figure n/a, see _findings)
+            rows, ranked = rows.loc[keep], ranked[keep]
     quality = repeat_quality(rows, pools=pools, include_incorrect=options["include_incorrect"], percentiles=ranked)
     percentiles = base_percentiles(rows, pools=pools, roles=("reference",), percentiles=ranked)
     base = ScoringBase(rows, pools=pools, roles=("reference",), per_repeat=True)  # shared by the environments
