@@ -241,8 +241,14 @@ def fit_noise(
     codes, n_cells = group_codes(frame, list(CELL_KEYS))
     y = np.log(d[ok])
     cy = codes[ok]
+    # The moments are sums over each cell's repeats, and a float sum depends on its order (the last bits of a
+    # cell's mean moved when the rows were shuffled, and with them E[q] in the JSON): every cell's values are
+    # summed in one order, by cell and value, whatever the rows' order (sorted already: no sort).
+    if len(cy) > 1 and not (np.all(cy[1:] >= cy[:-1]) and np.all((cy[1:] > cy[:-1]) | (y[1:] >= y[:-1]))):
+        order = np.lexsort((y, cy))
+        y, cy = y[order], cy[order]
     n_ok = np.bincount(cy, minlength=n_cells)
-    # Moments about each cell's first ok value: identical repeats give exactly zero variance.
+    # Moments about each cell's first (smallest) ok value: identical repeats give exactly zero variance.
     shift = np.zeros(n_cells)
     shift[cy[::-1]] = y[::-1]
     dy = y - shift[cy]
