@@ -460,6 +460,8 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
         agree_frame = pd.DataFrame(columns=["problem", "solution", "q_fresh", "q_raw", "q_calibrated"])
 
     drift = pd.DataFrame()
+    # the campaigns the drift table maps onto the anchor (a change needs two of them)
+    drift_expected = [c for c in drift_names[0] if c != pair.anchor] if drift_names is not None else []
     if drift_names is not None and pairing.n_problems >= MIN_PROBLEMS:  # drift maps are fitted over problems
         campaigns, environments = drift_names
         if key == "campaign" and len(campaigns) == 2 and len(environments) == 1:
@@ -489,7 +491,7 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
                          best_family=best_family, calibration_family=calibration_family, chosen_by=chosen_by,
                          sp_raw=sp_raw,
                          sp_cal=sp_cal, drift=drift, sensitivity=sensitivity, limits=limits, n_boot=n_boot,
-                         has_candidates=has_candidates))
+                         has_candidates=has_candidates, drift_expected=drift_expected))
     return CalibrationAudit(
         # the pairing's per-side cells served the steps above (percentile agreement); the result keeps the pairs
         # (two cell tables as long as the pairs, 6*10^8 bytes at 10^8 executions, read by nothing after this)
@@ -613,7 +615,8 @@ _UNUSABLE = "any held-out prediction non-finite, <= 0 or below a tenth of the sm
 
 def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, identity, best_family,
               calibration_family, chosen_by, sp_raw, sp_cal, drift,
-              sensitivity, limits, n_boot: int, has_candidates: bool = True) -> list[Finding]:
+              sensitivity, limits, n_boot: int, has_candidates: bool = True,
+              drift_expected: Sequence[str] = ()) -> list[Finding]:
     pair = f"{describe_sides(source_runs, source)} -> {describe_sides(target_runs, target)}"
     out: list[Finding] = []
 
@@ -736,7 +739,15 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                            + (": pin the calibration down (more problems / repeats) or re-time the pool"
                               if level != "pass" else ""), subject=pair))
 
-    if len(drift) and drift["campaign"].nunique() >= 2 and n_boot == 0:
+    mapped = set(drift["campaign"].astype(str)) if len(drift) else set()
+    unmapped = [str(c) for c in drift_expected if str(c) not in mapped]
+    if len(drift_expected) >= 2 and len(mapped) < 2:  # campaigns to compare, but fewer than 2 could be mapped
+        out.append(Finding.not_available(
+            "drift_changes", f"{len(drift_expected)} campaigns to map onto the anchor, but {', '.join(unmapped)} "
+            f"could not be (fewer than {MIN_PROBLEMS} problems pair up with the anchor's cells): a change between "
+            f"campaigns needs two mapped campaigns; time the same problems in every campaign",
+            threshold=limits.text("drift_changes"), subject=pair))
+    elif len(drift) and drift["campaign"].nunique() >= 2 and n_boot == 0:
         out.append(Finding.not_available("drift_changes", "a change counts when the bootstrap CI of the change "
                                          "excludes 0, and n_boot = 0 draws no resamples: run with --n-boot 1000",
                                          threshold=limits.text("drift_changes"), subject=pair))
@@ -748,6 +759,8 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
         out.append(Finding(level, "drift_changes", n_changed, limits.text("drift_changes"),
                            f"campaigns whose affine map against the anchor changed from the previous campaign's "
                            f"(bootstrap CI of the change excludes 0): {which}"
+                           + (f"; not mapped onto the anchor (fewer than {MIN_PROBLEMS} problems pair up): "
+                              f"{', '.join(unmapped)}" if unmapped else "")
                            + ("; the service drifts between campaigns: calibrate each campaign separately"
                               if level != "pass" else ""), subject=pair))
     return out
