@@ -77,6 +77,8 @@ class PairedComparison:
         Means over problems with bootstrap CIs (n = problems behind each).
     n_comparisons, n_undecided, n_undefined : int
     confidence : float
+    n_both_timed_out : int
+        Defined comparisons whose two cells both timed out (p = 1/2: no timing tells them apart).
     """
 
     comparisons: pd.DataFrame
@@ -90,6 +92,7 @@ class PairedComparison:
     n_undecided: int
     n_undefined: int
     confidence: float
+    n_both_timed_out: int = 0
 
     @property
     def undecided_share(self) -> float:
@@ -246,4 +249,5 @@ def paired_comparison(
         expected_win_rate=ci("expected_win_rate"), decided_win_rate=ci("decided_win_rate"),
         pass_rate_a=ci("pass_rate_a"), pass_rate_b=ci("pass_rate_b"),
         n_comparisons=int(defined.sum()), n_undecided=int((decision == "undecided").sum()),
-        n_undefined=int((~defined).sum()), confidence=float(confidence))
+        n_undefined=int((~defined).sum()), confidence=float(confidence),
+        n_both_timed_out=int((defined & ~ok_a & ~ok_b).sum()))

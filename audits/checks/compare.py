@@ -268,6 +268,7 @@ class CompareAudit:
                 "win_rate", "expected_win_rate", "decided_win_rate", "pass_rate_a", "pass_rate_b")},
                 "n_comparisons": c.n_comparisons, "n_undecided": c.n_undecided,
                 "undecided_share": c.undecided_share, "n_undefined": c.n_undefined,
+                "n_both_timed_out": c.n_both_timed_out,
                 "interleaving": {"auc": r.interleaving_auc, "overlap": r.overlap, "column": r.order_column},
                 "problems": c.problems.to_dict("records")})
         return to_jsonable({"audit": self.name, "run_rule": self.run_rule, "a": self.a, "b": self.b, "by": self.by,
@@ -289,6 +290,11 @@ def _findings(r: CompareRun, subject: str, thresholds, n_boot: int) -> list[Find
                "are decided by timeouts alone; collect at least 2 repeats"
                if c.n_undefined else "no problem has a solution of both sets without a wrong answer or crash")
         out.append(Finding.not_available("win_rate", why, environment=env, campaign=camp, subject=subject))
+    elif c.n_both_timed_out == c.n_comparisons:
+        out.append(Finding.not_available(
+            "win_rate", f"every one of the {c.n_comparisons:,} comparisons is of two timed-out cells: no timing "
+            "tells the sets apart (more repeats would not either); rerun with a higher time limit (collect --timeout)",
+            environment=env, campaign=camp, subject=subject))
     elif not np.isfinite(iv.low):
         why = (f"{iv.n} problem with a comparison: no interval over problems; compare the sets on more problems"
                if iv.n == 1 else
