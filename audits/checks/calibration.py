@@ -673,8 +673,12 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     wp = float(best["within_problem_spearman"])
     level = limits.judge("within_problem", wp, nan="n/a")
     if level == "n/a":
-        out.append(Finding.not_available("within_problem_spearman", "no (problem, test) has >= 3 paired solutions",
-                                         threshold=limits.text("within_problem"), subject=pair))
+        sizes = pairing.frame.groupby(["problem", "test"], observed=True, sort=False).size()
+        why = ("no (problem, test) has >= 3 paired solutions" if not (sizes >= 3).any() else
+               "on every (problem, test) with >= 3 paired solutions the target or the calibrated source times them "
+               "all alike (one tie): there is no order to agree on")
+        out.append(Finding.not_available("within_problem_spearman", why, threshold=limits.text("within_problem"),
+                                         subject=pair))
     else:
         out.append(Finding(level, "within_problem_spearman", wp, limits.text("within_problem"),
                            f"within a (problem, test) the calibrated source orders solutions like the target with "
