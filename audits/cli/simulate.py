@@ -21,6 +21,8 @@ def _float_list(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected numbers like 100,50,30,10, got {text!r}") from exc
     if not values or any(not 0 <= v <= 100 for v in values):
         raise argparse.ArgumentTypeError(f"expected thresholds in [0, 100] like 100,50,30,10, got {text!r}")
+    if len(set(values)) < len(values):  # the JSON keys p_tau by tau: a repeat printed twice and was saved once
+        raise argparse.ArgumentTypeError(f"expected each threshold once like 100,50,30,10, got {text!r}")
     return values
 
 

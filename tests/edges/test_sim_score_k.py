@@ -61,3 +61,11 @@ def test_p_tau_matches_scipy_binomials(corpus, tmp_path):
             m = sum(1 for s in mine if s["c"] and (tau >= 100 or (s["q"] is not None and s["q"] <= tau / 100)))
             per.append(1 - comb(len(mine) - m, 2, exact=True) / comb(len(mine), 2, exact=True))
         assert row["estimate"] == pytest.approx(100 * np.mean(per), abs=1e-9), name
+
+
+@pytest.mark.parametrize("taus", ["30,30", "30,30.0,50"])
+def test_a_tau_given_twice_is_refused(corpus, taus):
+    """Before: the line printed twice and the JSON, keyed by tau, kept one ('p30')."""
+    proc = _score(corpus, "--taus", taus)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"argument --taus: expected each threshold once like 100,50,30,10, got '{taus}'" in proc.stderr
