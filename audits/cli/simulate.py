@@ -64,16 +64,31 @@ def _reward_environments(args):
     return load_reward_environments(args.reward_env or [], args.grid or [])
 
 
+def _figures_folder(text: str | None) -> Path | None:
+    """The ``--figures`` folder, made before anything is computed; a path that cannot be one is refused."""
+    if not text:
+        return None
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: --figures names a folder to write reward_curves.png and zero_advantage.png into; "
+                        "this is a file: give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out}: cannot make the --figures folder ({exc.strerror}); give a folder you can "
+                        "write to") from exc
+    return out
+
+
 def _simulate(args: argparse.Namespace) -> int:
     envs = _reward_environments(args)
+    out = _figures_folder(args.figures)
     audit = run_audit_command(args, "simulation", reward_environments=tuple(envs), quality_distribution=args.quality)
     report_audit(audit, args)
-    if args.figures:
+    if out is not None:
         # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
         from audits.report.plots.simulation import reward_curves, zero_advantage_by_group_size
 
-        out = Path(args.figures)
-        out.mkdir(parents=True, exist_ok=True)
         for name, fig in (("reward_curves", reward_curves(audit)),
                           ("zero_advantage", zero_advantage_by_group_size(audit))):
             fig.savefig(out / f"{name}.png", dpi=120)
