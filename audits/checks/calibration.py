@@ -896,6 +896,11 @@ def apply_calibration(
                              "or time on the target itself")
         chosen_by = "held-out log error (lowest leave-one-problem-out log-RMSE among usable families)"
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, seed=seed)
+    if not np.isfinite(list(fit.params.values())).all():  # nothing to write, whatever --force and --clip say
+        why = (f"every paired source duration is the same ({x[0]:.3g} s): no {family} map is determined by one "
+               "source value" if np.ptp(x) == 0 else f"its fit has no finite parameters ({fit.formula()})")
+        raise ValueError(f"the {family} map cannot be written: {why}. Leave --family out (chosen by held-out log "
+                         "error; multiplicative, a ratio, is defined), or choose another family")
     lopo = (lopo_r2(x, y, groups, family, robust=robust, variance_ratio=variance_ratio, n_boot=0, seed=seed,
                     min_duration_s=min_duration_s) if pairing.n_problems >= 2 else None)
     raw_rmse, before = identity_log_rmse(x, y), share_off(x, y)

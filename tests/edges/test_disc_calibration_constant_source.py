@@ -70,3 +70,15 @@ def test_affine_findings_are_not_available(x0):
     # the map that is defined still validates: the target is 0.8 x0 .. 1.36 x0 against a constant x0
     assert found["best_lopo_log_rmse"].level in ("pass", "warn", "fail")
     assert audit.calibration_family == "multiplicative"
+
+
+@pytest.mark.parametrize("family", ["affine", "power", "deming"])
+def test_calibrate_refuses_an_undetermined_map(family):
+    """``speedaudit calibrate --family affine --force --clip`` wrote every source row at the floor (the NaN map
+    clipped); nothing can be written from a map with no parameters, whatever --force and --clip say."""
+    from audits.checks.calibration import apply_calibration
+
+    with pytest.raises(ValueError, match="same"):
+        apply_calibration(_corpus(0.1), source="c0", target="c1", family=family, force=True, clip=True)
+    out, mapping = apply_calibration(_corpus(0.1), source="c0", target="c1", family="multiplicative")
+    assert mapping["family"] == "multiplicative"
