@@ -187,8 +187,9 @@ def load_reward_environment(path: str | os.PathLike) -> RewardEnvironment:
     path = Path(path)
     data = read_mapping(path)
     if "base" in data or "vary" in data:
-        raise EnvironmentFileError(f"{path}: this is a grid file (it has 'base'/'vary'); pass it with --grid "
-                                   "(audits.checks.reward_environments.load_grid)")
+        raise EnvironmentFileError(f"{path}: this is a grid file (it has 'base'/'vary'), many reward environments; "
+                                   "pass it to speedaudit simulate with --grid (audits.checks.reward_environments."
+                                   "load_grid), or one of its members as its own file to speedaudit score")
     return _build(data, str(path), path.stem)
 
 

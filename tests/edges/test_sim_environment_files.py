@@ -85,3 +85,13 @@ def test_a_byte_order_mark_is_read_and_merge_keys_are_not_repeats(tmp_path):
     merged = tmp_path / "merged.yaml"
     merged.write_text("post:\n  <<: {aggregator: mean_pct, tau: 40}\n  tau: 20\n")  # YAML: the own key wins
     assert load_reward_environment(merged).post.tau == 20
+
+
+def test_a_grid_given_to_score_says_where_grids_go(tmp_path, corpus):
+    """Before: 'pass it with --grid', an option score does not have ('unrecognized arguments: --grid')."""
+    grid = tmp_path / "g.yaml"
+    grid.write_bytes(b"base: {post: {tau: 30}}\nvary: {post.tau: [10, 30]}\n")
+    proc = subprocess.run([*CLI, "score", str(corpus), "--reward-env", str(grid)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "pass it to speedaudit simulate with --grid" in proc.stderr and "to speedaudit score" in proc.stderr
