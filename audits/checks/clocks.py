@@ -618,7 +618,9 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
     scored = []  # the runs with a correct reference to rank under the first measure: the quietest is one of them
     for env, camp in runs:
         wall_run = corpus[ratio_columns].loc[_run_mask(corpus, env, camp)]
-        load = load_values(wall_run)
+        # the run's load average without its floor rows: the reliability audit's contention figure (RunContext.rows)
+        load = load_values(wall_run.loc[(wall_run["role"] != "floor").to_numpy()] if "role" in wall_run.columns
+                           else wall_run)
         ratio, _, _ = wall_cpu_ratio(wall_run)
         for m in measures:
             frame = swapped[m]
