@@ -186,6 +186,21 @@ def interleaving(frame: pd.DataFrame, side: np.ndarray) -> tuple[float, bool, st
     return float("nan"), False, constant
 
 
+def _order_note(rows: pd.DataFrame) -> str:
+    """Why the ``timestamp`` / ``order`` columns a run has tell no order: the sets without a value there."""
+    missing = []
+    for column in ("timestamp", "order"):
+        if column not in rows.columns:
+            continue
+        has = rows[column].notna().to_numpy()
+        sets = [name.upper() for name in ("a", "b") if not has[(rows["_side"] == name).to_numpy()].any()]
+        missing.append(f"{column} (no value for set {' or '.join(sets)})")
+    if not missing:
+        return ""
+    return (f"no execution order to compare: {'; '.join(missing)}; record when each execution of both sets "
+            "started (speedaudit collect does)")
+
+
 def _iv(interval) -> str:
     return str(interval) if interval.n else "n/a (no problem to average over)"
 
@@ -199,6 +214,8 @@ class CompareRun:
     interleaving_auc: float
     overlap: bool
     order_column: str | None
+    #: why no column tells the order when the corpus has one (a set without values in it); "" otherwise
+    order_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -314,8 +331,9 @@ def _findings(r: CompareRun, subject: str, thresholds, n_boot: int) -> list[Find
                            env, camp, subject=subject))
     auc = r.interleaving_auc
     if r.order_column is None:
-        out.append(Finding.not_available("shared_execution", "no timestamp or order column: when each execution "
-                                         "ran is unknown", environment=env, campaign=camp, subject=subject))
+        out.append(Finding.not_available("shared_execution", r.order_note or "no timestamp or order column: when "
+                                         "each execution ran is unknown", environment=env, campaign=camp,
+                                         subject=subject))
     elif not np.isfinite(auc):
         out.append(Finding.not_available("shared_execution", f"every execution of both sets has the same "
                                          f"{r.order_column}: which set ran first is unknown; record when each "
@@ -385,7 +403,8 @@ def run_compare_audit(corpus: pd.DataFrame, *, a: str | Sequence[str], b: str | 
         except ValueError as exc:  # the estimator's input checks (e.g. a non-positive duration), named
             raise UserError(f"{source}: run {summary.run}: {exc}") from exc
         auc, overlap, column = interleaving(rows, rows["_side"].to_numpy())
-        results.append(CompareRun(summary.run, result, auc, overlap, column))
+        results.append(CompareRun(summary.run, result, auc, overlap, column,
+                                  _order_note(rows) if column is None else ""))
     if not results:
         raise UserError(f"{source}: no run (environment, campaign) holds executions of both sets; a paired "
                         f"comparison needs them in one campaign\n  -> collect them together (collect --candidates "
