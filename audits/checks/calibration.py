@@ -627,7 +627,9 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     level = limits.judge("pairs_lost_share", share)
     out.append(Finding(level, "pairs_lost_share", share, limits.text("pairs_lost_share"),
                        f"{n_lost:,} of {n_lost + pairing.n_pairs:,} cells could not be paired (most: {top}); "
-                       + ("the pairs that remain may not represent the corpus: run the same solutions and tests "
+                       + ("no cell pairs up, so nothing can be calibrated: run the same solutions and tests on both "
+                          "sides, each with an ok repeat" if not pairing.n_pairs and n_lost else
+                          "the pairs that remain may not represent the corpus: run the same solutions and tests "
                           "on both sides" if level != "pass" else "enough cells pair up"), subject=pair))
     if pairing.n_problems < MIN_PROBLEMS:  # the rest is measured; what needs problems is n/a, with why
         return out + _few_problems(pairing, limits, pair) + [
