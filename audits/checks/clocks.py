@@ -565,7 +565,8 @@ def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
 @defaults_from(ClocksOptions)
 def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = DEFAULT, n_boot: int = DEFAULT,
                      seed: int = DEFAULT, source: str = DEFAULT, thresholds=None, context=None,
-                     reference: Run | None = None, reference_measure: str = DEFAULT) -> ClocksAudit:
+                     reference: Run | None = None, reference_measure: str = DEFAULT,
+                     reference_corpus: pd.DataFrame | None = None) -> ClocksAudit:
     """Compare measures (clocks) side by side per run (see the module docstring).
 
     An option left out takes its declared default, the field of
@@ -592,6 +593,9 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
         The reference run of ``faithfulness`` (see the module docstring); None: the column is NaN.
     reference_measure : str
         The reference run's clock (default: the Options field, ``cpu_s``).
+    reference_corpus : DataFrame, optional
+        Where the reference run's rows are read (default: ``corpus``): the whole corpus when ``corpus`` holds
+        only the runs selected for the table (``--environment`` / ``--campaign``), which need not include it.
 
     Returns
     -------
@@ -637,7 +641,9 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
                          "median_wall_cpu": ratio})
             q_by[(env, camp, m)] = (run, shared(frame, env, camp))
     table = pd.DataFrame(rows)
-    table["faithfulness"] = _faithfulness(corpus, q_by, table, reference, reference_measure, swapped, source)
+    table["faithfulness"] = (_faithfulness(corpus, q_by, table, reference, reference_measure, swapped, source)
+                             if reference_corpus is None or reference_corpus is corpus else
+                             _faithfulness(reference_corpus, q_by, table, reference, reference_measure, {}, source))
     table = table.merge(_cost(corpus, runs), on=["environment", "campaign"], how="left", sort=False)
     quietest, how = _quietest(scored or runs, table)
     parts = []

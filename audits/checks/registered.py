@@ -270,7 +270,7 @@ class Clocks(_EveryRun):
                                 "reference_campaign=...)") from None
         result = clocks.run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
                                          source=options.source, reference=reference,
-                                         reference_measure=options.reference_measure,
+                                         reference_measure=options.reference_measure, reference_corpus=ctx.corpus,
                                          thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
         return replace(result, run_rule=rule_of(units))
 
