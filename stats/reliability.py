@@ -652,6 +652,14 @@ def grouped_icc(
     g, n_g = group_codes(frame, groups)
     t, n_t = group_codes(frame, groups + targets)
     r, n_r = group_codes(frame, groups + [raters])
+    # Each group's ratings less its smallest (every ICC is shift-invariant; the minimum, not a first row, so the
+    # result does not depend on row order): a constant group is then exactly 0, so its mean squares are exactly 0
+    # and its ICCs NaN as documented. Without it the means of a constant are it only up to rounding, and 12 equal
+    # ratings of log(0.1) gave ICC(A,1) 0.18 from mean squares of 1e-33 (log(0.09): NaN).
+    if len(y):
+        lowest = np.full(n_g, np.inf)
+        np.minimum.at(lowest, g, y)
+        y = y - lowest[g]
     # Collapse duplicate (target, rater) ratings to their mean.
     key = t * np.int64(n_r) + r
     uniq, inv = np.unique(key, return_inverse=True)
