@@ -42,7 +42,7 @@ from audits.corpus.schema import (
 )
 from stats._groups import dense_range, group_codes, mixed_radix_key
 
-__all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "parse_mapping",
+__all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "check_durations", "parse_mapping",
            "result_file_format", "unit_warnings"]
 
 _INCORRECT_STATUSES = INCORRECT_STATUSES
@@ -363,6 +363,49 @@ def _first_undecodable(path: Path) -> str:
     return "a byte that is not UTF-8"
 
 
+def _check_durations(d: np.ndarray, ok: np.ndarray, *, source: str, unit: str, rows: pd.DataFrame,
+                     file: bool = True) -> None:
+    """The rules every duration of a corpus keeps (in seconds, ``d``; ``ok`` the rows whose status is ok), each
+    refused with the rows that break it (``rows`` shows them): :func:`normalize`'s, and :func:`check_durations`'s
+    for a DataFrame given to the audits without a loader (``file=False``).
+
+    A DataFrame keeps the rules no figure can be computed without (a NaN duration on an ok row, an infinite or a
+    negative one); the other two are a file reader's judgement of its timer and unit, so they are the loader's
+    only: a zero on an ok row (a coarse timer's reading of a fast program, which the estimators handle: a 0 s
+    test is infinitely fast), and more than a day (in a frame ``duration_s`` may hold another measure, e.g.
+    ``--measure instructions``)."""
+    checks = [
+        (ok & np.isnan(d), "missing (NaN) duration on ok rows", "an ok execution needs its measured duration"),
+        (np.isinf(d), "infinite durations", "record the measured wall time (for a timeout: the limit)"),
+        (d < 0, "negative durations", "durations are elapsed wall-clock time and cannot be negative"),
+    ]
+    if file:
+        checks += [(ok & (d == 0), "zero durations on ok rows",
+                    "a finished execution takes some time: check the timer, or store failed runs with their status"),
+                   (ok & (d > MAX_DURATION_S), f"durations above one day ({MAX_DURATION_S:,.0f} s) on ok rows",
+                    f"check the unit: {_fitting_unit_advice(d[ok & np.isfinite(d)] / UNITS[unit], unit)}")]
+    for mask, problem, fix in checks:
+        if mask.any():
+            _fail(source, "duration_s", problem, fix, rows, mask, ["problem", "test", "solution", "status", "duration_s"])
+
+
+def check_durations(corpus: pd.DataFrame, *, source: str = "the corpus") -> None:
+    """Refuse a corpus DataFrame whose durations no figure can use (a NaN duration on an ok row; an infinite or
+    negative one anywhere), naming the rows as :func:`normalize` does, for a DataFrame that reached the audits
+    without it (``speedaudit.run_all(frame)``, ``run_audits(frame)``): an ok execution without a duration is
+    refused on every path instead of ranked as NaN. A frame without a ``duration_s`` or ``status`` column is left
+    to the audits' own messages.
+
+    Raises
+    ------
+    CorpusError
+    """
+    if "duration_s" not in corpus.columns or "status" not in corpus.columns:
+        return
+    d = corpus["duration_s"].to_numpy(dtype=float)
+    _check_durations(d, np.asarray(corpus["status"] == "ok"), source=source, unit="s", rows=corpus, file=False)
+
+
 def normalize(
     frame: pd.DataFrame,
     *,
@@ -445,20 +488,7 @@ def normalize(
         out[column] = numeric.to_numpy(dtype=float) * scale
 
     d = np.asarray(out["duration_s"])
-    ok = np.asarray(out["status"] == "ok")
-    checks = [
-        (ok & np.isnan(d), "missing (NaN) duration on ok rows", "an ok execution needs its measured duration"),
-        (np.isinf(d), "infinite durations", "record the measured wall time (for a timeout: the limit)"),
-        (d < 0, "negative durations", "durations are elapsed wall-clock time and cannot be negative"),
-        (ok & (d == 0), "zero durations on ok rows",
-         "a finished execution takes some time: check the timer, or store failed runs with their status"),
-        (ok & (d > MAX_DURATION_S), f"durations above one day ({MAX_DURATION_S:,.0f} s) on ok rows",
-         f"check the unit: {_fitting_unit_advice(d[ok & np.isfinite(d)] / UNITS[unit], unit)}"),
-    ]
-    for mask, problem, fix in checks:
-        if mask.any():
-            _fail(source, "duration_s", problem, fix, raw.assign(duration_s=d), mask,
-                  ["problem", "test", "solution", "status", "duration_s"])
+    _check_durations(d, np.asarray(out["status"] == "ok"), source=source, unit=unit, rows=raw.assign(duration_s=d))
 
     for column, default in OPTIONAL_DEFAULTS.items():
         if column in raw.columns:
