@@ -7,21 +7,15 @@ now checked before the corpus is read, named with what to do; a refused command 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from audits.corpus.io import save_corpus
 from audits.corpus.synthetic import synthesize
+from tests.cli_process import speedaudit
 
 
 def _cli(*args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "audits.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env)
+    return speedaudit(*args)
 
 
 @pytest.fixture(scope="module")

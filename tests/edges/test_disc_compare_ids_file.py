@@ -9,13 +9,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 
 from audits.checks.compare import resolve_sides
+from tests.cli_process import speedaudit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "fixtures", "corpora", "quiet-a.parquet")
@@ -35,10 +34,7 @@ def test_bom_is_not_part_of_the_first_id(tmp_path):
 
 
 def _cli(*args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "audits.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+    return speedaudit(*args, cwd=ROOT)
 
 
 def test_other_encodings_are_refused_naming_the_file(tmp_path):

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_process import synth_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,9 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("figures") / "synth.parquet"
-    subprocess.run([sys.executable, "-m", "audits.cli", "synth", "--out", str(path), "--seed", "2"], check=True,
-                   capture_output=True, timeout=300)
-    return path
+    return synth_corpus(path)
 
 
 def _simulate(corpus, figures):

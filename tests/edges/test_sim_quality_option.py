@@ -17,6 +17,7 @@ import pytest
 from scipy import stats as sps
 
 from stats.simulator import quality_weights
+from tests.cli_process import synth_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("quality") / "synth.parquet"
-    subprocess.run([sys.executable, "-m", "audits.cli", "synth", "--out", str(path), "--seed", "2"], check=True,
-                   capture_output=True, timeout=300)
-    return path
+    return synth_corpus(path)
 
 
 @pytest.mark.parametrize("value", ["beta:nan,1", "beta:1,inf", "beta:-inf,2", "beta:0,1"])

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.cli_process import synth_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "fixtures" / "environments"
@@ -46,9 +47,7 @@ def test_the_shipped_files_show_commands():
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("shipped") / "synth.parquet"
-    subprocess.run([sys.executable, "-m", "audits.cli", "synth", "--out", str(path), "--seed", "2"], check=True,
-                   capture_output=True, timeout=300)
-    return path
+    return synth_corpus(path)
 
 
 @pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[f"{n}:{i}" for i, (n, _) in enumerate(COMMANDS)])
