@@ -89,7 +89,13 @@ def _labels(corpus: pd.DataFrame, by: str, source: str) -> pd.Series:
     if by not in corpus.columns:
         raise UserError(f"{source}: --by {by}: no such column (columns: {', '.join(map(str, corpus.columns))})\n"
                         f"  -> name a column, or --by {PREFIX} (the solution id up to its first '/')")
-    return corpus[by].astype(object).where(corpus[by].notna(), None).astype(str)
+    # each value as text, a missing one as None (in neither set, and never the text "None" or "nan": those are
+    # values a column can hold); pandas' astype(str) made None "None" before 3.0 and keeps NaN since
+    values = corpus[by]
+    present = values.notna().to_numpy()
+    out = pd.Series(None, index=corpus.index, dtype=object)
+    out[present] = values[present].astype(str).to_numpy(dtype=object)
+    return out
 
 
 def resolve_sides(corpus: pd.DataFrame, a: str | Sequence[str], b: str | Sequence[str], *, by: str = PREFIX,
@@ -129,10 +135,14 @@ def resolve_sides(corpus: pd.DataFrame, a: str | Sequence[str], b: str | Sequenc
         if not hit.any():
             if labels is None and (by in corpus.columns or by == PREFIX):
                 labels = _labels(corpus, by, source)
-            values = [] if labels is None else sorted(map(str, pd.unique(labels.to_numpy()[~floor])))
+            shown = None if labels is None else labels.to_numpy()[~floor]
+            missing = 0 if shown is None else int(pd.isna(shown).sum())
+            values = [] if shown is None else sorted(map(str, pd.unique(shown[~pd.isna(shown)])))
             raise UserError(f"{source}: set {name.upper()} ({what}) names no execution"
                             + (f"; {by} values: {', '.join(values[:12])}{' ...' if len(values) > 12 else ''}"
                                if values else "")
+                            + (f" ({missing} row{'' if missing == 1 else 's'} without a value, in neither set)"
+                               if missing else "")
                             + "\n  -> name the set by one of those values, or by @FILE of solution ids")
         both = hit & (out == "a")
         if both.any():
