@@ -26,7 +26,7 @@ from audits.checks.declared.simulation import SimulationOptions, SimulationThres
 from audits.corpus.memory import small_pages
 from audits.corpus.runs import Runs, RunSummary, one_run, run_codes
 from audits.protocol.context import AuditContext, audit_context
-from audits.protocol.findings import Finding, to_jsonable, unmeasured_finding
+from audits.protocol.findings import Finding, to_jsonable, unmeasured_causes, unmeasured_finding
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.partition import run_rows
 from stats._groups import first_rows, group_codes, label_mask
@@ -279,11 +279,9 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
     name, scheme = result.environment.name, result.environment.reward.scheme
     where = {"environment": run.environment, "campaign": run.campaign, "subject": name}
     if _nothing_measured(run):  # every problem left out (partition_part): nothing was simulated, nothing judged
-        causes = "; ".join(f"{p}: {cause}" for p, cause in run.unmeasured[:3])
-        more = f"; and {len(run.unmeasured) - 3} more" if len(run.unmeasured) > 3 else ""
-        return [Finding.not_available("verdict", f"all {run.problems} problems of the run are not measured "
-                                                 f"({causes}{more}): no rollout has a timing to rank",
-                                      threshold="all checks pass", **where)]
+        why = (f"all {run.problems} problems of the run are not measured ({unmeasured_causes(run, shown=3)}): "
+               "no rollout has a timing to rank")
+        return [Finding.not_available("verdict", why, threshold="all checks pass", **where)]
     out, not_measured = [], set()
     for label, metric, value, level, threshold in result.checks:
         if level == "pass":

@@ -18,7 +18,7 @@ from pathlib import Path
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 from audits.corpus.io import atomic_write
 
-__all__ = ["unmeasured_finding", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+__all__ = ["unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -184,6 +184,13 @@ def measured_scores(scores, summary):
     return scores.loc[~scores["problem"].isin(problems).to_numpy()]
 
 
+def unmeasured_causes(summary, *, shown: int = 10) -> str:
+    """A run's not-measured problems with their causes as text, the first ``shown`` then "and K more"."""
+    problems = getattr(summary, "unmeasured", ())
+    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
+    return "; ".join(f"{p}: {cause}" for p, cause in problems[:shown]) + more
+
+
 def unmeasured_finding(summary) -> tuple[Finding, ...]:
     """The ``n/a`` finding that names a run's not-measured problems with their causes (an empty tuple when
     there are none or ``summary`` is None).
@@ -195,9 +202,7 @@ def unmeasured_finding(summary) -> tuple[Finding, ...]:
     problems = getattr(summary, "unmeasured", ())
     if not problems:
         return ()
-    shown = "; ".join(f"{p}: {cause}" for p, cause in problems[:10])
-    more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
-    reason = f"{len(problems)} of {summary.problems} problems not measured ({shown}{more})"
+    reason = f"{len(problems)} of {summary.problems} problems not measured ({unmeasured_causes(summary)})"
     return (Finding("n/a", "unmeasured_problems", None, None,
                     f"{reason}: every estimator of this run leaves them out; 'speedaudit suite' on the package "
                     f"says the same before collecting", environment=summary.environment,
