@@ -53,6 +53,7 @@ Example
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -68,7 +69,7 @@ from audits.checks.declared.clocks import (
     ClocksThresholds,
 )
 from audits.corpus.memory import small_pages
-from audits.corpus.runs import Run
+from audits.corpus.runs import Run, RunError, one_run, runs_of
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from audits.protocol.context import reference_rows
@@ -87,7 +88,7 @@ from stats.reliability import (
     summarize_repeat_cv,
 )
 
-__all__ = ["ClocksAudit", "run_clocks_audit", "use_measure", "wall_cpu_ratio", "Contention", "contention",
+__all__ = ["ClocksAudit", "run_clocks_audit", "reference_run", "use_measure", "wall_cpu_ratio", "Contention", "contention",
            "CONTENTION_WARN", "CONTENTION_FAIL", "CONTENTION_MIN_CPU_S", "wall_cpu_values", "load_values",
            "judge_contention"]
 
@@ -360,6 +361,10 @@ class ClocksAudit:
     #: The rule that chose the runs of the table (a key of :data:`audits.corpus.runs.RULES`): ``"every run"`` or
     #: ``"named runs"``; the rank agreement's run is the quietest of them (``quietest_by``).
     run_rule: str = "every run"
+    #: The reference run of ``faithfulness`` ((environment, campaign)) or None, and how it was chosen when the
+    #: user did not name it whole (:func:`reference_run`: an environment named alone); '' when named whole.
+    reference: tuple | None = None
+    reference_note: str = ""
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -386,6 +391,9 @@ class ClocksAudit:
             for measure, tau in self.mean_agreement().items():
                 n = int((self.agreement["measure"] == measure).sum())
                 lines.append(f"    {measure}: {tau:.3f} over {n} problems")
+        if self.reference is not None:
+            lines.append(f"\nfaithfulness: against the reference run [{self.reference[0]!r}, {self.reference[1]!r}]"
+                         + (f" ({self.reference_note})" if self.reference_note else ""))
         if self.findings:
             lines.append("\nFindings\n" + findings_table(self.findings))
         return "\n".join(lines)
@@ -395,6 +403,8 @@ class ClocksAudit:
                             "table": self.table.to_dict("records"),
                             "quietest": None if self.quietest is None else list(self.quietest),
                             "quietest_by": self.quietest_by, "agreement": self.agreement.to_dict("records"),
+                            "reference": None if self.reference is None else list(self.reference),
+                            "reference_note": self.reference_note,
                             "mean_agreement": self.mean_agreement(),
                             "findings": [f.to_dict() for f in self.findings]})
 
@@ -561,12 +571,45 @@ def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["environment", "campaign", "executions", "seconds"])
 
 
+def reference_run(runs, *, environment: str | None, campaign: str | None,
+                  source: str = "the corpus") -> tuple[Run | None, str]:
+    """The reference run of ``faithfulness`` that ``--reference-environment`` / ``--reference-campaign`` name, and
+    how it was chosen: ``(None, "")`` when neither is given; ``(run, "")`` when the two name one run; otherwise
+    (one of them left out and several runs match it) the run of the one-run rule
+    (:func:`audits.corpus.runs.one_run`: the earliest campaign by timestamp or the user's order, else the first by
+    name), with a note naming the run picked, the others and how to choose another, which the result, the JSON
+    and the terminal carry (a reference picked without saying so is a truth the user did not choose).
+
+    ``runs``: the corpus's :class:`audits.corpus.runs.Runs` table (or a corpus). A name that matches no run, or a
+    campaign held by several environments, is a :class:`UserError` naming the reference options.
+    """
+    if environment is None and campaign is None:
+        return None, ""
+    table = runs if hasattr(runs, "select") else runs_of(runs)
+    try:
+        picked = one_run(table, environment=environment, campaign=campaign).run
+    except RunError as error:  # its advice names --environment/--campaign, which select the audited runs
+        what = re.sub(r"; this audit uses one run: choose it with [^;]*", "", str(error).splitlines()[0])
+        raise UserError(f"{source}: the reference run: {what}\n  -> name one of the runs listed with "
+                        "--reference-environment NAME and --reference-campaign NAME (reference_environment=..., "
+                        "reference_campaign=...)") from None
+    matches = table.select(environment=environment, campaign=campaign)
+    if len(matches) < 2:
+        return picked, ""
+    how = {"timestamp": "the earliest by timestamp", "user": "the first in the order given"}.get(
+        table.order_by, "the first by name")
+    others = ", ".join(repr(r.campaign) for r in matches if r != picked)
+    return picked, (f"--reference-environment {picked.environment!r} without --reference-campaign holds "
+                    f"{len(matches)} campaigns; the one-run rule picked {picked.campaign!r}, {how} (the others: "
+                    f"{others}); choose another with --reference-campaign NAME (reference_campaign=...)")
+
+
 @small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
 @defaults_from(ClocksOptions)
 def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = DEFAULT, n_boot: int = DEFAULT,
                      seed: int = DEFAULT, source: str = DEFAULT, thresholds=None, context=None,
                      reference: Run | None = None, reference_measure: str = DEFAULT,
-                     reference_corpus: pd.DataFrame | None = None) -> ClocksAudit:
+                     reference_corpus: pd.DataFrame | None = None, reference_note: str = "") -> ClocksAudit:
     """Compare measures (clocks) side by side per run (see the module docstring).
 
     An option left out takes its declared default, the field of
@@ -596,6 +639,9 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
     reference_corpus : DataFrame, optional
         Where the reference run's rows are read (default: ``corpus``): the whole corpus when ``corpus`` holds
         only the runs selected for the table (``--environment`` / ``--campaign``), which need not include it.
+    reference_note : str
+        How ``reference`` was chosen when the user did not name it whole (:func:`reference_run`), carried by the
+        result (``reference_note``), its JSON and its summary.
 
     Returns
     -------
@@ -653,5 +699,7 @@ def run_clocks_audit(corpus: pd.DataFrame, *, measures: Sequence[str] | None = D
             parts.append(_agreement(base, _q(*q_by[(*quietest, m)])).assign(measure=m))
     agreement = (pd.concat(parts, ignore_index=True)[["measure", "problem", "n_solutions", "kendall_tau"]] if parts
                  else pd.DataFrame(columns=["measure", "problem", "n_solutions", "kendall_tau"]))
-    audit = ClocksAudit(table, agreement, quietest, how, tuple(measures))
+    audit = ClocksAudit(table, agreement, quietest, how, tuple(measures),
+                        reference=None if reference is None else (reference.environment, reference.campaign),
+                        reference_note=reference_note if reference is not None else "")
     return replace(audit, findings=clock_findings(audit, ClocksThresholds.coerce(thresholds), corpus=corpus))

@@ -20,7 +20,6 @@ Examples
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import ClassVar
 
@@ -33,7 +32,7 @@ from audits.checks.declared.discriminability import DiscriminabilityOptions, Dis
 from audits.checks.declared.reliability import ReliabilityOptions, ReliabilityThresholds
 from audits.checks.declared.simulation import SimulationOptions, SimulationThresholds
 from audits.checks.reward_environments import load_reward_environments, shipped_environments_dir
-from audits.corpus.runs import RunError, covered_runs, one_run, rule_of, select_rows
+from audits.corpus.runs import RunError, covered_runs, rule_of, select_rows
 from audits.corpus.selection import no_pair_reason
 from audits.errors import UserError
 from audits.protocol.audit import Audit, Skip
@@ -258,20 +257,13 @@ class Clocks(_EveryRun):
         corpus = ctx.corpus
         if len(units) != len(ctx.runs):
             corpus = select_rows(corpus, [u.run for u in units])
-        reference = None
-        if options.reference_environment is not None or options.reference_campaign is not None:
-            try:
-                reference = one_run(ctx.runs, environment=options.reference_environment,
-                                    campaign=options.reference_campaign).run
-            except RunError as error:  # its advice names --environment/--campaign, which select the audited runs
-                what = re.sub(r"; this audit uses one run: choose it with [^;]*", "", str(error).splitlines()[0])
-                raise UserError(f"{options.source}: the reference run: {what}\n  -> name one of the runs listed with "
-                                "--reference-environment NAME and --reference-campaign NAME (reference_environment=..., "
-                                "reference_campaign=...)") from None
+        reference, note = clocks.reference_run(ctx.runs, environment=options.reference_environment,
+                                               campaign=options.reference_campaign, source=options.source)
         result = clocks.run_clocks_audit(corpus, measures=options.measures, n_boot=options.n_boot, seed=options.seed,
                                          source=options.source, reference=reference,
                                          reference_measure=options.reference_measure, reference_corpus=ctx.corpus,
-                                         thresholds=thresholds, context=ctx if corpus is ctx.corpus else None)
+                                         reference_note=note, thresholds=thresholds,
+                                         context=ctx if corpus is ctx.corpus else None)
         return replace(result, run_rule=rule_of(units))
 
 
