@@ -37,8 +37,8 @@ q <= tau/100 and estimates pass@k without bias (:func:`pass_at_k`).
 
 from __future__ import annotations
 
+import hashlib
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -1025,6 +1025,26 @@ def _rows_by_problem(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
+def _problem_seed(rows: pd.DataFrame) -> list[int]:
+    """The seed of one problem's posterior draws in :func:`_gate_probability`, from its rows as a set.
+
+    The (status code, duration_s) pairs of the rows, sorted, hashed with BLAKE2b (8 bytes): the same rows in any
+    order and under any problem name give the same seed (names are data a user chooses, and renaming a problem
+    must not move its figures), while problems with other timings draw other streams. A missing duration
+    counts as -1 (NaN has many bit patterns), -0.0 as 0.0.
+
+    >>> rows = pd.DataFrame({"duration_s": [0.2, 0.1], "status": ["ok", "timeout"]})
+    >>> _problem_seed(rows) == _problem_seed(rows.iloc[::-1])
+    True
+    """
+    status = status_codes(rows).astype(np.float64) if len(rows) else np.zeros(0)
+    d = rows["duration_s"].to_numpy(dtype=np.float64) + 0.0
+    d = np.where(np.isnan(d), -1.0, d)
+    order = np.lexsort((d, status))
+    payload = np.concatenate((status[order], d[order])).astype("<f8").tobytes()
+    return [0, int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little")]
+
+
 def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
                       per_repeat: bool, *, tau: float) -> np.ndarray:
     """P(q <= tau/100) of every unit under the repeat-noise model (:func:`stats.noise.noise_aware_scores`,
@@ -1032,16 +1052,17 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
 
     The model is fitted on every repeat of ``runs``; a scored execution (``per_repeat``) is one repeat,
     a collapsed cell keeps all of its repeats (as :func:`_expected_q`). Each problem draws from its own
-    stream, seeded by its name (CRC-32 of the UTF-8 bytes): a problem's P depends on its rows alone, so a
-    Dask partition of problems, another problem set or another row order gives the same values. The noise
-    model is fitted per problem: a test without a variance estimate borrows from its problem only, as in
-    :func:`_expected_q`.
+    stream, seeded by its own data (:func:`_problem_seed`: its rows' status and duration, sorted), never by its
+    name: a problem's P depends on its rows alone, so a Dask partition of problems, another problem set,
+    another row order or another name for the problem gives the same values. The noise model is fitted per
+    problem: a test without a variance estimate borrows from its problem only, as in :func:`_expected_q`.
     """
     p = np.full(len(scores), np.nan)
     run_rows, frame_rows = _rows_by_problem(runs), _rows_by_problem(frame)
     for problem in sorted(frame_rows):
-        seed = [0, zlib.crc32(problem.encode("utf-8", "surrogatepass"))]
-        model = fit_noise(runs.iloc[run_rows.get(problem, np.zeros(0, dtype=np.int64))])
+        own = runs.iloc[run_rows.get(problem, np.zeros(0, dtype=np.int64))]
+        model = fit_noise(own)
+        seed = _problem_seed(own)
         mine = frame.iloc[frame_rows[problem]]
         scored = (noise_aware_scores(model, tau=tau, roles=None, executions=mine, seed=seed) if per_repeat
                   else noise_aware_scores(model, tau=tau, roles=None, cells=mine, seed=seed)).scores

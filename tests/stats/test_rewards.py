@@ -450,23 +450,27 @@ def _noise_gate_env(tau=30, aggregator="mean_pct"):
 
 @pytest.mark.parametrize("per_repeat", (True, False))
 def test_noise_gate_is_each_problems_noise_model_probability(runs, per_repeat):
-    """p_gate equals stats.noise's P(q <= tau) computed problem by problem here (its own fit and seed), 0 after a
-    hard failure; the reward is 2 p - 1 for a correct unit and -1 for a wrong one."""
-    import zlib
+    """p_gate equals stats.noise's P(q <= tau) computed problem by problem here (its own fit, and its seed hashed
+    from its sorted (status code, duration) pairs, not its name), 0 after a hard failure; the reward is 2 p - 1
+    for a correct unit and -1 for a wrong one."""
+    import hashlib
 
     from stats.noise import fit_noise, noise_aware_scores
+    from stats.ranking import STATUSES
 
     out = apply_environment(runs, _noise_gate_env(), per_repeat=per_repeat).scores
     by = ["problem", "solution"] + (["repeat"] if per_repeat else [])
     rows = runs[runs["role"] != "floor"]
     expected = []
-    for problem, block in rows.groupby("problem", observed=True):
+    for _problem, block in rows.groupby("problem", observed=True):
         scored = block[block["role"].isin(["reference", "candidate"])]
         if not per_repeat:
             scored = scored.groupby(["problem", "test", "solution"], observed=True).agg(
                 status=("status", lambda s: "ok" if (s == "ok").all() else "timeout"),
                 role=("role", "first"), correct=("correct", "first"), test_kind=("test_kind", "first")).reset_index()
-        seed = [0, zlib.crc32(str(problem).encode())]
+        pairs = sorted(zip((STATUSES.index(x) for x in block["status"].astype(str)), block["duration_s"]))
+        payload = np.array([a for a, _ in pairs] + [b for _, b in pairs], dtype="<f8").tobytes()
+        seed = [0, int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little")]
         model = fit_noise(block)
         na = (noise_aware_scores(model, tau=30, roles=None, executions=scored, seed=seed) if per_repeat
               else noise_aware_scores(model, tau=30, roles=None, cells=scored, seed=seed))
