@@ -162,6 +162,15 @@ class DiscriminabilityAudit(PerRunAudit):
         return f"Discriminability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
 
 
+#: The fewest measured problems a figure over problems is judged on (the filterable share, its noise-aware
+#: inflation, the strong-weak gap): the figures are means over problems with a bootstrap CI over problems, and one
+#: problem gives a share of 0 or 100 % and no interval. The same minimum as calibration's
+#: (:data:`audits.checks.calibration.MIN_PROBLEMS`, a held-out problem) and compare's win rate (n/a with one
+#: problem): below it those findings are n/a with the reason, never a verdict. A count of problems, not of any
+#: duration, so the same on nanosecond and ten-second timings.
+MIN_PROBLEMS = 2
+
+
 def _share(flags: np.ndarray, valid: np.ndarray, *, n_boot: int, seed: int) -> Interval:
     values = np.where(valid, flags.astype(float), np.nan)
     return bootstrap_ci(values, n_boot=n_boot, seed=seed)
@@ -413,6 +422,16 @@ def _not_measurable(env: RunDiscriminability) -> dict[str, str]:
         out["noise_inflated_filterable_share"] = "one repeat per cell: the noise-aware robust CV needs repeat noise"
     elif not np.isfinite(env.filterable_share_noise_aware.estimate):
         out["noise_inflated_filterable_share"] = "repeat noise of the medians could not be measured"
+    few = ("{n} problem{s} measured: {what} is a mean over problems, judged with its bootstrap CI over problems, "
+           f"and needs >= {MIN_PROBLEMS} (as calibration and compare do); time more problems (10 or more)")
+    fs = env.filterable_share
+    if np.isfinite(fs.estimate) and fs.n < MIN_PROBLEMS:
+        text = few.format(n=fs.n, s="" if fs.n == 1 else "s", what="the filterable share")
+        out["filterable_share"] = text
+        out.setdefault("noise_inflated_filterable_share", text)
+    gap = env.gap.gap
+    if np.isfinite(gap.estimate) and gap.n < MIN_PROBLEMS:
+        out["strong_weak_gap"] = few.format(n=gap.n, s="" if gap.n == 1 else "s", what="the strong-weak gap")
     if not np.isfinite(env.gap.gap.estimate):
         out["strong_weak_gap"] = ("one repeat per cell: the gap takes quartiles and scores from different repeats"
                                   if repeats is not None and repeats < 2 else
