@@ -9,7 +9,13 @@ Tools
     exit code says nothing (on a VM without a PMU ``perf stat -e instructions true`` exits 0 and
     prints ``<not supported>``), so :func:`parse_perf` reads its output. Otherwise ``valgrind``
     (cachegrind without the cache simulation: every guest instruction is counted; the same count
-    on repeats up to :data:`REPEAT_RTOL`, about 25x the wall time of a Python program on this machine).
+    on repeats of a deterministic program, about 25x the wall time of a Python program on this machine).
+    Deterministic includes where it is: an interpreter hashes its program's path into its dicts
+    (sys.path, import caches), so the same script under another folder name counts a few dozen
+    instructions differently (measured: 46-132 of 55.6 M); the job's scratch folder, whose name is
+    random, moves nothing (measured: 0 over 8 runs, both sandboxes). What a program reads of its pid
+    (not namespaced under ``local``), clock or environment moves its count by what it does with it:
+    formatting a 3-, 4- or 5-digit pid differs by 74-157 instructions of 43.7 M.
 The report's channel (valgrind)
     The program runs *inside* valgrind's process, so anything valgrind can write by path the program
     can write too. The report therefore goes to a descriptor only valgrind can use: a small bash
@@ -75,16 +81,6 @@ NOFILE = 1024
 LOG_FD = NOFILE - 4
 #: Set in every counted run (recorded in the manifest).
 FIXED_ENVIRONMENT = {"PYTHONHASHSEED": "0"}
-#: How far apart two counted runs of one deterministic program can be, relative to the count. Not 0: each run
-#: has its own scratch folder (``job-XXXXXXXX``, a random name), which is the program's cwd, HOME and TMPDIR;
-#: an interpreter hashes those strings into its dicts (the environment, sys.path, import caches), and another
-#: name means other collisions and a few dozen other instructions. Measured 2026-12-07 (10 runs each, Debian's
-#: Python 3.11 under valgrind 3.19, workdirs of one length): a 20 000-step loop (55.6 M) spread 46
-#: instructions under ``local`` and 132 under ``bwrap``; a program that also formats its pid and writes to
-#: 1021 descriptors (43.7 M) 289 and 128: at most 6.6e-6 of the count. In the same folder the count is
-#: exact. Python's hash randomisation, which :data:`FIXED_ENVIRONMENT` removes, moves it 45 000 (8e-4).
-#: So 5e-5: 7x the widest spread seen, 16x below what a random hash seed does.
-REPEAT_RTOL = 5e-5
 
 _SUMMARY = re.compile(r"^==(\d+)== I\s+refs:\s+([\d,]+)\s*$")
 #: valgrind's preamble line, once per program image a process runs (again after an exec)
