@@ -56,7 +56,8 @@ from stats.ranking import STATUSES, problem_scores, reference_pools, solution_ce
 
 __all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
            "RewardEnvironment", "EnvironmentRun", "ScoringBase", "apply_environment", "base_percentiles", "reward",
-           "environment_rewards", "p_tau", "row_lookup", "reference_medians", "run_reference_quantile"]
+           "environment_rewards", "p_tau", "row_lookup", "reference_medians", "run_reference_quantile",
+           "unused_keys"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (
@@ -71,6 +72,12 @@ REWARD_SCHEMES = (
     "noise_aware",
     "noise_gate",
 )
+#: The ``reward`` keys each scheme reads besides ``scheme``; a scheme not listed reads no other key.
+SCHEME_KEYS = {"additive": ("lambda",), "multitask": ("p_correctness", "seed"),
+               "optimization_bucketed": ("thresholds", "levels")}
+#: The ``limit`` keys a limit of kind ``none`` does not read: no limit, so nothing to scale or to apply.
+#: (``timeout_fails_c`` stays: it also decides whether the corpus's own timeouts fail c.)
+NO_LIMIT_UNUSED = ("factor", "apply_to")
 
 
 class EnvironmentSpecError(ValueError):
@@ -114,6 +121,61 @@ def _mapping(section: str, data, allowed: Sequence[str]) -> dict:
         raise EnvironmentSpecError(f"{section}.{unknown[0]}",
                                    f"unknown key; allowed keys of '{section}': {', '.join(allowed)}")
     return dict(data)
+
+
+def _limit_kind(data: Mapping) -> object:
+    """The limit kind a ``limit`` mapping sets: ``kind``, else ``uniform`` when it gives seconds or
+    reference_quantile, else ``none``."""
+    return data.get("kind", "uniform" if "seconds" in data or "reference_quantile" in data else "none")
+
+
+def unused_keys(data) -> list[str]:
+    """Dotted keys of an environment mapping that its reward scheme or limit kind would not read.
+
+    ``reward.lambda`` under ``scheme: collapsed``, ``reward.seed`` under ``additive``, ``limit.factor``
+    without a limit: a key another scheme reads, given where it changes nothing, so the result would not be
+    the reward the file asks for (a typo of the scheme, or a key left over). :meth:`Environment.from_dict`
+    refuses them; a grid (:func:`audits.checks.reward_environments.expand_grid`) drops, from a member, a key of
+    its base that another member's scheme reads. Malformed sections give no key here (``from_dict`` says
+    what is wrong with them).
+
+    >>> unused_keys({"post": {"tau": 30}, "reward": {"scheme": "collapsed", "lambda": 0.3}})
+    ['reward.lambda']
+    >>> unused_keys({"post": {"tau": 30}, "reward": {"scheme": "additive", "lambda": 0.3}})
+    []
+    """
+    out: list[str] = []
+    if not isinstance(data, Mapping):
+        return out
+    reward_data, limit_data = data.get("reward"), data.get("limit")
+    if isinstance(reward_data, Mapping):
+        scheme = reward_data.get("scheme", "collapsed")
+        if isinstance(scheme, str) and scheme in REWARD_SCHEMES:
+            used = SCHEME_KEYS.get(scheme, ())
+            out += [f"reward.{k}" for k in reward_data if k != "scheme" and k in RewardSpec.KEYS and k not in used]
+    if isinstance(limit_data, Mapping) and _limit_kind(limit_data) == "none":
+        out += [f"limit.{k}" for k in limit_data if k in NO_LIMIT_UNUSED]
+    return out
+
+
+def _refuse_unused(section: str, data: Mapping, environment: str | None) -> None:
+    """Raise :class:`EnvironmentSpecError` for the first key of ``section`` that :func:`unused_keys` finds."""
+    found = unused_keys({section: data})
+    if not found:
+        return
+    key = found[0].split(".", 1)[1]
+    owner = f"the reward environment {environment!r} sets {section}.{key}, but" if environment else "but"
+    if section == "reward":
+        scheme = data.get("scheme", "collapsed")
+        accepts = ", ".join(("scheme",) + SCHEME_KEYS.get(scheme, ()))
+        readers = ", ".join(name for name, keys in SCHEME_KEYS.items() if key in keys)
+        raise EnvironmentSpecError(found[0], f"not used by reward.scheme {scheme!r} ({owner} that scheme reads "
+                                   f"only: {accepts}); {key} is read by the scheme {readers}. Remove the key, or "
+                                   "set the scheme that reads it")
+    raise EnvironmentSpecError(found[0], f"not used without a limit (limit.kind 'none'; {owner} a limit of kind "
+                               "none reads only: kind, timeout_fails_c); remove the key, or set the limit it "
+                               "belongs to (kind uniform with seconds or reference_quantile, reference_percentile "
+                               "with percentile, ranked_worst with fastest_percent)")
 
 
 @dataclass(frozen=True)
@@ -195,11 +257,14 @@ class Limit:
         return next((k for k in self.NEEDS[self.kind] if getattr(self, k) is not None), None)
 
     @classmethod
-    def from_dict(cls, data) -> "Limit":
+    def from_dict(cls, data, *, environment: str | None = None) -> "Limit":
+        """Validate a ``limit`` mapping; a key the limit would not read is refused (:func:`unused_keys`),
+        naming ``environment`` when given."""
         data = _mapping("limit", data, cls.KEYS)
-        kind = data.get("kind", "uniform" if "seconds" in data or "reference_quantile" in data else "none")
+        kind = _limit_kind(data)
         if kind not in LIMIT_KINDS:
             raise EnvironmentSpecError("limit.kind", f"{kind!r} is not allowed; use one of {', '.join(LIMIT_KINDS)}")
+        _refuse_unused("limit", data, environment)
         given = [k for k in cls.NEEDS[kind] if data.get(k) is not None]
         if cls.NEEDS[kind] and not given:
             raise EnvironmentSpecError(f"limit.{cls.NEEDS[kind][0]}", f"required when limit.kind is {kind!r}"
@@ -278,12 +343,19 @@ class RewardSpec:
     KEYS = ("scheme", "lambda", "p_correctness", "thresholds", "levels", "seed")
 
     @classmethod
-    def from_dict(cls, data) -> "RewardSpec":
+    def from_dict(cls, data, *, environment: str | None = None) -> "RewardSpec":
+        """Validate a ``reward`` mapping; a key its scheme does not read (:data:`SCHEME_KEYS`) is refused,
+        naming ``environment`` when given, rather than ignored.
+
+        >>> RewardSpec.from_dict({"scheme": "additive", "lambda": 0.25}).lam
+        0.25
+        """
         data = _mapping("reward", data, cls.KEYS)
         scheme = data.get("scheme", "collapsed")
-        if scheme not in REWARD_SCHEMES:
+        if not isinstance(scheme, str) or scheme not in REWARD_SCHEMES:
             raise EnvironmentSpecError("reward.scheme",
                                        f"{scheme!r} is not allowed; use one of {', '.join(REWARD_SCHEMES)}")
+        _refuse_unused("reward", data, environment)
         thresholds = _number_list("reward.thresholds", data.get("thresholds", ()), low=0, high=100)
         levels = _number_list("reward.levels", data.get("levels", ()), low=-1, high=1)
         if scheme == "optimization_bucketed":
@@ -390,7 +462,8 @@ class Environment:
         description = data.get("description", "")
         if not isinstance(description, str):
             raise EnvironmentSpecError("description", f"expected a string, got {description!r}")
-        post, reward = PostRanking.from_dict(data["post"]), RewardSpec.from_dict(data.get("reward"))
+        post = PostRanking.from_dict(data["post"])
+        reward = RewardSpec.from_dict(data.get("reward"), environment=env_name.strip())
         if reward.scheme == "noise_gate" and post.aggregator != "mean_pct":
             # P(q <= tau) comes from the noise model's draws of the mean per-test percentile: no other q
             raise EnvironmentSpecError("post.aggregator", f"the noise_gate reward gates the mean per-test "
@@ -399,7 +472,7 @@ class Environment:
             name=env_name.strip(),
             post=post,
             pre=PreFilter.from_dict(data.get("pre")),
-            limit=Limit.from_dict(data.get("limit")),
+            limit=Limit.from_dict(data.get("limit"), environment=env_name.strip()),
             reward=reward,
             description=description,
         )

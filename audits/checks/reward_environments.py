@@ -41,7 +41,7 @@ import yaml
 
 from audits.errors import UserError
 from audits import shipped_dir
-from stats.rewards import EnvironmentSpecError, RewardEnvironment
+from stats.rewards import EnvironmentSpecError, RewardEnvironment, unused_keys
 
 __all__ = ["shipped_environments_dir", "find_shipped", "load_reward_environment", "load_grid",
            "load_reward_environments"]
@@ -240,6 +240,7 @@ def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.Pat
                 raise EnvironmentFileError(f"{source} (key vary.{key}): expected a non-empty list of values")
         base_name = str(base.get("name", Path(source).stem))
         keys = list(vary)
+        members = []
         for combo in itertools.product(*(vary[k] for k in keys)):
             data = copy.deepcopy(base)
             for key, value in zip(keys, combo):
@@ -248,6 +249,16 @@ def expand_grid(grid: Mapping, *, source: str = "<grid>", base_dir: str | os.Pat
                 _set_dotted(data, key, value, source)
             label = ",".join(f"{k.split('.')[-1]}={_label(v)}" for k, v in zip(keys, combo))
             data["name"] = f"{base_name}[{label}]" if label else base_name
+            members.append(data)
+        # A key the members' schemes (or limits) read only in part of the grid (base reward.lambda while
+        # vary.reward.scheme lists collapsed and additive) is dropped from the members that do not read it; a key
+        # that no member reads is refused by the first member's validation, naming the member and the key.
+        unused = [set(unused_keys(data)) for data in members]
+        read_somewhere = set().union(*unused) - set.intersection(*unused) if unused else set()
+        for data, skip in zip(members, unused):
+            for dotted in skip & read_somewhere:
+                section, key = dotted.split(".", 1)
+                data[section] = {k: v for k, v in data[section].items() if k != key}
             out.append(_build(data, f"{source} (member {data['name']})", data["name"]))
     members = grid.get("environments") or []
     if not isinstance(members, list):
