@@ -81,6 +81,7 @@ __all__ = [
     "fit_family",
     "lopo_predictions",
     "lopo_r2",
+    "undetermined_reason",
     "WithinProblemAgreement",
     "within_problem_spearman",
     "compare_families",
@@ -393,6 +394,74 @@ def _no_slope(family: str, x: np.ndarray) -> bool:
     return family in ("affine", "power", "poly2", "poly3") and len(x) > 0 and bool(np.ptp(x) == 0)
 
 
+#: The polynomials' coefficients. A polynomial is judged only on more distinct source durations than it has
+#: coefficients: with fewer it is not determined (least squares returns one of infinitely many curves, the
+#: smallest in norm), and with exactly as many it passes through the mean target duration at each source value,
+#: so nothing in the pairs could reject its curve, and out of fold it wins by that flexibility alone. A count of
+#: distinct values (compared after :func:`stats._ties.snap`), never a duration: the same on nanoseconds and seconds.
+_CURVE_COEFFICIENTS = {"poly2": 3, "poly3": 4}
+
+
+def _distinct_codes(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes of the distinct source durations (equal after :func:`snap`) and how many there are."""
+    codes, uniques = pd.factorize(snap(x), sort=True)
+    return codes.astype(np.int64), len(uniques)
+
+
+def _fold_distinct(x: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group g: the distinct source durations left when g is held out (the values only g holds are lost)."""
+    values, n_values = _distinct_codes(x)
+    pairs = np.unique(values * n_groups + groups)  # each (value, group) once
+    holders = np.bincount(pairs // n_groups, minlength=n_values)
+    only = pairs[holders[pairs // n_groups] == 1] % n_groups  # the group of each value held by one group
+    return n_values - np.bincount(only, minlength=n_groups)
+
+
+def _too_few_values(family: str, x: np.ndarray) -> bool:
+    """A polynomial on no more distinct source durations than its coefficients (:data:`_CURVE_COEFFICIENTS`)."""
+    k = _CURVE_COEFFICIENTS.get(family)
+    return k is not None and len(x) > 0 and _distinct_codes(x)[1] <= k
+
+
+def undetermined_reason(family: str, x, groups=None) -> str:
+    """Why ``family`` cannot be fitted and judged on these paired source durations ('' when it can).
+
+    A polynomial needs more distinct source durations than coefficients (:data:`_CURVE_COEFFICIENTS`: poly2 4,
+    poly3 5), on all the pairs and, with ``groups`` (problems), in every leave-one-problem-out fold (a problem
+    that alone holds a value takes it out of its fold). The other families: ''.
+
+    Examples
+    --------
+    >>> undetermined_reason("poly2", [1e-9, 2e-9, 3e-9, 1e-9])[:60]
+    'the paired source durations take 3 distinct values and poly2'
+    >>> undetermined_reason("poly2", [1.0, 2.0, 3.0, 4.0]), undetermined_reason("affine", [1.0, 2.0])
+    ('', '')
+    """
+    k = _CURVE_COEFFICIENTS.get(family)
+    x = np.asarray(x, dtype=float)
+    if k is None or not len(x):
+        return ""
+    n = _distinct_codes(x)[1]
+    if n <= k:
+        return (f"the paired source durations take {n} distinct value{'s' if n != 1 else ''} and {family} has {k} "
+                f"coefficients: it needs at least {k + 1} ("
+                + ("with as many it passes through the mean target duration at each, leaving no residual that could "
+                   "reject its curve" if n == k else "with fewer it is not determined")
+                + "); a line or a factor is judged instead, or time more varied tests")
+    if groups is None:
+        return ""
+    codes, n_groups = _group_index(groups)
+    if n_groups < 2:
+        return ""
+    left = _fold_distinct(x, codes, n_groups)
+    bad = np.flatnonzero(left <= k)
+    if not len(bad):
+        return ""
+    return (f"holding out {len(bad)} of {n_groups} problems leaves {int(left[bad].min())} distinct source "
+            f"durations (each of them alone holds a value), and {family} has {k} coefficients: it cannot be "
+            f"validated on those held-out problems; a line or a factor is judged instead, or time more varied tests")
+
+
 def _make_basis(family: str, x: np.ndarray) -> _Basis:
     if family == "multiplicative":
         return _Basis(family, 0.0, 1.0)
@@ -573,7 +642,7 @@ def fit_family(
         natural = _deming_params(mom, variance_ratio, cx, cy)
         return Fit(family, dict(zip(_PARAM_NAMES[family], map(float, natural))), "deming", len(x),
                    float(variance_ratio))
-    if _no_slope(family, x):  # every source duration equal: no parameter is determined
+    if _no_slope(family, x) or _too_few_values(family, x):  # no parameter (no curve) is determined by the values
         return Fit(family, dict.fromkeys(_PARAM_NAMES[family], np.nan), robust or "ols", len(x))
     basis = _make_basis(family, x)
     if robust is None:
@@ -680,17 +749,21 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
         return natural[:, 0] + natural[:, 1] * x
     if family in ("power", "multiplicative") and ((x <= 0).any() or (y <= 0).any()):
         raise ValueError(f"the {family} family is fitted on logs: durations must be > 0")
-    if _no_slope(family, x):  # every fold's source values are equal too
+    if _no_slope(family, x) or _too_few_values(family, x):  # every fold's source values are as few
         return np.full(len(x), np.nan)
     basis = _make_basis(family, x)
     design, t = basis.design(x), basis.target(y, x)
     a, b = _grouped_normal(design, t, codes, n_groups)
     beta = _solve_stack(a.sum(axis=0) - a, b.sum(axis=0) - b)
-    return basis.predict(np.einsum("ik,ik->i", design, beta[codes]), x)
+    pred = basis.predict(np.einsum("ik,ik->i", design, beta[codes]), x)
+    k = _CURVE_COEFFICIENTS.get(family)
+    if k is not None:  # a fold left with too few distinct source values fits no judged curve (undetermined_reason)
+        pred[(_fold_distinct(x, codes, n_groups) <= k)[codes]] = np.nan
+    return pred
 
 
 def _kfold_robust_predictions(x, y, codes, n_groups, family, method, *, max_points, seed, n_folds=10):
-    if _no_slope(family, x):
+    if _no_slope(family, x) or _too_few_values(family, x):
         return np.full(len(x), np.nan)
     basis = _make_basis(family, x)
     rng = np.random.default_rng(seed)
@@ -796,12 +869,15 @@ class LopoResult:
     min_duration_s: float = np.nan
     n_nonfinite: int = 0
     floor_reason: str = ""
+    #: Why the family cannot be fitted and judged on these pairs (:func:`undetermined_reason`): the family is then
+    #: n/a, never usable, never chosen; '' when it can.
+    na_reason: str = ""
 
     @property
     def usable(self) -> bool:
         """Every out-of-fold prediction is finite and >= ``min_duration_s``, and the log error is finite."""
         return (self.n_nonpositive == 0 and self.n_below_min == 0 and self.n_nonfinite == 0 and self.n > 0
-                and bool(np.isfinite(self.log_rmse.estimate)))
+                and not self.na_reason and bool(np.isfinite(self.log_rmse.estimate)))
 
     def to_dict(self) -> dict:
         return {"family": self.family, "cv": self.cv, "r2": self.r2.to_dict(), "log_rmse": self.log_rmse.to_dict(),
@@ -809,7 +885,7 @@ class LopoResult:
                 "log_bias": self.log_bias, "n": self.n, "n_groups": self.n_groups,
                 "n_nonfinite": self.n_nonfinite, "n_nonpositive": self.n_nonpositive,
                 "n_below_min": self.n_below_min, "min_duration_s": self.min_duration_s,
-                "floor_reason": self.floor_reason, "usable": self.usable}
+                "floor_reason": self.floor_reason, "na_reason": self.na_reason, "usable": self.usable}
 
 
 def _multinomial_counts(n_groups: int, n_boot: int, seed) -> np.ndarray:
@@ -909,7 +985,8 @@ def lopo_r2(
                       n_groups=n_groups, n_nonpositive=int((ok & ~positive).sum()), cv=cv, predictions=pred,
                       log_r2=_interval(log_r2, log_r2_draws, level, n_groups),
                       n_below_min=int((positive & (pred < min_duration_s)).sum()), min_duration_s=min_duration_s,
-                      n_nonfinite=int((~ok).sum()) if n_groups >= 2 else 0, floor_reason=floor_reason)
+                      n_nonfinite=int((~ok).sum()) if n_groups >= 2 else 0, floor_reason=floor_reason,
+                      na_reason=undetermined_reason(family, x, codes))
 
 
 @dataclass(frozen=True)
@@ -1051,7 +1128,7 @@ def compare_families(
     -------
     DataFrame, one row per family: ``lopo_r2``, ``lopo_log_r2``,
     ``lopo_log_rmse`` (each with ``_low``/``_high``), ``log_bias``,
-    ``n_nonpositive``, ``n_below_min``, ``usable`` (see :class:`LopoResult`),
+    ``n_nonpositive``, ``n_below_min``, ``usable``, ``na_reason`` (see :class:`LopoResult`),
     ``within_problem_spearman`` (mean over problems), ``within_problem_worst``,
     ``within_problem_share_below`` (of ``threshold``) from the out-of-fold
     predictions (:func:`within_problem_spearman`), ``n_params`` and ``chosen``
@@ -1089,7 +1166,7 @@ def compare_families(
             "lopo_log_rmse_high": lopo.log_rmse.high, "log_bias": lopo.log_bias,
             "n_pairs": lopo.n, "n_problems": lopo.n_groups,
             "n_nonfinite": lopo.n_nonfinite, "n_nonpositive": lopo.n_nonpositive, "n_below_min": lopo.n_below_min,
-            "min_duration_s": lopo.min_duration_s, "usable": lopo.usable,
+            "min_duration_s": lopo.min_duration_s, "usable": lopo.usable, "na_reason": lopo.na_reason,
             "within_problem_spearman": agree.mean, "within_problem_worst": agree.worst,
             "within_problem_share_below": agree.share_below,
         })
@@ -1193,7 +1270,7 @@ def bootstrap_params(
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, max_points=max_points, seed=seed)
     names = _PARAM_NAMES[family]
     estimate = np.array([fit.params[n] for n in names])
-    if n_groups < 2 or not n_boot or _no_slope(family, x):
+    if n_groups < 2 or not n_boot or _no_slope(family, x) or _too_few_values(family, x):
         draws = np.full((0, len(names)), np.nan)
     elif robust is None:
         draws = _weighted_draws(x, y, codes, n_groups, family, _multinomial_counts(n_groups, n_boot, seed),

@@ -62,6 +62,7 @@ from stats.calibration import (
     resolve_key,
     share_off,
     side_cells,
+    undetermined_reason,
     within_problem_spearman,
 )
 
@@ -223,7 +224,7 @@ class CalibrationAudit:
                 "n_pairs": row["n_pairs"], "n_problems": row["n_problems"], "n_nonpositive": row["n_nonpositive"],
                 "n_nonfinite": row["n_nonfinite"], "n_below_min": row["n_below_min"],
                 "min_duration_s": row["min_duration_s"], "share_2x_off": row["share_2x_off"],
-                "usable": row["usable"], "lopo_log_r2": row["lopo_log_r2"],
+                "usable": row["usable"], "na_reason": row["na_reason"], "lopo_log_r2": row["lopo_log_r2"],
                 "within_problem_spearman": row["within_problem_spearman"],
                 "within_problem_worst": row["within_problem_worst"],
                 "within_problem_share_below": row["within_problem_share_below"]}
@@ -249,6 +250,9 @@ class CalibrationAudit:
                  f"{'fit':<16} {'LOPO R^2 [95% CI]':<28} {'log-ratio RMSE':<16} formula"]
         for row in self.fits.to_dict("records"):
             r2 = f"{row['lopo_r2']:.4f} [{row['lopo_r2_low']:.4f}, {row['lopo_r2_high']:.4f}]"
+            if row["na_reason"]:  # n/a: not determined by, or not judgeable on, these source values
+                lines.append(f"{row['name']:<16} {'n/a':<28} {'n/a':<16} {row['na_reason']}")
+                continue
             lines.append(f"{row['name']:<16} {r2:<28} {row['lopo_log_rmse']:<16.4f} {row['formula']}")
         if self.spearman_raw is not None:
             lines.append("")
@@ -268,7 +272,7 @@ class CalibrationAudit:
 _FIT_COLUMNS = ("name", "family", "method", "cv", "formula", "params", "param_ci", "lopo_r2", "lopo_r2_low",
                 "lopo_r2_high", "lopo_log_rmse", "lopo_log_rmse_low", "lopo_log_rmse_high", "n_pairs", "n_problems",
                 "n_nonpositive", "n_nonfinite", "n_below_min", "min_duration_s", "floor_reason", "share_2x_off",
-                "usable", "lopo_log_r2", "within_problem_spearman", "within_problem_worst",
+                "usable", "na_reason", "lopo_log_r2", "within_problem_spearman", "within_problem_worst",
                 "within_problem_share_below")
 
 
@@ -283,7 +287,8 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems,
         "n_nonpositive": lopo.n_nonpositive, "n_nonfinite": lopo.n_nonfinite, "n_below_min": lopo.n_below_min,
         "min_duration_s": lopo.min_duration_s, "floor_reason": lopo.floor_reason,
         "share_2x_off": share_off(lopo.predictions, y) if n_problems >= MIN_PROBLEMS else np.nan,
-        "usable": lopo.usable, "lopo_log_r2": None if lopo.log_r2 is None else lopo.log_r2.estimate,
+        "usable": lopo.usable, "na_reason": lopo.na_reason,
+        "lopo_log_r2": None if lopo.log_r2 is None else lopo.log_r2.estimate,
     }
 
 
@@ -638,9 +643,10 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     table = fits.set_index("name")
     bad = table.loc[~table["usable"].astype(bool)]
     floor = float(identity["min_duration_s"])
-    counts = ", ".join(f"{name}: " + ", ".join(f"{int(r[c]):,} {what}" for c, what in (
-        ("n_nonfinite", "non-finite"), ("n_nonpositive", "<= 0"), ("n_below_min", f"below {floor:.3g} s"))
-        if int(r[c]) or c == "n_nonpositive") for name, r in bad.iterrows())
+    counts = ", ".join(f"{name}: " + (f"n/a, {r['na_reason']}" if r["na_reason"] else ", ".join(
+        f"{int(r[c]):,} {what}" for c, what in (
+            ("n_nonfinite", "non-finite"), ("n_nonpositive", "<= 0"), ("n_below_min", f"below {floor:.3g} s"))
+        if int(r[c]) or c == "n_nonpositive")) for name, r in bad.iterrows())
     # Families that cannot be used are never chosen: a verdict on the map only when none is usable (fail) or
     # when the family the user named for calibration is one of them (warn); otherwise the counts are information.
     level = ("fail" if best_family is None else
@@ -660,6 +666,10 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
                            "timings; time on the target itself", subject=pair))
         return out
     best = table.loc[calibration_family]
+    if best["na_reason"]:  # the family the user named cannot be judged on these source values: no verdict on it
+        out.append(Finding.not_available("best_lopo_log_rmse", f"{calibration_family} (given by the user): "
+                                         f"{best['na_reason']}", threshold=limits.text("log_rmse"), subject=pair))
+        return out
     rmse = float(best["lopo_log_rmse"])
     level = limits.judge("log_rmse", rmse)
     how = "chosen by held-out log error" if chosen_by != "user" else "given by the user"
@@ -900,7 +910,8 @@ def apply_calibration(
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, seed=seed)
     if not np.isfinite(list(fit.params.values())).all():  # nothing to write, whatever --force and --clip say
         why = (f"every paired source duration is the same ({x[0]:.3g} s): no {family} map is determined by one "
-               "source value" if np.ptp(x) == 0 else f"its fit has no finite parameters ({fit.formula()})")
+               "source value" if np.ptp(x) == 0 else undetermined_reason(family, x)
+               or f"its fit has no finite parameters ({fit.formula()})")
         raise ValueError(f"the {family} map cannot be written: {why}. Leave --family out (chosen by held-out log "
                          "error; multiplicative, a ratio, is defined), or choose another family")
     lopo = (lopo_r2(x, y, groups, family, robust=robust, variance_ratio=variance_ratio, n_boot=0, seed=seed,
@@ -914,6 +925,9 @@ def apply_calibration(
             raise ValueError(f"pairs in {pairing.n_problems} problem: the {family} map's held-out error cannot be "
                              "measured (leave-one-problem-out needs >= 2); time both runs on more problems, or "
                              "pass --force to write it unvalidated")
+        if lopo.na_reason:  # some held-out problems cannot be predicted by this family: it is not validated
+            raise ValueError(f"the {family} map is not validated: {lopo.na_reason}. Leave --family out, or pass "
+                             "--force to write it unvalidated")
         if not held_out <= raw_rmse:  # NaN (no usable held-out prediction) is refused too
             raise ValueError(f"the {family} map's held-out log error {held_out:.4f} (x{np.exp(held_out):.3f}) is "
                              f"worse than the timings as they are ({raw_rmse:.4f}, x{np.exp(raw_rmse):.3f}): "
