@@ -689,6 +689,10 @@ class CandidateScores:
         (docs/noise.md; the table adds ``noise_aware, noise_ci_low, noise_ci_high``).
     noise_reason : str or None
         Why the noise-aware values are n/a, if they are.
+    noise_unmeasured : tuple of str
+        Problems whose noise-aware values are n/a while others' are not (sorted names): no cell of the problem
+        has two ok repeats, so it has no variance of its own, and another problem's is never borrowed. Their
+        candidates are left out of the noise-aware p_tau below 100.
     """
 
     reward_environment: RewardEnvironment
@@ -701,6 +705,7 @@ class CandidateScores:
     run: RunSummary | None = None
     #: Problems left out of p_tau below 100 (:func:`unranked_problems`): no reference to rank their candidates.
     unranked: tuple = ()
+    noise_unmeasured: tuple = ()
 
     def to_frame(self) -> pd.DataFrame:
         return self.table
@@ -792,12 +797,13 @@ def score_candidates(
     # test cannot rank them, so it is left out there (n/a, named), never counted as its candidates' failure
     table = pd.concat([_p_tau_row(samples if tau >= 100 else samples.loc[ranked], tau, k=k, n_boot=n_boot, seed=seed)
                        for tau in taus], ignore_index=True)
-    samples, noise_table, reason = noise_aware_candidates(runs, outcome, env, samples=samples, taus=taus, k=k,
-                                                          n_draws=n_draws, prior_df=prior_df, seed=seed, ranked=ranked)
+    samples, noise_table, reason, no_variance = noise_aware_candidates(
+        runs, outcome, env, samples=samples, taus=taus, k=k, n_draws=n_draws, prior_df=prior_df, seed=seed,
+        ranked=ranked)
     return CandidateScores(reward_environment=env, environment=env_name, campaign=camp,
                            table=pd.concat([table, noise_table], axis=1), samples=samples, noise_reason=reason,
                            noise_settings={"n_draws": n_draws, "prior_df": prior_df, "tau": env.post.tau}, run=run,
-                           unranked=tuple(unranked))
+                           unranked=tuple(unranked), noise_unmeasured=tuple(no_variance))
 
 
 def _p_tau_row(samples: pd.DataFrame, tau: float, *, k: int, n_boot: int, seed: int) -> pd.DataFrame:
@@ -826,15 +832,21 @@ NOISE_COLUMNS = ("q_expected", "q_ci_low", "q_ci_high", "p_q_le_tau", "p_gate")
 
 def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.DataFrame, taus: Sequence[float],
                            k: int, n_draws: int, prior_df: float, seed: int, ranked: np.ndarray | None = None
-                           ) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+                           ) -> tuple[pd.DataFrame, pd.DataFrame, str | None, list[str]]:
     """The noise-aware values beside the point ones: per candidate E[q] [interval], P(q <= tau/100), P(gate),
     and p_tau's posterior mean and timing-noise interval.
 
     The repeat-noise model (:func:`stats.noise.fit_noise`) is fitted on every repeat
-    of the run; the candidates' cells are those the reward environment kept, with
-    the status its limit gave them. Returns ``(samples, table, reason)``: the
-    samples with :data:`NOISE_COLUMNS`, the p_tau table with ``noise_aware,
-    noise_ci_low, noise_ci_high``, and why they are n/a (else None).
+    of the run, each problem from its own rows (``widest="problem"``, as the simulation's noise_aware and
+    noise_gate rewards, :func:`stats.rewards.apply_environment`); the candidates' cells are those the reward
+    environment kept, with the status its limit gave them. A problem with no cell of two ok repeats (one
+    repeat) has no variance of its own: its candidates' noise-aware values are n/a, never drawn from the
+    other problems' variance (which would make them depend on which problems share the corpus), and it is
+    left out of the noise-aware p_tau below 100 (an undefined q* is not a failure). A problem whose repeats
+    are all equal has a variance of its own, zero: its noise-aware values are the point ones.
+    Returns ``(samples, table, reason, no_variance)``: the samples with :data:`NOISE_COLUMNS`, the p_tau table
+    with ``noise_aware, noise_ci_low, noise_ci_high``, why they are n/a (else None), and the problems (sorted
+    names) n/a for want of a variance while others are measured.
     """
     samples = samples.copy()
     reason = None
@@ -842,11 +854,23 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         reason = (f"defined for the mean_pct aggregator (q = mean per-test percentile); this reward environment "
                   f"uses {env.post.aggregator}")
     table_cols = {"noise_aware": np.nan, "noise_ci_low": np.nan, "noise_ci_high": np.nan}
-    model = fit_noise(runs, prior_df=prior_df) if reason is None else None
-    if model is not None and not np.isfinite(model.cells["pooled_var"].to_numpy(dtype=float)).any():
-        # no variance to draw from: every E[q] and P(q <= tau) is undefined (a p_tau of 0 % would be a verdict)
-        reason = ("the repeat-noise model's variances come from cells with >= 2 ok repeats, and this run has none "
-                  "(one repeat): collect >= 2 repeats")
+    model = fit_noise(runs, prior_df=prior_df, widest="problem") if reason is None else None
+    no_variance: list[str] = []
+    if model is not None:
+        has_variance = np.isfinite(model.cells["pooled_var"].to_numpy(dtype=float))
+        measured = set(model.cells["problem"].astype(str).to_numpy()[has_variance])
+        mine = sorted(set(samples["problem"].astype(str)))
+        no_variance = [name for name in mine if name not in measured]
+        if not has_variance.any():
+            # no variance to draw from: every E[q] and P(q <= tau) is undefined (a p_tau of 0 % would be a verdict)
+            reason = ("the repeat-noise model's variances come from cells with >= 2 ok repeats, and this run has "
+                      "none (one repeat): collect >= 2 repeats")
+        elif len(no_variance) == len(mine):
+            reason = ("the repeat-noise model's variances come from cells with >= 2 ok repeats, and no problem with "
+                      "candidates has one (one repeat there; each problem's variance is its own): collect >= 2 "
+                      "repeats")
+        if reason is not None:
+            no_variance = []
     if reason is None:
         scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=outcome.scored,
                                     n_draws=n_draws, seed=seed, keep_draws=True)
@@ -858,6 +882,7 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         # a candidate left without any scored test has no draws: its q* is undefined (never a success)
         draws = np.where(found[None, :], scored.draws[:, np.maximum(row, 0)], np.nan)
         keep = np.ones(len(samples), dtype=bool) if ranked is None else np.asarray(ranked, dtype=bool)
+        keep = keep & ~samples["problem"].astype(str).isin(no_variance).to_numpy()
         noise = pd.concat([noise_aware_p_tau(samples if tau >= 100 else samples.loc[keep],
                                              draws if tau >= 100 else draws[:, keep], taus=(tau,), k=k)
                            for tau in taus], ignore_index=True)
@@ -866,7 +891,13 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
     else:
         for column in NOISE_COLUMNS:
             samples[column] = np.nan
-    return samples, pd.DataFrame(table_cols, index=range(len(taus))), reason
+    return samples, pd.DataFrame(table_cols, index=range(len(taus))), reason, no_variance
+
+
+#: Why a problem's noise-aware values are n/a in ``speedaudit score`` (:attr:`CandidateScores.noise_unmeasured`).
+NO_VARIANCE_REASON = ("no cell of the problem has two ok repeats, so it has no repeat variance of its own (another "
+                      "problem's is never borrowed); left out of the noise-aware p_tau below 100: collect >= 2 "
+                      "repeats")
 
 
 def _noise_cell(row: dict) -> str:
@@ -896,6 +927,10 @@ def _noise_lines(result: CandidateScores, *, max_rows: int = 20) -> list[str]:
     lines.append(table.head(max_rows).to_string(index=False))
     if len(table) > max_rows:
         lines.append(f"  ... {len(table) - max_rows} more candidates (all of them with --json)")
+    if result.noise_unmeasured:
+        names = list(result.noise_unmeasured)
+        lines.append(f"noise-aware values n/a for {len(names)} problem(s): " + ", ".join(names[:10])
+                     + (f" and {len(names) - 10} more" if len(names) > 10 else "") + f" ({NO_VARIANCE_REASON})")
     return lines
 
 
@@ -904,4 +939,6 @@ def _noise_dict(result: CandidateScores) -> dict:
         return {"level": "n/a", "reason": result.noise_reason}
     cols = ["problem", "solution", "q", "c", "g", *NOISE_COLUMNS]
     return {**result.noise_settings, "model": "docs/noise.md",
-            "candidates": result.samples[[c for c in cols if c in result.samples.columns]]}
+            "candidates": result.samples[[c for c in cols if c in result.samples.columns]],
+            "unmeasured_problems": {"problems": list(result.noise_unmeasured),
+                                    "reason": NO_VARIANCE_REASON if result.noise_unmeasured else None}}
