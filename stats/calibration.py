@@ -408,19 +408,46 @@ def _distinct_codes(x: np.ndarray) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64), len(uniques)
 
 
+#: How many source durations :func:`_more_distinct_than` looks at before counting all of them: real timings are
+#: continuous, so a few thousand pairs settle "more than 4 distinct values" without a pass over 10^7 of them. Only
+#: a cost bound: the answer is exact either way.
+_HEAD = 4096
+
+
+def _more_distinct_than(x: np.ndarray, k: int) -> bool:
+    """Whether ``x`` holds more than ``k`` distinct durations (equal after :func:`snap`), exactly."""
+    if len(pd.unique(snap(x[:_HEAD]))) > k:
+        return True
+    return len(x) > _HEAD and len(pd.unique(snap(x))) > k
+
+
 def _fold_distinct(x: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group g: the distinct source durations left when g is held out (the values only g holds are lost)."""
     values, n_values = _distinct_codes(x)
-    pairs = np.unique(values * n_groups + groups)  # each (value, group) once
+    pairs = pd.unique(values * n_groups + groups)  # each (value, group) once
     holders = np.bincount(pairs // n_groups, minlength=n_values)
     only = pairs[holders[pairs // n_groups] == 1] % n_groups  # the group of each value held by one group
     return n_values - np.bincount(only, minlength=n_groups)
 
 
+def _short_folds(k: int, x: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray | None:
+    """Per group, whether holding it out leaves <= ``k`` distinct source durations; None when no fold does.
+
+    When the two largest groups each hold more than ``k`` values, every fold keeps one of them whole: no fold is
+    short, found without counting the values of every pair (:func:`_fold_distinct`, the exact count otherwise).
+    """
+    sizes = np.bincount(groups, minlength=n_groups)
+    big = np.argsort(sizes, kind="stable")[-2:]
+    if len(big) == 2 and all(_more_distinct_than(x[groups == g], k) for g in big):
+        return None
+    short = _fold_distinct(x, groups, n_groups) <= k
+    return short if short.any() else None
+
+
 def _too_few_values(family: str, x: np.ndarray) -> bool:
     """A polynomial on no more distinct source durations than its coefficients (:data:`_CURVE_COEFFICIENTS`)."""
     k = _CURVE_COEFFICIENTS.get(family)
-    return k is not None and len(x) > 0 and _distinct_codes(x)[1] <= k
+    return k is not None and len(x) > 0 and not _more_distinct_than(x, k)
 
 
 def undetermined_reason(family: str, x, groups=None) -> str:
@@ -441,8 +468,8 @@ def undetermined_reason(family: str, x, groups=None) -> str:
     x = np.asarray(x, dtype=float)
     if k is None or not len(x):
         return ""
-    n = _distinct_codes(x)[1]
-    if n <= k:
+    if not _more_distinct_than(x, k):
+        n = len(pd.unique(snap(x)))
         return (f"the paired source durations take {n} distinct value{'s' if n != 1 else ''} and {family} has {k} "
                 f"coefficients: it needs at least {k + 1} ("
                 + ("with as many it passes through the mean target duration at each, leaving no residual that could "
@@ -453,10 +480,11 @@ def undetermined_reason(family: str, x, groups=None) -> str:
     codes, n_groups = _group_index(groups)
     if n_groups < 2:
         return ""
-    left = _fold_distinct(x, codes, n_groups)
-    bad = np.flatnonzero(left <= k)
-    if not len(bad):
+    short = _short_folds(k, x, codes, n_groups)
+    if short is None:
         return ""
+    left = _fold_distinct(x, codes, n_groups)
+    bad = np.flatnonzero(short)
     return (f"holding out {len(bad)} of {n_groups} problems leaves {int(left[bad].min())} distinct source "
             f"durations (each of them alone holds a value), and {family} has {k} coefficients: it cannot be "
             f"validated on those held-out problems; a line or a factor is judged instead, or time more varied tests")
@@ -757,8 +785,9 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
     beta = _solve_stack(a.sum(axis=0) - a, b.sum(axis=0) - b)
     pred = basis.predict(np.einsum("ik,ik->i", design, beta[codes]), x)
     k = _CURVE_COEFFICIENTS.get(family)
-    if k is not None:  # a fold left with too few distinct source values fits no judged curve (undetermined_reason)
-        pred[(_fold_distinct(x, codes, n_groups) <= k)[codes]] = np.nan
+    short = _short_folds(k, x, codes, n_groups) if k is not None else None
+    if short is not None:  # a fold left with too few distinct source values fits no judged curve (undetermined_reason)
+        pred[short[codes]] = np.nan
     return pred
 
 
