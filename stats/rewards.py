@@ -820,13 +820,20 @@ class ScoringBase:
         The executions without their ``floor`` rows, exactly the object passed to :func:`apply_environment`.
     pools, roles, per_repeat
         As :func:`apply_environment` takes them.
+    tests : DataFrame, optional
+        The test table (:attr:`tests`) when a caller holds it already: that of these ``runs`` and ``pools``, or the
+        rows of the problems of ``runs`` of a wider base's over whole problems (its rows are per test, in sorted
+        key order, and a test's values come from its own rows and pool: :func:`_test_table`). The simulation audit
+        builds it once per run context and reads the run's reference medians from it too.
     """
 
     def __init__(self, runs: pd.DataFrame, *, pools: pd.DataFrame, roles: Sequence[str] = ("reference", "candidate"),
-                 per_repeat: bool = True):
+                 per_repeat: bool = True, tests: pd.DataFrame | None = None):
         if "role" in runs.columns and label_mask(runs["role"], "floor").any():
             raise ValueError("ScoringBase: runs must come without their floor rows")
         self.runs, self.pools, self.roles, self.per_repeat = runs, pools, tuple(roles), bool(per_repeat)
+        if tests is not None:
+            self.__dict__["tests"] = tests  # the cached_property's value, given
 
     def matches(self, runs: pd.DataFrame, pools: pd.DataFrame, roles: Sequence[str], per_repeat: bool) -> bool:
         return (runs is self.runs and pools is self.pools and tuple(roles) == self.roles
