@@ -615,7 +615,8 @@ def _intercept_finding(intercept: tuple[float, float, float], pairing, limits, n
 
 
 #: The threshold of ``unusable_families``: what makes a family unusable (:class:`stats.calibration.LopoResult`).
-_UNUSABLE = "any held-out prediction non-finite, <= 0 or below a tenth of the smallest target duration"
+_UNUSABLE = ("any held-out prediction non-finite, <= 0 or below a tenth of the smallest target duration, or a "
+             "polynomial on no more distinct source durations than coefficients")
 
 
 def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, aff, identity, best_family,
@@ -643,18 +644,24 @@ def _findings(*, source, target, source_runs, target_runs, key, pairing, fits, a
     table = fits.set_index("name")
     bad = table.loc[~table["usable"].astype(bool)]
     floor = float(identity["min_duration_s"])
-    counts = ", ".join(f"{name}: " + (f"n/a, {r['na_reason']}" if r["na_reason"] else ", ".join(
-        f"{int(r[c]):,} {what}" for c, what in (
-            ("n_nonfinite", "non-finite"), ("n_nonpositive", "<= 0"), ("n_below_min", f"below {floor:.3g} s"))
-        if int(r[c]) or c == "n_nonpositive")) for name, r in bad.iterrows())
+    not_available = bad.loc[bad["na_reason"].astype(bool)]  # not determined by, or not judgeable on, the values
+    predicting = bad.loc[~bad["na_reason"].astype(bool)]
+    counts = ", ".join(f"{name}: " + ", ".join(f"{int(r[c]):,} {what}" for c, what in (
+        ("n_nonfinite", "non-finite"), ("n_nonpositive", "<= 0"), ("n_below_min", f"below {floor:.3g} s"))
+        if int(r[c]) or c == "n_nonpositive") for name, r in predicting.iterrows())
+    why = "; ".join(
+        ([f"{len(predicting)} predict non-finite durations, durations <= 0 or below the floor out of fold ({counts}; "
+          f"floor = {identity['floor_reason']})"] if len(predicting) else [])
+        + ([f"{len(not_available)} are n/a (" + "; ".join(f"{name}: n/a, {r['na_reason']}"
+                                                           for name, r in not_available.iterrows()) + ")"]
+           if len(not_available) else []))
     # Families that cannot be used are never chosen: a verdict on the map only when none is usable (fail) or
     # when the family the user named for calibration is one of them (warn); otherwise the counts are information.
     level = ("fail" if best_family is None else
              "warn" if calibration_family in bad.index else "pass")
     out.append(Finding(level, "unusable_families", len(bad), _UNUSABLE,
-                       (f"{len(bad)} of {len(table)} families predict non-finite durations, durations <= 0 or below "
-                        f"the floor out of fold ({counts}; floor = {identity['floor_reason']}): unusable for "
-                        "ranking, never clipped silently"
+                       (f"{len(bad)} of {len(table)} families cannot be used: {why}: unusable for ranking, never "
+                        "clipped silently"
                         + (f"; {calibration_family} was named and is one of them: leave it out to use {best_family}"
                            if calibration_family in bad.index else
                            f"; {calibration_family} (usable) is used instead" if calibration_family else "")
