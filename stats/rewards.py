@@ -494,6 +494,8 @@ class Environment:
             if self.limit.apply_to != "optimization":
                 limit["apply_to"] = self.limit.apply_to
             out["limit"] = limit
+        elif not self.limit.timeout_fails_c:  # no limit, but the corpus's own timeouts keep c
+            out["limit"] = {"timeout_fails_c": False}
         out["post"] = {"aggregator": self.post.aggregator, "tau": self.post.tau}
         out["reward"] = self.reward.to_dict()
         return out
