@@ -91,9 +91,12 @@ def calibration_fit_table(audit) -> pd.DataFrame:
         return pd.DataFrame(columns=["family", "formula", "LOPO R²", "R² 95% CI", "log-ratio RMSE", "pairs",
                                      "problems"]).set_index("family")
     fits = audit.fits
+    # a family the source values do not determine (na_reason) has no formula to show (its parameters are NaN:
+    # "y = nan + nan x"): the table says n/a and why; results saved before na_reason existed have no such column
+    reasons = fits["na_reason"].fillna("").astype(str) if "na_reason" in fits else pd.Series("", index=fits.index)
     out = pd.DataFrame({
         "family": fits["name"],
-        "formula": fits["formula"],
+        "formula": fits["formula"].where(reasons == "", "n/a: " + reasons),
         "LOPO R²": fits["lopo_r2"].astype(float),
         "R² 95% CI": [f"[{fixed(lo, '.3f')}, {fixed(hi, '.3f')}]"
                       for lo, hi in zip(fits["lopo_r2_low"], fits["lopo_r2_high"])],
