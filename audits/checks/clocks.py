@@ -571,6 +571,13 @@ def _cost(corpus: pd.DataFrame, runs: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["environment", "campaign", "executions", "seconds"])
 
 
+#: How the reference run's options are spelled where a message names them: ``audit clocks`` takes
+#: ``--reference-*``, ``audit all`` gives every option of one audit its name (``--clocks-reference-*``), Python the
+#: keyword. The messages come from one place (:func:`reference_run`) for every command, so they name all three.
+_REFERENCE_CAMPAIGN = ("--reference-campaign NAME (audit all: --clocks-reference-environment NAME "
+                       "--clocks-reference-campaign NAME; Python: reference_environment=..., reference_campaign=...)")
+
+
 def reference_run(runs, *, environment: str | None, campaign: str | None,
                   source: str = "the corpus") -> tuple[Run | None, str]:
     """The reference run of ``faithfulness`` that ``--reference-environment`` / ``--reference-campaign`` name, and
@@ -591,8 +598,7 @@ def reference_run(runs, *, environment: str | None, campaign: str | None,
     except RunError as error:  # its advice names --environment/--campaign, which select the audited runs
         what = re.sub(r"; this audit uses one run: choose it with [^;]*", "", str(error).splitlines()[0])
         raise UserError(f"{source}: the reference run: {what}\n  -> name one of the runs listed with "
-                        "--reference-environment NAME and --reference-campaign NAME (reference_environment=..., "
-                        "reference_campaign=...)") from None
+                        f"--reference-environment NAME and {_REFERENCE_CAMPAIGN}") from None
     matches = table.select(environment=environment, campaign=campaign)
     if len(matches) < 2:
         return picked, ""
@@ -601,7 +607,7 @@ def reference_run(runs, *, environment: str | None, campaign: str | None,
     others = ", ".join(repr(r.campaign) for r in matches if r != picked)
     return picked, (f"--reference-environment {picked.environment!r} without --reference-campaign holds "
                     f"{len(matches)} campaigns; the one-run rule picked {picked.campaign!r}, {how} (the others: "
-                    f"{others}); choose another with --reference-campaign NAME (reference_campaign=...)")
+                    f"{others}); choose another with {_REFERENCE_CAMPAIGN}")
 
 
 @small_pages()  # no huge-page advice while the audit runs (audits.corpus.memory: 10^7 rows 20 % faster)
