@@ -8,6 +8,9 @@ every worker, before issue 14) fails and reaches nothing.
 
 from __future__ import annotations
 
+import os
+import traceback
+
 import pandas as pd
 import pytest
 from distributed import Client
@@ -100,16 +103,38 @@ def test_a_program_calling_client_run_fails_and_reaches_no_worker(tmp_path, clus
         assert not marker.exists()
 
 
+def _connect_error(address: str, **kwargs) -> BaseException | None:
+    """What ``Client(address, timeout=2, **kwargs)`` raised, or None when it connected.
+
+    A Client first starts its IO-loop thread and waits at most 10 s for it (distributed.utils.LoopRunner), then
+    connects. In the CI of 2026-12-07 (load 5-6 on 2 cores) that thread did not start in time once: distributed
+    asserts ``loop is not None`` before any connection is tried, which says nothing about the certificates. That
+    failure, and only that one (its last frame is in distributed/utils.py), is tried again, up to 3 times."""
+    for _ in range(3):
+        try:
+            client = Client(address, timeout=2, **kwargs)
+        except AssertionError as error:
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            if not frame.filename.endswith(os.path.join("distributed", "utils.py")):
+                raise
+            continue
+        except Exception as error:  # noqa: BLE001 (the refusal the caller checks the type of)
+            return error
+        client.close()
+        return None
+    pytest.fail(f"Client({address!r}) could not start its IO loop in 3 tries (10 s each): the machine is too busy")
+
+
 def test_nothing_without_the_certificates_can_submit_work(cluster):
     address, security = cluster
     host, port = address.removeprefix("tls://").rsplit(":", 1)
-    with pytest.raises((OSError, TimeoutError, TypeError, ValueError)):
-        Client(address, timeout=2)  # TLS address, no certificates
-    with pytest.raises((OSError, TimeoutError)):
-        Client(f"tcp://{host}:{port}", timeout=2)  # plain TCP to the TLS listener
+    refused = _connect_error(address)  # TLS address, no certificates
+    assert isinstance(refused, (OSError, TimeoutError, TypeError, ValueError)), refused
+    refused = _connect_error(f"tcp://{host}:{port}")  # plain TCP to the TLS listener
+    assert isinstance(refused, (OSError, TimeoutError)), refused
     other = Security.temporary()  # certificates of another CA
-    with pytest.raises((OSError, TimeoutError)):
-        Client(address, timeout=2, security=other)
+    refused = _connect_error(address, security=other)
+    assert isinstance(refused, (OSError, TimeoutError)), refused
     with Client(address, timeout=10, security=security) as client:  # the campaign's certificates work
         assert client.submit(sum, [1, 2]).result() == 3
 
