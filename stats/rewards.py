@@ -57,7 +57,7 @@ from stats.ranking import STATUSES, problem_scores, reference_pools, solution_ce
 __all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
            "RewardEnvironment", "EnvironmentRun", "ScoringBase", "apply_environment", "base_percentiles", "reward",
            "environment_rewards", "p_tau", "row_lookup", "reference_medians", "run_reference_quantile",
-           "unused_keys"]
+           "unused_keys", "problem_data_seed", "problem_data_keys"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (
@@ -1107,8 +1107,9 @@ def _rows_by_problem(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
-def _problem_seed(rows: pd.DataFrame) -> list[int]:
-    """The seed of one problem's posterior draws in :func:`_gate_probability`, from its rows as a set.
+def problem_data_seed(rows: pd.DataFrame) -> list[int]:
+    """The seed of one problem's posterior draws in :func:`_gate_probability`, from its rows as a set (also the key
+    ``speedaudit score`` orders the problems' draws by, :func:`audits.checks.simulation.noise_aware_candidates`).
 
     The (status code, duration_s) pairs of the rows, sorted, hashed with BLAKE2b (8 bytes): the same rows in any
     order and under any problem name give the same seed (names are data a user chooses, and renaming a problem
@@ -1116,15 +1117,32 @@ def _problem_seed(rows: pd.DataFrame) -> list[int]:
     counts as -1 (NaN has many bit patterns), -0.0 as 0.0.
 
     >>> rows = pd.DataFrame({"duration_s": [0.2, 0.1], "status": ["ok", "timeout"]})
-    >>> _problem_seed(rows) == _problem_seed(rows.iloc[::-1])
+    >>> problem_data_seed(rows) == problem_data_seed(rows.iloc[::-1])
+    True
+    """
+    return [0, problem_data_keys(rows, np.zeros(len(rows), dtype=np.int64), 1)[0]]
+
+
+def problem_data_keys(rows: pd.DataFrame, codes: np.ndarray, n_groups: int) -> list[int]:
+    """:func:`problem_data_seed`'s hash (its second entry) of every group of ``rows`` (``codes`` in
+    ``range(n_groups)``, e.g. :func:`stats._groups.group_codes` of the problems), with one sort of every row.
+
+    >>> rows = pd.DataFrame({"duration_s": [0.2, 0.1, 0.3], "status": "ok"})
+    >>> problem_data_keys(rows, np.array([1, 0, 1]), 2)[1] == problem_data_seed(rows.iloc[[0, 2]])[1]
     True
     """
     status = status_codes(rows).astype(np.float64) if len(rows) else np.zeros(0)
     d = rows["duration_s"].to_numpy(dtype=np.float64) + 0.0
     d = np.where(np.isnan(d), -1.0, d)
-    order = np.lexsort((d, status))
-    payload = np.concatenate((status[order], d[order])).astype("<f8").tobytes()
-    return [0, int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little")]
+    codes = np.asarray(codes, dtype=np.int64)
+    order = np.lexsort((d, status, codes))
+    status, d = status[order].astype("<f8"), d[order].astype("<f8")
+    bounds = np.searchsorted(codes[order], np.arange(n_groups + 1))
+    keys = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):  # one hash per group over its slice (no pass over the rows)
+        payload = status[lo:hi].tobytes() + d[lo:hi].tobytes()
+        keys.append(int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little"))
+    return keys
 
 
 def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
@@ -1134,7 +1152,7 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
 
     The model is fitted on every repeat of ``runs``; a scored execution (``per_repeat``) is one repeat,
     a collapsed cell keeps all of its repeats (as :func:`_expected_q`). Each problem draws from its own
-    stream, seeded by its own data (:func:`_problem_seed`: its rows' status and duration, sorted), never by its
+    stream, seeded by its own data (:func:`problem_data_seed`: its rows' status and duration, sorted), never by its
     name: a problem's P depends on its rows alone, so a Dask partition of problems, another problem set,
     another row order or another name for the problem gives the same values. The noise model is fitted per
     problem: a test without a variance estimate borrows from its problem only, as in :func:`_expected_q`.
@@ -1144,7 +1162,7 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
     for problem in sorted(frame_rows):
         own = runs.iloc[run_rows.get(problem, np.zeros(0, dtype=np.int64))]
         model = fit_noise(own)
-        seed = _problem_seed(own)
+        seed = problem_data_seed(own)
         mine = frame.iloc[frame_rows[problem]]
         scored = (noise_aware_scores(model, tau=tau, roles=None, executions=mine, seed=seed) if per_repeat
                   else noise_aware_scores(model, tau=tau, roles=None, cells=mine, seed=seed)).scores

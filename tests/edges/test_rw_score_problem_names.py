@@ -1,0 +1,57 @@
+"""`speedaudit score`'s noise-aware values do not depend on the problems' names.
+
+The posterior draws of the candidates (stats.noise.noise_aware_scores, one seeded stream) follow the cells' sorted
+labels, so renaming the problems into another order handed each problem other draws: with 500 draws a candidate's
+P(gate) moved by up to 0.054 and the noise-aware p50 read 50.49 % or 51.20 % for the same rows (synthesize(seed=2),
+tau 50). The draws now follow the problems' data (stats.rewards.problem_data_seed), so renamed and shuffled copies
+give identical values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.checks.simulation import NOISE_COLUMNS, score_candidates
+from audits.corpus.synthetic import synthesize
+from stats.rewards import RewardEnvironment
+
+ODD = ["Ωx", "🙂 p", "ق-مسألة", "p\x00nul", " ", "zz", "AAA", "é"]
+ENV = RewardEnvironment.from_dict({"name": "t50", "post": {"tau": 50}})
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    whole = synthesize(n_problems=6, n_tests=3, n_solutions=6, n_repeats=3, n_candidates=3, seed=2).corpus
+    whole = whole[whole["environment"] == "quiet"].reset_index(drop=True)
+    whole["problem"] = whole["problem"].astype(str)
+    return whole
+
+
+def _score(frame):
+    result = score_candidates(frame, env=ENV, environment="quiet", n_boot=0, n_draws=500)
+    samples = result.samples.assign(problem=result.samples["problem"].astype(str),
+                                    solution=result.samples["solution"].astype(str))
+    return result, samples
+
+
+def test_renamed_shuffled_problems_keep_every_noise_aware_value(corpus):
+    base, samples = _score(corpus)
+    assert ((samples["p_gate"] > 0.01) & (samples["p_gate"] < 0.99)).any()  # the draws matter somewhere
+    names = sorted(corpus["problem"].unique())
+    mapping = dict(zip(names, ODD[:len(names)][::-1]))  # other names in another sort order
+    renamed = corpus.assign(problem=corpus["problem"].map(mapping))
+    renamed = renamed.iloc[np.random.default_rng(1).permutation(len(renamed))].reset_index(drop=True)
+    other, other_samples = _score(renamed)
+    back = {v: k for k, v in mapping.items()}
+    other_samples = other_samples.assign(problem=other_samples["problem"].map(back))
+    keys = ["problem", "solution"]
+    a = samples.sort_values(keys).reset_index(drop=True)
+    b = other_samples.sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a[keys], b[keys])
+    for column in ("q", *NOISE_COLUMNS):
+        np.testing.assert_array_equal(a[column].to_numpy(float), b[column].to_numpy(float), err_msg=column)
+    for column in ("estimate", "noise_aware", "noise_ci_low", "noise_ci_high"):
+        np.testing.assert_array_equal(base.table[column].to_numpy(float), other.table[column].to_numpy(float),
+                                      err_msg=column)
