@@ -1386,7 +1386,8 @@ def p_tau(
 ) -> pd.DataFrame:
     """p_tau = mean over problems of pass@k, in percent, with a bootstrap CI over problems.
 
-    Problems with fewer than k samples are left out (their n is reported in ``n_problems``).
+    Problems with fewer than k samples are left out (their n is reported in ``n_problems``). The interval is
+    a function of the problems' values as a multiset (resampled in sorted order), never of their names.
 
     Returns
     -------
@@ -1402,7 +1403,10 @@ def p_tau(
     per = p_tau_per_problem(samples, taus=taus, k=k)
     rows = []
     for tau, block in per.groupby("tau", sort=False):
-        ci = bootstrap_ci(block["pass_at_k"].to_numpy(dtype=float) * 100.0, n_boot=n_boot, level=level, seed=seed)
+        # the problems' values by value, not in the order of their names: the seeded resamples pick positions,
+        # so in name order renaming the problems moved the interval (p30's lower end 20.8 or 24.9, same rows)
+        values = np.sort(block["pass_at_k"].to_numpy(dtype=float) * 100.0)
+        ci = bootstrap_ci(values, n_boot=n_boot, level=level, seed=seed)
         rows.append({"tau": tau, "k": k, "estimate": ci.estimate, "ci_low": ci.low, "ci_high": ci.high,
                      "n_problems": ci.n})
     return pd.DataFrame(rows)
