@@ -16,7 +16,6 @@ the ``reward_environment`` column of the tables here.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -406,23 +405,8 @@ def run_simulation_audit(
 
 #: The fact a reward environment relative to the run's reference medians needs from every partition (an entry of
 #: :func:`fact_columns`, not a corpus column): its optimization tests' medians (:func:`stats.rewards.reference_medians`,
-#: read from :func:`run_tests`).
+#: read from the run context's :attr:`~audits.protocol.context.RunContext.reward_tests`).
 REFERENCE_MEDIANS = "reference medians"
-
-
-#: The test table (:attr:`stats.rewards.ScoringBase.tests`: one row per test with its reference median) of each
-#: run context's rows, built once per run context: :func:`facts_part` reads the run's reference medians from it
-#: and :func:`partition_part` scores the reward environments on it. Beside the context, weakly keyed (it goes
-#: with the context), and only the table (one row per test), not the base's scored rows.
-_RUN_TESTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def run_tests(run_ctx) -> pd.DataFrame:
-    """The test table of a run context's rows against its pools (see :data:`_RUN_TESTS`), built on first use."""
-    tests = _RUN_TESTS.get(run_ctx)
-    if tests is None:
-        tests = _RUN_TESTS[run_ctx] = ScoringBase(run_ctx.rows, pools=run_ctx.pools, roles=("reference",)).tests
-    return tests
 
 
 def fact_columns(reward_environments) -> list:
@@ -496,7 +480,7 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
         if REFERENCE_MEDIANS in columns:  # a partition of floor rows alone holds no run of its own
             run_ctx = run_rows(context, run) if (mine & ~floor).any() else None
             out[run]["reference_medians"] = (np.zeros(0) if run_ctx is None
-                                             else optimization_reference_medians(run_tests(run_ctx)))
+                                             else optimization_reference_medians(run_ctx.reward_tests))
     return out
 
 
@@ -573,7 +557,7 @@ def partition_part(part, plan: dict) -> list | None:
     # every row of the run is ranked once, in the shared per-repeat table: the repeat quality and the reward
     # environments' base percentiles are subsets of it (aligned with the run's non-floor rows)
     rows, pools, ranked = run_ctx.rows, run_ctx.pools, run_ctx.repeat_percentiles["percentile"].to_numpy()
-    tests = run_tests(run_ctx)  # the one built for the facts, when a reward environment is relative to the run
+    tests = run_ctx.reward_tests  # the one built for the facts, when a reward environment is relative to the run
     dropped = {problem for problem, _ in plan["run"].unmeasured}
     if dropped:  # the problems the run cannot measure, left out before anything is scored (see _unmeasured)
         keep = ~rows["problem"].isin(list(dropped)).to_numpy()

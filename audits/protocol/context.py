@@ -48,6 +48,7 @@ from stats._groups import label_mask
 from stats.discriminability import sandbox_floor, test_table
 from stats.ranking import cell_codes, percentile_table, reference_pools, solution_cells
 from stats.reliability import correct_reference_rows, log_duration_icc, per_repeat_scores, repeat_cv
+from stats.rewards import ScoringBase
 
 __all__ = ["AuditContext", "RunContext", "audit_context", "reference_rows"]
 
@@ -149,6 +150,13 @@ class RunContext:
         """:func:`stats.discriminability.test_table` of the run against :attr:`pools` (the discriminability
         and clock audits' per-test medians and spreads)."""
         return test_table(self.rows, pools=self.pools)
+
+    @cached_property
+    def reward_tests(self) -> pd.DataFrame:
+        """:attr:`stats.rewards.ScoringBase.tests` of the run against :attr:`pools` (roles ``reference``): one row per
+        test with its reference median. The simulation audit's reward environments relative to the run read their
+        quantile of the run's reference medians from it, and its scoring base scores on it."""
+        return ScoringBase(self.rows, pools=self.pools, roles=("reference",)).tests
 
     def reference_repeat_scores(self) -> pd.DataFrame:
         """:attr:`repeat_scores` of the references only (a reference's score does not depend on the

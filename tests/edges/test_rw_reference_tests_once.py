@@ -3,7 +3,7 @@
 With a reward environment relative to the run (the default screen's duration_filter_q* and uniform_timeout_2x),
 facts_part built the run's test table (stats.rewards._test_table, via reference_medians) for the quantile, and
 partition_part built the same table again for the scoring base of the reward environments (about 0.05 s at 10^6
-rows). Now both read one table per run context (audits.checks.simulation.run_tests). Counted here, not timed; and
+rows). Now both read one table per run context (audits.protocol.context.RunContext.reward_tests). Counted here, not timed; and
 the audit is the same as through contexts that share nothing (each step on its own context builds its own table),
 with and without problems the run cannot measure (whose tests are left out of the shared table's rows).
 """
@@ -80,8 +80,6 @@ def test_the_audit_is_that_of_contexts_that_share_nothing(request, builds, which
 
 def test_the_shared_rows_of_measured_problems_are_their_own_table(with_unmeasured):
     """What partition_part passes when problems are left out equals the table built from the rows kept alone."""
-    from audits.checks.simulation import run_tests
-
     context = AuditContext(with_unmeasured)
     summary = context.runs.get(("quiet", "c0"))
     run = context.run(summary)
@@ -89,6 +87,6 @@ def test_the_shared_rows_of_measured_problems_are_their_own_table(with_unmeasure
     assert len(dropped) == 2
     keep = ~run.rows["problem"].isin(dropped).to_numpy()
     fresh = rewards.ScoringBase(run.rows.loc[keep], pools=run.pools, roles=("reference",)).tests
-    table = run_tests(run)
+    table = run.reward_tests
     shared = table.loc[~table["problem"].isin(dropped).to_numpy()].reset_index(drop=True)
     pd.testing.assert_frame_equal(shared, fresh)
