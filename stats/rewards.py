@@ -522,6 +522,8 @@ class Environment:
             limit = f"{lim.factor:g}x worst of fastest {lim.fastest_percent:g}%"
         else:
             limit = "no limit"
+        if not lim.timeout_fails_c:  # otherwise two environments scoring c differently read the same
+            limit += ", timeouts keep c"
         scheme = self.reward.scheme + (f"(lambda={self.reward.lam:g})" if self.reward.scheme == "additive" else "")
         return " | ".join([("pre " + ", ".join(parts)) if parts else "no pre-filter", limit,
                            f"{self.post.aggregator} tau={self.post.tau:g}", scheme])
