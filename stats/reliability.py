@@ -213,7 +213,9 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
         ``n_processes`` (distinct ``run`` values with an ok repeat; without a
         ``run`` column every ok repeat is its own process) and ``process_cv``
         (sd / mean of the processes' mean durations, ddof = 1; NaN below two
-        processes) -- what :func:`benchmark_checks` judges.
+        processes) -- what :func:`benchmark_checks` judges -- and ``step_s``,
+        the smallest positive difference between two ok repeats (NaN when they
+        all tie): the clock's resolution shows in it.
 
     Examples
     --------
@@ -255,12 +257,27 @@ def repeat_cv(executions: pd.DataFrame, *, by: Sequence[str] = CELL) -> pd.DataF
     out["min_s"] = np.where(n_ok > 0, low, np.nan)
     out["max_s"] = np.where(n_ok > 0, high, np.nan)
     out["n_processes"], out["process_cv"] = _process_spread(executions.loc[ok], by, c_ok, d_ok, n)
+    out["step_s"] = _smallest_step(c_ok, d_ok, n)
     out["sd_s"] = sd
     out["sd_ms"] = sd * 1000.0
     out["cv"] = cv
     out["log_var"] = log_var
     out["cv_corrected"] = cv_corrected
     return out
+
+
+def _smallest_step(c_ok: np.ndarray, d_ok: np.ndarray, n: int) -> np.ndarray:
+    """Per cell: the smallest positive difference between two of its ok values (NaN when they are all equal or
+    fewer than two). On a clock of resolution q every such step is a multiple of q, so their minimum over cells
+    reads q (the audit's bound on the CV of cells whose repeats tie, :mod:`audits.checks.reliability`)."""
+    step = np.full(n, np.inf)
+    if len(d_ok) > 1:
+        order = np.lexsort((d_ok, c_ok))
+        c_s, d_s = c_ok[order], d_ok[order]
+        gap = np.diff(d_s)
+        inside = (c_s[1:] == c_s[:-1]) & (gap > 0)
+        np.minimum.at(step, c_s[1:][inside], gap[inside])
+    return np.where(np.isfinite(step), step, np.nan)
 
 
 def _process_spread(ok_rows: pd.DataFrame, by: Sequence[str], c_ok: np.ndarray, d_ok: np.ndarray,

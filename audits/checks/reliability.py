@@ -111,6 +111,8 @@ class RunReliability:
     #: pyperf's per-benchmark checks at the audit's thresholds (:func:`benchmark_profile`); set by the
     #: audit that holds this run (:class:`ReliabilityAudit`), so the run's JSON and the audit's agree
     benchmark_checks: dict | None = field(default=None, repr=False)
+    #: Cells whose ok repeats tie, read against the clock's resolution (:func:`tied_cells`); None: not computed
+    ties: dict | None = field(default=None, repr=False)
 
     @property
     def run(self) -> Run:
@@ -264,6 +266,36 @@ def per_problem_tables(rows: pd.DataFrame, *, scores: pd.DataFrame | None = None
             "process_cells": process_cells}
 
 
+def tied_cells(cells: pd.DataFrame) -> dict:
+    """What the cells whose ok repeats are all equal say about the median repeat CV.
+
+    Such a cell reads a CV of 0; on a clock whose resolution ``q`` is coarse next to the noise, that is the
+    clock, not the program: its values only lie within one step of ``q``, so its CV is below about
+    ``q / mean``. ``q`` is read from the cells themselves, the smallest positive step between two repeats of a
+    cell (``step_s`` of :func:`stats.reliability.repeat_cv`; every step of a clock of resolution q is a multiple
+    of it). Returns ``{"n_tied", "n_cells", "step_s", "upper"}``: ``upper`` is the median corrected repeat CV
+    with each tied cell at ``q / mean`` instead of 0 (the median that is judged lies between the two); NaN
+    when no cell ties or no cell shows a step (every cell tied: a deterministic measure such as instruction
+    counts, or a clock too coarse to show any step, which nothing in the corpus tells apart). Relative to
+    the durations, so the same at any unit of time.
+    """
+    need = ("n_ok", "sd_s", "mean_s", "cv_corrected", "step_s")
+    if not len(cells) or any(c not in cells.columns for c in need):
+        return {"n_tied": 0, "n_cells": 0, "step_s": math.nan, "upper": math.nan}
+    cv = cells["cv_corrected"].to_numpy(dtype=float)
+    mean = cells["mean_s"].to_numpy(dtype=float)
+    measured = np.isfinite(cv)
+    tied = measured & (cells["n_ok"].to_numpy() >= 2) & (cells["sd_s"].to_numpy(dtype=float) == 0) & (mean > 0)
+    steps = cells["step_s"].to_numpy(dtype=float)
+    q = float(np.min(steps[np.isfinite(steps)])) if np.isfinite(steps).any() else math.nan
+    upper = math.nan
+    if tied.any() and math.isfinite(q):
+        bound = cv.copy()
+        bound[tied] = q / mean[tied]
+        upper = float(np.median(bound[measured]))
+    return {"n_tied": int(tied.sum()), "n_cells": int(measured.sum()), "step_s": q, "upper": upper}
+
+
 def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, seed: int,
                            target_reliability: float, target_precision: float, max_pairs: int,
                            contention: Contention | None = None) -> RunReliability:
@@ -305,7 +337,7 @@ def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, se
         repeats_for_precision=precision, significance=significance, cells=cells, test_icc=test_icc,
         target_reliability=target_reliability, target_precision=target_precision, run_summary=summary,
         median_repeat_cv_corrected=cv_summary.get("median_repeat_cv_corrected"),
-        contention=contention)
+        contention=contention, ties=tied_cells(cells))
 
 
 def _fmt(x: float, spec: str = ".3g") -> str:
@@ -346,6 +378,17 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
                               "p95_rank_range", "icc", "significant_share", "repeats_needed"), reason)
     if not np.isfinite(env.median_repeat_cv.estimate):
         out["median_repeat_cv"] = "no cell has two ok repeats of a correct reference"
+    else:
+        cv = env.median_repeat_cv_corrected or env.median_repeat_cv
+        ties = env.ties or {}
+        upper = ties.get("upper", math.nan)
+        if np.isfinite(upper) and t.judge("repeat_cv", upper) != t.judge("repeat_cv", cv.estimate):
+            out["median_repeat_cv"] = (
+                f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats (CV 0) on a clock whose "
+                f"smallest step between two repeats is {ties['step_s']:.3g} s: their noise is below the clock's "
+                f"resolution, so the median repeat CV lies between {cv.estimate:.1%} and {upper:.1%} (each tied "
+                f"cell at step / mean), which the limits judge differently; time with a finer clock or more "
+                f"iterations per repeat")
     if not np.isfinite(env.drift.mean_sd.estimate):
         out["mean_rank_sd"] = out["mean_rank_range"] = out["p95_rank_range"] = "no solution was scored twice"
     elif not np.isfinite(env.drift.p95_range_5):  # judged NaN would read "warn"
