@@ -372,8 +372,13 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
     """Why each finding cannot be measured on this run (metric -> reason); absent metrics are measurable."""
     out: dict[str, str] = {}
     if env.n_repeats < 2:
+        values = env.run_summary.values_per_process if env.run_summary is not None else None
         reason = (f"{env.n_repeats} repeat per cell: repeat noise, rank drift, ICC and significance need >= 2 "
-                  "repeats; collect a campaign with --repeats 3 or more")
+                  "repeats; collect a campaign with --repeats 3 or more" if not env.variance.nested else
+                  f"{env.n_repeats} process per cell" + (f" ({values} values in it)" if values else "")
+                  + ": the values of one process share its state (memory layout, frequency, hash seed), so repeat "
+                  "noise, rank drift, ICC and significance need >= 2 processes (run values); collect 3 or more "
+                  "processes per cell (pyperf --processes)")
         return dict.fromkeys(("median_repeat_cv", "mean_rank_sd", "mean_rank_range",
                               "p95_rank_range", "icc", "significant_share", "repeats_needed"), reason)
     if not np.isfinite(env.median_repeat_cv.estimate):
