@@ -205,34 +205,51 @@ def show_findings(findings: Sequence[Finding], *, audit: str, title: str | None 
 #: A run of backticks: what opens and closes a Markdown code span (CommonMark: a closing run has the same length).
 _BACKTICKS = re.compile(r"`+")
 
+#: Characters of a page's text (outside its code spans) that the notebook's Markdown renderer (nbconvert's mistune,
+#: with its math plugin) would read as syntax: written as numeric character references, which show the character
+#: itself and are never syntax. A backslash escapes the backtick after it (so a code span this module saw would not
+#: be one for the renderer), a ``$`` opens inline math, which the renderer matches before code spans (and shows
+#: ``<`` in it as ``&lt;``), ``_`` and ``~`` emphasise and strike out. The narrative writes none of them as syntax.
+_LITERAL = str.maketrans({"\\": "&#92;", "$": "&#36;", "_": "&#95;", "~": "&#126;", "`": "&#96;"})
+
+
+def _literal(text: str) -> str:
+    return html.escape(text, quote=False).translate(_LITERAL)
+
 
 def without_raw_html(text: str) -> str:
-    """``text`` with ``&``, ``<`` and ``>`` written as character references outside its code spans.
+    """``text`` with nothing the Markdown renderer could read as raw HTML or as syntax a name brought in, outside its
+    code spans: ``&``, ``<``, ``>``, ``\\``, ``$``, ``_``, ``~`` and unmatched backticks as character references.
 
     The narrative's Markdown carries the names a user gave (environments, campaigns, problems, solutions: folder
     names of a downloaded archive among them) and messages that quote them. Markdown passes raw HTML through, so a
     run named ``quiet <i>`` turned the rest of a sentence italic, and a name holding a tag with an event handler
-    would run it in the report. The narrative writes no HTML and no character reference of its own in Markdown,
-    so escaping these three characters changes nothing it means to show: outside a code span a reference shows
-    the character itself. Inside a code span the text is already shown as written (and a reference would not be
-    decoded there), so it is left alone. Markdown's emphasis characters in a name (``*``, ``_``) still format,
-    which shows the name less exactly but cannot run anything.
+    would run it in the report. Escaping ``<`` alone is not enough: the text inside code spans is left as written
+    (it is shown literally there, and a reference would not be decoded), so the renderer must see the same code
+    spans as this function does. It did not: a backslash before a backtick (``\\`<img ...>```) or a ``$`` before
+    it (``$`$ <img ...> ```: the renderer's inline math is matched first) made the renderer read the tag as raw
+    HTML, and a run so named ran its ``onerror`` in the calibration page. With these characters written as
+    references outside code spans, every backtick left is one of a code span this function matched. The narrative
+    writes none of these characters as syntax, so this changes nothing it means to show; names show as written
+    (``$a$``, ``_b_``). Markdown's ``*`` in a name still emphasises (the narrative's own bold and italics use it).
 
     >>> without_raw_html("quiet <i> & `a<b>` done")
     'quiet &lt;i&gt; &amp; `a<b>` done'
+    >>> without_raw_html("\\\\`<b>` $x$ _y_")
+    '&#92;`<b>` &#36;x&#36; &#95;y&#95;'
     """
     out, at = [], 0
     while True:
         opening = _BACKTICKS.search(text, at)
         if opening is None:
-            out.append(html.escape(text[at:], quote=False))
+            out.append(_literal(text[at:]))
             return "".join(out)
         closing = re.compile(r"(?<!`)" + opening.group() + r"(?!`)").search(text, opening.end())
         if closing is None:  # an unmatched run is literal backticks; escape past it
-            out.append(html.escape(text[at:opening.end()], quote=False))
+            out.append(_literal(text[at:opening.end()]))
             at = opening.end()
             continue
-        out.append(html.escape(text[at:opening.start()], quote=False))
+        out.append(_literal(text[at:opening.start()]))
         out.append(text[opening.start():closing.end()])
         at = closing.end()
 
