@@ -1274,7 +1274,8 @@ class PairSignificance:
     ``pairs``: ``problem, faster, slower, median_faster, median_slower, U,
     pvalue, qvalue, significant`` per tested pair. ``share``: share of tested
     pairs significant at the FDR level, CI over problems. ``n_pairs`` = pairs
-    with a strict median order, ``n_tested`` <= ``max_pairs`` of them.
+    with a strict median order, ``n_tested`` <= ``max_pairs`` of them; ``n_tied`` = pairs of solutions of one
+    problem whose medians tie (none faster: not tested).
     """
 
     pairs: pd.DataFrame = field(repr=False)
@@ -1283,6 +1284,7 @@ class PairSignificance:
     n_tested: int
     n_repeats: int
     alpha: float
+    n_tied: int = 0
 
     def to_frame(self) -> pd.DataFrame:
         return self.pairs
@@ -1399,11 +1401,12 @@ def pairwise_significance(
     strict = med[a] != med[b]
     a, b = a[strict], b[strict]
     n_pairs_est = int(round(len(a) * n_all / len(pick)))
+    n_tied = int(round((len(pick) - len(a)) * n_all / len(pick)))
     swap = med[a] > med[b]
     fast = np.where(swap, b, a)
     slow = np.where(swap, a, b)
     if len(fast) == 0:
-        return PairSignificance(empty.pairs, empty.share, 0, 0, R, alpha)
+        return PairSignificance(empty.pairs, empty.share, 0, 0, R, alpha, n_tied)
     res = sps.mannwhitneyu(mat[fast], mat[slow], axis=1, alternative="less", method="exact")
     pval = np.asarray(res.pvalue, dtype=float)
     qval = _bh(pval)
@@ -1417,4 +1420,4 @@ def pairwise_significance(
     })
     share = cluster_bootstrap_ci(sig.astype(float), prob[fast], statistic="mean", n_boot=n_boot, level=level,
                                  seed=seed)
-    return PairSignificance(pairs, share, n_pairs_est, len(pairs), R, alpha)
+    return PairSignificance(pairs, share, n_pairs_est, len(pairs), R, alpha, n_tied)

@@ -402,7 +402,12 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
         out["icc"] = ("no optimization test has >= 2 correct references with >= 2 ok repeats and non-constant "
                       "durations")
     sig = env.significance
-    if not np.isfinite(sig.share.estimate):
+    if not np.isfinite(sig.share.estimate) and sig.n_tied and not sig.n_tested:
+        out["significant_share"] = (f"every one of the {sig.n_tied:,} pairs of references of a problem ties in its "
+                                    f"median score over {sig.n_repeats} {'processes' if env.variance.nested else 'repeats'}: no solution is faster than another, "
+                                    f"so no ordering can be tested (equally fast programs, or a clock too coarse "
+                                    f"to separate them)")
+    elif not np.isfinite(sig.share.estimate):
         out["significant_share"] = "no pair could be tested (needs >= 2 references per problem with >= 2 repeats)"
     elif sig.n_repeats >= 2 and _smallest_share(sig.n_repeats, sig.alpha) > t.significant_share_fail:
         out["significant_share"] = _too_few_repeats(sig, t, "processes" if env.variance.nested else "repeats")
