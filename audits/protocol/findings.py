@@ -18,7 +18,7 @@ from pathlib import Path
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 from audits.corpus.io import atomic_write
 
-__all__ = ["unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+__all__ = ["where_label", "unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -94,10 +94,20 @@ class Finding:
     @property
     def where(self) -> str:
         """Display label of what it concerns (``environment · campaign · subject``, the parts it has)."""
-        return " · ".join(str(v) for v in (self.environment, self.campaign, self.subject) if v is not None)
+        return where_label(self.environment, self.campaign, self.subject)
 
     def to_dict(self) -> dict:
         return to_jsonable(asdict(self))
+
+
+def where_label(environment=None, campaign=None, subject=None) -> str:
+    """The display label of what a finding concerns, ``environment · campaign · subject`` (the parts it has):
+    :attr:`Finding.where`, and the index page's label of a finding it reads back from a notebook as a dict.
+
+    >>> where_label("quiet", "001"), where_label("quiet", "1"), where_label(None, None, "p0")
+    ('quiet · 001', 'quiet · 1', 'p0')
+    """
+    return " · ".join(str(v) for v in (environment, campaign, subject) if v is not None)
 
 
 def _is_nan(value) -> bool:

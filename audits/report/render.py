@@ -59,7 +59,7 @@ from jupyter_core.paths import jupyter_path
 from audits import shipped_dir
 from audits.corpus.io import atomic_write
 from audits.errors import UserError
-from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
+from audits.protocol.findings import ALL_LEVELS, LEVELS, NA, where_label
 from audits.protocol.saved import encoded_entry, read_results, write_entries
 from audits.report.catalog import REPORTS, ReportSpec
 from audits.report.inputs import PAIR_PARAMETERS, load_corpora, repo_root, resolve_corpora, suggest_runs
@@ -710,7 +710,10 @@ def write_index(
         else:
             items = []
             for f in report.top_findings(top):
-                where = f"[{html.escape(str(f.get('environment')))}] " if f.get("environment") else ""
+                # the run as the page's table names it (environment and campaign, subject): the environment alone
+                # gave the findings of runs "quiet · 001" and "quiet · 1" one label
+                label = where_label(f.get("environment"), f.get("campaign"), f.get("subject"))
+                where = f"[{html.escape(label)}] " if label else ""
                 items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
                              f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")
             counts = report.counts()
