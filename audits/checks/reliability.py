@@ -595,8 +595,54 @@ def benchmark_profile(env: RunReliability, t: ReliabilityThresholds) -> dict:
     }
 
 
+def _tie_bound_cells(cells: pd.DataFrame, step: float) -> pd.DataFrame | None:
+    """``cells`` with every cell whose ok repeats tie at the edge of one clock step (``step``, :func:`tied_cells`):
+    CV and process CV ``step / mean``, minimum and maximum ``step`` from the mean; None when no cell ties or the
+    step is unknown."""
+    if not len(cells) or not math.isfinite(step) or "step_s" not in cells.columns:
+        return None
+    mean = cells["mean_s"].to_numpy(dtype=float)
+    tied = ((cells["n_ok"].to_numpy() >= 2) & (cells["sd_s"].to_numpy(dtype=float) == 0) & (mean > 0)
+            & np.isfinite(cells["cv"].to_numpy(dtype=float)))
+    if not tied.any():
+        return None
+    out = cells.copy()
+    bound = np.where(tied, step / np.where(mean > 0, mean, 1.0), np.nan)
+    for column in ("cv", "process_cv"):
+        out[column] = np.where(tied, bound, out[column].to_numpy(dtype=float))
+    out["min_s"] = np.where(tied, mean - step, out["min_s"].to_numpy(dtype=float))
+    out["max_s"] = np.where(tied, mean + step, out["max_s"].to_numpy(dtype=float))
+    return out
+
+
 def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: dict) -> list[Finding]:
-    """pyperf's per-benchmark checks as findings (``benchmark`` profile), beside the median CV."""
+    """pyperf's per-benchmark checks as findings (``benchmark`` profile), beside the median CV; a share that
+    the cells whose repeats tie on a coarse clock decide (judged otherwise with them at one clock step,
+    :func:`_tie_bound_cells`) is n/a, as the median repeat CV is."""
+    out = _pyperf_findings(env, t, where)
+    ties = env.ties or {}
+    bound_cells = _tie_bound_cells(env.cells, ties.get("step_s", math.nan))
+    if bound_cells is None:
+        return out
+    bound = benchmark_profile(replace(env, cells=bound_cells, benchmark_checks=None), t)
+    judged = []
+    for f in out:
+        other = bound.get(f.metric, math.nan)
+        if f.level != "n/a" and f.metric in bound and (not np.isfinite(other) or t.judge(f.metric, other) != f.level):
+            at_step = (f"{other:.1%}" if np.isfinite(other) else
+                       "not measured (no stable benchmark left)")
+            f = Finding.not_available(
+                f.metric, f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats on a clock whose "
+                f"smallest step between two repeats is {ties['step_s']:.3g} s: the share is {f.value:.1%} with "
+                f"them at no spread and {at_step} with them one step apart, which the limits judge "
+                f"differently; time with a finer clock or more iterations per value", threshold=f.threshold,
+                **where)
+        judged.append(f)
+    return judged
+
+
+def _pyperf_findings(env: RunReliability, t: ReliabilityThresholds, where: dict) -> list[Finding]:
+    """pyperf's per-benchmark checks as findings, as the cells read them."""
     table = _benchmark_table(env, t)
     if not len(table):
         reason = "no benchmark has two ok values: pyperf's checks need a standard deviation"

@@ -24,7 +24,7 @@ TICK = 0.02
 SIGMA = 0.15  # sd of log duration: a CV of sqrt(exp(0.15^2) - 1) = 15.1 %
 
 
-def _corpus(seed: int = 0) -> pd.DataFrame:
+def _corpus(seed: int = 0, sigma: float = SIGMA) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
     for p in range(6):
@@ -34,7 +34,7 @@ def _corpus(seed: int = 0) -> pd.DataFrame:
                 for r in range(5):
                     rows.append(dict(problem=f"p{p}", test=f"t{t}", solution=f"s{s}", repeat=r, role="reference",
                                      test_kind="optimization", correct=True, status="ok",
-                                     duration_s=mu * float(np.exp(rng.normal(0, SIGMA)))))
+                                     duration_s=mu * float(np.exp(rng.normal(0, sigma)))))
     return pd.DataFrame(rows)
 
 
