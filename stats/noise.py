@@ -739,8 +739,9 @@ def _simulate(s: _Scored, units: np.ndarray, n_units: int, is_opt: np.ndarray, n
         cnt = np.bincount(flat[valid], minlength=k * n_units).reshape(k, n_units)
         with np.errstate(invalid="ignore", divide="ignore"):
             q[lo:lo + k] = np.where(cnt > 0, sums / np.maximum(cnt, 1), np.nan) / 100.0
-        undefined = np.bincount(flat[use[None, :] & s.ok[None, :] & ~np.isfinite(r)], minlength=k * n_units)
-        q[lo:lo + k][undefined.reshape(k, n_units) > 0] = np.nan
+        # (its own name: ``undefined`` is the rows' mask above, which every chunk of draws reads again)
+        undefined_units = np.bincount(flat[use[None, :] & s.ok[None, :] & ~np.isfinite(r)], minlength=k * n_units)
+        q[lo:lo + k][undefined_units.reshape(k, n_units) > 0] = np.nan
     return twice, n_minus_self, q
 
 
