@@ -96,3 +96,26 @@ def test_a_deterministic_measure_keeps_its_pass():
     frame["duration_s"] = frame.groupby(["problem", "test", "solution"])["duration_s"].transform("median")
     assert _cells(frame)["step"].isna().all()
     assert _finding(frame).level == "pass"
+
+
+def test_partitions_of_problems_read_the_same():
+    """The audit's partition steps (what the Dask engine runs on each partition) over partitions of two problems
+    give the in-memory findings: the clock step is read from whole cells, so no partition sees another's."""
+    from audits.checks.reliability import combine_parts, partition_tables, plan_runs
+    from audits.checks.declared.reliability import ReliabilityThresholds
+    from audits.protocol.context import AuditContext
+
+    corpus = normalize(_ticked(_corpus(), TICK))
+    whole = AuditContext(corpus)
+    plan = plan_runs(whole)
+    problem = corpus["problem"].astype(str)
+    groups = np.array_split(np.array(sorted(problem.unique())), 3)
+    parts = [partition_tables(AuditContext(corpus.loc[problem.isin(g).to_numpy()].reset_index(drop=True)), plan)
+             for g in groups]
+    options = dict(thresholds=ReliabilityThresholds.for_profile("benchmark"), n_boot=20, seed=0,
+                   target_reliability=0.9, target_precision=0.05, max_pairs=200_000)
+    split = combine_parts(parts, plan, whole, **options)
+    memory = run_reliability_audit(corpus, **options)
+    assert [(f.metric, f.level, f.message) for f in split.findings] == \
+        [(f.metric, f.level, f.message) for f in memory.findings]
+    assert any(f.metric == "median_repeat_cv" and f.level == "n/a" for f in split.findings)
