@@ -210,16 +210,29 @@ _BACKTICKS = re.compile(r"`+")
 #: itself and are never syntax. A backslash escapes the backtick after it (so a code span this module saw would not
 #: be one for the renderer), a ``$`` opens inline math, which the renderer matches before code spans (and shows
 #: ``<`` in it as ``&lt;``), ``_`` and ``~`` emphasise and strike out. The narrative writes none of them as syntax.
-_LITERAL = str.maketrans({"\\": "&#92;", "$": "&#36;", "_": "&#95;", "~": "&#126;", "`": "&#96;"})
+_LITERAL = str.maketrans({"\\": "&#92;", "$": "&#36;", "_": "&#95;", "~": "&#126;", "`": "&#96;", "[": "&#91;",
+                          "]": "&#93;"})
+
+#: The only links the narrative writes: to a page of the same report (``[The choice of clock](clocks.html)``). Every
+#: other bracket is a character reference: a run named ``[quiet](javascript:...)`` was a link that ran its script
+#: when clicked, in the calibration and overview pages.
+_PAGE_LINK = re.compile(r"\[([^\[\]`]+)\]\(([a-z][a-z0-9_-]*\.html)\)")
 
 
 def _literal(text: str) -> str:
-    return html.escape(text, quote=False).translate(_LITERAL)
+    out, at = [], 0
+    for link in _PAGE_LINK.finditer(text):
+        out.append(html.escape(text[at:link.start()], quote=False).translate(_LITERAL))
+        out.append(f"[{html.escape(link.group(1), quote=False).translate(_LITERAL)}]({link.group(2)})")
+        at = link.end()
+    out.append(html.escape(text[at:], quote=False).translate(_LITERAL))
+    return "".join(out)
 
 
 def without_raw_html(text: str) -> str:
     """``text`` with nothing the Markdown renderer could read as raw HTML or as syntax a name brought in, outside its
-    code spans: ``&``, ``<``, ``>``, ``\\``, ``$``, ``_``, ``~`` and unmatched backticks as character references.
+    code spans: ``&``, ``<``, ``>``, ``\\``, ``$``, ``_``, ``~``, brackets (but those of a link to a page of the report,
+    :data:`_PAGE_LINK`) and unmatched backticks as character references.
 
     The narrative's Markdown carries the names a user gave (environments, campaigns, problems, solutions: folder
     names of a downloaded archive among them) and messages that quote them. Markdown passes raw HTML through, so a
