@@ -1312,6 +1312,19 @@ def _bh(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row_keys(mat: np.ndarray) -> np.ndarray:
+    """A 64-bit key of each row's float values (splitmix64 over their bits, in column order)."""
+    bits = np.ascontiguousarray(mat, dtype=np.float64).view(np.uint64)
+    key = np.full(len(mat), np.uint64(0x9E3779B97F4A7C15), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(bits.shape[1]):
+            z = key ^ bits[:, j]
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            key = z ^ (z >> np.uint64(31))
+    return key
+
+
 def pairwise_significance(
     scores: pd.DataFrame,
     *,
@@ -1381,10 +1394,18 @@ def pairwise_significance(
     med = np.median(mat, axis=1)
     first = first_rows(codes, n_sol)[sol_ids]
     sol_frame = sc.iloc[first][["problem", "solution"]].reset_index(drop=True)
-    prob, _ = group_codes(sol_frame, ["problem"])
-    # Pairs within problems: sort solutions by problem, enumerate i < j in each block.
-    by_p = np.argsort(prob, kind="stable")
-    size = np.bincount(prob)
+    prob, n_prob = group_codes(sol_frame, ["problem"])
+    # Pairs within problems: solutions in blocks of their problem, enumerate i < j in each block. Problems and
+    # the solutions within one are ordered by their data (a hash of the sorted repeat scores), not their names,
+    # so the seeded sample of pairs (more than ``max_pairs``) and the bootstrap over problems pick the same
+    # pairs and problems whatever the names (equal keys: equal data, whose order changes nothing)
+    sol_key = _row_keys(mat)
+    prob_key = np.zeros(n_prob, dtype=np.uint64)
+    np.add.at(prob_key, prob, sol_key)  # order-free within the problem (wraps modulo 2^64)
+    p_order = np.lexsort((np.arange(n_prob), prob_key))
+    prob = np.argsort(p_order)[prob]  # problem codes in data order
+    by_p = np.lexsort((sol_key, prob))
+    size = np.bincount(prob, minlength=n_prob)
     start = np.concatenate(([0], np.cumsum(size)[:-1]))
     end = (start + size)[prob[by_p]]
     pos = np.arange(len(by_p))
