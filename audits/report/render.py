@@ -156,20 +156,40 @@ def default_audits() -> tuple[str, ...]:
                  if template_path(name).exists() and all(_importable(m) for m in spec.requires))
 
 
+#: Template parameters whose values are names of runs, sets or columns (environments, campaigns, solution prefixes):
+#: names are data, so their YAML scalars stay the text given (only ``null``/``~`` is None). Read as plain YAML,
+#: ``-p campaign=001`` became the number 1 (refused as "got 1"; the run ``001`` could not be chosen), and
+#: ``campaign=2024-05-01`` a date.
+NAME_PARAMETERS = frozenset({"campaign", "aggregation_environment", "aggregation_campaign", "simulation_environment",
+                             "simulation_campaign", "pairs", "stored_run", "fresh_run", "source_run", "target_run",
+                             "compare_by", "compare_a", "compare_b", "clocks_measures"})
+
+
+class _NameLoader(yaml.SafeLoader):
+    """YAML whose only implicit type is null: every other plain scalar is text as written."""
+
+
+_NameLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag == "tag:yaml.org,2002:null"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
 def parse_parameter(text: str) -> tuple[str, object]:
-    """Parse ``key=value``; the value is read as YAML (numbers, lists, true/false, null).
+    """Parse ``key=value``; the value is read as YAML (numbers, lists, true/false, null), but the names of
+    :data:`NAME_PARAMETERS` stay text as written.
 
     >>> parse_parameter("n_boot=200"), parse_parameter("environments=[quiet, busy]")
     (('n_boot', 200), ('environments', ['quiet', 'busy']))
-    >>> parse_parameter("campaign=c0")
-    ('campaign', 'c0')
+    >>> parse_parameter("campaign=c0"), parse_parameter("campaign=001"), parse_parameter("stored_run=[quiet, 1]")
+    (('campaign', 'c0'), ('campaign', '001'), ('stored_run', ['quiet', '1']))
     """
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():
         raise UserError(f"parameter {text!r} is not of the form key=value (e.g. -p n_boot=200)")
     try:
-        parsed = yaml.safe_load(value) if value.strip() else None
+        loader = _NameLoader if key in NAME_PARAMETERS else yaml.SafeLoader
+        parsed = yaml.load(value, Loader=loader) if value.strip() else None
     except yaml.YAMLError as exc:
         raise UserError(f"parameter {key}: cannot read value {value!r} ({exc.__class__.__name__}); quote "
                         "strings that contain ':' or brackets") from exc
