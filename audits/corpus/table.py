@@ -34,6 +34,7 @@ from audits.corpus.schema import (
     NUMERIC_EXTRAS,
     OPTIONAL_DEFAULTS,
     REQUIRED,
+    RUN_COLUMNS,
     ROLES,
     STATUSES,
     TEST_KINDS,
@@ -404,6 +405,52 @@ def check_durations(corpus: pd.DataFrame, *, source: str = "the corpus") -> None
         return
     d = corpus["duration_s"].to_numpy(dtype=float)
     _check_durations(d, np.asarray(corpus["status"] == "ok"), source=source, unit="s", rows=corpus, file=False)
+
+
+#: Columns an audit context reads by name, beyond :data:`REQUIRED` (a frame from :func:`normalize` always has them).
+_CONTEXT_COLUMNS = REQUIRED + RUN_COLUMNS + ("repeat",)
+_NORMALIZE = ("load the frame through audits.corpus.io.normalize(frame), which fills environment, campaign and "
+              "repeat with their defaults, converts text to numbers and names the rows it cannot read")
+
+
+def check_frame(corpus: pd.DataFrame, *, source: str = "the corpus") -> None:
+    """Refuse a corpus DataFrame given to the audits without :func:`normalize` (``speedaudit.run_all(frame)``,
+    ``run_audits(frame)``, an audit function) that no audit can read, with the column and rows, instead of a
+    KeyError or a ValueError from deep inside an estimator: a column the audits read by name missing
+    (:data:`_CONTEXT_COLUMNS`); text in a numeric column (``cpu_s``, ``load_1m``, ``repeat``, ``run``, ...); a
+    missing, negative or fractional ``repeat`` or ``run`` (NaN was cast to an arbitrary integer and the audit went
+    on); and :func:`check_durations`'s rules. Dtype checks and one pass over a float index column: a frame from
+    the loader pays next to nothing.
+
+    Raises
+    ------
+    CorpusError
+    """
+    missing = [c for c in _CONTEXT_COLUMNS if c not in corpus.columns]
+    if missing:
+        raise CorpusError(f"{source}: no column {', '.join(map(repr, missing))}: every audit reads it\n  -> add it, "
+                          f"or {_NORMALIZE}")
+    for name in (c for c in NUMERIC_EXTRAS + ("repeat", "run") if c in corpus.columns):
+        column = corpus[name]
+        if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+            continue
+        text = pd.to_numeric(column.astype(object), errors="coerce").isna().to_numpy() & column.notna().to_numpy()
+        if text.any() or pd.api.types.is_bool_dtype(column):
+            mask = text if text.any() else np.ones(len(column), dtype=bool)
+            _fail(source, name, "not numbers (the audits compute with this column)", f"convert it, or {_NORMALIZE}",
+                  corpus, mask, ["problem", "test", "solution", name])
+    for name in (c for c in ("repeat", "run") if c in corpus.columns):
+        values = pd.to_numeric(corpus[name].astype(object) if corpus[name].dtype == object else corpus[name])
+        if pd.api.types.is_integer_dtype(values):
+            bad = values.to_numpy() < 0
+        else:
+            v = values.to_numpy(dtype=float)
+            bad = ~np.isfinite(v) | (v < 0) | (v != np.floor(v))
+        if bad.any():
+            _fail(source, name, "missing, negative or fractional values (an index counts from 0)",
+                  f"number every {name} 0, 1, 2, ..., or {_NORMALIZE}", corpus, bad,
+                  ["problem", "test", "solution", name])
+    check_durations(corpus, source=source)
 
 
 def normalize(

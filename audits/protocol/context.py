@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from audits.corpus.runs import Run, Runs, RunSummary, runs_of
-from audits.corpus.table import check_durations
+from audits.corpus.table import check_frame
 from stats._groups import label_mask
 from stats.discriminability import sandbox_floor, test_table
 from stats.ranking import cell_codes, percentile_table, reference_pools, solution_cells
@@ -181,7 +181,7 @@ class AuditContext:
     def __init__(self, corpus: pd.DataFrame):
         if not isinstance(corpus, pd.DataFrame):
             raise TypeError(f"an audit context wraps a corpus DataFrame, got {type(corpus).__name__}")
-        check_durations(corpus)  # the loader's duration rules on every path (a frame given directly, a partition)
+        check_frame(corpus)  # the loader's rules on every path (a frame given directly, a partition)
         self.corpus = corpus
         self._runs: dict[Run, RunContext] = {}
 
