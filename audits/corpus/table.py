@@ -43,7 +43,7 @@ from audits.corpus.schema import (
 )
 from stats._groups import dense_range, group_codes, mixed_radix_key
 
-__all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "check_durations", "parse_mapping",
+__all__ = ["CorpusError", "read_table", "check_input_file", "id_defect", "normalize", "check_frame", "parse_mapping",
            "result_file_format", "unit_warnings"]
 
 _INCORRECT_STATUSES = INCORRECT_STATUSES
