@@ -58,8 +58,9 @@ least one ok repeat on t, here with its (m_r, se_r, df_r); leave-self-out.
 * **E[q]** = mean over the unit's optimization tests of E[r_t]/100 (by
   linearity; NaN tests ignored, as in q).
 * Intervals of r*_t and q* and **P(q <= tau/100)** come from simulating the joint
-  posterior: ``n_draws`` draws of every cell's mu (seeded, in the cells' sorted
-  label order, so the result does not depend on row order), each draw ranked
+  posterior: ``n_draws`` draws of every cell's mu (seeded, in the order of keys hashed
+  from the cells' data, :func:`_draw_keys`, never from their labels, so the result does
+  not depend on row order, names or the unit of time), each draw ranked
   exactly like a point corpus (tie-averaged, leave-self-out; vectorised over
   draws and (cell, reference) pairs). The Monte Carlo standard error of a
   probability p is sqrt(p (1 - p) / n_draws) (reported as ``p_gate_se``).
@@ -140,6 +141,10 @@ class NoiseModel:
     tests: pd.DataFrame
     prior_df: float
     measure: str = "duration_s"
+    #: The key of each cell's posterior draws (aligned with ``cells``) and of each test (aligned with ``tests``):
+    #: hashes of their data, never of their names (:func:`_draw_keys`); None: from the cells' summaries.
+    draw_keys: np.ndarray | None = field(default=None, repr=False, compare=False)
+    test_keys: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.cells
@@ -321,9 +326,105 @@ def fit_noise(
     cells["df"] = np.where(n_ok > 0, post_df, np.nan)
     cells["se"] = se
     cells["in_pool"] = in_pool
+    cell_key, test_key = _draw_keys(frame, codes, cells)
+    cells["_draw_key"], cells["_test_key"] = cell_key, test_key
     cells = _sorted_cells(cells, CELL_KEYS)
-    tests = cells.drop_duplicates(list(POOL_KEYS))[[*POOL_KEYS, "pooled_var", "pooled_df", "pooled_from"]]
-    return NoiseModel(cells=cells, tests=tests.reset_index(drop=True), prior_df=prior_df, measure=measure)
+    tests = cells.drop_duplicates(list(POOL_KEYS))[[*POOL_KEYS, "pooled_var", "pooled_df", "pooled_from",
+                                                     "_test_key"]].reset_index(drop=True)
+    return NoiseModel(cells=cells.drop(columns=["_draw_key", "_test_key"]), tests=tests.drop(columns="_test_key"),
+                      prior_df=prior_df, measure=measure, draw_keys=cells["_draw_key"].to_numpy(dtype=np.uint64),
+                      test_keys=tests["_test_key"].to_numpy(dtype=np.uint64))
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of every entry (uint64, wrapping): a 64-bit hash of a 64-bit value."""
+    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _set_hash(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """A hash of each group's multiset of (already hashed) ``values``: the wrapping sum of their mixes, mixed.
+    The same values in any order give the same key, as the rows of a corpus are a set."""
+    total = np.zeros(n, dtype=np.uint64)
+    np.add.at(total, np.asarray(codes, dtype=np.int64), _mix(values))  # uint64 addition wraps
+    return _mix(total)
+
+
+def _text_hash(column: pd.Series) -> np.ndarray:
+    """A 64-bit hash of each entry's text (one BLAKE2b per distinct value): role, test kind."""
+    import hashlib
+
+    text = column.astype(object).where(column.notna(), "\x00<missing>").astype(str)
+    values, inverse = np.unique(text.to_numpy(), return_inverse=True)
+    keys = np.array([int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                    "little") for v in values], dtype=np.uint64)
+    return keys[inverse.reshape(-1)] if len(values) else np.zeros(len(column), dtype=np.uint64)
+
+
+def _draw_keys(rows: pd.DataFrame, codes: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The key of every cell's posterior draws and of its test, from the data alone (never a name).
+
+    :func:`_simulate` gives the cells their draws in the order of these keys, so renaming problems, tests or
+    solutions (any characters, any order) or shuffling the rows hands every cell the same draws. A cell's own
+    values are the multiset of its rows' (status, rank) pairs (``codes``: each row's cell, a row of ``cells``), the
+    rank of a row's value among the values of its problem (equal values one rank; a missing one the last): so the
+    keys are also those of the same corpus in another unit of time, or with every duration of a problem doubled.
+    :func:`_context_keys` adds what tells the cell apart from the other cells of its problem.
+    """
+    rank = _dense_ranks(rows["duration_s"].to_numpy(dtype=np.float64), group_codes(rows, ["problem"])[0])
+    row = _mix(rank) ^ _mix(status_codes(rows).astype(np.uint64) + np.uint64(1))
+    return _context_keys(_set_hash(row, codes, len(cells)), cells)
+
+
+def _dense_ranks(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each value's dense rank (0, 1, ...; equal values one rank, NaN last) among the values of its group."""
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups, dtype=np.int64)
+    out = np.zeros(len(values), dtype=np.uint64)
+    if not len(values):
+        return out
+    nan = np.isnan(values)
+    order = np.lexsort((np.where(nan, 0.0, values), nan, groups))
+    v, g, n = values[order], groups[order], nan[order]
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    new_value = new_group | np.r_[True, (v[1:] != v[:-1]) & ~(n[1:] & n[:-1])] | np.r_[True, n[1:] != n[:-1]]
+    step = np.cumsum(new_value)
+    start = np.maximum.accumulate(np.where(new_group, step, 0))
+    out[order] = (step - start).astype(np.uint64)
+    return out
+
+
+def _context_keys(values: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Draw keys of ``cells`` (and of their tests) from each cell's hashed values and its place in its problem.
+
+    A cell's own key is its values with its role, correctness and test kind; a test's key is the multiset of its
+    cells' own keys, a solution's the multiset of its cells' own keys each with its test's key, a problem's the
+    multiset of its tests' keys. The draw key hashes the cell's own key with its test's, its solution's and its
+    problem's: two cells tie only when their problem cannot tell them apart (two solutions, or two tests, with
+    the same values everywhere), and only then does the label order decide which of the two takes which draws
+    (they are exchangeable: a unit's q, a mean over its tests, does not move when two identical tests swap).
+    """
+    n = len(cells)
+    attrs = np.zeros(n, dtype=np.uint64)
+    for column in ("role", "correct", "test_kind"):
+        if column in cells.columns:
+            attrs = _mix(attrs ^ _text_hash(cells[column]))
+    own = _mix(np.asarray(values, dtype=np.uint64) ^ attrs)
+    t_codes, n_t = group_codes(cells, ["problem", "test"])
+    s_codes, n_s = group_codes(cells, ["problem", "solution"])
+    p_codes, n_p = group_codes(cells, ["problem"])
+    test = _set_hash(own, t_codes, n_t)
+    solution = _set_hash(_mix(own ^ test[t_codes]), s_codes, n_s)
+    first_test = np.full(n_t, -1, dtype=np.int64)
+    first_test[t_codes[::-1]] = np.arange(n - 1, -1, -1)
+    problem = _set_hash(test, p_codes[first_test], n_p)
+    key = _mix(_mix(_mix(own ^ test[t_codes]) ^ solution[s_codes]) ^ problem[p_codes])
+    return key, _mix(test[t_codes] ^ problem[p_codes])
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,6 +450,8 @@ class _Scored:
     pool_solution: np.ndarray
     pool_start: np.ndarray       # per test code: first pool index
     pool_size: np.ndarray
+    key: np.ndarray              # draw key of each scored row (data only, :func:`_draw_keys`)
+    pool_key: np.ndarray
 
 
 def _role_mask(frame: pd.DataFrame, roles: Sequence[str] | None) -> np.ndarray:
@@ -357,9 +460,28 @@ def _role_mask(frame: pd.DataFrame, roles: Sequence[str] | None) -> np.ndarray:
     return frame["role"].isin(list(roles)).to_numpy()
 
 
+def _model_keys(model: NoiseModel) -> tuple[np.ndarray, np.ndarray]:
+    """The draw keys of the model's cells and tests (from the cells' summaries for a model built without them)."""
+    if model.draw_keys is not None and model.test_keys is not None:
+        return model.draw_keys, model.test_keys
+    cells = model.cells
+    values = np.zeros(len(cells), dtype=np.uint64)
+    for column in ("n_runs", "n_ok", "status", "log_mean", "log_var", "point"):
+        if column in cells.columns:
+            v = (status_codes(cells).astype(np.float64) if column == "status"
+                 else cells[column].to_numpy(dtype=np.float64) + 0.0)
+            values = _mix(values ^ np.where(np.isnan(v), -1.0, v).view(np.uint64))
+    keys, test = _context_keys(values, cells)
+    a, b, n = joint_codes(cells, model.tests, list(POOL_KEYS))
+    where = np.zeros(n, dtype=np.uint64)
+    where[a] = test
+    return keys, where[b]
+
+
 def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[str] | None,
             subset: pd.DataFrame | None = None) -> _Scored:
-    cells = model.cells
+    cell_keys, test_keys = _model_keys(model)
+    cells = model.cells.assign(_draw_key=cell_keys)
     pool = cells.loc[cells["in_pool"].to_numpy()].reset_index(drop=True)
     if executions is not None and subset is not None:
         raise ValueError("pass executions (single executions to score) or cells (model cells to score), not both")
@@ -381,6 +503,7 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         df = frame["df"].to_numpy(dtype=float)
         ok = (status_codes(frame) == 0) & np.isfinite(m)
         shared = True
+        key = frame.pop("_draw_key").to_numpy(dtype=np.uint64)
     else:
         missing = [c for c in (*CELL_KEYS, model.measure, "status") if c not in executions.columns]
         if missing:
@@ -406,6 +529,16 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         se = np.sqrt(var)
         df = np.full(len(frame), model.prior_df)
         shared = False
+        # An execution's draws: its cell's key (its test's, for an execution of a cell the model lacks) with its
+        # own status and rank; repeats of one cell with the same value tie, and keep the order of their repeats.
+        c_exec, c_model, n_c = joint_codes(frame, cells, list(CELL_KEYS))
+        own_cell = np.zeros(n_c, dtype=np.uint64)
+        own_cell[c_model] = cell_keys
+        by_test = np.zeros(n_t, dtype=np.uint64)
+        by_test[t_model] = test_keys
+        rank = _dense_ranks(d, c_exec)  # its value's rank among the cell's scored executions (unit-free)
+        key = _mix(_mix(np.where(own_cell[c_exec] != 0, own_cell[c_exec], by_test[t_exec]) ^ _mix(rank))
+                   ^ status_codes(frame).astype(np.uint64))
 
     # Test codes shared by scored rows and the pool.
     t_sc, t_pool, n_tests = joint_codes(frame, pool, list(POOL_KEYS))
@@ -421,7 +554,8 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
     return _Scored(frame=frame, test=t_sc, m=m, se=se, df=df, ok=ok, self_pool=where[c_sc], shared_draw=shared,
                    pool_test=t_pool, pool_m=pool["log_mean"].to_numpy(dtype=float),
                    pool_se=pool["se"].to_numpy(dtype=float), pool_df=pool["df"].to_numpy(dtype=float),
-                   pool_solution=pool["solution"].to_numpy(), pool_start=pool_start, pool_size=pool_size)
+                   pool_solution=pool["solution"].to_numpy(), pool_start=pool_start, pool_size=pool_size,
+                   key=key, pool_key=pool["_draw_key"].to_numpy(dtype=np.uint64))
 
 
 def _pairs(s: _Scored) -> tuple[np.ndarray, np.ndarray]:
@@ -719,13 +853,22 @@ def _simulate(s: _Scored, units: np.ndarray, n_units: int, is_opt: np.ndarray, n
     bad_test = np.bincount(s.pool_test, weights=(~np.isfinite(s.pool_se)).astype(float),
                            minlength=len(s.pool_size)) > 0
     undefined = s.ok & (~np.isfinite(s.se) | bad_test[s.test])
+    # Every unknown mu (the pool's, and the scored rows' that are not a pool cell: a scored cell in the pool is
+    # the same mu and shares its draws) takes its column of each chunk in the order of its data key (stable: a tie
+    # keeps the label order), never of its labels, so renamed problems, tests or solutions get the same draws.
+    has = (s.self_pool >= 0) if s.shared_draw else np.zeros(n_sc, dtype=bool)
+    own = np.flatnonzero(~has)
+    order = np.argsort(np.concatenate((s.pool_key, s.key[own])), kind="stable")
+    m_all, se_all, df_all = (np.concatenate((a, b[own]))[order]
+                             for a, b in ((s.pool_m, s.m), (s.pool_se, s.se), (s.pool_df, s.df)))
     for lo in range(0, n_draws, chunk):  # a loop over chunks of draws (memory), vectorised inside
         k = min(chunk, n_draws - lo)
-        pool_draws = _draw(rng, s.pool_m, s.pool_se, s.pool_df, k)
-        own_draws = _draw(rng, s.m, s.se, s.df, k)
-        if s.shared_draw:  # a scored cell that is in the pool is the same unknown mu
-            has = s.self_pool >= 0
-            own_draws[:, has] = pool_draws[:, s.self_pool[has]]
+        drawn = np.empty((k, len(order)))
+        drawn[:, order] = _draw(rng, m_all, se_all, df_all, k)
+        pool_draws = drawn[:, :n_pool]
+        own_draws = np.empty((k, n_sc))
+        own_draws[:, own] = drawn[:, n_pool:]
+        own_draws[:, has] = pool_draws[:, s.self_pool[has]]
         counts = _ranked_draws(s, pairs, pool_draws, own_draws)
         twice[lo:lo + k] = counts
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -989,8 +1132,9 @@ def noise_aware_p_tau(
         with np.errstate(invalid="ignore"):
             ok = np.broadcast_to(c, draws.shape) if tau >= 100 else c[None, :] & (100.0 * draws <= tau + 1e-9)
         m = np.bincount(flat, weights=ok.ravel().astype(float), minlength=n_draws * n_prob).reshape(n_draws, n_prob)
-        per_draw = 100.0 * pass_at_k(np.broadcast_to(n, m.shape)[:, used], m[:, used], k).mean(axis=1) \
-            if used.any() else np.full(n_draws, np.nan)
+        # each draw's mean over problems sums their values in sorted order: the same whatever the problems' names
+        per_draw = 100.0 * np.sort(pass_at_k(np.broadcast_to(n, m.shape)[:, used], m[:, used], k), axis=1).mean(
+            axis=1) if used.any() else np.full(n_draws, np.nan)
         lo, hi = (np.quantile(per_draw, [alpha, 1 - alpha]) if n_draws and used.any() else (np.nan, np.nan))
         rows.append({"tau": float(tau), "k": k, "expected": float(per_draw.mean()) if n_draws else np.nan,
                      "noise_ci_low": float(lo), "noise_ci_high": float(hi), "n_problems": int(used.sum())})

@@ -41,7 +41,6 @@ from stats.rewards import (
     filter_tests,
     optimization_reference_medians,
     p_tau,
-    problem_data_keys,
     row_lookup,
 )
 from stats.simulator import (
@@ -861,15 +860,12 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         reason = (f"defined for the mean_pct aggregator (q = mean per-test percentile); this reward environment "
                   f"uses {env.post.aggregator}")
     table_cols = {"noise_aware": np.nan, "noise_ci_low": np.nan, "noise_ci_high": np.nan}
-    model = None
-    if reason is None:  # the problems under labels in the order of their data (the draws follow it), not names
-        labelled, label_of = _problems_by_data(runs)
-        name_of = {label: name for name, label in label_of.items()}
-        model = fit_noise(runs.assign(problem=labelled), prior_df=prior_df, widest="problem")
+    # (the draws follow each cell's data, never its labels: stats.noise orders them by keys hashed from the data)
+    model = fit_noise(runs, prior_df=prior_df, widest="problem") if reason is None else None
     no_variance: list[str] = []
     if model is not None:
         has_variance = np.isfinite(model.cells["pooled_var"].to_numpy(dtype=float))
-        measured = {name_of[label] for label in model.cells["problem"].astype(str).to_numpy()[has_variance]}
+        measured = set(model.cells["problem"].astype(str).to_numpy()[has_variance])
         mine = sorted(set(samples["problem"].astype(str)))
         no_variance = [name for name in mine if name not in measured]
         if not has_variance.any():
@@ -883,11 +879,9 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         if reason is not None:
             no_variance = []
     if reason is None:
-        cells = outcome.scored.assign(problem=pd.Categorical(outcome.scored["problem"].astype(str).map(label_of),
-                                                             categories=labelled.categories))
-        scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=cells,
+        scored = noise_aware_scores(model, tau=env.post.tau, roles=("candidate",), cells=outcome.scored,
                                     n_draws=n_draws, seed=seed, keep_draws=True)
-        scores = scored.scores.assign(problem=scored.scores["problem"].astype(str).map(name_of))
+        scores = scored.scores
         row = row_lookup(samples, scores, ["problem", "solution"])
         found = row >= 0
         for column in NOISE_COLUMNS:
@@ -897,8 +891,7 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         draws = np.where(found[None, :], scored.draws[:, np.maximum(row, 0)], np.nan)
         keep = np.ones(len(samples), dtype=bool) if ranked is None else np.asarray(ranked, dtype=bool)
         keep = keep & ~samples["problem"].astype(str).isin(no_variance).to_numpy()
-        # the problems under their data labels here too: the mean over problems sums them in that order
-        by_data = samples[["problem", "c"]].assign(problem=samples["problem"].astype(str).map(label_of).to_numpy())
+        by_data = samples[["problem", "c"]]  # (noise_aware_p_tau's mean over problems sums them in sorted order)
         noise = pd.concat([noise_aware_p_tau(by_data if tau >= 100 else by_data.loc[keep],
                                              draws if tau >= 100 else draws[:, keep], taus=(tau,), k=k)
                            for tau in taus], ignore_index=True)
@@ -908,31 +901,6 @@ def noise_aware_candidates(runs: pd.DataFrame, outcome, env, *, samples: pd.Data
         for column in NOISE_COLUMNS:
             samples[column] = np.nan
     return samples, pd.DataFrame(table_cols, index=range(len(taus))), reason, no_variance
-
-
-def _problems_by_data(runs: pd.DataFrame) -> tuple[pd.Categorical, dict[str, str]]:
-    """Every problem of ``runs`` under a label that orders the problems by their data, not by their names.
-
-    The posterior draws of :func:`stats.noise.noise_aware_scores` follow the cells' sorted labels, so under
-    the problems' own names a renamed problem took other draws and moved every candidate's P(gate) and interval
-    (up to 0.05 in P(gate) with 500 draws). The labels (zero-padded ranks) sort the problems by
-    :func:`stats.rewards.problem_data_keys` (the hash of :func:`~stats.rewards.problem_data_seed`: their rows'
-    status and duration, sorted; the names break a tie only between problems with the same rows). Returns the
-    label of every row (a categorical) and ``{name: label}``.
-
-    >>> rows = pd.DataFrame({"problem": ["b", "a", "b"], "duration_s": [1.0, 2.0, 3.0], "status": "ok"})
-    >>> named, renamed = _problems_by_data(rows)[1], _problems_by_data(rows.assign(problem=["x", "y", "x"]))[1]
-    >>> (named["b"], named["a"]) == (renamed["x"], renamed["y"])
-    True
-    """
-    codes, n = group_codes(runs, ["problem"])
-    names = runs["problem"].iloc[first_rows(codes, n)].astype(str).tolist()
-    keys = problem_data_keys(runs, codes, n)
-    rank = np.empty(n, dtype=np.int64)
-    rank[sorted(range(n), key=lambda i: (keys[i], names[i]))] = np.arange(n)
-    labels = [f"{r:0{len(str(max(n - 1, 0)))}d}" for r in range(n)]
-    column = pd.Categorical.from_codes(rank[codes] if n else np.zeros(0, dtype=np.int64), categories=labels)
-    return column, {name: labels[rank[i]] for i, name in enumerate(names)}
 
 
 #: Why a problem's noise-aware values are n/a in ``speedaudit score`` (:attr:`CandidateScores.noise_unmeasured`).
