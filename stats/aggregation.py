@@ -650,7 +650,12 @@ def _problem_solution_codes(ctx: AggregationContext, unit_keys: pd.DataFrame, po
 
 
 def _reference_totals(ctx: AggregationContext) -> dict:
-    """Total pool duration of every complete reference and the matching unit codes."""
+    """Total pool duration of every complete reference and the matching unit codes.
+
+    The "problem" codes returned are the problem's pool: with per-language pools (a problem whose references
+    mix languages, :func:`stats.ranking.reference_pools`) a unit is ranked among its own language's
+    references, and a reference is complete with a duration on every test of its own pool (a Python reference
+    never has one on the C++ pool's tests)."""
     row_test, pool_test, n_tests = ctx._tests
     covered = np.zeros(n_tests, dtype=bool)
     covered[row_test[np.isfinite(ctx.penalized_duration)]] = True
@@ -659,7 +664,9 @@ def _reference_totals(ctx: AggregationContext) -> dict:
     sub = ctx.pools.loc[use]
     sub_test, sub_d = pool_test[use], d[use]
     unit_keys = ctx.cells.iloc[ctx.unit_first_row]
-    u_prob, s_prob, n_prob, u_ps, s_ps, n_ps = _problem_solution_codes(ctx, unit_keys, sub)
+    _, _, _, u_ps, s_ps, n_ps = _problem_solution_codes(ctx, unit_keys, sub)
+    unit_keys, keys = pool_join(unit_keys, ctx.pools)
+    u_prob, s_prob, n_prob = joint_codes(unit_keys, sub, [k for k in keys if k != "test"])
     test_problem = np.full(n_tests, -1, dtype=np.int64)
     test_problem[sub_test] = s_prob
     tests_in_problem = np.bincount(test_problem[test_problem >= 0], minlength=n_prob)
@@ -1153,16 +1160,45 @@ class AggregatorComparison:
                 "recommended": self.recommended}
 
     def summary(self) -> str:
+        """The table as text: a figure the corpus cannot give is ``n/a`` (reasons below the table), an interval
+        without resamples (one problem, or ``n_boot = 0``) is ``(no CI)``; never ``nan``."""
         t = self.table.sort_values("ratio")
         lines = [f"{'aggregator':15s} {'stability':>22s} {'dynamic range':>22s} {'ratio':>7s}  pareto"]
         for row in t.itertuples():
             lines.append(
-                f"{row.aggregator:15s} {row.stability:6.2f} [{row.stability_low:6.2f},{row.stability_high:6.2f}]"
-                f" {row.dynamic_range:6.2f} [{row.dynamic_range_low:6.2f},{row.dynamic_range_high:6.2f}]"
-                f" {row.ratio:7.3f}  {'*' if row.pareto else ''}")
+                f"{row.aggregator:15s} {_with_ci(row.stability, row.stability_low, row.stability_high)}"
+                f" {_with_ci(row.dynamic_range, row.dynamic_range_low, row.dynamic_range_high)}"
+                f" {_number(row.ratio, 7, 3)}  {'*' if row.pareto else ''}")
         lines.append(f"(percentile points among references; n = {self.n_problems} problems, {self.n_repeats} repeat indices, "
                      f"quartiles from repeat {self.quartile_repeat}; {self.level:.0%} bootstrap CIs over problems)")
+        lines += [f"n/a: {row.aggregator} ({row.description}): {why}" for row in t.itertuples()
+                  if (why := _unscored_reason(row))]
         return "\n".join(lines)
+
+
+def _number(value: float, width: int, digits: int) -> str:
+    return f"{value:{width}.{digits}f}" if np.isfinite(value) else f"{'n/a':>{width}}"
+
+
+def _with_ci(value: float, low: float, high: float) -> str:
+    """``value [low, high]`` in 22 columns; ``(no CI)`` when the interval is undefined."""
+    if not np.isfinite(value):
+        return f"{'n/a':>22}"
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return f"{value:6.2f} {'(no CI)':>15}"
+    return f"{value:6.2f} [{low:6.2f},{high:6.2f}]"
+
+
+def _unscored_reason(row) -> str:
+    """Why an aggregator's stability or dynamic range is n/a ('' when both are measured): the conditions of
+    :func:`compare_aggregators`, steps 3 and 4."""
+    why = []
+    if not np.isfinite(row.stability):
+        why.append("no correct solution of any problem has this score on two repeats (stability)")
+    if not np.isfinite(row.dynamic_range):
+        why.append("no problem has >= 4 correct references with this score on the quartile repeat and on "
+                   "another (dynamic range)")
+    return "; ".join(why)
 
 
 def mean_pairwise_abs_diff(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
