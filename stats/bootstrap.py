@@ -46,6 +46,16 @@ class Interval:
                 "level": self.level}
 
     def __str__(self) -> str:
+        """``estimate [low, high] (n=N)``; ``n/a`` without an estimate, ``(no CI)`` without an interval (one
+        value, or no resamples), never ``nan``.
+
+        >>> str(Interval(0.5, 0.25, 0.75, 9)), str(Interval(1.0, np.nan, np.nan, 1)), str(Interval(np.nan, np.nan, np.nan, 0))
+        ('0.5 [0.25, 0.75] (n=9)', '1 (no CI) (n=1)', 'n/a (n=0)')
+        """
+        if not np.isfinite(self.estimate):
+            return f"n/a (n={self.n})"
+        if not (np.isfinite(self.low) and np.isfinite(self.high)):
+            return f"{self.estimate:.4g} (no CI) (n={self.n})"
         return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}] (n={self.n})"
 
 
