@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from audits.protocol.findings import NA
-from audits.report.narrative.common import ci_text, format_value
+from audits.report.narrative.common import ci_text, format_value, run_name, where_name
 
 __all__ = ["aggregation_table", "describe_aggregation"]
 
@@ -54,7 +54,7 @@ def _describe_aggregation_run(audit, env, camp) -> str:
     comp = audit.comparison(env, camp)
     table = comp.table.set_index("aggregator")
     rec, default = comp.recommended, comp.default
-    parts = [f"**{env} · {camp}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
+    parts = [f"**{run_name((env, camp))}**: {len(table)} aggregators compared over {comp.n_problems} problems and "
              f"{comp.n_repeats} repeat indices" + _run_repeats(audit, env, camp) + "."]
     if rec is not None and rec in table.index:
         r = table.loc[rec]
@@ -88,5 +88,5 @@ def describe_aggregation(audit) -> str:
             + (f"; {len(runs)} runs, each compared on its own." if len(runs) > 1 else "."))
     left = [f for f in audit.findings if f.metric == "repeats" and f.level == NA]
     if left:  # runs that could not be compared, named, with why
-        head += " Not compared: " + "; ".join(dict.fromkeys(f"**{f.where}** ({f.reason})" for f in left)) + "."
+        head += " Not compared: " + "; ".join(dict.fromkeys(f"**{where_name(f)}** ({f.reason})" for f in left)) + "."
     return "\n\n".join([head] + [_describe_aggregation_run(audit, env, camp) for env, camp in runs])

@@ -9,14 +9,17 @@ import numpy as np
 import pandas as pd
 
 from audits.checks.calibration import calibration_advice
-from audits.corpus.runs import RULES, describe_runs
+from audits.corpus.runs import RULES
 from audits.corpus.selection import PAIR_RULES
 from audits.report.narrative.common import (
     Markdown,
+    as_name,
+    code_name,
     fixed,
     fixed_ci,
     format_interval,
     is_skipped,
+    run_name,
     show_findings,
     show_plot,
 )
@@ -26,7 +29,13 @@ __all__ = ["calibration_fit_table", "describe_calibration", "describe_calibratio
 
 
 def _runs_label(summaries, name) -> str:
-    return ", ".join(str(s.run) for s in summaries) or str(name)
+    return ", ".join(run_name(s.run) for s in summaries) or as_name(name)
+
+
+def _describe_runs(summaries) -> str:
+    """``quiet · c0 (5 repeats), busy · c0 (3 repeats)`` (:func:`audits.corpus.runs.describe_runs`), each name
+    isolated (:func:`audits.report.narrative.common.as_name`)."""
+    return ", ".join(f"{run_name(s.run)} ({s.repeats_text})" for s in summaries) or "(no run)"
 
 
 def calibration_pair_title(audit) -> str:
@@ -117,9 +126,9 @@ def describe_calibration(audit) -> str:
     """
     if is_skipped(audit):
         return f"**Not measured**: {audit.reason}."
-    pair = f"`{audit.source}` → `{audit.target}` ({audit.key})"
+    pair = f"{code_name(audit.source)} → {code_name(audit.target)} ({audit.key})"
     rule = getattr(audit, "pair_rule", "named")
-    parts = [f"**{pair}**: {describe_runs(audit.source_runs)} mapped onto {describe_runs(audit.target_runs)}; "
+    parts = [f"**{pair}**: {_describe_runs(audit.source_runs)} mapped onto {_describe_runs(audit.target_runs)}; "
              f"{audit.pairing.n_pairs:,} paired (problem, test, solution) medians over "
              f"{audit.pairing.n_problems} problems. Pair chosen by the rule `{rule}`: {PAIR_RULES[rule]}."]
     if audit.best_family is None and audit.pairing.n_problems < 2:
@@ -130,7 +139,7 @@ def describe_calibration(audit) -> str:
                      "same problems (at least 2, better 10 or more).")
     elif audit.best_family is None:
         parts.append("No family predicts usable (positive) durations for every held-out problem. **What to do**: "
-                     f"do not calibrate these timings; time on {audit.target} itself.")
+                     f"do not calibrate these timings; time on {as_name(audit.target)} itself.")
     else:
         best = audit.fits.set_index("name").loc[audit.best_family]
         parts.append(f"The family with the lowest held-out log error, **{audit.best_family}** (`{best['formula']}`), "
@@ -140,12 +149,12 @@ def describe_calibration(audit) -> str:
     aff = audit.params.loc[audit.params["family"] == "affine"].set_index("param")
     if {"slope", "intercept_s"} <= set(aff.index):
         a, b = aff.loc["slope"], aff.loc["intercept_s"][["estimate", "ci_low", "ci_high"]] * 1000
-        parts.append(f"Affine map: {audit.target} ≈ {fixed_ci(a, 'estimate', '.3f', 'ci_')} × {audit.source} + "
+        parts.append(f"Affine map: {as_name(audit.target)} ≈ {fixed_ci(a, 'estimate', '.3f', 'ci_')} × {as_name(audit.source)} + "
                      f"{fixed_ci(b, 'estimate', '.3g', 'ci_')} ms.")
     ba = audit.bland_altman
     if ba is not None:
-        parts.append(f"Bland-Altman: a {audit.target} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
-                     f"{audit.source} one, and 95 % of single cells lie within ×{np.exp(ba.lower.estimate):.3f} .. "
+        parts.append(f"Bland-Altman: a {as_name(audit.target)} timing is typically ×{np.exp(ba.bias.estimate):.3f} the "
+                     f"{as_name(audit.source)} one, and 95 % of single cells lie within ×{np.exp(ba.lower.estimate):.3f} .. "
                      f"×{np.exp(ba.upper.estimate):.3f}.")
     if audit.spearman_raw is not None:
         text = (f"Scores against the stored pool rank re-run solutions like the fresh pool with Spearman ρ = "

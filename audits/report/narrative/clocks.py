@@ -13,7 +13,7 @@ import pandas as pd
 from audits.checks.clocks import recommended_clock
 from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import NA
-from audits.report.narrative.common import Markdown, format_value, is_skipped, show_figure
+from audits.report.narrative.common import Markdown, format_value, is_skipped, run_name, show_figure
 
 __all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_table", "clock_agreement_table", "describe_clocks",
            "show_clocks_plot", "clocks_headline"]
@@ -66,7 +66,7 @@ def clocks_not_compared(audit, corpus=None) -> str | None:
     if audit.quietest is None:
         return "the corpus has no run to compare the clocks on"
     if not len(audit.agreement) or not np.isfinite(audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
-        return (f"no problem of the quietest run ({' · '.join(audit.quietest)}) has two solutions scored under "
+        return (f"no problem of the quietest run ({run_name(tuple(audit.quietest))}) has two solutions scored under "
                 f"both clocks, so no order can be compared")
     return None
 
@@ -203,7 +203,7 @@ def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
                          f"{_figure_pair(b, r, 'mean_rank_sd')} points, ICC {_figure_pair(b, r, 'icc')}, strong-weak "
                          f"gap {_figure_pair(b, r, 'strong_weak_gap')} points, filterable share "
                          f"{_figure_pair(b, r, 'filterable_share')}")
-        paragraphs.append(f"**{run[0]} · {run[1]}** ({context}): " + "; ".join(parts) + ".")
+        paragraphs.append(f"**{run_name(tuple(run))}** ({context}): " + "; ".join(parts) + ".")
     env, camp = audit.quietest
     means = audit.mean_agreement()
     agreement = "; ".join(
@@ -211,7 +211,7 @@ def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
         f"{format_value(means.get(m))} over "
         f"{int(np.isfinite(audit.agreement.loc[audit.agreement['measure'] == m, 'kendall_tau'].to_numpy(dtype=float)).sum())}"
         f" problems (1 = the same order, 0 = unrelated, -1 = reversed)" for m in audit.measures[1:])
-    paragraphs.append(f"On the quietest run, **{env} · {camp}** ({audit.quietest_by}), {agreement}.")
+    paragraphs.append(f"On the quietest run, **{run_name((env, camp))}** ({audit.quietest_by}), {agreement}.")
     rec = recommend_clock(audit, corpus)
     if rec["measure"] == base:
         paragraphs.append(f"**Which clock to trust**: keep **`{base}`**: {rec['reason']}.")

@@ -10,18 +10,19 @@ import html
 import io
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from audits.corpus.runs import RULES
-from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, worst_level
+from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, where_label, worst_level
 
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
            "verdict_sentence", "format_value", "format_seconds", "format_interval", "Markdown", "show_figure", "show_plot",
            "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
-           "run_index", "ci_text", "sim_ci"]
+           "run_index", "ci_text", "sim_ci", "as_name", "code_name", "run_name", "where_name"]
 
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -112,7 +113,7 @@ def level_counts(findings) -> dict[str, int]:
 
 
 def finding_text(f: Finding) -> str:
-    where = f"[{f.where}] " if f.where else ""
+    where = f"[{where_name(f)}] " if f.where else ""
     return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
 
 
@@ -164,7 +165,7 @@ class FindingsDisplay:
                 "<tr>"
                 f"<td><span class='sa-badge sa-{f.level}' style='font-weight:bold;color:{fg};background:{bg};"
                 f"padding:1px 6px;border-radius:4px'>{label}</span></td>"
-                f"<td>{html.escape(f.where)}</td>"
+                f"<td>{html.escape(where_name(f))}</td>"
                 f"<td><code>{html.escape(f.metric)}</code></td>"
                 f"<td>{html.escape(format_value(f.value))}</td>"
                 f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
@@ -229,7 +230,113 @@ def _literal(text: str) -> str:
     return "".join(out)
 
 
+#: Unicode's bidirectional isolates: FIRST STRONG ISOLATE opens one, POP DIRECTIONAL ISOLATE closes it. A name in
+#: the narrative is written between them (:func:`as_name`), so that a right-to-left override (U+202E) or any other
+#: bidi control in it cannot reorder the text around it, and :func:`without_raw_html` knows it for a name.
+FSI, PDI = "\u2068", "\u2069"
+_ISOLATE_INITIATORS = frozenset("\u2066\u2067\u2068")  # LRI, RLI, FSI
+
+#: Every character a name could bring in as Markdown (CommonMark's escapable ASCII punctuation, ``&`` ``<`` ``>``
+#: among them) or as a line break, written as a numeric character reference inside a name: it shows the character
+#: and is never syntax.
+_NAME_LITERAL = {ord(c): f"&#{ord(c)};" for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\n\r"}
+
+
+#: What :func:`as_name` isolates: a name with a character the Markdown pass outside names (:func:`_literal`) leaves
+#: as syntax (``*`` emphasises, a pair of backticks is a code span, a line break can start a block: a heading, a
+#: list, a table; the narrative starts no line with a name, so ``#``, ``-`` or ``1.`` in one are text), or with a
+#: character the bidi algorithm reads right to left or as a control (Hebrew or Arabic letters and digits, U+202A-E,
+#: U+2066-9): in a left-to-right sentence "שלום · 001" shows its campaign on the left. Other names (``_``, ``$``,
+#: ``<``, brackets, ... included) are shown as they are by :func:`_literal`, and a plain string stays plain.
+_NAME_SYNTAX = frozenset("*`[\n\r")  # "[": a name "[a](b.html)" would be a link to a page of the report
+_BIDI_CLASSES = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+
+
+def _needs_isolate(text: str) -> bool:
+    return (text != text.strip() or any(c in _NAME_SYNTAX for c in text)  # "**quiet **" is no bold
+            or any(unicodedata.bidirectional(c) in _BIDI_CLASSES for c in text))
+
+
+def as_name(value) -> str:
+    """A name a user gave (environment, campaign, problem, test, solution, file), ready for the narrative's
+    Markdown. A name Markdown or the bidi algorithm could read as more than text (:data:`_NAME_SYNTAX`) is written
+    between bidi isolates (:data:`FSI` ... :data:`PDI`), balanced so that the name's own bidi controls end with it
+    (an isolate it opens is closed before the final PDI; a PDI it has no opener for closes an FSI put before it):
+    a right-to-left override in it cannot reorder the text after it, and :func:`without_raw_html` writes every
+    Markdown character of the span as a character reference (``*star*``, backticks, ``# `` show as written).
+
+    >>> as_name("quiet · c0"), as_name("a*b") == FSI + "a*b" + PDI
+    ('quiet · c0', True)
+    >>> as_name("x\u2069y\u2067") == FSI + FSI + "x\u2069y\u2067" + PDI + PDI
+    True
+    """
+    text = str(value)
+    if not _needs_isolate(text):
+        return text
+    depth = unmatched = 0
+    for char in text:
+        if char in _ISOLATE_INITIATORS:
+            depth += 1
+        elif char == PDI:
+            if depth:
+                depth -= 1
+            else:
+                unmatched += 1
+    return FSI * (1 + unmatched) + text + PDI * depth + PDI
+
+
+def code_name(value) -> str:
+    """A name in a code span (`` `a.parquet` ``), or isolated as :func:`as_name` does when a code span cannot show
+    it as written (a backtick in it ends the span; a bidi control in it reorders what follows).
+
+    >>> code_name("a.parquet"), code_name("a`b") == as_name("a`b")
+    ('`a.parquet`', True)
+    """
+    text = str(value)
+    return as_name(text) if _needs_isolate(text) else f"`{text}`"
+
+
+def run_name(run) -> str:
+    """``environment · campaign`` of a run (a :class:`audits.corpus.runs.RunKey`, a pair, or anything with the
+    two attributes), each name isolated (:func:`as_name`)."""
+    env, camp = (run if isinstance(run, tuple) else (run.environment, run.campaign))
+    return f"{as_name(env)} · {as_name(camp)}"
+
+
+def where_name(finding) -> str:
+    """:attr:`Finding.where` with each name isolated (:func:`as_name`): ``environment · campaign · subject``."""
+    return where_label(*(None if v is None else as_name(v)
+                         for v in (finding.environment, finding.campaign, finding.subject)))
+
+
+def _name_spans(text: str):
+    """``(start, end)`` of each name :func:`as_name` wrote: an FSI outside any isolate, to its matching PDI."""
+    depth, start = 0, None
+    for at, char in enumerate(text):
+        if char in _ISOLATE_INITIATORS:
+            if depth == 0 and char == FSI:
+                start = at
+            depth += 1
+        elif char == PDI and depth:
+            depth -= 1
+            if depth == 0 and start is not None:
+                yield start, at + 1
+                start = None
+
+
 def without_raw_html(text: str) -> str:
+    """``text`` with every name :func:`as_name` isolated written literally (each Markdown character a numeric
+    character reference), and the rest as :func:`_without_raw_html` leaves it."""
+    out, at = [], 0
+    for start, end in _name_spans(text):
+        out.append(_without_raw_html(text[at:start]))
+        out.append(text[start:end].translate(_NAME_LITERAL))
+        at = end
+    out.append(_without_raw_html(text[at:]))
+    return "".join(out)
+
+
+def _without_raw_html(text: str) -> str:
     """``text`` with nothing the Markdown renderer could read as raw HTML or as syntax a name brought in, outside its
     code spans: ``&``, ``<``, ``>``, ``\\``, ``$``, ``_``, ``~``, brackets (but those of a link to a page of the report,
     :data:`_PAGE_LINK`) and unmatched backticks as character references.
@@ -326,7 +433,7 @@ def _plot_name(plot) -> str:
 
 
 def _na_reasons(findings) -> str:
-    return "; ".join(dict.fromkeys(f"{f.where + ': ' if f.where else ''}{f.reason}" for f in findings))
+    return "; ".join(dict.fromkeys(f"{where_name(f) + ': ' if f.where else ''}{f.reason}" for f in findings))
 
 
 def _no_interval(interval) -> bool:

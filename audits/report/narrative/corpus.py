@@ -13,6 +13,7 @@ import pandas as pd
 
 from audits.corpus.counts import corpus_counts
 from audits.corpus.runs import runs_of
+from audits.report.narrative.common import code_name, run_name
 
 __all__ = ["corpus_overview", "describe_corpus", "describe_counts", "run_table"]
 
@@ -39,10 +40,10 @@ def describe_counts(runs, counts, sources: Sequence[str] | str = ()) -> str:
     if isinstance(sources, str):
         sources = [sources]
     table = run_table(runs, counts)
-    run_text = ", ".join(f"{e} · {c} ({r} repeat{'s' if r != 1 else ''})"
+    run_text = ", ".join(f"{run_name((e, c))} ({r} repeat{'s' if r != 1 else ''})"
                          for (e, c), r in zip(table.index, table["repeats"]))
     repeats = int(table["max_repeats"].max()) if len(table) else 0
-    files = ", ".join(f"`{Path(s).name}`" for s in sources)
+    files = ", ".join(code_name(Path(s).name) for s in sources)
     return (f"**Corpus**: {counts.executions:,} executions from {files or 'memory'}: {counts.problems:,} problems, "
             f"{counts.solutions:,} (problem, solution) pairs, up to {repeats} repeats, "
             f"runs (environment · campaign): {run_text}.")

@@ -10,7 +10,8 @@ import pandas as pd
 
 from audits.checks.clocks import CONTENTION_MIN_CPU_S
 from audits.protocol.findings import NA
-from audits.report.narrative.common import finding_of, format_interval, format_seconds, format_value, run_index
+from audits.report.narrative.common import (as_name, finding_of, format_interval, format_seconds, format_value,
+                                            run_index, run_name)
 
 __all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
            "contention_table", "describe_contention"]
@@ -44,7 +45,7 @@ def describe_reliability(audit) -> str:
         cv = env.median_repeat_cv
         unit = "processes" if env.variance.nested else "repeats"
         stated = env.run_summary.repeats_text if env.run_summary is not None else f"{env.n_repeats} repeats"
-        text = (f"**{run}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
+        text = (f"**{run_name(run)}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
                 f"cells of correct references; CI over problems), an absolute sd of "
                 f"{format_seconds(env.median_abs_sd_ms.estimate / 1000)}. Scored once per repeat against a fixed pool, a "
                 f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
@@ -94,7 +95,7 @@ def describe_discriminability(audit) -> str:
     for run, env in audit.runs.items():
         share = env.filterable_share
         repeats = "" if env.run_summary is None else f" ({env.run_summary.repeats_text})"
-        text = (f"**{run}**{repeats}: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
+        text = (f"**{run_name(run)}**{repeats}: {format_value(share.estimate * 100 if np.isfinite(share.estimate) else None)} % of "
                 f"problems are duration-filterable (robust CV of their tests' reference medians ≥ {t.robust_cv:g}; "
                 f"{format_interval(share)}), {format_value(env.filterable_share_noise_aware.estimate * 100)} % once "
                 f"repeat noise is discounted. The slowest quarter of references scores "
@@ -103,7 +104,7 @@ def describe_discriminability(audit) -> str:
                 f"{format_value(env.near_floor_test_share * 100)} % of optimization tests have a reference median "
                 f"within {t.near_floor_factor:g}× of it.")
         if env.flagged_problems:
-            shown = ", ".join(env.flagged_problems[:8]) + (" …" if len(env.flagged_problems) > 8 else "")
+            shown = ", ".join(map(as_name, env.flagged_problems[:8])) + (" …" if len(env.flagged_problems) > 8 else "")
             text += (f" Flagged problems (most tests near the floor: their ranks are start-up noise): {shown}. "
                      "Enlarge their inputs or drop those tests from the speed score.")
         paragraphs.append(text)
@@ -169,14 +170,14 @@ def describe_contention(audit) -> str:
         c = _contention_of(env)
         finding = finding_of(audit.findings, run, "contention")
         if c is None and finding is None:
-            paragraphs.append(f"**{run}**: contention n/a: this result carries no contention evidence.")
+            paragraphs.append(f"**{run_name(run)}**: contention n/a: this result carries no contention evidence.")
             continue
         level = finding.level if finding is not None else c.level
         if level == NA:
             reason = (finding.reason if finding is not None and finding.reason
                       else c.message.removeprefix("contention cannot be measured: "))
-            paragraphs.append(f"**{run}**: contention n/a: {reason}.")
+            paragraphs.append(f"**{run_name(run)}**: contention n/a: {reason}.")
         else:
             message = finding.message if finding is not None else c.message
-            paragraphs.append(f"**{run}** ({level.upper()}): {message}.")
+            paragraphs.append(f"**{run_name(run)}** ({level.upper()}): {message}.")
     return "\n\n".join(paragraphs)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from audits.report.narrative.common import sim_ci, format_value
+from audits.report.narrative.common import format_value, run_name, sim_ci
 
 __all__ = ["simulation_table", "describe_simulation"]
 
@@ -39,7 +39,7 @@ def describe_simulation(audit) -> str:
     head = d.iloc[0]
     g = int(head["headline_group_size"])
     repeats = "" if audit.run is None else f" ({audit.run.repeats_text})"
-    parts = [f"Simulated on **{audit.environment} · {audit.campaign}**{repeats}: {int(head['n_problems'])} problems, "
+    parts = [f"Simulated on **{run_name((audit.environment, audit.campaign))}**{repeats}: {int(head['n_problems'])} problems, "
              f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, "
              + (f"quality from one repeat and reward from another ({int(head['n_pairs'])} repeat pairs)."
                 if int(head["n_pairs"]) > 1 else
