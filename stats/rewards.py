@@ -57,7 +57,7 @@ from stats.ranking import STATUSES, problem_scores, reference_pools, solution_ce
 __all__ = ["EnvironmentSpecError", "PreFilter", "Limit", "PostRanking", "RewardSpec", "Environment",
            "RewardEnvironment", "EnvironmentRun", "ScoringBase", "apply_environment", "base_percentiles", "reward",
            "environment_rewards", "p_tau", "row_lookup", "reference_medians", "run_reference_quantile",
-           "unused_keys", "problem_data_seed", "problem_data_keys"]
+           "unused_keys", "problem_data_seed"]
 
 LIMIT_KINDS = ("none", "uniform", "reference_percentile", "ranked_worst")
 REWARD_SCHEMES = (
