@@ -38,7 +38,7 @@ from audits.checks.declared.discriminability import DiscriminabilityOptions, Dis
 from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
-from audits.protocol.findings import (Finding, findings_table, judge, measured_scores, to_jsonable,
+from audits.protocol.findings import (Finding, findings_table, interval_text, judge, measured_scores, to_jsonable,
                                       unmeasured_finding)
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
@@ -358,7 +358,7 @@ def _findings(env: RunDiscriminability, t: DiscriminabilityThresholds) -> list[F
     level = judge(fs.estimate, warn=t.filterable_share_warn, fail=t.filterable_share_fail, higher_is_worse=False)
     out.append(Finding(level, "filterable_share", fs.estimate,
                        f"warn <= {t.filterable_share_warn}, fail <= {t.filterable_share_fail}",
-                       (f"{fs.estimate:.1%} [{_fmt(fs.low, '.1%')}, {_fmt(fs.high, '.1%')}] of {fs.n} problems have "
+                       (f"{fs.estimate:.1%} {interval_text(fs.low, fs.high, '.1%')} of {fs.n} problems have "
                         f"robust CV >= {t.robust_cv} across their optimization tests"
                         if np.isfinite(fs.estimate) else "no problem has >= 2 optimization tests with a reference pool")
                        + ("" if level == "pass" else
@@ -378,7 +378,7 @@ def _findings(env: RunDiscriminability, t: DiscriminabilityThresholds) -> list[F
     level = judge(gap.estimate, warn=t.gap_warn, fail=t.gap_fail, higher_is_worse=False)
     out.append(Finding(level, "strong_weak_gap", gap.estimate, f"warn <= {t.gap_warn}, fail <= {t.gap_fail}",
                        (f"slowest minus fastest quartile of references: {gap.estimate:.1f} "
-                        f"[{_fmt(gap.low, '.1f')}, {_fmt(gap.high, '.1f')}] points over {gap.n} problems "
+                        f"{interval_text(gap.low, gap.high, '.1f')} points over {gap.n} problems "
                         "(quartiles from even repeats, scores from odd ones)"
                         if np.isfinite(gap.estimate) else
                         "undefined: needs >= 2 repeats (independent quartiles) and >= 2 references per problem")

@@ -45,7 +45,8 @@ from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.context import reference_rows as _reference_rows
-from audits.protocol.findings import Finding, findings_table, to_jsonable, measured_scores, unmeasured_finding
+from audits.protocol.findings import (Finding, findings_table, interval_text, to_jsonable, measured_scores,
+                                      unmeasured_finding)
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
 from audits.protocol.partition import joined, run_rows
@@ -433,7 +434,7 @@ def _drift_findings(env: RunReliability, t: ReliabilityThresholds, where: dict) 
     return [
         _judged(t, "rank_sd", "mean_rank_sd", rank_sd.estimate,
                 f"a solution's problem score (100*q) moves by sd {_fmt(rank_sd.estimate)} points between repeats "
-                f"[{_fmt(rank_sd.low)}, {_fmt(rank_sd.high)}] (sd / c4(R), unbiased at any repeat count; raw "
+                f"{interval_text(rank_sd.low, rank_sd.high)} (sd / c4(R), unbiased at any repeat count; raw "
                 f"{_fmt(drift.mean_sd.estimate)})",
                 "; rewards thresholded on q will flip between repeats: reduce noise or use a coarser (binary) speed "
                 "gate", where),
@@ -462,7 +463,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     pooled = (f"{summary.repeats} values per cell ({summary.repeats_text})" if nested else
               f"{env.n_repeats} repeats")
     msg = (f"median repeat CV of a (test, solution) timing is {cv.estimate:.1%} "
-           f"[{_fmt(cv.low, '.1%')}, {_fmt(cv.high, '.1%')}] over {cv.n} problems, corrected for {pooled} "
+           f"{interval_text(cv.low, cv.high, '.1%')} over {cv.n} problems, corrected for {pooled} "
            f"(raw median of sample CVs {_fmt(raw.estimate, '.1%')})" if np.isfinite(cv.estimate) else "")
     msg += ("" if level == "pass" else
             "; timings vary too much between repeats: pin CPUs, stop background load, or use an "
@@ -474,7 +475,7 @@ def _findings(env: RunReliability, t: ReliabilityThresholds) -> list[Finding]:
     level = t.judge("icc", icc.estimate)
     out.append(Finding(level, "icc", icc.estimate, t.text("icc"),
                        f"median ICC(A,1) of log duration within a test (solutions x repeats) "
-                       f"{_fmt(icc.estimate)} [{_fmt(icc.low)}, {_fmt(icc.high)}]"
+                       f"{_fmt(icc.estimate)} {interval_text(icc.low, icc.high)}"
                        + ("" if level == "pass" else
                           "; one repeat does not order the solutions of a test as another does"), **where))
     sig = env.significance

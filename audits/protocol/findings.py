@@ -18,7 +18,7 @@ from pathlib import Path
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 from audits.corpus.io import atomic_write
 
-__all__ = ["where_label", "unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+__all__ = ["interval_text", "where_label", "unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -217,3 +217,15 @@ def unmeasured_finding(summary) -> tuple[Finding, ...]:
                     f"{reason}: every estimator of this run leaves them out; 'speedaudit suite' on the package "
                     f"says the same before collecting", environment=summary.environment,
                     campaign=summary.campaign, reason=reason),)
+
+
+def interval_text(low: float | None, high: float | None, spec: str = ".3g") -> str:
+    """A confidence interval as a finding's message writes it: ``[low, high]``, or ``(no CI)`` when either bound
+    is undefined (one problem, or no resamples), never ``[undefined, undefined]`` or ``[nan, nan]``.
+
+    >>> interval_text(0.25, 0.5, ".1%"), interval_text(float("nan"), float("nan"))
+    ('[25.0%, 50.0%]', '(no CI)')
+    """
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "(no CI)"
+    return f"[{format(low, spec)}, {format(high, spec)}]"
