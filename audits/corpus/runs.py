@@ -142,10 +142,17 @@ class RunSummary:
 
     @property
     def repeats_text(self) -> str:
-        """The one way a run's repeats are stated: ``"20 processes x 3 values"`` (nested), else ``"5 repeats"``."""
-        if self.processes is not None and self.processes > 1:
-            v = self.values_per_process or 0
-            return f"{self.processes} processes x {v} value{'s' if v != 1 else ''}"
+        """The one way a run's repeats are stated: ``"20 processes x 3 values"`` (nested), else ``"5 repeats"``.
+
+        A repeat (the design's ``repeat`` column: the repetition index within a campaign) is an execution of its
+        own; nested values (a ``run`` column: pyperf's worker processes) are not: the values of one process share
+        its state. So one process of 4 values is ``"1 process x 4 values"``, not ``"4 repeats"`` (the reliability
+        audit's repeat figures are then n/a: 1 process per cell).
+        """
+        v = self.values_per_process or 0
+        if self.processes is not None and (self.processes > 1 or v > 1):
+            return (f"{self.processes} process{'es' if self.processes != 1 else ''} x {v} "
+                    f"value{'s' if v != 1 else ''}")
         return f"{self.repeats} repeat{'s' if self.repeats != 1 else ''}"
 
     @property
