@@ -57,6 +57,7 @@ turned into timeouts, n = tests per rollout).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -678,7 +679,8 @@ class SimulationProblems:
     @classmethod
     def concat(cls, parts: Sequence["SimulationProblems"]) -> "SimulationProblems":
         """Several parts (disjoint problems, the same repeat pairs and bins) as one, problems in name order
-        (the order of a loaded dataset's problem codes, hence of the bootstrap over problems)."""
+        (the order of a loaded dataset's problem codes; the bootstrap over problems reorders them by their
+        figures, :func:`_data_order`, so the names decide nothing)."""
         parts = list(parts)
         if len(parts) == 1:
             return parts[0]
@@ -835,6 +837,23 @@ def _tables(part: SimulationProblems, n_bins: int) -> np.ndarray:
     return flat.reshape(len(part.problems), n_bins, n_values)
 
 
+def _data_order(part: SimulationProblems, tables: np.ndarray) -> np.ndarray:
+    """The problems of ``part`` in the order of a key of their figures: their sample counts per repeat pair and
+    bin, their sums of rewards (to 6 decimals, so the last bit of a sum in another order moves nothing) and
+    their counts per bin and reward value (``tables``), hashed with BLAKE2b. Two problems with the same figures
+    tie (the stable sort keeps their order): they are interchangeable in every statistic of the bootstrap.
+    """
+    n = len(part.problems)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    counts = np.ascontiguousarray(part.counts.reshape(n, -1), dtype="<i8")
+    sums = np.ascontiguousarray(np.round(part.sums.reshape(n, -1), 6) + 0.0, dtype="<f8")
+    tabs = np.ascontiguousarray(tables.reshape(n, -1), dtype="<f8")
+    keys = [hashlib.blake2b(counts[i].tobytes() + sums[i].tobytes() + tabs[i].tobytes(), digest_size=8).digest()
+            for i in range(n)]
+    return np.array(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
+
+
 def combine_simulation(
     parts,
     env: Environment,
@@ -854,8 +873,14 @@ def combine_simulation(
     n_prob, n_pairs, n_bins = part.sums.shape
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     u_mid = (edges[:-1] + edges[1:]) / 2
-    pc_sum = part.sums.sum(axis=0)
-    pc_n = part.counts.sum(axis=0)
+    tables = _tables(part, n_bins)
+    # every sum over problems and the bootstrap's resampling take the problems in the order of their figures,
+    # never of their names (renaming the problems into another sort order drew other bootstrap replicates and
+    # moved every CI)
+    by_data = _data_order(part, tables)
+    sums, counts, tables = part.sums[by_data], part.counts[by_data], tables[by_data]
+    pc_sum = sums.sum(axis=0)
+    pc_n = counts.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         pair_curve = (pc_sum / pc_n + 1.0) / 2.0
         total_n = pc_n.sum(axis=0)
@@ -875,13 +900,14 @@ def combine_simulation(
 
     diag = curve_diagnostics(curve, u_mid)
     diag["curve_noise"] = float(np.nanmean(sd_pairs)) if np.isfinite(sd_pairs).any() else float("nan")
-    tables = _tables(part, n_bins)
     diag["monotonicity"] = table_monotonicity(tables.sum(axis=0))
-    prob_bin_sum = part.sums.sum(axis=1)
-    prob_bin_n = part.counts.sum(axis=1)
+    prob_bin_sum = sums.sum(axis=1)
+    prob_bin_n = counts.sum(axis=1)
     diag.update(_boot_diagnostics(prob_bin_sum, prob_bin_n.astype(float), tables, u_mid, n_boot, level, seed))
 
-    groups = _group_frame(part.equal, part.negative, part.positive, group_sizes=group_sizes)
+    # each group rate's mean over problems sums them in sorted order (not the names')
+    groups = _group_frame(np.sort(part.equal, axis=1), np.sort(part.negative), np.sort(part.positive),
+                          group_sizes=group_sizes)
     head = groups.loc[groups["group_size"] == headline_group_size].iloc[0]
     diag["zero_advantage_rate"] = float(head["zero_advantage_rate"]) if part.counts.sum() else float("nan")
     diag["all_negative_rate"] = float(head["all_negative"])
@@ -894,7 +920,7 @@ def combine_simulation(
     diag["exposure"] = float(fallback_exposure(min(max(limited_share, 0.0), 1.0), tests_per_problem)) \
         if np.isfinite(limited_share) else float("nan")
     n_samples = int(part.counts.sum())
-    diag["mean_reward"] = float(part.sums.sum() / n_samples) if n_samples else float("nan")
+    diag["mean_reward"] = float(sums.sum() / n_samples) if n_samples else float("nan")
     diag["n_problems"] = int(n_prob)
     diag["n_solutions"] = int(part.n_units)
     diag["n_pairs"] = n_pairs
