@@ -1171,8 +1171,11 @@ class AggregatorComparison:
                 f" {_number(row.ratio, 7, 3)}  {'*' if row.pareto else ''}")
         lines.append(f"(percentile points among references; n = {self.n_problems} problems, {self.n_repeats} repeat indices, "
                      f"quartiles from repeat {self.quartile_repeat}; {self.level:.0%} bootstrap CIs over problems)")
-        lines += [f"n/a: {row.aggregator} ({row.description}): {why}" for row in t.itertuples()
-                  if (why := _unscored_reason(row))]
+        unscored: dict[str, list[str]] = {}  # one line per reason: often every aggregator shares it
+        for row in self.table.itertuples():
+            if why := _unscored_reason(row):
+                unscored.setdefault(why, []).append(row.aggregator)
+        lines += [f"n/a: {', '.join(names)}: {why}" for why, names in unscored.items()]
         return "\n".join(lines)
 
 
