@@ -375,6 +375,12 @@ class ClocksAudit:
         return {m: float(np.nanmean(g["kendall_tau"])) if np.isfinite(g["kendall_tau"]).any() else math.nan
                 for m, g in a.groupby("measure", sort=False)} if len(a) else {}
 
+    def agreement_problems(self, measure: str) -> int:
+        """How many problems the mean of :meth:`mean_agreement` averages for ``measure``: those with a
+        defined tau (two solutions scored under both clocks), not every problem of the run."""
+        a = self.agreement
+        return int(np.isfinite(a.loc[(a["measure"] == measure).to_numpy(), "kendall_tau"].to_numpy(dtype=float)).sum())
+
     def summary(self) -> str:
         lines = ["Clocks audit: the same figures from each measure, per run"]
         lines.append(self.table.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(self.table)
@@ -389,8 +395,9 @@ class ClocksAudit:
             lines.append(f"\nwithin-problem rank agreement with {self.measures[0]} on the quietest run "
                          f"[{env!r}, {camp!r}] ({self.quietest_by}): mean Kendall tau-b of the solutions' q")
             for measure, tau in self.mean_agreement().items():
-                n = int((self.agreement["measure"] == measure).sum())
-                lines.append(f"    {measure}: {tau:.3f} over {n} problems")
+                n = self.agreement_problems(measure)
+                lines.append(f"    {measure}: {tau:.3f} over {n} problem{'' if n == 1 else 's'} with two solutions "
+                             f"scored under both clocks")
         if self.reference is not None:
             lines.append(f"\nfaithfulness: against the reference run [{self.reference[0]!r}, {self.reference[1]!r}]"
                          + (f" ({self.reference_note})" if self.reference_note else ""))
@@ -511,7 +518,9 @@ def clock_findings(audit: ClocksAudit, thresholds: ClocksThresholds | None = Non
                       f"one of the two clocks is not the program's speed")
         out.append(Finding(level, "clock_agreement", float(tau), th.text("agreement"),
                            f"mean Kendall tau-b of the solutions' q under {m} against {base} on the quietest run "
-                           f"({audit.quietest_by}); recommended clock: {best}. {advice}", env, camp, subject=m))
+                           f"({audit.quietest_by}) over {audit.agreement_problems(m)} problem"
+                           f"{'' if audit.agreement_problems(m) == 1 else 's'} with two solutions scored under both; "
+                           f"recommended clock: {best}. {advice}", env, camp, subject=m))
     return tuple(out)
 
 
