@@ -1280,10 +1280,17 @@ def bootstrap_params(
     (at most ``min(n_boot, 200)`` resamples, on <= ``min(max_points, 2000)``
     pairs each: a cost cap, since no sufficient statistics exist).
 
+    A polynomial's resample that keeps no more distinct source durations than the polynomial has coefficients
+    (the problems that alone held the others were not drawn) has no determined curve, as the point fit has none
+    on such pairs (:func:`undetermined_reason`): it does not count. When such resamples are more than the share
+    ``(1 - level) / 2`` each end of the interval cuts off, the interval could end anywhere: it is n/a, and
+    ``ci_reason`` says why.
+
     Returns
     -------
     DataFrame
-        ``param, estimate, ci_low, ci_high, n_problems, level``.
+        ``param, estimate, ci_low, ci_high, n_problems, level, n_resamples`` (the resamples the interval is
+        taken over) and ``ci_reason`` (why the interval is n/a; '' otherwise).
 
     Examples
     --------
@@ -1299,30 +1306,77 @@ def bootstrap_params(
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, max_points=max_points, seed=seed)
     names = _PARAM_NAMES[family]
     estimate = np.array([fit.params[n] for n in names])
+    short = np.zeros(0, dtype=bool)
     if n_groups < 2 or not n_boot or _no_slope(family, x) or _too_few_values(family, x):
         draws = np.full((0, len(names)), np.nan)
     elif robust is None:
-        draws = _weighted_draws(x, y, codes, n_groups, family, _multinomial_counts(n_groups, n_boot, seed),
-                                variance_ratio)
+        weights = _multinomial_counts(n_groups, n_boot, seed)
+        draws = _weighted_draws(x, y, codes, n_groups, family, weights, variance_ratio)
+        short = _short_resamples(family, x, codes, n_groups, weights)
     else:
         rng = np.random.default_rng(seed)
         basis = _make_basis(family, x)
         order = np.argsort(codes, kind="stable")
         sizes = np.bincount(codes, minlength=n_groups)
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        draws = []
+        draws, picks = [], []
         for _ in range(min(n_boot, 200)):  # refit loop over resamples (no sufficient statistics exist)
             pick = rng.integers(0, n_groups, n_groups)
+            picks.append(np.bincount(pick, minlength=n_groups))
             rows = order[np.concatenate([np.arange(starts[g], starts[g] + sizes[g]) for g in pick])]
             draws.append(_natural_params(family, _robust_natural(x[rows], y[rows], basis, robust, rng,
                                                                  min(max_points, 2000))))
         draws = np.array(draws)
+        short = _short_resamples(family, x, codes, n_groups, np.array(picks))
+    reason = ""
+    if short.any():  # a resample on too few distinct source values fits no curve: it does not count
+        alpha = (1 - level) / 2
+        if short.mean() > alpha:
+            reason = (f"{int(short.sum())} of {len(short)} bootstrap resamples of the problems keep "
+                      f"<= {_CURVE_COEFFICIENTS[family]} distinct source durations, on which {family} "
+                      f"({_CURVE_COEFFICIENTS[family]} coefficients) has no determined curve: more than the "
+                      f"{alpha:.3g} share each end of the {level:.3g} interval cuts off, so its ends could lie "
+                      f"anywhere; time more varied tests")
+            draws = np.full((0, len(names)), np.nan)
+        else:
+            draws = draws[~short]
     rows = []
     for i, name in enumerate(names):
         ci = _interval(estimate[i], draws[:, i] if len(draws) else [], level, n_groups)
         rows.append({"param": name, "estimate": ci.estimate, "ci_low": ci.low, "ci_high": ci.high,
-                     "n_problems": n_groups, "level": level})
+                     "n_problems": n_groups, "level": level, "n_resamples": len(draws), "ci_reason": reason})
     return pd.DataFrame(rows)
+
+
+def _short_resamples(family: str, x: np.ndarray, codes: np.ndarray, n_groups: int,
+                     weights: np.ndarray) -> np.ndarray:
+    """Per resample (a row of problem counts ``weights``), whether it keeps no more distinct source durations than
+    ``family``'s coefficients (:data:`_CURVE_COEFFICIENTS`, compared after :func:`snap`): its curve is not
+    determined there, as :func:`undetermined_reason` says of the pairs. False for the other families.
+
+    A resample that holds one problem with more than k values of its own is never short: the problems are checked
+    from the largest down (each by :func:`_more_distinct_than`), and only resamples holding none of the rich ones
+    found count their union of values exactly.
+    """
+    k = _CURVE_COEFFICIENTS.get(family)
+    weights = np.asarray(weights)
+    if k is None or not len(weights):
+        return np.zeros(len(weights), dtype=bool)
+    held = weights > 0
+    covered = np.zeros(len(weights), dtype=bool)
+    sizes = np.bincount(codes, minlength=n_groups)
+    for g in np.argsort(-sizes, kind="stable")[:32]:  # the largest problems: usually one of them is in every draw
+        if _more_distinct_than(x[codes == g], k):
+            covered |= held[:, g]
+            if covered.all():
+                return np.zeros(len(weights), dtype=bool)
+    values, n_values = _distinct_codes(x)
+    pairs = pd.unique(values * n_groups + codes)  # each (value, problem) once
+    value_of, group_of = pairs // n_groups, pairs % n_groups
+    short = np.zeros(len(weights), dtype=bool)
+    for b in np.flatnonzero(~covered):  # the few resamples left: the distinct values of their problems, exactly
+        short[b] = len(np.unique(value_of[held[b, group_of]])) <= k
+    return short
 
 
 # ----------------------------------------------------------------------------- Bland-Altman
