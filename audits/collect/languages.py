@@ -400,6 +400,10 @@ _MESSAGE_LINE = 300
 _BUILD_SCRIPT = ('"$@" 2>diag; rc=$?; head -c 65536 diag >&2; [ "$rc" -eq 0 ] || exit "$rc"; '
                  '[ -f prog ] || exit 97; exec cat prog')
 
+#: How the compiler driver reports a part of the build (cc1, as, ld) killed by SIGXFSZ, the file-size rlimit:
+#: glibc's strsignal text in the C locale, which the build's scrubbed environment runs in.
+_FILE_LIMIT_TEXT = "File size limit exceeded"
+
 _BOXES: dict[str, object] = {}
 
 
@@ -448,6 +452,9 @@ def _build_in_box(cmd: list[str], *, stage: Path, src: Path, root: Path, where: 
             why = f"the executable is larger than {limits.output_bytes >> 20} MiB ({ex.reason})"
         elif ex.exit_code == 97:
             why = "the compiler wrote no program"
+        elif _FILE_LIMIT_TEXT in output:
+            why = (f"the build exceeded its file-size limit ({limits.file_bytes >> 20} MiB per file it writes: "
+                   f"objects, the executable; {name} exited {ex.exit_code})")
         else:
             why = f"{name} failed ({ex.reason})"
         if first:

@@ -121,6 +121,15 @@ def test_build_bombs_are_contained_and_leave_nothing(built, sandbox, name):
     assert not built["new_leftovers"]
 
 
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_file_bomb_names_the_limit_it_hit(built, sandbox):
+    """The 1.5 GiB .fill is stopped by the build's file-size limit (the assembler gets SIGXFSZ), and the message says
+    so: a real archive's 512 MiB static array (BAPCtools' test-memstatic.cc) read 'g++ failed (exit 4)' before."""
+    result, _ = built["results"][sandbox, "fill_bomb.cpp"]
+    assert isinstance(result, BuildError)
+    assert f"the build exceeded its file-size limit ({BUILD_LIMITS['file_bytes'] >> 20} MiB per file" in str(result)
+
+
 def test_builds_run_as_an_unprivileged_uid_without_the_package(tmp_path):
     """The compiler's own view: the package's answers are not in it, the toolchain's system files are."""
     pkg = _package(tmp_path / "suite" / "add")
