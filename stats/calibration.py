@@ -717,11 +717,51 @@ def _robust_natural(x, y, basis: _Basis, method: str, rng, max_points: int) -> n
 
 # ----------------------------------------------------------------------------- LOPO
 
-def _group_index(groups) -> tuple[np.ndarray, int]:
-    # sort=True: problems are numbered by name, never by first appearance, so that
-    # bootstrap draws (one count per problem code) do not depend on row order.
+def _group_index(groups, *data, computed=()) -> tuple[np.ndarray, int]:
+    """Codes 0..n-1 of the groups (problems) and n.
+
+    Without data the groups are numbered by name (sorted, never by first appearance: row order decides
+    nothing). With ``data`` (arrays aligned with ``groups``: measured values, e.g. the pairs' medians x and y)
+    they are numbered in the order of a hash of each group's own rows (:func:`_data_keys`), then of its
+    ``computed`` values (e.g. predictions, whose last bits depend on the order of a sum: hashed after
+    :func:`snap`), so the bootstrap draws (one count per code) and the folds' sums follow the data and not the
+    names: renaming the problems changes no figure. Groups with the same rows tie and keep their name order
+    (they are interchangeable).
+    """
     codes, uniques = pd.factorize(np.asarray(groups), sort=True)
-    return codes.astype(np.int64), len(uniques)
+    codes, n = codes.astype(np.int64), len(uniques)
+    if not (data or computed) or n < 2:
+        return codes, n
+    measured = _data_keys(codes, n, *data) if data else np.zeros(n, dtype=np.uint64)
+    tied = len(np.unique(measured)) < n  # the computed values only order groups the measured ones leave tied
+    keys = [_data_keys(codes, n, *(np.asarray(snap(np.asarray(c, dtype=np.float64))) for c in computed))
+            if computed and tied else np.zeros(n, dtype=np.uint64), measured]
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort(keys)] = np.arange(n)  # lexsort is stable: ties keep the name order
+    return rank[codes], n
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (uint64, wrapping)."""
+    z = np.asarray(z, dtype=np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _data_keys(codes: np.ndarray, n: int, *data) -> np.ndarray:
+    """A 64-bit key of each group's multiset of rows (the values of ``data`` in each row, NaN as one value, -0.0
+    as 0.0): the wrapping sum of the rows' hashes, so any row order gives the same key, in one pass."""
+    row = np.zeros(len(codes), dtype=np.uint64)
+    for column in data:
+        v = np.asarray(column, dtype=np.float64) + 0.0
+        row = _mix(row ^ np.where(np.isnan(v), np.nan, v).view(np.uint64))
+    total = np.zeros(n, dtype=np.uint64)
+    np.add.at(total, codes, _mix(row))
+    return _mix(total)
 
 
 def _grouped_normal(design: np.ndarray, t: np.ndarray, codes: np.ndarray, n_groups: int):
@@ -766,7 +806,7 @@ def lopo_predictions(x, y, groups, family: str, *, variance_ratio: float = 1.0) 
     """
     _check_family(family)
     x, y, groups = _check_xy(x, y, groups)
-    codes, n_groups = _group_index(groups)
+    codes, n_groups = _group_index(groups, x, y)
     if n_groups < 2:
         return np.full(len(x), np.nan)
     if family == "deming":
@@ -966,7 +1006,7 @@ def lopo_r2(
     """
     _check_family(family)
     x, y, groups = _check_xy(x, y, groups)
-    codes, n_groups = _group_index(groups)
+    codes, n_groups = _group_index(groups, x, y)
     if robust is not None and family != "deming" and n_groups >= 2:  # one problem: no fold to hold out (NaN)
         pred = _kfold_robust_predictions(x, y, codes, n_groups, family, robust, max_points=max_points, seed=seed)
         cv = f"{min(10, n_groups)}-fold over problems"
@@ -1302,7 +1342,7 @@ def bootstrap_params(
     """
     _check_family(family)
     x, y, groups = _check_xy(x, y, groups)
-    codes, n_groups = _group_index(groups)
+    codes, n_groups = _group_index(groups, x, y)
     fit = fit_family(x, y, family, robust=robust, variance_ratio=variance_ratio, max_points=max_points, seed=seed)
     names = _PARAM_NAMES[family]
     estimate = np.array([fit.params[n] for n in names])
@@ -1425,7 +1465,7 @@ def bland_altman(x, y, groups, *, level: float = 0.95, limits_z: float = 1.96, n
     x, y, groups = _check_xy(x, y, groups)
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("Bland-Altman on the log scale needs durations > 0")
-    codes, n_groups = _group_index(groups)
+    codes, n_groups = _group_index(groups, y, computed=(x,))  # x: measured, or a map's predictions
     d = np.log(y) - np.log(x)
     m = 0.5 * (np.log(y) + np.log(x))
     m0 = m.mean()
@@ -1642,7 +1682,8 @@ def percentile_agreement(
     if len(frame) < 3:
         raise ValueError(f"percentile agreement needs >= 3 re-run reference solutions with scores on both sides, "
                          f"found {len(frame)}")
-    codes, n_groups = _group_index(frame["problem"].to_numpy())
+    codes, n_groups = _group_index(frame["problem"].to_numpy(),
+                                   computed=[frame[c].to_numpy(dtype=float) for c in cols])  # q: means of ranks
     b = frame["q_calibrated"].to_numpy() if mapping is not None else None
     r_raw, r_cal, draws = _spearman_boot(frame["q_raw"].to_numpy(), b, frame["q_fresh"].to_numpy(), codes,
                                          n_groups, n_boot if n_groups > 1 else 0, seed)
@@ -1709,6 +1750,22 @@ def campaign_drift(
     return drift_from_pairings(sides, campaigns=campaigns, family=family, n_boot=n_boot, level=level, seed=seed)
 
 
+def _problems_by_pairs(problems: pd.Index, pairings: Sequence) -> pd.Index:
+    """``problems`` in the order of a hash of their pairs in ``pairings`` (x, y and the pairing's position), not of
+    their names: the shared bootstrap resamples (one count per problem) then follow the data, so renaming the
+    problems changes no interval. Problems with the same pairs tie and keep their name order."""
+    if len(problems) < 2 or not pairings:
+        return problems
+    frames = [p.frame for p in pairings]
+    codes = np.concatenate([problems.get_indexer(f["problem"].astype(str)) for f in frames]).astype(np.int64)
+    x = np.concatenate([f["x"].to_numpy(dtype=float) for f in frames])
+    y = np.concatenate([f["y"].to_numpy(dtype=float) for f in frames])
+    which = np.concatenate([np.full(len(f), i, dtype=float) for i, f in enumerate(frames)])
+    keep = codes >= 0
+    keys = _data_keys(codes[keep], len(problems), x[keep], y[keep], which[keep])
+    return problems[np.argsort(keys, kind="stable")]
+
+
 def drift_from_pairings(sides: Mapping[str, tuple], *, campaigns: Sequence[str], family: str = "affine",
                         n_boot: int = 1000, level: float = 0.95, seed: int | None = 0) -> pd.DataFrame:
     """:func:`campaign_drift`'s table from its pairings: ``sides[environment] = (problems, {campaign: Pairing
@@ -1720,7 +1777,7 @@ def drift_from_pairings(sides: Mapping[str, tuple], *, campaigns: Sequence[str],
     alpha = (1 - level) / 2
     rows = []
     for env, (problem_names, pairings) in sides.items():
-        problems = pd.Index(problem_names)
+        problems = _problems_by_pairs(pd.Index(problem_names), [pairings[c] for c in campaigns if c in pairings])
         weights = _multinomial_counts(len(problems), n_boot, seed) if n_boot and len(problems) > 1 else None
         previous = None
         for camp in campaigns:

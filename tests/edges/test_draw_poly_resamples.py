@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stats.calibration import bootstrap_params
+from stats.calibration import _group_index, bootstrap_params
 
 SEED, N_BOOT, LEVEL = 3, 1000, 0.95
 
@@ -31,12 +31,13 @@ def _planted(n_problems: int, values_per_problem: int, scale: float):
     return x, y, groups
 
 
-def _hand_counts(groups, x, k):
-    """Per resample: its problem counts (the bootstrap over problems: multinomial draws, one seeded stream) and
-    whether the problems drawn hold <= k distinct source durations."""
-    n = len(np.unique(groups))
+def _hand_counts(groups, x, y, k):
+    """Per resample: its problem counts (the bootstrap over problems: multinomial draws, one seeded stream, one
+    count per problem in the order of the problems' own pairs, stats.calibration._group_index) and whether the
+    problems drawn hold <= k distinct source durations."""
+    codes, n = _group_index(groups, x, y)
     counts = np.random.default_rng(SEED).multinomial(n, np.full(n, 1.0 / n), size=N_BOOT)
-    values = {g: set(x[groups == g].tolist()) for g in range(n)}
+    values = {g: set(x[codes == g].tolist()) for g in range(n)}
     short = np.array([len(set().union(*(values[g] for g in np.flatnonzero(c)))) <= k for c in counts])
     return counts, short
 
@@ -44,7 +45,8 @@ def _hand_counts(groups, x, k):
 @pytest.mark.parametrize("scale", [1e-8, 10.0])  # nanosecond and ten-second programs
 def test_resamples_that_lose_values_are_left_out(scale):
     x, y, groups = _planted(8, 1, scale)  # 8 problems, one source value each: a resample of <= 3 problems is short
-    counts, short = _hand_counts(groups, x, k=3)
+    counts, short = _hand_counts(groups, x, y, k=3)
+    codes = _group_index(groups, x, y)[0]
     assert 0 < short.sum() <= 0.025 * N_BOOT  # a few, fewer than the 2.5 % each end of the interval cuts off
     ci = bootstrap_params(x, y, groups, "poly2", n_boot=N_BOOT, level=LEVEL, seed=SEED).set_index("param")
     assert (ci["n_resamples"] == N_BOOT - short.sum()).all()
@@ -52,7 +54,7 @@ def test_resamples_that_lose_values_are_left_out(scale):
     # the kept resamples refitted on their rows by numpy.polyfit: the interval is their percentiles
     fits = []
     for c in counts[~short]:
-        rows = np.concatenate([np.flatnonzero(groups == g) for g in range(len(c)) for _ in range(c[g])])
+        rows = np.concatenate([np.flatnonzero(codes == g) for g in range(len(c)) for _ in range(c[g])])
         fits.append(np.polyfit(x[rows], y[rows], 2)[::-1])  # c0, c1, c2
     fits = np.array(fits)
     alpha = (1 - LEVEL) / 2
@@ -64,7 +66,7 @@ def test_resamples_that_lose_values_are_left_out(scale):
 
 def test_too_many_short_resamples_make_the_interval_na():
     x, y, groups = _planted(6, 1, 1e-3)  # 6 problems: a quarter of the resamples hold <= 3 of them
-    _, short = _hand_counts(groups, x, k=3)
+    _, short = _hand_counts(groups, x, y, k=3)
     assert short.mean() > 0.025
     ci = bootstrap_params(x, y, groups, "poly2", n_boot=N_BOOT, level=LEVEL, seed=SEED)
     assert np.isfinite(ci["estimate"]).all()  # six values: the point fit is determined
@@ -77,7 +79,7 @@ def test_too_many_short_resamples_make_the_interval_na():
 def test_a_problem_rich_in_values_keeps_every_resample():
     """Every problem holds 5 values (more than poly3's 4 coefficients): no resample is short, none is left out."""
     x, y, groups = _planted(6, 5, 1e-3)
-    _, short = _hand_counts(groups, x, k=4)
+    _, short = _hand_counts(groups, x, y, k=4)
     assert not short.any()
     ci = bootstrap_params(x, y, groups, "poly3", n_boot=N_BOOT, level=LEVEL, seed=SEED)
     assert (ci["n_resamples"] == N_BOOT).all() and ci["ci_low"].notna().all()

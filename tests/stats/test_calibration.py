@@ -298,8 +298,12 @@ def test_bootstrap_weights_equal_refitting_each_resample(family):
     x, y, groups = _small(7, n_groups=9)
     n_boot, seed = 40, 3
     table = bootstrap_params(x, y, groups, family, n_boot=n_boot, seed=seed)
-    # brute force: the same multinomial resamples, expanded into rows and refitted
-    codes, uniques = pd.factorize(groups)
+    # brute force: the same multinomial resamples, expanded into rows and refitted (one count per problem, the
+    # problems numbered in the order of their own pairs, as bootstrap_params numbers them, never by name)
+    from stats.calibration import _group_index
+
+    codes, n_groups = _group_index(groups, x, y)
+    uniques = np.arange(n_groups)
     counts = np.random.default_rng(seed).multinomial(len(uniques), np.full(len(uniques), 1 / len(uniques)), n_boot)
     names = table["param"].tolist()
     draws = []
