@@ -359,11 +359,16 @@ def _text_hash(column: pd.Series) -> np.ndarray:
     """A 64-bit hash of each entry's text (one BLAKE2b per distinct value): role, test kind."""
     import hashlib
 
-    text = column.astype(object).where(column.notna(), "\x00<missing>").astype(str)
-    values, inverse = np.unique(text.to_numpy(), return_inverse=True)
+    if isinstance(column.dtype, pd.CategoricalDtype):  # the categories' texts once, the codes per row
+        values = np.array([str(c) for c in column.cat.categories] + ["\x00<missing>"], dtype=object)
+        inverse = column.cat.codes.to_numpy(dtype=np.int64)  # -1 (missing): the last entry
+    else:
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        values = np.array([str(u) for u in uniques] + ["\x00<missing>"], dtype=object)
+        inverse = np.asarray(codes, dtype=np.int64)
     keys = np.array([int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
                                     "little") for v in values], dtype=np.uint64)
-    return keys[inverse.reshape(-1)] if len(values) else np.zeros(len(column), dtype=np.uint64)
+    return keys[inverse]
 
 
 def _draw_keys(rows: pd.DataFrame, codes: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
