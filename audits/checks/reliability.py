@@ -274,27 +274,49 @@ def tied_cells(cells: pd.DataFrame) -> dict:
     clock, not the program: its values only lie within one step of ``q``, so its CV is below about
     ``q / mean``. ``q`` is read from the cells themselves, the smallest positive step between two repeats of a
     cell (``step_s`` of :func:`stats.reliability.repeat_cv`; every step of a clock of resolution q is a multiple
-    of it). Returns ``{"n_tied", "n_cells", "step_s", "upper"}``: ``upper`` is the median corrected repeat CV
-    with each tied cell at ``q / mean`` instead of 0 (the median that is judged lies between the two); NaN
-    when no cell ties or no cell shows a step (every cell tied: a deterministic measure such as instruction
-    counts, or a clock too coarse to show any step, which nothing in the corpus tells apart). Relative to
-    the durations, so the same at any unit of time.
+    of it). When no cell shows a step (every cell tied: a clock too coarse to show any, or a deterministic
+    measure such as instruction counts, which the repeats do not tell apart), ``q`` is the smallest positive
+    difference between two cells' values (on a clock of resolution q a multiple of it too): a deterministic
+    measure over many cells shows small differences, a bound that changes no verdict; a coarse clock shows its
+    tick. Returns ``{"n_tied", "n_cells", "step_s", "step_from", "upper"}``: ``step_from`` says where ``q``
+    was read (``"repeats"`` or ``"values"``), ``upper`` is the median corrected repeat CV with each tied cell at
+    ``q / mean`` instead of 0 (the median that is judged lies between the two); NaN when no cell ties or no
+    step is seen at all (every value of the run equal: ``step_from`` is ``"none"``). Relative to the durations,
+    so the same at any unit of time.
     """
     need = ("n_ok", "sd_s", "mean_s", "cv_corrected", "step_s")
     if not len(cells) or any(c not in cells.columns for c in need):
-        return {"n_tied": 0, "n_cells": 0, "step_s": math.nan, "upper": math.nan}
+        return {"n_tied": 0, "n_cells": 0, "step_s": math.nan, "step_from": "none", "upper": math.nan}
     cv = cells["cv_corrected"].to_numpy(dtype=float)
     mean = cells["mean_s"].to_numpy(dtype=float)
     measured = np.isfinite(cv)
     tied = measured & (cells["n_ok"].to_numpy() >= 2) & (cells["sd_s"].to_numpy(dtype=float) == 0) & (mean > 0)
     steps = cells["step_s"].to_numpy(dtype=float)
     q = float(np.min(steps[np.isfinite(steps)])) if np.isfinite(steps).any() else math.nan
+    source = "repeats" if math.isfinite(q) else "none"
+    if not math.isfinite(q) and tied.any():  # every cell tied: the differences between the cells' values
+        values = np.unique(cells["min_s" if "min_s" in cells.columns else "mean_s"].to_numpy(dtype=float)[tied])
+        gaps = np.diff(values)
+        gaps = gaps[gaps > 1e-9 * values[1:]]  # the same value read twice (a mean's rounding) is no step
+        if len(gaps):
+            q, source = float(gaps.min()), "values"
     upper = math.nan
     if tied.any() and math.isfinite(q):
         bound = cv.copy()
         bound[tied] = q / mean[tied]
         upper = float(np.median(bound[measured]))
-    return {"n_tied": int(tied.sum()), "n_cells": int(measured.sum()), "step_s": q, "upper": upper}
+    return {"n_tied": int(tied.sum()), "n_cells": int(measured.sum()), "step_s": q, "step_from": source,
+            "upper": upper}
+
+
+def clock_step_text(ties: dict) -> str:
+    """How the clock's step was read (:func:`tied_cells`), for a reason: ``"on a clock whose smallest step between
+    two repeats is 0.02 s"``, or, every cell tied, from the differences between the cells' values."""
+    if ties.get("step_from") == "values":
+        return (f"on a clock whose smallest step between two values is {ties['step_s']:.3g} s (every cell's "
+                f"repeats read one value: a clock that coarse, or a deterministic measure, which the corpus does "
+                f"not tell apart)")
+    return f"on a clock whose smallest step between two repeats is {ties['step_s']:.3g} s"
 
 
 def combine_problem_tables(tables: dict, summary: RunSummary, *, n_boot: int, seed: int,
@@ -390,11 +412,18 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
         upper = ties.get("upper", math.nan)
         if np.isfinite(upper) and t.judge("repeat_cv", upper) != t.judge("repeat_cv", cv.estimate):
             out["median_repeat_cv"] = (
-                f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats (CV 0) on a clock whose "
-                f"smallest step between two repeats is {ties['step_s']:.3g} s: their noise is below the clock's "
+                f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats (CV 0) "
+                f"{clock_step_text(ties)}: their noise is below the clock's "
                 f"resolution, so the median repeat CV lies between {cv.estimate:.1%} and {upper:.1%} (each tied "
                 f"cell at step / mean), which the limits judge differently; time with a finer clock or more "
                 f"iterations per repeat")
+            # rank drift has no such bound: a solution whose repeats tie scores the same in each, and one at the
+            # edge of a step jumps over the pool's values tied with it, so the drift read is the clock's
+            clock = (f"rank drift is read from timings whose repeats tie: {ties['n_tied']:,} of "
+                     f"{ties['n_cells']:,} cells read identical repeats {clock_step_text(ties)}, so a score's "
+                     f"movement between repeats below one step is not seen and a step's edge makes one; time "
+                     f"with a finer clock or more iterations per repeat")
+            out.update(dict.fromkeys(("mean_rank_sd", "mean_rank_range", "p95_rank_range"), clock))
     if not np.isfinite(env.drift.mean_sd.estimate):
         out["mean_rank_sd"] = out["mean_rank_range"] = out["p95_rank_range"] = "no solution was scored twice"
     elif not np.isfinite(env.drift.p95_range_5):  # judged NaN would read "warn"
@@ -633,8 +662,8 @@ def _benchmark_findings(env: RunReliability, t: ReliabilityThresholds, where: di
             at_step = (f"{other:.1%}" if np.isfinite(other) else
                        "not measured (no stable benchmark left)")
             f = Finding.not_available(
-                f.metric, f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats on a clock whose "
-                f"smallest step between two repeats is {ties['step_s']:.3g} s: the share is {f.value:.1%} with "
+                f.metric, f"{ties['n_tied']:,} of {ties['n_cells']:,} cells read identical repeats "
+                f"{clock_step_text(ties)}: the share is {f.value:.1%} with "
                 f"them at no spread and {at_step} with them one step apart, which the limits judge "
                 f"differently; time with a finer clock or more iterations per value", threshold=f.threshold,
                 **where)
