@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stats._groups import dense_ranks, grouped_order
+from stats._ties import snap
 
 __all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci", "check_n_boot"]
 
@@ -80,7 +81,9 @@ def bootstrap_ci(
     (4.5, True)
     """
     values = np.asarray(per_problem, dtype=float)
-    values = values[np.isfinite(values)]
+    # the values in sorted order: the resamples (positions) and the estimate's sum then depend on the values as a
+    # set, not on the order of the problems' names or rows the caller passed them in
+    values = np.sort(values[np.isfinite(values)])
     n = len(values)
     if n == 0:
         return Interval(np.nan, np.nan, np.nan, 0, level)
@@ -123,7 +126,7 @@ def cluster_bootstrap_ci(
     values, clusters = values[keep], clusters[keep]
     if len(values) == 0:
         return Interval(np.nan, np.nan, np.nan, 0, level)
-    codes, k = dense_ranks(clusters)
+    codes, k = _clusters_by_data(values, clusters)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k > 1 and check_n_boot(n_boot) else None
     alpha = (1 - level) / 2
@@ -158,6 +161,32 @@ def cluster_bootstrap_ci(
         raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
     low, high = np.quantile(draws, [alpha, 1 - alpha])
     return Interval(estimate, float(low), float(high), k, level)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (uint64, wrapping)."""
+    z = np.asarray(z, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _clusters_by_data(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes 0..k-1 of the clusters in the order of a hash of each cluster's values (a multiset: the wrapping sum
+    of the values' hashes after :func:`stats._ties.snap`, so the last bits of a value summed in another order move
+    nothing), never of the clusters' labels: the multinomial counts of the resamples then fall on the same
+    clusters whatever their names. Clusters with the same values tie and keep their label order (they are
+    interchangeable)."""
+    codes, k = dense_ranks(clusters)
+    codes = np.asarray(codes, dtype=np.int64)
+    if k < 2:
+        return codes, k
+    v = np.asarray(snap(values), dtype=np.float64) + 0.0
+    total = np.zeros(k, dtype=np.uint64)
+    np.add.at(total, codes, _mix(v.view(np.uint64)))  # uint64 addition wraps
+    rank = np.empty(k, dtype=np.int64)
+    rank[np.argsort(_mix(total), kind="stable")] = np.arange(k)
+    return rank[codes], k
 
 
 def _weighted_median_positions(cluster_of: np.ndarray, w: np.ndarray, counts: np.ndarray, *,
