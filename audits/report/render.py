@@ -64,6 +64,7 @@ from audits.protocol.saved import encoded_entry, read_results, write_entries
 from audits.report.catalog import REPORTS, ReportSpec
 from audits.report.inputs import PAIR_PARAMETERS, load_corpora, repo_root, resolve_corpora, suggest_runs
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
+from audits.report.narrative.common import as_name
 from audits.report.results import PARAMETERS, RESULTS_FILE, ReportResults
 
 __all__ = ["ReportError", "RenderedReport", "ReportIndex", "read_template", "parse_parameter", "render_reports",
@@ -732,7 +733,9 @@ def write_index(
             for f in report.top_findings(top):
                 # the run as the page's table names it (environment and campaign, subject): the environment alone
                 # gave the findings of runs "quiet · 001" and "quiet · 1" one label
-                label = where_label(f.get("environment"), f.get("campaign"), f.get("subject"))
+                # each name isolated (as the pages write them): a right-to-left override in one reversed the rest
+                label = where_label(*(None if v is None else as_name(v)
+                                      for v in (f.get("environment"), f.get("campaign"), f.get("subject"))))
                 where = f"[{html.escape(label)}] " if label else ""
                 items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
                              f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")

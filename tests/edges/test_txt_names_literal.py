@@ -116,7 +116,7 @@ ENVIRONMENTS = {"quiet": "*star* `tick` a\u202eRTL", "busy": "b\u2069\u202eRTL #
 
 
 @pytest.fixture(scope="module")
-def reliability_page(tmp_path_factory):
+def rendered(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("names")
     corpus = synthesize(n_problems=4, n_tests=3, n_solutions=5, n_repeats=3, environments=("quiet",), busy=True,
                         seed=3).corpus.copy()
@@ -127,12 +127,12 @@ def reliability_page(tmp_path_factory):
                            "-p", "n_boot=20", "--out", str(tmp / "out")], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return (tmp / "out" / "reliability.html").read_text(encoding="utf-8")
+    return tmp / "out"
 
 
 @pytest.mark.slow
-def test_the_report_shows_each_run_name_as_written(reliability_page):
-    page = _Page(reliability_page)
+def test_the_report_shows_each_run_name_as_written(rendered):
+    page = _Page((rendered / "reliability.html").read_text(encoding="utf-8"))
     assert "em" not in page.tags  # no name is emphasis
     labels = [s for s in page.strong if "RTL" in s]
     assert labels, page.strong
@@ -142,10 +142,11 @@ def test_the_report_shows_each_run_name_as_written(reliability_page):
 
 
 @pytest.mark.slow
-def test_the_text_after_a_name_is_drawn_in_reading_order(reliability_page, tmp_path):
+def _probed(page: Path, probe: str, tmp_path) -> list:
+    """What ``probe`` (a script added to a copy of ``page``) writes into ``<pre id="bidi-probe">``, in Chromium."""
     assert BROWSER, "headless Chromium is needed (apt-get install -y chromium; scripts/system-deps.sh does)"
     probed = tmp_path / "probed.html"
-    probed.write_text(reliability_page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", probe + "</body>"), encoding="utf-8")
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -153,11 +154,47 @@ def test_the_text_after_a_name_is_drawn_in_reading_order(reliability_page, tmp_p
              probed.resolve().as_uri()], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     start = done.stdout.index('<pre id="bidi-probe">') + len('<pre id="bidi-probe">')
-    found = json.loads(_Page(done.stdout[start:done.stdout.index("</pre>", start)]).text[0])
-    assert len(found) >= 4  # both runs, in the repeatability and discriminability paragraphs (and contention's)
+    return json.loads(_Page(done.stdout[start:done.stdout.index("</pre>", start)]).text[0])
+
+
+#: The same on the index page: where each character of the metric's name after a finding's run label is drawn.
+INDEX_PROBE = """<script>
+(function () {
+  const out = [];
+  for (const li of document.querySelectorAll('li')) {
+    const code = li.querySelector('code');
+    if (!code || !li.textContent.includes('RTL')) continue;
+    const node = code.firstChild, xs = [];
+    for (let i = 0; i < node.length; i++) {
+      const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+      const b = r.getBoundingClientRect(); xs.push([node.data[i], b.left, b.top]);
+    }
+    out.push({name: li.textContent.slice(0, 60), after: xs});
+  }
+  const pre = document.createElement('pre'); pre.id = 'bidi-probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _in_reading_order(found) -> None:
     for paragraph in found:
         line = [(x, top) for char, x, top in paragraph["after"] if not char.isspace()]
         first_line = [x for x, top in line if top == line[0][1]]
         assert len(first_line) >= 5, paragraph
         # left to right, as written: each character is drawn right of the one before it
         assert all(b > a for a, b in zip(first_line, first_line[1:])), (paragraph["name"], paragraph["after"][:12])
+
+
+@pytest.mark.slow
+def test_the_index_draws_what_follows_a_run_label_in_reading_order(rendered, tmp_path):
+    found = _probed(rendered / "index.html", INDEX_PROBE, tmp_path)
+    assert len(found) >= 1
+    _in_reading_order(found)
+
+
+@pytest.mark.slow
+def test_the_text_after_a_name_is_drawn_in_reading_order(rendered, tmp_path):
+    found = _probed(rendered / "reliability.html", PROBE, tmp_path)
+    assert len(found) >= 4  # both runs, in the repeatability and discriminability paragraphs (and contention's)
+    _in_reading_order(found)
