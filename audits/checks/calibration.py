@@ -150,11 +150,12 @@ class CalibrationAudit:
         Paired medians and the cells lost (with reasons).
     fits : DataFrame
         One row per family (and robust variant): ``family, method, cv, formula,
-        params`` (dict), ``param_ci`` (dict param -> [low, high]),
-        ``lopo_r2`` (+ ``_low``/``_high``), ``lopo_log_rmse`` (+ CI),
+        params`` (dict), ``param_ci`` (dict param -> [low, high]), ``param_ci_reason``
+        (dict param -> why its interval is n/a, for those that are), ``lopo_r2`` (+ ``_low``/``_high``), ``lopo_log_rmse`` (+ CI),
         ``n_pairs, n_problems, n_nonpositive``.
     params : DataFrame
-        Tidy parameter CIs: ``family, method, param, estimate, ci_low, ci_high``.
+        Tidy parameter CIs: ``family, method, param, estimate, ci_low, ci_high, n_problems, level,
+        n_resamples, ci_reason`` (:func:`stats.calibration.bootstrap_params`).
     spearman_raw, spearman_calibrated, spearman_gain : Interval or None
         Rank agreement of stored-pool scores with fresh-pool scores.
     bland_altman, bland_altman_calibrated : BlandAltman
@@ -217,7 +218,8 @@ class CalibrationAudit:
         for row in self.fits.to_dict("records"):
             fits[row["name"]] = {
                 "family": row["family"], "method": row["method"], "formula": row["formula"],
-                "params": row["params"], "param_ci": row["param_ci"], "cv": row["cv"],
+                "params": row["params"], "param_ci": row["param_ci"], "param_ci_reason": row["param_ci_reason"],
+                "cv": row["cv"],
                 "lopo_r2": row["lopo_r2"], "lopo_r2_ci": [row["lopo_r2_low"], row["lopo_r2_high"]],
                 "lopo_log_rmse": row["lopo_log_rmse"],
                 "lopo_log_rmse_ci": [row["lopo_log_rmse_low"], row["lopo_log_rmse_high"]],
@@ -269,7 +271,8 @@ class CalibrationAudit:
 
 
 #: The columns of :attr:`CalibrationAudit.fits` (an empty table has them too: fewer than 2 pairs fit no map).
-_FIT_COLUMNS = ("name", "family", "method", "cv", "formula", "params", "param_ci", "lopo_r2", "lopo_r2_low",
+_FIT_COLUMNS = ("name", "family", "method", "cv", "formula", "params", "param_ci", "param_ci_reason", "lopo_r2",
+                "lopo_r2_low",
                 "lopo_r2_high", "lopo_log_rmse", "lopo_log_rmse_low", "lopo_log_rmse_high", "n_pairs", "n_problems",
                 "n_nonpositive", "n_nonfinite", "n_below_min", "min_duration_s", "floor_reason", "share_2x_off",
                 "usable", "na_reason", "lopo_log_r2", "within_problem_spearman", "within_problem_worst",
@@ -281,6 +284,8 @@ def _fit_row(name, family, method, fit: Fit, lopo, ci: pd.DataFrame, n_problems,
         "name": name, "family": family, "method": method, "cv": lopo.cv, "formula": fit.formula(),
         "params": dict(fit.params),
         "param_ci": {r["param"]: [r["ci_low"], r["ci_high"]] for r in ci.to_dict("records")},
+        # why a parameter's interval is n/a (bootstrap_params: too few resamples keep enough source values)
+        "param_ci_reason": {r["param"]: r["ci_reason"] for r in ci.to_dict("records") if r.get("ci_reason")},
         "lopo_r2": lopo.r2.estimate, "lopo_r2_low": lopo.r2.low, "lopo_r2_high": lopo.r2.high,
         "lopo_log_rmse": lopo.log_rmse.estimate, "lopo_log_rmse_low": lopo.log_rmse.low,
         "lopo_log_rmse_high": lopo.log_rmse.high, "n_pairs": lopo.n, "n_problems": n_problems,
@@ -438,8 +443,10 @@ def combine_pairing(pair: CalibrationPair, pairing: Pairing, *, corpus: pd.DataF
     chosen_by = "user" if calibration_family else "held-out log error"
     calibration_family = calibration_family or chosen
     best_family = chosen
-    columns = ["family", "method", "param", "estimate", "ci_low", "ci_high", "n_problems", "level"]
-    params = pd.concat(params, ignore_index=True)[columns] if params else pd.DataFrame(columns=columns)
+    columns = ["family", "method", "param", "estimate", "ci_low", "ci_high", "n_problems", "level", "n_resamples",
+               "ci_reason"]
+    params = (pd.concat(params, ignore_index=True).reindex(columns=columns) if params
+              else pd.DataFrame(columns=columns))
 
     ba_raw = bland_altman(x, y, groups, level=level, n_boot=n_boot, seed=seed) if fitted else None
     ba_cal = None
