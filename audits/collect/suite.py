@@ -585,10 +585,15 @@ def _find_validator(root: Path) -> Path | None:
 def _prepare_validator(path: Path, build_dir: Path, python: str, cxx: str, sandbox: str):
     language = language_of(path)
     if language is None:
-        found = sorted({p.suffix or p.name for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()})
+        files = [p for p in (path.rglob("*") if path.is_dir() else [path]) if p.is_file()]
+        found = sorted({p.suffix or p.name for p in files})
+        if path.is_dir() and all(_hidden(p.name) for p in files):  # e.g. a template's output_validator/.gitkeep
+            raise _Skip(f"custom output validator folder {path} holds no program (found "
+                        f"{', '.join(found) or 'no files'}), problem skipped: remove the folder to use the default "
+                        f"validator, or put the validator's source in it", what="validator", path=path)
         raise _Skip(f"custom output validator {path} is neither Python, C++ nor C (found "
-                    f"{', '.join(found) or 'no files'}); supported: {', '.join(EXTENSIONS)}", what="validator",
-                    path=path)
+                    f"{', '.join(found) or 'no files'}), problem skipped; supported: {', '.join(EXTENSIONS)}",
+                    what="validator", path=path)
     try:  # a C++ validator folder is compiled with -I itself, so validate.h / testlib.h beside it are found
         return prepare(path, build_dir, python=python, cxx=cxx, sandbox=sandbox, siblings=True)
     except (BuildError, OSError) as exc:  # a compile or link error, a Python 2 validator, an unreadable file
