@@ -474,7 +474,8 @@ class SimulationResult:
     pair_curves : DataFrame
         ``pair, bin, u_mid, n, curve`` per repeat pair.
     diagnostics : dict
-        The DIAGNOSTICS plus ``<name>_ci_low/_ci_high``, ``n_problems``, ``n_solutions``,
+        The DIAGNOSTICS plus ``<name>_ci_low/_ci_high`` (absent without a CI: ``ci_reason`` says why),
+        ``n_problems`` (with >= 1 sample), ``n_problems_total`` (with a rollout), ``n_solutions``,
         ``n_pairs``, ``mean_reward``, ``limited_share``, ``kept_test_share``, ``exposure``,
         ``headline_group_size``, ``level`` and ``verdict``.
     groups : DataFrame
@@ -504,8 +505,8 @@ class SimulationResult:
     def summary(self) -> str:
         d = self.diagnostics
         lines = [f"environment {self.environment.name}: {self.environment.describe()}",
-                 f"  verdict {d['verdict']}  (n = {d['n_problems']} problems, {d['n_solutions']} solutions, "
-                 f"{d['n_pairs']} repeat pairs)"]
+                 f"  verdict {d['verdict']}  (n = {problems_text(d)}, {d['n_solutions']} solutions, "
+                 f"{d['n_pairs']} repeat pairs)" + (f"; {d['ci_reason']}" if d.get("ci_reason") else "")]
         for name in DIAGNOSTICS:
             lo, hi = d.get(f"{name}_ci_low", np.nan), d.get(f"{name}_ci_high", np.nan)
             ci = f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) else ""
@@ -525,6 +526,40 @@ def _repeat_pairs(repeats: np.ndarray) -> list[tuple[int, int]]:
     if r == 1:
         return [(0, 0)]
     return [(i, (i + 1) % r) for i in range(r)]
+
+
+def problems_text(diagnostics: dict) -> str:
+    """The problems a simulation's figures rest on, as text: ``2 problems with samples``, or ``1 problem with
+    samples, of 2 with rollouts`` when some problems gave no sample.
+
+    Examples
+    --------
+    >>> problems_text({"n_problems": 1, "n_problems_total": 2})
+    '1 problem with samples, of 2 with rollouts'
+    """
+    n = int(diagnostics["n_problems"])
+    total = int(diagnostics.get("n_problems_total", n))
+    text = f"{n} problem{'' if n == 1 else 's'} with samples"
+    return text if total == n else f"{text}, of {total} with rollouts"
+
+
+def ci_reason(n_sampled: int, n_boot: int, n_total: int | None = None) -> str | None:
+    """Why the diagnostics have no bootstrap CI (None: they have one): fewer than 2 problems with samples (every
+    resample would be that problem) or no resample asked for. ``n_total``: the problems with rollouts.
+
+    Examples
+    --------
+    >>> ci_reason(1, 200, 2)
+    'no CI: 1 problem with samples, of 2 with rollouts; a bootstrap over problems needs >= 2'
+    >>> ci_reason(5, 200) is None
+    True
+    """
+    if n_sampled < 2:
+        counts = {"n_problems": n_sampled, "n_problems_total": n_sampled if n_total is None else n_total}
+        return f"no CI: {problems_text(counts)}; a bootstrap over problems needs >= 2"
+    if n_boot < 1:
+        return "no CI: n_boot = 0 draws no bootstrap resample"
+    return None
 
 
 def _boot_diagnostics(sums: np.ndarray, counts: np.ndarray, tables: np.ndarray, u_mid: np.ndarray, n_boot: int,
@@ -868,6 +903,15 @@ def combine_simulation(
     """The :class:`SimulationResult` from per-problem parts (:func:`simulate_problems`; one, or a sequence
     concatenated with :meth:`SimulationProblems.concat`): the curves, the diagnostics and their bootstrap over
     problems, the GRPO group statistics and the verdict. :func:`simulate` ends here, and so does the Dask path.
+
+    ``n_problems`` counts the problems with at least one sample (a (quality, reward) pair), the ones every figure
+    rests on; ``n_problems_total`` every problem with a rollout (a problem whose only correct reference is scored
+    against an empty pool has rollouts but no sample). The bootstrap resamples the problems with samples only.
+    *Decision*: with fewer than 2 of them the CIs are undefined (absent, ``ci_reason`` says why) but the verdict
+    stands: the checks judge point figures (AUC, monotonicity, deviation, the zero-advantage rate, curve noise)
+    against thresholds, and a point figure over one problem is measured; only figures judged against bootstrap
+    resamples are n/a with fewer than 2 problems (the rule of the aggregation audit, whose point figures are
+    judged with one problem too). The findings say on how many problems a verdict stands.
     """
     part = SimulationProblems.concat(parts if isinstance(parts, (list, tuple)) else [parts])
     n_prob, n_pairs, n_bins = part.sums.shape
@@ -903,7 +947,13 @@ def combine_simulation(
     diag["monotonicity"] = table_monotonicity(tables.sum(axis=0))
     prob_bin_sum = sums.sum(axis=1)
     prob_bin_n = counts.sum(axis=1)
-    diag.update(_boot_diagnostics(prob_bin_sum, prob_bin_n.astype(float), tables, u_mid, n_boot, level, seed))
+    # the bootstrap resamples the problems with samples only: a problem without one (a single correct reference,
+    # scored against an empty pool) adds nothing to any figure, and resampling it only thinned the others (with one
+    # problem with samples every interval collapsed onto the point value: "95% CI 0.46-0.46, n = 2 problems")
+    sampled = prob_bin_n.sum(axis=1) > 0
+    n_sampled = int(sampled.sum())
+    diag.update(_boot_diagnostics(prob_bin_sum[sampled], prob_bin_n[sampled].astype(float), tables[sampled], u_mid,
+                                  n_boot, level, seed))
 
     # each group rate's mean over problems sums them in sorted order (not the names')
     groups = _group_frame(np.sort(part.equal, axis=1), np.sort(part.negative), np.sort(part.positive),
@@ -921,7 +971,9 @@ def combine_simulation(
         if np.isfinite(limited_share) else float("nan")
     n_samples = int(part.counts.sum())
     diag["mean_reward"] = float(sums.sum() / n_samples) if n_samples else float("nan")
-    diag["n_problems"] = int(n_prob)
+    diag["n_problems"] = n_sampled  # problems with >= 1 sample: those every figure and the bootstrap rest on
+    diag["n_problems_total"] = int(n_prob)  # problems with a rollout (a correct reference), samples or not
+    diag["ci_reason"] = ci_reason(n_sampled, n_boot, int(n_prob))
     diag["n_solutions"] = int(part.n_units)
     diag["n_pairs"] = n_pairs
     diag["n_samples"] = n_samples

@@ -49,6 +49,7 @@ from stats.simulator import (
     check_unique_names,
     checked_group_sizes,
     combine_simulation,
+    problems_text,
     rank_environments,
     repeat_quality,
     simulate_problems,
@@ -165,10 +166,11 @@ class SimulationAudit:
         head = d.iloc[0]
         repeats = "" if self.run is None else f" ({self.run.repeats_text})"
         lines = [f"offline simulation on environment {self.environment!r}, campaign "
-                 f"{self.campaign!r}{repeats}: {int(head['n_problems'])} problems, {int(head['n_solutions'])} "
+                 f"{self.campaign!r}{repeats}: {_total(head)} problems, {int(head['n_solutions'])} "
                  f"{'' if self.include_incorrect else 'correct '}reference solutions as rollouts, {int(head['n_pairs'])} repeat pairs (quality from one repeat, "
                  f"reward from the next)",
-                 f"zero-advantage rate at G = {int(head['headline_group_size'])}; CIs: 95 % bootstrap over problems",
+                 f"zero-advantage rate at G = {int(head['headline_group_size'])}; CIs: 95 % bootstrap over the "
+                 "problems with samples (column problems)",
                  ""]
         table = pd.DataFrame({
             "rank": d["rank"],
@@ -179,9 +181,14 @@ class SimulationAudit:
             "diag_dev": [_ci(r, "diagonal_deviation") for r in d.to_dict(orient="records")],
             "noise": d["curve_noise"].map(lambda v: "n/a" if not np.isfinite(v) else f"{v:.3f}"),
             "zero_adv": d["zero_advantage_rate"].map(_num),
+            "problems": d["n_problems"].astype(int),
             "verdict": d["verdict"] if self.thresholds.profile == "reward" else "not judged",
         })
         lines.append(table.to_string(index=False))
+        reasons = d["ci_reason"] if "ci_reason" in d.columns else pd.Series(dtype=object)
+        for reason in pd.unique(reasons.dropna()):  # one line per reason, naming the reward environments it holds for
+            names = d.loc[(reasons == reason).to_numpy(), "reward_environment"].astype(str).tolist()
+            lines.append(f"{reason} ({', '.join(names)})")
         for row in self.left_out.to_dict(orient="records"):
             lines += ["", f"left out: reward environment {row['reward_environment']!r} ({row['key']} needs the "
                           f"corpus column {row['column']!r}, which this run lacks)"]
@@ -213,13 +220,20 @@ def _num(value) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.2f}"
 
 
+def _total(head) -> int:
+    """The problems with rollouts (every reward environment simulates the same ones; ``n_problems`` counts
+    those with samples, which a reward environment's filter can make fewer)."""
+    total = head.get("n_problems_total", head["n_problems"])
+    return int(head["n_problems"] if total is None or not np.isfinite(total) else total)
+
+
 def _ci(row: dict, name: str) -> str:
     lo, hi = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
     value = row[name]
     if value is None or not np.isfinite(value):
         return "n/a"
     if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
-        return f"{value:.2f}"
+        return f"{value:.2f} (no CI)"
     return f"{value:.2f} [{lo:.2f},{hi:.2f}]"
 
 
@@ -259,14 +273,27 @@ def _not_measured(d: dict, metric: str, scheme: str = "") -> str:
         return (f"the {scheme} reward draws on the repeat-noise model (docs/noise.md), whose variances come from "
                 "cells with >= 2 ok repeats; this run has one repeat, so no reward of a correct rollout is defined: collect >= 2 repeats")
     if not d.get("n_samples") and d.get("n_optimization_tests", 1) == 0:
-        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): the run has no "
+        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems_total']} problems): the run has no "
                 "optimization test (test_kind), so no rollout has a quality to rank; mark the tests that time the "
                 "programs as test_kind=optimization")
     if not d.get("n_samples"):
-        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems']} problems): a problem "
+        return (f"no rollout was scored ({d['n_solutions']} solutions over {d['n_problems_total']} problems): a problem "
                 "needs >= 2 correct references, since each is scored against the others (leave-self-out) and one "
                 "reference has an empty pool; collect more accepted solutions per problem")
     return f"{metric} is undefined (NaN) on this run's {d['n_samples']} samples"
+
+
+def _problems_ci(d: dict) -> str:
+    """``2 problems with samples``, or why there is no CI (with the problems' count: a verdict over one problem
+    stands, with that said; :func:`stats.simulator.combine_simulation`)."""
+    reason = d.get("ci_reason")
+    if not reason:
+        return problems_text(d)
+    return reason if int(d["n_problems"]) < 2 else f"{reason}; n = {problems_text(d)}"
+
+
+def _no_ci(d: dict) -> str:
+    return f" ({_problems_ci(d)})" if d.get("ci_reason") else f" (n = {problems_text(d)})"
 
 
 def _nothing_measured(run: RunSummary) -> bool:
@@ -293,8 +320,8 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
             out.append(Finding.not_available(metric, _not_measured(d, metric, scheme), threshold=threshold, **where))
             continue
         lo, hi = d.get(f"{metric}_ci_low"), d.get(f"{metric}_ci_high")
-        ci = f" (95% CI {lo:.2f}-{hi:.2f}, n = {d['n_problems']} problems)" if lo is not None and hi is not None \
-            and np.isfinite(lo) and np.isfinite(hi) else f" (n = {d['n_problems']} problems)"
+        ci = f" (95% CI {lo:.2f}-{hi:.2f}, n = {problems_text(d)})" if lo is not None and hi is not None \
+            and np.isfinite(lo) and np.isfinite(hi) else _no_ci(d)
         extra = f" at G = {d['headline_group_size']}" if metric == "zero_advantage_rate" else ""
         out.append(Finding(level=level, metric=metric, value=value, threshold=threshold,
                            # the metric and its value head every finding line already (Finding's own text)
@@ -308,7 +335,7 @@ def _findings(result: SimulationResult, run: RunSummary) -> list[Finding]:
         out.append(Finding(level="pass", metric="verdict", value=d["auc"], threshold="all checks pass",
                            message=f"learnable: AUC {d['auc']:.2f}, monotonicity {d['monotonicity']:.2f}, "
                                    f"diagonal deviation {d['diagonal_deviation']:.2f} "
-                                   f"(n = {d['n_problems']} problems)"
+                                   f"({'' if d.get('ci_reason') else 'n = '}{_problems_ci(d)})"
                                    + ("; measured without timing noise: with one repeat, quality and reward share it "
                                       "(curve_noise is n/a), so this is what the reward environment gives a "
                                       "noise-free sandbox." if d["n_pairs"] == 1 else "."), **where))
