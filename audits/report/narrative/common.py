@@ -351,7 +351,8 @@ def _without_raw_html(text: str) -> str:
     HTML, and a run so named ran its ``onerror`` in the calibration page. With these characters written as
     references outside code spans, every backtick left is one of a code span this function matched. The narrative
     writes none of these characters as syntax, so this changes nothing it means to show; names show as written
-    (``$a$``, ``_b_``). Markdown's ``*`` in a name still emphasises (the narrative's own bold and italics use it).
+    (``$a$``, ``_b_``). Markdown's ``*`` is left as syntax here (the narrative's own bold and italics use it): a name
+    with one is isolated by :func:`as_name`, whose span :func:`without_raw_html` writes literally.
 
     >>> without_raw_html("quiet <i> & `a<b>` done")
     'quiet &lt;i&gt; &amp; `a<b>` done'
