@@ -37,7 +37,6 @@ q <= tau/100 and estimates pass@k without bias (:func:`pass_at_k`).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +49,7 @@ from stats import aggregation
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask, subset_codes
 from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
-from stats.noise import expected_percentiles, fit_noise, noise_aware_scores
+from stats.noise import _dense_ranks, _mix, _set_hash, expected_percentiles, fit_noise, noise_aware_scores
 from stats.pass_at_k import pass_at_k
 from stats.ranking import STATUSES, problem_scores, reference_pools, solution_cells, status_codes, test_percentiles
 
@@ -1110,41 +1109,37 @@ def _rows_by_problem(frame: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def problem_data_seed(rows: pd.DataFrame) -> list[int]:
-    """The seed of one problem's posterior draws in :func:`_gate_probability`, from its rows as a set (also the key
-    ``speedaudit score`` orders the problems' draws by, :func:`audits.checks.simulation.noise_aware_candidates`).
+    """The seed of one problem's posterior draws in :func:`_gate_probability` (the ``noise_gate`` reward), from its
+    rows as a set.
 
-    The (status code, duration_s) pairs of the rows, sorted, hashed with BLAKE2b (8 bytes): the same rows in any
-    order and under any problem name give the same seed (names are data a user chooses, and renaming a problem
-    must not move its figures), while problems with other timings draw other streams. A missing duration
-    counts as -1 (NaN has many bit patterns), -0.0 as 0.0.
+    Keyed by ranks, as :func:`stats.noise._draw_keys` keys each cell's draws: every row is its status and the dense
+    rank of its duration among the problem's (equal values one rank, a missing one last); a cell (test, solution)
+    is the multiset of its rows, a test the multiset of its cells, and the seed the multiset of the cells each with
+    its test's key (64-bit splitmix sums, order-free). So the same rows in any order, under any names (problem,
+    tests, solutions) and in any unit of time (a rank does not move when every duration is multiplied by 1000)
+    give the same seed; the raw durations' hash drew other numbers in milliseconds than in seconds.
 
-    >>> rows = pd.DataFrame({"duration_s": [0.2, 0.1], "status": ["ok", "timeout"]})
+    >>> rows = pd.DataFrame({"test": ["a", "b"], "solution": "s", "duration_s": [0.2, 0.1],
+    ...                      "status": ["ok", "timeout"]})
     >>> problem_data_seed(rows) == problem_data_seed(rows.iloc[::-1])
     True
-    """
-    return [0, problem_data_keys(rows, np.zeros(len(rows), dtype=np.int64), 1)[0]]
-
-
-def problem_data_keys(rows: pd.DataFrame, codes: np.ndarray, n_groups: int) -> list[int]:
-    """:func:`problem_data_seed`'s hash (its second entry) of every group of ``rows`` (``codes`` in
-    ``range(n_groups)``, e.g. :func:`stats._groups.group_codes` of the problems), with one sort of every row.
-
-    >>> rows = pd.DataFrame({"duration_s": [0.2, 0.1, 0.3], "status": "ok"})
-    >>> problem_data_keys(rows, np.array([1, 0, 1]), 2)[1] == problem_data_seed(rows.iloc[[0, 2]])[1]
+    >>> problem_data_seed(rows) == problem_data_seed(rows.assign(duration_s=rows["duration_s"] * 1e3))
     True
     """
-    status = status_codes(rows).astype(np.float64) if len(rows) else np.zeros(0)
-    d = rows["duration_s"].to_numpy(dtype=np.float64) + 0.0
-    d = np.where(np.isnan(d), -1.0, d)
-    codes = np.asarray(codes, dtype=np.int64)
-    order = np.lexsort((d, status, codes))
-    status, d = status[order].astype("<f8"), d[order].astype("<f8")
-    bounds = np.searchsorted(codes[order], np.arange(n_groups + 1))
-    keys = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):  # one hash per group over its slice (no pass over the rows)
-        payload = status[lo:hi].tobytes() + d[lo:hi].tobytes()
-        keys.append(int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little"))
-    return keys
+    n = len(rows)
+    rank = _dense_ranks(rows["duration_s"].to_numpy(dtype=np.float64), np.zeros(n, dtype=np.int64))
+    status = status_codes(rows).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64)
+    row = _mix(rank) ^ _mix(status + np.uint64(1))
+    keys = [c for c in ("test", "solution") if c in rows.columns]
+    if not keys:  # rows without cells: the multiset of the rows
+        return [0, int(_set_hash(row, np.zeros(n, dtype=np.int64), 1)[0])]
+    cell, n_cells = group_codes(rows, keys)
+    own = _set_hash(row, cell, n_cells)
+    test_of_cell = (group_codes(rows, ["test"])[0][first_rows(cell, n_cells)] if "test" in keys
+                    else np.zeros(n_cells, dtype=np.int64))
+    n_tests = int(test_of_cell.max()) + 1 if n_cells else 0
+    test = _set_hash(own, test_of_cell, n_tests)
+    return [0, int(_set_hash(_mix(own ^ test[test_of_cell]), np.zeros(n_cells, dtype=np.int64), 1)[0])]
 
 
 def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
@@ -1154,9 +1149,9 @@ def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFr
 
     The model is fitted on every repeat of ``runs``; a scored execution (``per_repeat``) is one repeat,
     a collapsed cell keeps all of its repeats (as :func:`_expected_q`). Each problem draws from its own
-    stream, seeded by its own data (:func:`problem_data_seed`: its rows' status and duration, sorted), never by its
+    stream, seeded by its own data (:func:`problem_data_seed`: its rows' statuses and duration ranks), never by its
     name: a problem's P depends on its rows alone, so a Dask partition of problems, another problem set,
-    another row order or another name for the problem gives the same values. The noise model is fitted per
+    another row order, another name for the problem or another unit of time gives the same values. The noise model is fitted per
     problem: a test without a variance estimate borrows from its problem only, as in :func:`_expected_q`.
     """
     p = np.full(len(scores), np.nan)

@@ -450,13 +450,12 @@ def _noise_gate_env(tau=30, aggregator="mean_pct"):
 
 @pytest.mark.parametrize("per_repeat", (True, False))
 def test_noise_gate_is_each_problems_noise_model_probability(runs, per_repeat):
-    """p_gate equals stats.noise's P(q <= tau) computed problem by problem here (its own fit, and its seed hashed
-    from its sorted (status code, duration) pairs, not its name), 0 after a hard failure; the reward is 2 p - 1
-    for a correct unit and -1 for a wrong one."""
-    import hashlib
-
+    """p_gate equals stats.noise's P(q <= tau) computed problem by problem here (its own fit, and its seed from its
+    own rows, stats.rewards.problem_data_seed: statuses and duration ranks, not its name; that the seed follows the
+    data in any unit, order or names is tests/edges/test_sim_gate_draws_unit.py's), 0 after a hard failure; the
+    reward is 2 p - 1 for a correct unit and -1 for a wrong one."""
     from stats.noise import fit_noise, noise_aware_scores
-    from stats.ranking import STATUSES
+    from stats.rewards import problem_data_seed
 
     out = apply_environment(runs, _noise_gate_env(), per_repeat=per_repeat).scores
     by = ["problem", "solution"] + (["repeat"] if per_repeat else [])
@@ -468,9 +467,7 @@ def test_noise_gate_is_each_problems_noise_model_probability(runs, per_repeat):
             scored = scored.groupby(["problem", "test", "solution"], observed=True).agg(
                 status=("status", lambda s: "ok" if (s == "ok").all() else "timeout"),
                 role=("role", "first"), correct=("correct", "first"), test_kind=("test_kind", "first")).reset_index()
-        pairs = sorted(zip((STATUSES.index(x) for x in block["status"].astype(str)), block["duration_s"]))
-        payload = np.array([a for a, _ in pairs] + [b for _, b in pairs], dtype="<f8").tobytes()
-        seed = [0, int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little")]
+        seed = problem_data_seed(block)
         model = fit_noise(block)
         na = (noise_aware_scores(model, tau=30, roles=None, executions=scored, seed=seed) if per_repeat
               else noise_aware_scores(model, tau=30, roles=None, cells=scored, seed=seed))
