@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stats._groups import dense_ranks, grouped_order
+from stats._hashing import set_hash
 from stats._ties import snap
 
 __all__ = ["Interval", "bootstrap_ci", "cluster_bootstrap_ci", "check_n_boot"]
@@ -163,14 +164,6 @@ def cluster_bootstrap_ci(
     return Interval(estimate, float(low), float(high), k, level)
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser (uint64, wrapping)."""
-    z = np.asarray(z, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def _clusters_by_data(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, int]:
     """Codes 0..k-1 of the clusters in the order of a hash of each cluster's values (a multiset: the wrapping sum
     of the values' hashes after :func:`stats._ties.snap`, so the last bits of a value summed in another order move
@@ -182,10 +175,8 @@ def _clusters_by_data(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndar
     if k < 2:
         return codes, k
     v = np.asarray(snap(values), dtype=np.float64) + 0.0
-    total = np.zeros(k, dtype=np.uint64)
-    np.add.at(total, codes, _mix(v.view(np.uint64)))  # uint64 addition wraps
     rank = np.empty(k, dtype=np.int64)
-    rank[np.argsort(_mix(total), kind="stable")] = np.arange(k)
+    rank[np.argsort(set_hash(v.view(np.uint64), codes, k), kind="stable")] = np.arange(k)
     return rank[codes], k
 
 

@@ -55,6 +55,7 @@ import pandas as pd
 from scipy.stats import theilslopes
 
 from stats._groups import first_rows, group_codes
+from stats._hashing import mix64, set_hash
 from stats._ties import grouped_midranks, snap
 from stats.bootstrap import Interval
 from stats.declarations import FAMILIES, ROBUST_METHODS
@@ -741,27 +742,14 @@ def _group_index(groups, *data, computed=()) -> tuple[np.ndarray, int]:
     return rank[codes], n
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser (uint64, wrapping)."""
-    z = np.asarray(z, dtype=np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def _data_keys(codes: np.ndarray, n: int, *data) -> np.ndarray:
     """A 64-bit key of each group's multiset of rows (the values of ``data`` in each row, NaN as one value, -0.0
     as 0.0): the wrapping sum of the rows' hashes, so any row order gives the same key, in one pass."""
     row = np.zeros(len(codes), dtype=np.uint64)
     for column in data:
         v = np.asarray(column, dtype=np.float64) + 0.0
-        row = _mix(row ^ np.where(np.isnan(v), np.nan, v).view(np.uint64))
-    total = np.zeros(n, dtype=np.uint64)
-    np.add.at(total, codes, _mix(row))
-    return _mix(total)
+        row = mix64(row ^ np.where(np.isnan(v), np.nan, v).view(np.uint64))
+    return set_hash(row, codes, n)
 
 
 def _grouped_normal(design: np.ndarray, t: np.ndarray, codes: np.ndarray, n_groups: int):

@@ -98,6 +98,7 @@ import pandas as pd
 from scipy import special
 
 from stats._groups import group_codes
+from stats._hashing import dense_ranks_within, mix64, set_hash, text_hash
 from stats.pass_at_k import pass_at_k
 from stats.ranking import (POOLS_ATTR, STATUSES, joint_codes, require_single_run, pool_join, solution_cells,
                            status_codes)
@@ -336,41 +337,6 @@ def fit_noise(
                       test_keys=tests["_test_key"].to_numpy(dtype=np.uint64))
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser of every entry (uint64, wrapping): a 64-bit hash of a 64-bit value."""
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def _set_hash(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    """A hash of each group's multiset of (already hashed) ``values``: the wrapping sum of their mixes, mixed.
-    The same values in any order give the same key, as the rows of a corpus are a set."""
-    total = np.zeros(n, dtype=np.uint64)
-    np.add.at(total, np.asarray(codes, dtype=np.int64), _mix(values))  # uint64 addition wraps
-    return _mix(total)
-
-
-def _text_hash(column: pd.Series) -> np.ndarray:
-    """A 64-bit hash of each entry's text (one BLAKE2b per distinct value): role, test kind."""
-    import hashlib
-
-    if isinstance(column.dtype, pd.CategoricalDtype):  # the categories' texts once, the codes per row
-        values = np.array([str(c) for c in column.cat.categories] + ["\x00<missing>"], dtype=object)
-        inverse = column.cat.codes.to_numpy(dtype=np.int64)  # -1 (missing): the last entry
-    else:
-        codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        values = np.array([str(u) for u in uniques] + ["\x00<missing>"], dtype=object)
-        inverse = np.asarray(codes, dtype=np.int64)
-    keys = np.array([int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                                    "little") for v in values], dtype=np.uint64)
-    return keys[inverse]
-
-
 def _draw_keys(rows: pd.DataFrame, codes: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The key of every cell's posterior draws and of its test, from the data alone (never a name).
 
@@ -381,27 +347,9 @@ def _draw_keys(rows: pd.DataFrame, codes: np.ndarray, cells: pd.DataFrame) -> tu
     keys are also those of the same corpus in another unit of time, or with every duration of a problem doubled.
     :func:`_context_keys` adds what tells the cell apart from the other cells of its problem.
     """
-    rank = _dense_ranks(rows["duration_s"].to_numpy(dtype=np.float64), group_codes(rows, ["problem"])[0])
-    row = _mix(rank) ^ _mix(status_codes(rows).astype(np.uint64) + np.uint64(1))
-    return _context_keys(_set_hash(row, codes, len(cells)), cells)
-
-
-def _dense_ranks(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each value's dense rank (0, 1, ...; equal values one rank, NaN last) among the values of its group."""
-    values = np.asarray(values, dtype=np.float64)
-    groups = np.asarray(groups, dtype=np.int64)
-    out = np.zeros(len(values), dtype=np.uint64)
-    if not len(values):
-        return out
-    nan = np.isnan(values)
-    order = np.lexsort((np.where(nan, 0.0, values), nan, groups))
-    v, g, n = values[order], groups[order], nan[order]
-    new_group = np.r_[True, g[1:] != g[:-1]]
-    new_value = new_group | np.r_[True, (v[1:] != v[:-1]) & ~(n[1:] & n[:-1])] | np.r_[True, n[1:] != n[:-1]]
-    step = np.cumsum(new_value)
-    start = np.maximum.accumulate(np.where(new_group, step, 0))
-    out[order] = (step - start).astype(np.uint64)
-    return out
+    rank = dense_ranks_within(rows["duration_s"].to_numpy(dtype=np.float64), group_codes(rows, ["problem"])[0])
+    row = mix64(rank) ^ mix64(status_codes(rows).astype(np.uint64) + np.uint64(1))
+    return _context_keys(set_hash(row, codes, len(cells)), cells)
 
 
 def _context_keys(values: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -418,18 +366,18 @@ def _context_keys(values: np.ndarray, cells: pd.DataFrame) -> tuple[np.ndarray, 
     attrs = np.zeros(n, dtype=np.uint64)
     for column in ("role", "correct", "test_kind"):
         if column in cells.columns:
-            attrs = _mix(attrs ^ _text_hash(cells[column]))
-    own = _mix(np.asarray(values, dtype=np.uint64) ^ attrs)
+            attrs = mix64(attrs ^ text_hash(cells[column]))
+    own = mix64(np.asarray(values, dtype=np.uint64) ^ attrs)
     t_codes, n_t = group_codes(cells, ["problem", "test"])
     s_codes, n_s = group_codes(cells, ["problem", "solution"])
     p_codes, n_p = group_codes(cells, ["problem"])
-    test = _set_hash(own, t_codes, n_t)
-    solution = _set_hash(_mix(own ^ test[t_codes]), s_codes, n_s)
+    test = set_hash(own, t_codes, n_t)
+    solution = set_hash(mix64(own ^ test[t_codes]), s_codes, n_s)
     first_test = np.full(n_t, -1, dtype=np.int64)
     first_test[t_codes[::-1]] = np.arange(n - 1, -1, -1)
-    problem = _set_hash(test, p_codes[first_test], n_p)
-    key = _mix(_mix(_mix(own ^ test[t_codes]) ^ solution[s_codes]) ^ problem[p_codes])
-    return key, _mix(test[t_codes] ^ problem[p_codes])
+    problem = set_hash(test, p_codes[first_test], n_p)
+    key = mix64(mix64(mix64(own ^ test[t_codes]) ^ solution[s_codes]) ^ problem[p_codes])
+    return key, mix64(test[t_codes] ^ problem[p_codes])
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,7 +423,7 @@ def _model_keys(model: NoiseModel) -> tuple[np.ndarray, np.ndarray]:
         if column in cells.columns:
             v = (status_codes(cells).astype(np.float64) if column == "status"
                  else cells[column].to_numpy(dtype=np.float64) + 0.0)
-            values = _mix(values ^ np.where(np.isnan(v), -1.0, v).view(np.uint64))
+            values = mix64(values ^ np.where(np.isnan(v), -1.0, v).view(np.uint64))
     keys, test = _context_keys(values, cells)
     a, b, n = joint_codes(cells, model.tests, list(POOL_KEYS))
     where = np.zeros(n, dtype=np.uint64)
@@ -541,8 +489,8 @@ def _scored(model: NoiseModel, executions: pd.DataFrame | None, roles: Sequence[
         own_cell[c_model] = cell_keys
         by_test = np.zeros(n_t, dtype=np.uint64)
         by_test[t_model] = test_keys
-        rank = _dense_ranks(d, c_exec)  # its value's rank among the cell's scored executions (unit-free)
-        key = _mix(_mix(np.where(own_cell[c_exec] != 0, own_cell[c_exec], by_test[t_exec]) ^ _mix(rank))
+        rank = dense_ranks_within(d, c_exec)  # its value's rank among the cell's scored executions (unit-free)
+        key = mix64(mix64(np.where(own_cell[c_exec] != 0, own_cell[c_exec], by_test[t_exec]) ^ mix64(rank))
                    ^ status_codes(frame).astype(np.uint64))
 
     # Test codes shared by scored rows and the pool.

@@ -49,7 +49,8 @@ from stats import aggregation
 from stats._groups import first_rows, group_codes, grouped_median, grouped_order, label_mask, subset_codes
 from stats._ties import smallest_by_half_inclusion
 from stats.bootstrap import bootstrap_ci
-from stats.noise import _dense_ranks, _mix, _set_hash, expected_percentiles, fit_noise, noise_aware_scores
+from stats._hashing import dense_ranks_within, mix64, set_hash
+from stats.noise import expected_percentiles, fit_noise, noise_aware_scores
 from stats.pass_at_k import pass_at_k
 from stats.ranking import STATUSES, problem_scores, reference_pools, solution_cells, status_codes, test_percentiles
 
@@ -1127,19 +1128,19 @@ def problem_data_seed(rows: pd.DataFrame) -> list[int]:
     True
     """
     n = len(rows)
-    rank = _dense_ranks(rows["duration_s"].to_numpy(dtype=np.float64), np.zeros(n, dtype=np.int64))
+    rank = dense_ranks_within(rows["duration_s"].to_numpy(dtype=np.float64), np.zeros(n, dtype=np.int64))
     status = status_codes(rows).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64)
-    row = _mix(rank) ^ _mix(status + np.uint64(1))
+    row = mix64(rank) ^ mix64(status + np.uint64(1))
     keys = [c for c in ("test", "solution") if c in rows.columns]
     if not keys:  # rows without cells: the multiset of the rows
-        return [0, int(_set_hash(row, np.zeros(n, dtype=np.int64), 1)[0])]
+        return [0, int(set_hash(row, np.zeros(n, dtype=np.int64), 1)[0])]
     cell, n_cells = group_codes(rows, keys)
-    own = _set_hash(row, cell, n_cells)
+    own = set_hash(row, cell, n_cells)
     test_of_cell = (group_codes(rows, ["test"])[0][first_rows(cell, n_cells)] if "test" in keys
                     else np.zeros(n_cells, dtype=np.int64))
     n_tests = int(test_of_cell.max()) + 1 if n_cells else 0
-    test = _set_hash(own, test_of_cell, n_tests)
-    return [0, int(_set_hash(_mix(own ^ test[test_of_cell]), np.zeros(n_cells, dtype=np.int64), 1)[0])]
+    test = set_hash(own, test_of_cell, n_tests)
+    return [0, int(set_hash(mix64(own ^ test[test_of_cell]), np.zeros(n_cells, dtype=np.int64), 1)[0])]
 
 
 def _gate_probability(runs: pd.DataFrame, frame: pd.DataFrame, scores: pd.DataFrame, by: list[str],
