@@ -1225,8 +1225,8 @@ def reward(
         Percentile points (0-100), strictly increasing (``optimization_bucketed``).
     draws : array of float, optional
         ``multitask``: the uniform of every rollout (default: the first ``len(c)`` of
-        ``default_rng(seed)``, in table order). A part of a larger table passes the stretch of that
-        stream its rows would get (:func:`stats.simulator.simulate_problems`).
+        ``default_rng(seed)``, in the order of the arrays). :func:`environment_rewards` passes each rollout's
+        own, keyed by its data (:func:`multitask_uniforms`), so a score table's names and order decide nothing.
 
     Examples
     --------
@@ -1292,11 +1292,57 @@ def reward(
     raise ValueError(f"unknown reward scheme {scheme!r}; use one of {', '.join(REWARD_SCHEMES)}")
 
 
+def multitask_uniforms(scores: pd.DataFrame, seed: int | None) -> np.ndarray:
+    """The ``multitask`` coin's uniform in [0, 1) of every rollout (a row of an :class:`EnvironmentRun`'s scores),
+    keyed by data, never by a name or the table's order.
+
+    A rollout's own key hashes its scores (q to 9 decimals, c, g, hard_fail) and its repeat; a unit (problem,
+    solution) is the multiset of its rollouts, a problem the multiset of its units, and the rollout's key hashes
+    its own with its unit's and its problem's (splitmix64 sums, as :func:`stats.noise._draw_keys`). Two rollouts
+    of a problem tie only when their units hold the same scores on every repeat (interchangeable); they then take
+    the next keys in label order. The uniform is the key mixed with the seed (a counter-based draw: each
+    rollout's coin is its own, so a problem's coins do not depend on which problems share the table, a Dask
+    partition or another name). ``seed`` None: a fresh random salt.
+
+    >>> t = pd.DataFrame({"problem": ["a", "a", "b"], "solution": ["x", "y", "x"], "q": [0.1, 0.5, 0.1],
+    ...                   "c": True, "g": [True, False, True]})
+    >>> u = multitask_uniforms(t, 0)
+    >>> bool(np.all((u >= 0) & (u < 1))), np.array_equal(u[::-1], multitask_uniforms(t.iloc[::-1], 0))
+    (True, True)
+    """
+    n = len(scores)
+    if n == 0:
+        return np.zeros(0)
+    q = np.round(scores["q"].to_numpy(dtype=np.float64), 9) + 0.0 if "q" in scores.columns else np.zeros(n)
+    own = mix64(np.where(np.isnan(q), -1.0, q).view(np.uint64))
+    for column in ("c", "g", "hard_fail"):
+        if column in scores.columns:
+            own = mix64(own ^ mix64(scores[column].to_numpy(dtype=bool).astype(np.uint64) + np.uint64(1)))
+    if "repeat" in scores.columns:
+        own = mix64(own ^ mix64(scores["repeat"].to_numpy(dtype=np.int64).view(np.uint64)))
+    unit, n_units = group_codes(scores, ["problem", "solution"])
+    problem, n_problems = group_codes(scores, ["problem"])
+    unit_key = set_hash(own, unit, n_units)
+    problem_key = set_hash(unit_key, problem[first_rows(unit, n_units)], n_problems)
+    key = mix64(mix64(own ^ unit_key[unit]) ^ problem_key[problem])
+    order = np.lexsort((unit, key))  # ties (interchangeable units) in label order
+    sorted_key = key[order]
+    start = np.r_[True, sorted_key[1:] != sorted_key[:-1]]
+    run_start = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    occurrence = np.empty(n, dtype=np.uint64)
+    occurrence[order] = (np.arange(n) - run_start).astype(np.uint64)
+    key = mix64(key ^ mix64(occurrence))
+    salt = np.uint64(np.random.default_rng(seed).integers(0, 2 ** 63)) if seed is None else \
+        mix64(np.array([int(seed) % 2 ** 64], dtype=np.uint64))[0]
+    return (mix64(key ^ salt) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+
 def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | None = None, draws=None) -> np.ndarray:
     """:func:`reward` of an :class:`EnvironmentRun` score table under a :class:`RewardSpec`.
 
     For ``optimization_bucketed`` a unit with ``hard_fail`` gets -1; ``noise_aware``
-    uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it, ``noise_gate`` its
+    uses the ``q_expected`` column (E[q]) that :func:`apply_environment` adds for it, ``multitask`` draws each
+    rollout's coin from its data (:func:`multitask_uniforms`, unless ``draws`` are given), ``noise_gate`` its
     ``p_gate`` column. Where a correct unit with a defined q has no E[q] or P (the repeat-noise model has no
     variance: no cell with two ok repeats, as in a one-repeat run), every reward of its problem is NaN: not
     measured.
@@ -1313,6 +1359,8 @@ def environment_rewards(scores: pd.DataFrame, spec: RewardSpec, *, seed: int | N
             raise ValueError("the noise_gate reward needs P(q <= tau) (column p_gate): apply the environment "
                              "with stats.rewards.apply_environment, which computes it for this scheme")
         q_column = "p_gate"
+    if spec.scheme == "multitask" and draws is None:  # each rollout's coin keyed by its data (never table order)
+        draws = multitask_uniforms(scores, spec.seed if seed is None else seed)
     values = reward(scores["c"].to_numpy(dtype=bool), scores["g"].to_numpy(dtype=bool),
                     scores[q_column].to_numpy(dtype=float), scheme=spec.scheme, lam=spec.lam,
                     p_correctness=spec.p_correctness, thresholds=spec.thresholds, levels=spec.levels or None,

@@ -757,23 +757,6 @@ def _value_table(p: np.ndarray, bins: np.ndarray, values: np.ndarray, n_bins: in
             "count": count}
 
 
-def _multitask_draws(scores: pd.DataFrame, seed: int, stream_start: dict) -> np.ndarray:
-    """The multitask scheme's uniforms for these rows as the whole run's table would draw them.
-
-    :func:`stats.rewards.reward` draws one uniform per rollout from ``default_rng(seed)`` in table order
-    (problems in sorted order); ``stream_start[problem]`` is the position of the problem's first rollout in the
-    whole run's table, so each problem's block is that stretch of the same stream (``PCG64.advance``), whatever
-    the partition it is computed in."""
-    problem = scores["problem"].astype(str).to_numpy()
-    draws = np.empty(len(problem))
-    starts = np.flatnonzero(np.r_[True, problem[1:] != problem[:-1]]) if len(problem) else np.zeros(0, np.int64)
-    for a, b in zip(starts, np.r_[starts[1:], len(problem)]):
-        bits = np.random.PCG64(seed)
-        bits.advance(int(stream_start[problem[a]]))
-        draws[a:b] = np.random.Generator(bits).random(b - a)
-    return draws
-
-
 def simulate_problems(
     runs: pd.DataFrame,
     env: Environment,
@@ -785,7 +768,6 @@ def simulate_problems(
     n_bins: int = 10,
     group_sizes: Sequence[int] = (2, 4, 8, 16),
     quality_distribution="uniform",
-    stream_start: dict | None = None,
     floor_durations: np.ndarray | None = None,
     base: ScoringBase | None = None,
     run_medians: np.ndarray | None = None,
@@ -793,9 +775,9 @@ def simulate_problems(
     """The per-problem part of :func:`simulate` (which calls it on every problem of the run).
 
     ``runs`` holds whole problems (all of the run's, or a partition's, with the run's ``floor`` rows);
-    ``repeats`` are the sorted repeat values of the whole run's ``quality`` (they define the repeat pairs);
-    ``stream_start`` (multitask rewards only) the position of each problem's first rollout in the whole run's
-    table (:func:`_multitask_draws`; None: ``runs`` is the whole run). ``base``: a
+    ``repeats`` are the sorted repeat values of the whole run's ``quality`` (they define the repeat pairs; a
+    ``multitask`` reward's coins are keyed by each rollout's data, :func:`stats.rewards.multitask_uniforms`, so a
+    part draws what the whole run draws). ``base``: a
     :class:`stats.rewards.ScoringBase` of these ``runs`` (without floor rows: ``floor_durations`` given),
     ``pools``, the references, per repeat, shared by every environment simulated on them. ``run_medians``: the
     whole run's :func:`stats.rewards.reference_medians` when ``runs`` is a partition (None: ``runs`` is the whole
@@ -805,10 +787,7 @@ def simulate_problems(
                                                 percentiles=percentiles, floor_durations=floor_durations, base=base,
                                                 run_medians=run_medians)
     scores = outcome.scores
-    draws = None
-    if env.reward.scheme == "multitask" and stream_start is not None:
-        draws = _multitask_draws(scores, env.reward.seed, stream_start)
-    scores = scores.assign(reward=environment_rewards(scores, env.reward, draws=draws))
+    scores = scores.assign(reward=environment_rewards(scores, env.reward))
 
     # Units x repeats matrices (quality from the unfiltered q, reward from the environment).
     units_code, n_units = group_codes(quality, ["problem", "solution"])

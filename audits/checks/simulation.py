@@ -425,9 +425,8 @@ def run_simulation_audit(
 # counts) plus what the whole run decides, in the plan: the run; its repeat values (they define the repeat pairs:
 # a problem lacking one still pairs as in the whole run); its floor rows' durations (the floor of aggregators other
 # than mean_pct); which optional columns hold a value anywhere in the run (a reward environment reading a lacking
-# one is left out); for a ``multitask`` reward (a seeded coin per rollout), where each problem's rollouts start in
-# the whole run's table, so that each problem draws its stretch of the same stream
-# (stats.simulator._multitask_draws), from the problems' names, never from the partitions' order.
+# one is left out). A ``multitask`` reward (a seeded coin per rollout) needs nothing from the plan: each rollout's
+# coin is keyed by its own data (stats.rewards.multitask_uniforms), the same in any partition.
 
 #: The fact a reward environment relative to the run's reference medians needs from every partition (an entry of
 #: :func:`fact_columns`, not a corpus column): its optimization tests' medians (:func:`stats.rewards.reference_medians`,
@@ -465,8 +464,8 @@ def _measured_rows(context, run, problem_names: np.ndarray, problem_code: np.nda
 
 def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     """Per run of one partition (an AuditContext): the repeat values of the simulated references (those of
-    :func:`stats.simulator.repeat_quality`), the scored reference units per problem (the rows of the reward
-    table), which of ``columns`` hold a value, and whether it has correct reference rows."""
+    :func:`stats.simulator.repeat_quality`), which of ``columns`` hold a value, and whether it has correct
+    reference rows."""
     context, part = part, part.corpus
     if len(part) == 0:
         return {}
@@ -480,7 +479,6 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     reference = label_mask(part["role"], "reference") if "role" in part.columns else ~floor
     correct = part["correct"].to_numpy(dtype=bool) if "correct" in part.columns else np.ones(n, dtype=bool)
     rated = reference & (correct | include_incorrect) & ~floor
-    unit, _ = group_codes(part, ["problem", "solution", "repeat"])
     repeat = part["repeat"].to_numpy()
     optimization = label_mask(part["test_kind"], "optimization") if "test_kind" in part.columns else ~floor
     sized = (np.isfinite(part["input_bytes"].to_numpy(dtype=float)) if "input_bytes" in part.columns
@@ -489,14 +487,9 @@ def facts_part(part, columns: list, include_incorrect: bool) -> dict:
     for k, run in enumerate(run_names):
         mine = run_code == k
         measured = mine & _measured_rows(context, run, problem_names, problem_code)
-        scored = measured & reference & ~floor
-        units, where = np.unique(unit[scored], return_index=True)
-        codes, counts = np.unique(problem_code[scored][where], return_counts=True)
-        names = problem_names[codes]
         out[run] = {
             "repeats": np.unique(repeat[measured & rated]),
             "all_repeats": np.unique(repeat[mine & rated]),  # the plan's repeats when no problem is measured
-            "units": dict(zip(names.tolist(), counts.tolist())),
             "has_values": {c: bool(c in part.columns and part.loc[mine, c].notna().any()) for c in columns
                            if c != REFERENCE_MEDIANS},
             "has_references": bool((mine & reference & correct).any()),
@@ -514,7 +507,7 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
              quality_distribution, include_incorrect) -> dict:
     """What the whole run decides (see above), over a plan context (:mod:`audits.protocol.partition`) and every
     partition's :func:`facts_part`: ``{"run", "usable", "left_out", "sizes", "headline", "repeats",
-    "floor_durations", "stream_start", "options"}``. Raises the audit's errors (no run to choose, no reference
+    "floor_durations", "options"}``. Raises the audit's errors (no run to choose, no reference
     rows, no usable reward environment, ...)."""
     sizes, headline = checked_group_sizes(group_sizes, None, n_bins)
     run = choose_run(ctx.runs, environment=environment, campaign=campaign)
@@ -532,18 +525,12 @@ def plan_run(ctx, facts: list, reward_environments, *, environment, campaign, gr
         floor_rows = floor_rows.loc[run.run.mask(floor_rows) & label_mask(floor_rows["role"], "floor")]
         if len(floor_rows):
             floor_durations = floor_rows["duration_s"].to_numpy(dtype=float)
-    stream_start = None
-    if any(e.reward.scheme == "multitask" for e in usable):
-        units = {name: n for f in mine for name, n in f["units"].items()}
-        names = sorted(units)  # the whole run's reward table lists problems in name order
-        stream_start = dict(zip(names, np.cumsum([0] + [units[n] for n in names])[:-1].tolist()))
     run_medians = None
     if any(e.relative for e in usable):  # every partition's tests: the quantile is the whole run's
         run_medians = np.sort(np.concatenate([f.get("reference_medians", np.zeros(0)) for f in mine]))
     return {"run": run, "usable": usable, "left_out": left_out, "sizes": sizes, "headline": headline,
             "run_medians": run_medians,
             "repeats": _repeats(mine, run), "floor_durations": floor_durations,
-            "stream_start": stream_start,
             "options": {"include_incorrect": include_incorrect, "n_bins": n_bins, "group_sizes": sizes,
                         "quality_distribution": quality_distribution}}
 
@@ -601,7 +588,6 @@ def partition_part(part, plan: dict) -> list | None:
     return [simulate_problems(rows, _filter_as_in_the_run(env, rows), repeats=plan["repeats"], quality=quality,
                               pools=pools, percentiles=percentiles, n_bins=options["n_bins"],
                               group_sizes=options["group_sizes"], quality_distribution=options["quality_distribution"],
-                              stream_start=plan["stream_start"] if env.reward.scheme == "multitask" else None,
                               floor_durations=plan["floor_durations"], base=base,
                               run_medians=plan["run_medians"] if env.relative else None)
             for env in plan["usable"]]
