@@ -218,7 +218,7 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
                 "correct references with ok runs)")
         findings.append(Finding(
             "warn", "n_problems", n, f">= {th.min_problems}",
-            f"only {n} problems{some}: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
+            f"only {n} problem{'' if n == 1 else 's'}{some}: the bootstrap CIs are wide and the ranking of aggregators may not hold; "
             "collect more problems before switching aggregators.", **where))
     if best is None:  # not measurable on this run: n/a with why, never a verdict on the aggregators
         finite = np.isfinite(table["stability"].to_numpy(float)) & np.isfinite(table["dynamic_range"].to_numpy(float))
@@ -241,7 +241,7 @@ def _run_findings(comp: AggregatorComparison, where: dict, th: AggregationThresh
         "pass", "recommended_aggregator", float(b["ratio"]), "lowest stability / range ratio on the Pareto front",
         f"use {best}{same_text}: it moves {_fmt_ci(b, 'stability')} percentile points between repeats and "
         f"separates the slowest from the fastest reference quartile by {_fmt_ci(b, 'dynamic_range')} points "
-        f"(ratio {b['ratio']:.3f}; n = {comp.n_problems} problems{'' if n == comp.n_problems else f', {n} with both figures'}). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
+        f"(ratio {b['ratio']:.3f}; n = {comp.n_problems} problem{'' if comp.n_problems == 1 else 's'}{'' if n == comp.n_problems else f', {n} with both figures'}). {comp.table.loc[comp.table['aggregator'] == best, 'description'].item()}.",
         **where))
     level_s = judge(float(b["stability"]), warn=th.stability_warn, fail=th.stability_fail)
     findings.append(Finding(

@@ -47,6 +47,8 @@ def show_compare_findings(result):
 
 
 def _interval(estimate, low, high) -> str:
+    if format_value(low) == "-" or format_value(high) == "-":  # one problem, or no resamples: no interval
+        return f"{format_value(estimate)} (no CI)"
     return f"{format_value(estimate)} [{format_value(low)}, {format_value(high)}]"
 
 
@@ -65,7 +67,7 @@ def describe_compare(result) -> Markdown:
         share = "-" if not row.n_comparisons else f"{100 * row.undecided_share:.1f} %"
         lines.append(f"* **{row.environment} · {row.campaign}**: win rate of A over B "
                      f"{_interval(row.win_rate, row.win_rate_low, row.win_rate_high)} over {row.n_problems} "
-                     f"problems; {row.n_undecided:,} of {row.n_comparisons:,} comparisons undecided ({share}); "
+                     f"problem{'' if row.n_problems == 1 else 's'}; {row.n_undecided:,} of {row.n_comparisons:,} comparisons undecided ({share}); "
                      f"pass rate A {format_value(row.pass_rate_a)}, B {format_value(row.pass_rate_b)}.")
     if result.skipped_runs:
         lines.append(f"Runs without both sets (not compared): {', '.join(result.skipped_runs)}.")

@@ -208,9 +208,9 @@ def describe_clocks(audit, corpus: pd.DataFrame | None = None) -> str:
     means = audit.mean_agreement()
     agreement = "; ".join(
         f"`{m}` orders the solutions of each problem as `{base}` does with a mean Kendall tau-b of "
-        f"{format_value(means.get(m))} over "
-        f"{int(np.isfinite(audit.agreement.loc[audit.agreement['measure'] == m, 'kendall_tau'].to_numpy(dtype=float)).sum())}"
-        f" problems (1 = the same order, 0 = unrelated, -1 = reversed)" for m in audit.measures[1:])
+        f"{format_value(means.get(m))} over {audit.agreement_problems(m)} "
+        f"problem{'' if audit.agreement_problems(m) == 1 else 's'} (1 = the same order, 0 = unrelated, -1 = reversed)"
+        for m in audit.measures[1:])
     paragraphs.append(f"On the quietest run, **{run_name((env, camp))}** ({audit.quietest_by}), {agreement}.")
     rec = recommend_clock(audit, corpus)
     if rec["measure"] == base:

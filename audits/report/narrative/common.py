@@ -85,6 +85,8 @@ def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "
     '0.05 [0.04, 0.061] (n=20)'
     >>> format_interval(Interval(0.05, 0.04, 0.061, 20), scale=100, unit="%")
     '5% [4%, 6.1%] (n=20)'
+    >>> format_interval(Interval(0.05, float("nan"), float("nan"), 1))
+    '0.05 (no CI) (n=1)'
     """
     if interval is None:
         return "-"
@@ -97,6 +99,8 @@ def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "
     def f(x):
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format_value(x * scale, digits) + unit
 
+    if f(low) == "-" or f(high) == "-":  # no resamples (one problem, or n_boot = 0): no interval
+        return f"{f(est)} (no CI) (n={n})"
     return f"{f(est)} [{f(low)}, {f(high)}] (n={n})"
 
 
@@ -556,10 +560,17 @@ def run_index(rows: list[dict]) -> pd.DataFrame:
 
 
 def ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str = "_high") -> str:
-    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high`` (a bound
-    the row lacks, as without resamples, shows as ``-``)."""
-    return (f"{format_value(row[column], digits)} [{format_value(row.get(column + low), digits)}, "
-            f"{format_value(row.get(column + high), digits)}]")
+    """``estimate [low, high]`` from a row holding ``column``, ``column + low`` and ``column + high``;
+    ``estimate (no CI)`` when a bound is missing or NaN (no resamples: one problem, or n_boot = 0), as the
+    command line's findings say it (:func:`audits.protocol.findings.interval_text`).
+
+    >>> ci_text({"auc": 0.5, "auc_low": 0.4, "auc_high": 0.6}, "auc"), ci_text({"auc": 0.5, "auc_low": float("nan")}, "auc")
+    ('0.5 [0.4, 0.6]', '0.5 (no CI)')
+    """
+    bounds = (row.get(column + low), row.get(column + high))
+    if any(b is None or (isinstance(b, (float, np.floating)) and math.isnan(b)) for b in bounds):
+        return f"{format_value(row[column], digits)} (no CI)"
+    return f"{format_value(row[column], digits)} [{format_value(bounds[0], digits)}, {format_value(bounds[1], digits)}]"
 
 
 def sim_ci(row, column: str) -> str:

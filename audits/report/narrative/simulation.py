@@ -39,7 +39,9 @@ def describe_simulation(audit) -> str:
     head = d.iloc[0]
     g = int(head["headline_group_size"])
     repeats = "" if audit.run is None else f" ({audit.run.repeats_text})"
-    parts = [f"Simulated on **{run_name((audit.environment, audit.campaign))}**{repeats}: {int(head['n_problems'])} problems, "
+    total = int(head.get("n_problems_total", head["n_problems"]))  # every problem with rollouts (41ff32c)
+    parts = [f"Simulated on **{run_name((audit.environment, audit.campaign))}**{repeats}: {total} "
+             f"problem{'' if total == 1 else 's'} with rollouts, "
              f"{int(head['n_solutions'])} correct reference solutions as stand-in rollouts, "
              + (f"quality from one repeat and reward from another ({int(head['n_pairs'])} repeat pairs)."
                 if int(head["n_pairs"]) > 1 else
