@@ -22,28 +22,13 @@ import pytest
 
 from audits.checks.reliability import run_reliability_audit
 from audits.corpus.table import normalize
+from tests.edges.coarse_clock_corpora import on_clock, reference_grid
 
 DRIFT = ("mean_rank_sd", "mean_rank_range", "p95_rank_range")
 
 
 def _corpus(seed=0, sigma=0.01, base=0.02, spacing=0.01, by_test=0.0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for p in range(6):
-        for t in range(3):
-            for s in range(6):
-                mu = (base + spacing * s) * (1 + by_test * t)
-                for r in range(5):
-                    rows.append(dict(problem=f"p{p}", test=f"t{t}", solution=f"s{s}", repeat=r, role="reference",
-                                     test_kind="optimization", correct=True, status="ok",
-                                     duration_s=mu * float(np.exp(rng.normal(0, sigma)))))
-    return pd.DataFrame(rows)
-
-
-def _ticked(frame: pd.DataFrame, tick: float) -> pd.DataFrame:
-    out = frame.copy()
-    out["duration_s"] = np.maximum(np.round(out["duration_s"] / tick), 1) * tick
-    return out
+    return reference_grid(lambda s, t: (base + spacing * s) * (1 + by_test * t), seed=seed, sigma=sigma)
 
 
 def _findings(frame: pd.DataFrame) -> dict:
@@ -55,7 +40,7 @@ def test_every_cell_tied_on_a_coarse_clock_is_not_judged(scale):
     frame = _corpus()
     frame["duration_s"] *= scale
     assert _findings(frame)["median_repeat_cv"].level == "pass"  # the fine clock: 1 % noise
-    ticked = _ticked(frame, 0.01 * scale)
+    ticked = on_clock(frame, 0.01 * scale)
     per_cell = ticked.groupby(["problem", "test", "solution"])["duration_s"]
     assert (per_cell.nunique() == 1).all()  # every cell's repeats tie: no step between two repeats
     values = np.unique(ticked["duration_s"].to_numpy())
@@ -69,7 +54,7 @@ def test_every_cell_tied_on_a_coarse_clock_is_not_judged(scale):
 
 
 def test_a_shuffled_renamed_copy_reads_the_same():
-    ticked = _ticked(_corpus(), 0.01)
+    ticked = on_clock(_corpus(), 0.01)
     base = _findings(ticked)
     other = ticked.sample(frac=1.0, random_state=5).reset_index(drop=True)
     names = sorted(other["solution"].unique())
@@ -97,7 +82,7 @@ def test_rank_drift_on_mostly_tied_timings_is_not_judged(scale):
     frame["duration_s"] *= scale
     fine = _findings(frame)
     assert all(fine[m].level != "n/a" for m in DRIFT)
-    ticked = _ticked(frame, 0.02 * scale)
+    ticked = on_clock(frame, 0.02 * scale)
     cells = ticked.groupby(["problem", "test", "solution"])["duration_s"]
     steps = cells.apply(lambda v: np.diff(np.unique(v.to_numpy())).min() if v.nunique() > 1 else np.nan)
     assert (cells.nunique() == 1).sum() > len(steps) / 2  # most cells tie

@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pytest
 
-from audits.corpus.synthetic import synthesize
 from audits.engine.whole_audit import run_audits
 from stats.ranking import select_runs
 from stats.rewards import RewardEnvironment
 from stats.simulator import simulate
 from tests.edges.test_draw_names import _figures
+from tests.edges.named_corpora import quiet_run
 
 ENVS = (RewardEnvironment.from_dict({"name": "top30", "post": {"tau": 30}}),
         RewardEnvironment.from_dict({"name": "graded", "post": {"tau": 30}, "reward": {"scheme": "two_gate_graded"}}))
@@ -30,10 +30,7 @@ NAMES = ["zz", "Ωx", "🙂 p", "ق-مسألة", "p\x00nul", " ", "e\u0301", "AA
 
 @pytest.fixture(scope="module")
 def corpus():
-    whole = synthesize(n_problems=8, n_tests=3, n_solutions=6, n_repeats=3, noise_cv=0.15, seed=7).corpus
-    whole = whole[whole["environment"] == "quiet"].reset_index(drop=True)
-    whole["problem"] = whole["problem"].astype(str)
-    return whole
+    return quiet_run(n_problems=8, n_tests=3, n_solutions=6, n_repeats=3, noise_cv=0.15, seed=7)
 
 
 def _renamed(frame, seed=0):

@@ -19,29 +19,14 @@ import pytest
 
 from audits.checks.reliability import run_reliability_audit
 from audits.corpus.table import normalize
+from tests.edges.coarse_clock_corpora import on_clock, reference_grid
 
 TICK = 0.02
 SIGMA = 0.15  # sd of log duration: a CV of sqrt(exp(0.15^2) - 1) = 15.1 %
 
 
 def _corpus(seed: int = 0, sigma: float = SIGMA) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for p in range(6):
-        for t in range(3):
-            for s in range(6):
-                mu = 0.02 * (1 + 0.05 * s) * (1 + 0.02 * t)
-                for r in range(5):
-                    rows.append(dict(problem=f"p{p}", test=f"t{t}", solution=f"s{s}", repeat=r, role="reference",
-                                     test_kind="optimization", correct=True, status="ok",
-                                     duration_s=mu * float(np.exp(rng.normal(0, sigma)))))
-    return pd.DataFrame(rows)
-
-
-def _ticked(frame: pd.DataFrame, tick: float) -> pd.DataFrame:
-    out = frame.copy()
-    out["duration_s"] = np.maximum(np.round(out["duration_s"] / tick), 1) * tick
-    return out
+    return reference_grid(lambda s, t: 0.02 * (1 + 0.05 * s) * (1 + 0.02 * t), seed=seed, sigma=sigma)
 
 
 def _finding(frame: pd.DataFrame):
@@ -68,7 +53,7 @@ def test_the_fine_clock_warns_as_planted():
 def test_ties_of_a_coarse_clock_are_not_judged(scale):
     frame = _corpus()
     frame["duration_s"] *= scale
-    ticked = _ticked(frame, TICK * scale)
+    ticked = on_clock(frame, TICK * scale)
     cells = _cells(ticked)
     tied = (cells["sd"] == 0).sum()
     assert tied > len(cells) / 2  # the ties decide the median: it read 0.0 % (pass) before
@@ -80,7 +65,7 @@ def test_ties_of_a_coarse_clock_are_not_judged(scale):
 
 
 def test_a_shuffled_renamed_copy_reads_the_same():
-    ticked = _ticked(_corpus(), TICK)
+    ticked = on_clock(_corpus(), TICK)
     base = _finding(ticked)
     other = ticked.sample(frac=1.0, random_state=3).reset_index(drop=True)
     names = sorted(other["problem"].unique())
@@ -105,7 +90,7 @@ def test_partitions_of_problems_read_the_same():
     from audits.checks.declared.reliability import ReliabilityThresholds
     from audits.protocol.context import AuditContext
 
-    corpus = normalize(_ticked(_corpus(), TICK))
+    corpus = normalize(on_clock(_corpus(), TICK))
     whole = AuditContext(corpus)
     plan = plan_runs(whole)
     problem = corpus["problem"].astype(str)

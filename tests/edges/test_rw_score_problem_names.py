@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from audits.checks.simulation import NOISE_COLUMNS, score_candidates
-from audits.corpus.synthetic import synthesize
 from stats.rewards import RewardEnvironment
+from tests.edges.named_corpora import quiet_run
 
 ODD = ["Ωx", "🙂 p", "ق-مسألة", "p\x00nul", " ", "zz", "AAA", "é"]
 ENV = RewardEnvironment.from_dict({"name": "t50", "post": {"tau": 50}})
@@ -23,10 +23,7 @@ ENV = RewardEnvironment.from_dict({"name": "t50", "post": {"tau": 50}})
 
 @pytest.fixture(scope="module")
 def corpus():
-    whole = synthesize(n_problems=6, n_tests=3, n_solutions=6, n_repeats=3, n_candidates=3, seed=2).corpus
-    whole = whole[whole["environment"] == "quiet"].reset_index(drop=True)
-    whole["problem"] = whole["problem"].astype(str)
-    return whole
+    return quiet_run(n_problems=6, n_tests=3, n_solutions=6, n_repeats=3, n_candidates=3, seed=2)
 
 
 def _score(frame):
