@@ -20,6 +20,7 @@ from audits.checks.declared.reliability import ReliabilityThresholds
 from audits.checks.reliability import run_reliability_audit
 from audits.corpus.table import normalize
 from tests.edges import test_rel_coarse_clock_ties as planted
+from tests.edges.coarse_clock_corpora import on_clock
 
 TICK = 0.01
 
@@ -44,7 +45,7 @@ def test_the_fine_clock_warns_as_planted(quiet):
 def test_ties_are_not_enough_processes(quiet, scale):
     frame = quiet.copy()
     frame["duration_s"] *= scale
-    ticked = planted._ticked(frame, TICK * scale)
+    ticked = on_clock(frame, TICK * scale)
     cells = planted._cells(ticked)
     cv = cells["sd"] / cells["mean"]
     stable = cv < 0.10
