@@ -13,17 +13,23 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-__all__ = ["mix64", "set_hash", "text_hash", "dense_ranks_within"]
+__all__ = ["GOLDEN", "finalize64", "mix64", "set_hash", "text_hash", "dense_ranks_within"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: splitmix64's increment (2^64 / golden ratio)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser of every entry (uint64, wrapping): a 64-bit hash of a 64-bit value."""
-    z = np.asarray(x, dtype=np.uint64) + _GOLDEN
+def finalize64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of every entry (uint64, wrapping), without the generator's increment."""
+    z = np.asarray(z, dtype=np.uint64)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's output for every entry as its state (uint64, wrapping): a 64-bit hash of a 64-bit value."""
+    return finalize64(np.asarray(x, dtype=np.uint64) + GOLDEN)
 
 
 def set_hash(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:

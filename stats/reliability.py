@@ -48,6 +48,7 @@ from scipy.integrate import quad
 from scipy.special import gammaln
 
 from stats._groups import canonical_order, first_rows, group_codes, grouped_order
+from stats._hashing import GOLDEN, finalize64
 from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
 from stats.ranking import percentile_table, problem_scores, reference_pools, solution_cells
@@ -1353,13 +1354,10 @@ def _bh(p: np.ndarray) -> np.ndarray:
 def _row_keys(mat: np.ndarray) -> np.ndarray:
     """A 64-bit key of each row's float values (splitmix64 over their bits, in column order)."""
     bits = np.ascontiguousarray(mat, dtype=np.float64).view(np.uint64)
-    key = np.full(len(mat), np.uint64(0x9E3779B97F4A7C15), dtype=np.uint64)
+    key = np.full(len(mat), GOLDEN, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(bits.shape[1]):
-            z = key ^ bits[:, j]
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            key = z ^ (z >> np.uint64(31))
+            key = finalize64(key ^ bits[:, j])
     return key
 
 
