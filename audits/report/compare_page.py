@@ -12,6 +12,7 @@ import pandas as pd
 
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
+from audits.report.narrative.common import interval_words
 from audits.report.results import NotSaved
 
 __all__ = ["compare_findings", "show_compare_findings", "describe_compare", "compare_runs_table",
@@ -46,12 +47,6 @@ def show_compare_findings(result):
     return show_findings(compare_findings(result), audit="compare", title="Paired comparison")
 
 
-def _interval(estimate, low, high) -> str:
-    if format_value(low) == "-" or format_value(high) == "-":  # one problem, or no resamples: no interval
-        return f"{format_value(estimate)} (no CI)"
-    return f"{format_value(estimate)} [{format_value(low)}, {format_value(high)}]"
-
-
 def describe_compare(result) -> Markdown:
     """The page's headline: per run the win rate with its CI, the undecided share and the pass rates."""
     if isinstance(result, str):
@@ -66,7 +61,7 @@ def describe_compare(result) -> Markdown:
     for row in frame.itertuples(index=False):
         share = "-" if not row.n_comparisons else f"{100 * row.undecided_share:.1f} %"
         lines.append(f"* **{row.environment} · {row.campaign}**: win rate of A over B "
-                     f"{_interval(row.win_rate, row.win_rate_low, row.win_rate_high)} over {row.n_problems} "
+                     f"{interval_words(row.win_rate, row.win_rate_low, row.win_rate_high)} over {row.n_problems} "
                      f"problem{'' if row.n_problems == 1 else 's'}; {row.n_undecided:,} of {row.n_comparisons:,} comparisons undecided ({share}); "
                      f"pass rate A {format_value(row.pass_rate_a)}, B {format_value(row.pass_rate_b)}.")
     if result.skipped_runs:
@@ -83,7 +78,7 @@ def compare_runs_table(result) -> pd.DataFrame:
     rows = []
     for row in result.to_frame().to_dict("records"):
         rows.append([f"{row['environment']} · {row['campaign']}", row["n_problems"],
-                     *(_interval(row[c], row[f"{c}_low"], row[f"{c}_high"]) for c, _ in RUN_COLUMNS),
+                     *(interval_words(row[c], row[f"{c}_low"], row[f"{c}_high"]) for c, _ in RUN_COLUMNS),
                      row["n_comparisons"], format_value(row["undecided_share"]), format_value(row["interleaving_auc"])])
     return pd.DataFrame(rows, columns=columns)
 

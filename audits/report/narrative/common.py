@@ -22,7 +22,7 @@ from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, where
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
            "verdict_sentence", "format_value", "format_seconds", "format_interval", "Markdown", "show_figure", "show_plot",
            "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
-           "run_index", "ci_text", "sim_ci", "as_name", "code_name", "run_name", "where_name"]
+           "run_index", "ci_text", "interval_words", "sim_ci", "as_name", "code_name", "run_name", "where_name"]
 
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -567,10 +567,19 @@ def ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str =
     >>> ci_text({"auc": 0.5, "auc_low": 0.4, "auc_high": 0.6}, "auc"), ci_text({"auc": 0.5, "auc_low": float("nan")}, "auc")
     ('0.5 [0.4, 0.6]', '0.5 (no CI)')
     """
-    bounds = (row.get(column + low), row.get(column + high))
-    if any(b is None or (isinstance(b, (float, np.floating)) and math.isnan(b)) for b in bounds):
-        return f"{format_value(row[column], digits)} (no CI)"
-    return f"{format_value(row[column], digits)} [{format_value(bounds[0], digits)}, {format_value(bounds[1], digits)}]"
+    return interval_words(row[column], row.get(column + low), row.get(column + high), digits)
+
+
+def interval_words(estimate, low, high, digits: int = 3) -> str:
+    """``estimate [low, high]`` with :func:`format_value`; ``estimate (no CI)`` when a bound is missing or NaN.
+
+    >>> interval_words(0.5, 0.25, 0.75), interval_words(1.0, None, float("nan"))
+    ('0.5 [0.25, 0.75]', '1 (no CI)')
+    """
+    lo, hi = format_value(low, digits), format_value(high, digits)
+    if lo == "-" or hi == "-":  # no resamples (one problem, or n_boot = 0): no interval
+        return f"{format_value(estimate, digits)} (no CI)"
+    return f"{format_value(estimate, digits)} [{lo}, {hi}]"
 
 
 def sim_ci(row, column: str) -> str:
