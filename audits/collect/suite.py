@@ -1563,8 +1563,8 @@ def probe_optimization_tests(suite: Suite, *, sandbox: str = "local", build_dir:
             choice = (f"{len(chosen)} of {len(ranked)} inputs of indistinguishable size picked by a probe run "
                       f"({len(programs)} reference(s) x {len(ranked)} tests, one run each, {sandbox} sandbox): "
                       f"chosen {', '.join(chosen[:8])}{f' and {len(chosen) - 8} more' if len(chosen) > 8 else ''} "
-                      f"({_ms(seconds[chosen[-1]], wall_s)} to {_ms(seconds[chosen[0]], wall_s)} CPU), left out "
-                      + (f"{_ms(min(rest), wall_s)} to {_ms(max(rest), wall_s)}" if rest else "none")
+                      f"({_ms_range(seconds[chosen[-1]], seconds[chosen[0]], wall_s)} CPU), left out "
+                      + (_ms_range(min(rest), max(rest), wall_s) if rest else "none")
                       + (f"; {timeouts} run(s) hit the {wall_s:g} s limit" if timeouts else "") + weak)
             problems[problem.id] = _apply_probe(problem, seconds, choice)
             kept[problem.id] = {"candidates": list(problem.probe_candidates), "slots": problem.probe_slots,
@@ -1587,6 +1587,13 @@ def _ms(seconds: float, wall_s: float) -> str:
     if seconds >= wall_s:
         return f"over the {wall_s:g} s limit"
     return f"{seconds * 1000:,.1f} ms"
+
+
+def _ms_range(low: float, high: float, wall_s: float) -> str:
+    """``low to high`` in words (:func:`_ms`), or one figure when both read the same: one chosen test, or tests
+    that took the same time, printed "2.5 ms to 2.5 ms"."""
+    low_text, high_text = _ms(low, wall_s), _ms(high, wall_s)
+    return low_text if low_text == high_text else f"{low_text} to {high_text}"
 
 
 def _apply_probe(problem: Problem, seconds: dict[str, float], choice: str) -> Problem:
