@@ -73,7 +73,7 @@ from audits.corpus.runs import Run, RunError, one_run, runs_of
 from audits.corpus.schema import RUN_COLUMNS
 from audits.errors import UserError
 from audits.protocol.context import reference_rows
-from audits.protocol.findings import Finding, findings_table, to_jsonable
+from audits.protocol.findings import Finding, findings_table, frame_text, to_jsonable, where_label
 from audits.protocol.params import DEFAULT, defaults_from
 from stats._groups import first_rows, group_codes
 from stats.coverage import unmeasured_problems
@@ -394,8 +394,7 @@ class ClocksAudit:
 
     def summary(self) -> str:
         lines = ["Clocks audit: the same figures from each measure, per run"]
-        lines.append(self.table.to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(self.table)
-                     else "(no data)")
+        lines.append(frame_text(self.table))
         if len(self.measures) < 2:
             lines.append(f"\nrank agreement between clocks: n/a (the corpus has one measure, {self.measures[0]}; "
                          f"collect records cpu_s)")
@@ -404,13 +403,15 @@ class ClocksAudit:
         else:
             env, camp = self.quietest
             lines.append(f"\nwithin-problem rank agreement with {self.measures[0]} on the quietest run "
-                         f"[{env!r}, {camp!r}] ({self.quietest_by}): mean Kendall tau-b of the solutions' q")
+                         f"{where_label(env, camp)} ({self.quietest_by}): mean Kendall tau-b of the solutions' q")
             for measure, tau in self.mean_agreement().items():
                 n = self.agreement_problems(measure)
+                # no problem with a tau: the mean is undefined, n/a with the reason (its finding says the same)
                 lines.append(f"    {measure}: {tau:.3f} over {n} problem{'' if n == 1 else 's'} with two solutions "
-                             f"scored under both clocks")
+                             f"scored under both clocks" if n else
+                             f"    {measure}: n/a (no problem has two solutions scored under both clocks)")
         if self.reference is not None:
-            lines.append(f"\nfaithfulness: against the reference run [{self.reference[0]!r}, {self.reference[1]!r}]"
+            lines.append(f"\nfaithfulness: against the reference run {where_label(*self.reference)}"
                          + (f" ({self.reference_note})" if self.reference_note else ""))
         if self.findings:
             lines.append("\nFindings\n" + findings_table(self.findings))

@@ -38,7 +38,7 @@ from audits.checks.declared.discriminability import DiscriminabilityOptions, Dis
 from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
-from audits.protocol.findings import (Finding, findings_table, interval_text, judge, measured_scores, to_jsonable,
+from audits.protocol.findings import (Finding, findings_table, frame_text, interval_text, judge, measured_scores, to_jsonable,
                                       unmeasured_finding)
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
@@ -157,7 +157,7 @@ class DiscriminabilityAudit(PerRunAudit):
         frame = self.to_frame()
         cols = ["environment", "campaign", "n_problems", "filterable_share", "filterable_share_noise_aware", "median_robust_cv",
                 "strong_weak_gap", "floor_s", "near_floor_test_share", "n_near_floor_problems"]
-        table = frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}") if len(frame) else "(no data)"
+        table = frame_text(frame[cols])
         used = describe_runs(r.run_summary for r in self.runs.values() if r.run_summary is not None)
         return f"Discriminability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
 

@@ -45,7 +45,7 @@ from audits.corpus.memory import small_pages
 from audits.corpus.runs import Run, RunSummary, covered_runs, describe_runs, rule_of
 from audits.protocol.context import audit_context
 from audits.protocol.context import reference_rows as _reference_rows
-from audits.protocol.findings import (Finding, findings_table, interval_text, to_jsonable, measured_scores,
+from audits.protocol.findings import (Finding, findings_table, frame_text, interval_text, to_jsonable, measured_scores,
                                       unmeasured_finding)
 from audits.protocol.params import DEFAULT, defaults_from
 from audits.protocol.per_run import PerRunAudit
@@ -213,8 +213,7 @@ class ReliabilityAudit(PerRunAudit):
                 "mean_rank_range", "mean_rank_sd", "p95_rank_range", "worst_rank_range", "icc", "significant_share",
                 "repeats_needed"]
         # NaN and inf (e.g. repeats_needed without between-solution variance) print as n/a, as their findings say
-        table = (frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}" if np.isfinite(v) else "n/a",
-                                       na_rep="n/a") if len(frame) else "(no data)")
+        table = frame_text(frame[cols])
         used = describe_runs(r.run_summary for r in self.runs.values() if r.run_summary is not None)
         return f"Reliability audit\nruns: {used}\n{table}\n\nFindings\n{findings_table(self.findings)}"
 

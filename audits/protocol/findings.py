@@ -14,11 +14,15 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audits.corpus._json import to_jsonable  # the one converter (lives in the lowest layer)
 from audits.corpus.io import atomic_write
 
-__all__ = ["interval_text", "where_label", "unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
+if TYPE_CHECKING:  # pandas is not imported here: the command line's --help imports this module (issue 26's 0.3 s)
+    import pandas as pd
+
+__all__ = ["interval_text", "frame_text", "where_label", "unmeasured_finding", "unmeasured_causes", "measured_scores", "LEVELS", "NA", "ALL_LEVELS", "Finding", "worst_level", "findings_table",
            "to_jsonable", "write_json", "judge"]
 
 #: The judged levels, best first.
@@ -217,6 +221,23 @@ def unmeasured_finding(summary) -> tuple[Finding, ...]:
                     f"{reason}: every estimator of this run leaves them out; 'speedaudit suite' on the package "
                     f"says the same before collecting", environment=summary.environment,
                     campaign=summary.campaign, reason=reason),)
+
+
+def frame_text(frame: pd.DataFrame, *, spec: str = ".4g") -> str:
+    """An audit's table for the terminal (its ``summary()``): numbers to ``spec``, a NaN or infinite figure (not
+    measured: no solution scored twice, no between-solution variance) as ``n/a``, as its finding says, never
+    ``NaN`` or ``inf``; ``(no data)`` for an empty table.
+
+    >>> import pandas as pd
+    >>> print(frame_text(pd.DataFrame({"run": ["a", "b"], "icc": [0.91234, float("nan")]})))
+    run    icc
+      a 0.9123
+      b    n/a
+    """
+    if not len(frame):
+        return "(no data)"
+    return frame.to_string(index=False, na_rep="n/a",
+                           float_format=lambda v: format(v, spec) if math.isfinite(v) else "n/a")
 
 
 def interval_text(low: float | None, high: float | None, spec: str = ".3g") -> str:
