@@ -55,7 +55,7 @@ from stats.ranking import percentile_table, problem_scores, reference_pools, sol
 
 __all__ = ["CELL", "correct_reference_rows", "correct_reference_mask", "d2_constant", "repeat_cv", "benchmark_checks",
            "summarize_repeat_cv", "process_level", "per_repeat_scores", "RankDrift", "rank_drift", "log_duration_icc",
-           "grouped_icc", "VarianceComponents", "variance_partials", "variance_from_partials",
+           "grouped_icc", "icc_rounding_range", "VarianceComponents", "variance_partials", "variance_from_partials",
            "repeats_for_reliability", "repeats_for_precision", "PairSignificance", "pairwise_significance"]
 
 CELL = ("environment", "campaign", "problem", "test", "solution")
@@ -796,6 +796,67 @@ def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
     good = (runs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
     logs = runs.loc[good].assign(_log=np.log(d[good]))
     return grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+
+
+def icc_rounding_range(test_icc: pd.DataFrame, cells: pd.DataFrame, *, step: float) -> pd.DataFrame:
+    """The range of each test's ICC(A,1) that a clock of resolution ``step`` leaves open.
+
+    A clock of resolution q reads a duration d to within one step: on the log scale an error of width about
+    q / d, whose variance is delta = (q / d)^2 / 12 when it is spread evenly over the step (Sheppard's
+    correction). Such an error adds delta to the expectations of MSR, MSE and MSC alike (:func:`grouped_icc`),
+    so the numerator N = MSR - MSE of ICC(A,1) keeps its expectation and the denominator
+    D = MSR + (k - 1) MSE + k (MSC - MSE) / n gains k delta. The corpus cannot say whether the clock added that
+    variance (values on both sides of a step: take it out) or hid it (repeats that tie: put it in), so::
+
+        ICC2 lies between N / (D + k delta) and N / max(D - k delta, |N|)
+
+    (the second bound held within [-1, 1]: D >= N always). delta of a test is the mean of (q / mean)^2 / 12 over
+    its cells with a positive mean. Relative to the durations, so the same at any unit of time; on a fine clock
+    (q tiny next to every duration) both bounds are the ICC itself.
+
+    Parameters
+    ----------
+    test_icc : DataFrame
+        :func:`log_duration_icc` (group columns, ``n_targets``, ``n_raters``, ``MSR``, ``MSC``, ``MSE``).
+    cells : DataFrame
+        :func:`repeat_cv` of the same rows (the group columns and ``mean_s``).
+    step : float
+        The clock's resolution in seconds (NaN: unknown, both bounds NaN).
+
+    Returns
+    -------
+    DataFrame
+        ``test_icc``'s group columns, ``rounding_var`` (delta), ``ICC2_low`` and ``ICC2_high``, one row per row
+        of ``test_icc`` in its order.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"problem": ["p"], "test": ["t"], "n_targets": [2], "n_raters": [2],
+    ...                       "MSR": [1.0], "MSC": [0.0], "MSE": [0.0]})
+    >>> cells = pd.DataFrame({"problem": "p", "test": "t", "mean_s": [1.0, 2.0]})
+    >>> r = icc_rounding_range(table, cells, step=0.6)
+    >>> round(float(r["rounding_var"][0]), 4), round(float(r["ICC2_low"][0]), 4), float(r["ICC2_high"][0])
+    (0.0187, 0.9639, 1.0)
+    """
+    keys = [c for c in test_icc.columns[:list(test_icc.columns).index("n_targets")] if c in cells.columns]
+    mean = cells["mean_s"].to_numpy(dtype=float)
+    good = np.isfinite(mean) & (mean > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = (step / mean[good]) ** 2 / 12.0
+    per_test = (cells.loc[good, keys].assign(rounding_var=share)
+                .groupby(keys, observed=True, sort=False)["rounding_var"].mean().reset_index())
+    out = test_icc[keys].reset_index(drop=True).merge(per_test, on=keys, how="left", sort=False)
+    n, k = test_icc["n_targets"].to_numpy(dtype=float), test_icc["n_raters"].to_numpy(dtype=float)
+    msr, msc, mse = (test_icc[c].to_numpy(dtype=float) for c in ("MSR", "MSC", "MSE"))
+    num = msr - mse
+    den = msr + (k - 1) * mse + k * (msc - mse) / n
+    extra = k * out["rounding_var"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        one = num / (den + extra)
+        other = num / np.maximum(den - extra, np.abs(num))
+    out["ICC2_low"] = np.where(np.isfinite(one) & np.isfinite(other), np.minimum(one, other), np.nan)
+    out["ICC2_high"] = np.where(np.isfinite(one) & np.isfinite(other), np.maximum(one, other), np.nan)
+    return out
 
 
 def icc(data: pd.DataFrame, *, targets: str | Sequence[str], raters: str, ratings: str) -> pd.DataFrame:

@@ -59,6 +59,7 @@ from stats.reliability import (
     VarianceComponents,
     benchmark_checks,
     d2_constant,
+    icc_rounding_range,
     log_duration_icc,
     pairwise_significance,
     per_repeat_scores,
@@ -390,6 +391,97 @@ def _too_few_repeats(sig, t: ReliabilityThresholds, unit: str) -> str:
             f"{what}; collect {enough} {unit} or more")
 
 
+#: What a run whose every test reads one value cannot measure (:func:`_one_value_reason`): the noise, the drift,
+#: the order of the solutions and, under the benchmark profile, pyperf's shares (every benchmark "stable").
+_CLOCK_BLIND = ("median_repeat_cv", "mean_rank_sd", "mean_rank_range", "p95_rank_range", "icc", "significant_share",
+                "repeats_needed", "unstable_share", "outlier_share", "too_few_processes_share")
+
+
+def _one_value_tests(cells: pd.DataFrame) -> tuple[int, int, int, float]:
+    """``(n_one, n_tests, n_shared, value)``: the optimization tests whose ok durations of correct references all
+    read one value (every solution, every repeat), the tests with an ok duration, the tests of one value shared by
+    two or more solutions, and that value when it is one for the whole run (else NaN)."""
+    if not len(cells) or "min_s" not in cells.columns:
+        return 0, 0, 0, math.nan
+    seen = cells.loc[(cells["n_ok"] > 0).to_numpy()]
+    if not len(seen):
+        return 0, 0, 0, math.nan
+    codes, n = group_codes(seen, [c for c in ("campaign", "problem", "test") if c in seen.columns])
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(low, codes, seen["min_s"].to_numpy(dtype=float))
+    np.maximum.at(high, codes, seen["max_s"].to_numpy(dtype=float))
+    one = low == high
+    shared = one & (np.bincount(codes, minlength=n) >= 2)  # a cell per solution
+    value = float(low[0]) if one.all() and np.all(low == low[0]) else math.nan
+    return int(one.sum()), n, int(shared.sum()), value
+
+
+def _one_value_reason(env: RunReliability) -> str | None:
+    """Why nothing of the repeats or the order can be read when every optimization test reads one value (else
+    None). No step between two values is seen within any test, so the clock's step (:func:`tied_cells`) bounds
+    nothing: a repeat CV of 0, a rank drift of 0 and a tie of every pair say only that the clock did not tell
+    the repeats or the programs apart. Relative to nothing but equality, so the same at any unit of time. Tests of
+    one solution each whose values differ between tests are left to :func:`tied_cells` (a deterministic measure
+    of one build per test: the step between the tests' values bounds the CV)."""
+    n_one, n_tests, n_shared, value = _one_value_tests(env.cells)
+    if not n_tests or n_one < n_tests or not (n_shared or math.isfinite(value)):
+        return None
+    what = (f"every ok duration of a correct reference in the run reads {value:.3g} s" if math.isfinite(value) else
+            f"each of the run's {n_tests:,} optimization tests reads one duration for all its correct references "
+            f"and repeats")
+    return (f"{what}: the clock does not tell the repeats or the programs apart (or the programs cannot be told "
+            f"apart), so no step of the clock within a test bounds the noise, and a spread, a drift or an order of "
+            f"0 would be the clock's; time with a finer clock or more iterations per repeat")
+
+
+def _icc_clock_reason(env: RunReliability, t: ReliabilityThresholds) -> str | None:
+    """Why the median ICC(A,1) is n/a on the run's clock (else None): with the clock's rounding variance taken out
+    of or put into each test's repeat noise (:func:`stats.reliability.icc_rounding_range`) the median lies
+    between two values that the limits judge otherwise. A fine clock's step leaves both at the ICC."""
+    ties = env.ties or {}
+    step, icc_value = ties.get("step_s", math.nan), env.icc_agreement.estimate
+    if not (math.isfinite(step) and np.isfinite(icc_value) and len(env.test_icc)):
+        return None
+    bounds = icc_rounding_range(env.test_icc, env.cells, step=step)
+    measured = env.test_icc["ICC2"].to_numpy(dtype=float)
+    keep = np.isfinite(measured)
+    low = float(np.median(np.where(np.isfinite(bounds["ICC2_low"]), bounds["ICC2_low"], measured)[keep]))
+    high = float(np.median(np.where(np.isfinite(bounds["ICC2_high"]), bounds["ICC2_high"], measured)[keep]))
+    if t.judge("icc", low) == t.judge("icc", icc_value) == t.judge("icc", high):
+        return None
+    return (f"the clock's step is not small next to the spread between a test's solutions ({clock_step_text(ties)}"
+            f"): its rounding variance, (step / duration)^2 / 12 on the log scale, may be in the repeat noise or "
+            f"hidden by it, and with it taken out or put in the median ICC(A,1) lies between {low:.3f} and "
+            f"{high:.3f}, which the limits judge differently; time with a finer clock or more iterations per repeat")
+
+
+def _share_clock_reason(env: RunReliability, t: ReliabilityThresholds) -> str | None:
+    """Why significant_share is n/a on the run's clock (else None): some cells' repeats tie (:func:`tied_cells`)
+    and some pairs of references tie in their median score, and with every tied pair significant or none the
+    share is judged otherwise. A finer clock could order a tied pair; which way it would test, the corpus does
+    not say. Counts of pairs only, so the same at any unit of time."""
+    sig, ties = env.significance, env.ties or {}
+    if not (ties.get("n_tied") and sig.n_tied and sig.n_pairs and np.isfinite(sig.share.estimate)):
+        return None
+    total = sig.n_pairs + sig.n_tied
+    significant = sig.share.estimate * sig.n_pairs
+    low, high = significant / total, (significant + sig.n_tied) / total
+    if t.judge("significant_share", low) == t.judge("significant_share", high):
+        return None
+    return (f"{sig.n_tied:,} of {total:,} pairs of references tie in their median score and {ties['n_tied']:,} of "
+            f"{ties['n_cells']:,} cells read identical repeats {clock_step_text(ties)}: a finer clock could order "
+            f"the tied pairs, and with all of them significant or none the share lies between {low:.1%} and "
+            f"{high:.1%}, which the limits judge differently; time with a finer clock or more iterations per repeat")
+
+
+def _clock_order_reasons(env: RunReliability, t: ReliabilityThresholds, *, skip: dict) -> dict[str, str]:
+    """The coarse-clock rules of the ICC and the significant share (metric -> reason), for the metrics not in
+    ``skip`` (already n/a for another reason)."""
+    rules = {"icc": _icc_clock_reason, "significant_share": _share_clock_reason}
+    reasons = {metric: rule(env, t) for metric, rule in rules.items() if metric not in skip}
+    return {metric: reason for metric, reason in reasons.items() if reason}
+
+
 def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, str]:
     """Why each finding cannot be measured on this run (metric -> reason); absent metrics are measurable."""
     out: dict[str, str] = {}
@@ -442,6 +534,11 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
         out["significant_share"] = _too_few_repeats(sig, t, "processes" if env.variance.nested else "repeats")
     if not np.isfinite(env.repeats_needed):
         out["repeats_needed"] = "variance components undefined (no between-solution variance measured)"
+    one_value = _one_value_reason(env)
+    if one_value:  # the ICC's and the share's own reasons, when they have one, already say what ties
+        return {**dict.fromkeys(_CLOCK_BLIND, one_value),
+                **{m: out[m] for m in ("icc", "significant_share") if m in out}}
+    out.update(_clock_order_reasons(env, t, skip=out))
     return out
 
 
