@@ -59,12 +59,12 @@ from jupyter_core.paths import jupyter_path
 from audits import shipped_dir
 from audits.corpus.io import atomic_write
 from audits.errors import UserError
-from audits.protocol.findings import ALL_LEVELS, LEVELS, NA, where_label
+from audits.protocol.findings import ALL_LEVELS, LEVELS, NA
 from audits.protocol.saved import encoded_entry, read_results, write_entries
 from audits.report.catalog import REPORTS, ReportSpec
 from audits.report.inputs import PAIR_PARAMETERS, load_corpora, repo_root, resolve_corpora, suggest_runs
 from audits.report.narrative import FINDINGS_MIMETYPE, format_value
-from audits.report.narrative.common import as_name
+from audits.report.narrative.common import audit_text, where_subject
 from audits.report.results import PARAMETERS, RESULTS_FILE, ReportResults
 
 __all__ = ["ReportError", "RenderedReport", "ReportIndex", "read_template", "parse_parameter", "render_reports",
@@ -734,11 +734,10 @@ def write_index(
                 # the run as the page's table names it (environment and campaign, subject): the environment alone
                 # gave the findings of runs "quiet · 001" and "quiet · 1" one label
                 # each name isolated (as the pages write them): a right-to-left override in one reversed the rest
-                label = where_label(*(None if v is None else as_name(v)
-                                      for v in (f.get("environment"), f.get("campaign"), f.get("subject"))))
+                label = where_subject(f.get("environment"), f.get("campaign"), f.get("subject"))
                 where = f"[{html.escape(label)}] " if label else ""
                 items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
-                             f"{html.escape(format_value(f.get('value')))}: {html.escape(str(f['message']))}</li>")
+                             f"{html.escape(format_value(f.get('value')))}: {html.escape(audit_text(f['message']))}</li>")
             counts = report.counts()
             sections = "".join(f"<li>{_badge(str(s['worst']))} {html.escape(str(s['title']))}</li>"
                                for s in report.sections)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from audits.protocol.findings import NA
-from audits.report.narrative.common import ci_text, format_value, run_name, where_name
+from audits.report.narrative.common import audit_text, ci_text, format_value, run_name, where_name
 
 __all__ = ["aggregation_table", "describe_aggregation"]
 
@@ -74,7 +74,7 @@ def _describe_aggregation_run(audit, env, camp) -> str:
             parts.append(f"**What to do**: set `post: {{aggregator: {rec}}}` in the reward environment for this "
                          "sandbox, and re-check on more problems if the CIs overlap.")
         elif verdict is not None and verdict.level == NA:
-            parts.append(f"Whether to switch from the default is not judged (n/a: {verdict.reason}).")
+            parts.append(f"Whether to switch from the default is not judged (n/a: {audit_text(verdict.reason)}).")
         else:
             parts.append("**What to do**: keep the default.")
     return " ".join(parts)
@@ -88,5 +88,5 @@ def describe_aggregation(audit) -> str:
             + (f"; {len(runs)} runs, each compared on its own." if len(runs) > 1 else "."))
     left = [f for f in audit.findings if f.metric == "repeats" and f.level == NA]
     if left:  # runs that could not be compared, named, with why
-        head += " Not compared: " + "; ".join(dict.fromkeys(f"**{where_name(f)}** ({f.reason})" for f in left)) + "."
+        head += " Not compared: " + "; ".join(dict.fromkeys(f"**{where_name(f)}** ({audit_text(f.reason)})" for f in left)) + "."
     return "\n\n".join([head] + [_describe_aggregation_run(audit, env, camp) for env, camp in runs])

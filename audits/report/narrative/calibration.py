@@ -14,6 +14,7 @@ from audits.corpus.selection import PAIR_RULES
 from audits.report.narrative.common import (
     Markdown,
     as_name,
+    audit_text,
     code_name,
     fixed,
     fixed_ci,
@@ -51,7 +52,7 @@ def describe_calibration_pairs(pairs) -> str:
     pair; :data:`audits.corpus.runs.RULES`), and each pair with the rule that chose it."""
     done = [p for p in pairs if not is_skipped(p)]
     if not done:
-        return "**No pair calibrated**: " + "; ".join(str(getattr(p, "reason", "")) for p in pairs) + "."
+        return "**No pair calibrated**: " + "; ".join(audit_text(getattr(p, "reason", "")) for p in pairs) + "."
     rules = list(dict.fromkeys(p.run_rule for p in done))
     lines = [f"**{len(done)} pair{'' if len(done) == 1 else 's'}**, chosen by the rule "
              + ", ".join(f"`{r}` ({RULES[r]})" for r in rules) + ":", ""]
@@ -125,7 +126,7 @@ def describe_calibration(audit) -> str:
     its bootstrap interval over problems and n.
     """
     if is_skipped(audit):
-        return f"**Not measured**: {audit.reason}."
+        return f"**Not measured**: {audit_text(audit.reason)}."
     pair = f"{code_name(audit.source)} → {code_name(audit.target)} ({audit.key})"
     rule = getattr(audit, "pair_rule", "named")
     parts = [f"**{pair}**: {_describe_runs(audit.source_runs)} mapped onto {_describe_runs(audit.target_runs)}; "
@@ -163,5 +164,5 @@ def describe_calibration(audit) -> str:
             text += f" raw, {format_interval(audit.spearman_calibrated)} after {audit.calibration_family} calibration"
         parts.append(text + ".")
     if audit.best_family is not None:  # (else what to do was said above)
-        parts.append(f"**What to do**: {calibration_advice(audit)}.")  # from the findings, as in the JSON
+        parts.append(f"**What to do**: {audit_text(calibration_advice(audit))}.")  # from the findings, as in the JSON
     return " ".join(parts)

@@ -13,7 +13,7 @@ import pandas as pd
 from audits.checks.clocks import recommended_clock
 from audits.checks.declared.clocks import ClocksThresholds
 from audits.protocol.findings import NA
-from audits.report.narrative.common import Markdown, format_value, is_skipped, run_name, show_figure
+from audits.report.narrative.common import Markdown, audit_text, format_value, is_skipped, run_name, show_figure
 
 __all__ = ["CLOCK_AGREEMENT", "CLOCK_FIGURES", "clocks_table", "clock_agreement_table", "describe_clocks",
            "show_clocks_plot", "clocks_headline"]
@@ -56,13 +56,13 @@ def clocks_not_compared(audit, corpus=None) -> str | None:
     >>> from audits.checks.clocks import run_clocks_audit
     >>> from audits.corpus.synthetic import synthesize
     >>> corpus = synthesize(n_problems=2, n_tests=2, n_solutions=3, n_repeats=2, seed=0).corpus
-    >>> clocks_not_compared(run_clocks_audit(corpus, n_boot=10), corpus)[:50]
+    >>> clocks_not_compared(run_clocks_audit(corpus, n_boot=10), corpus)[1:51]  # the audit's text (audit_text)
     'the corpus has one clock, `duration_s` (wall time)'
     """
     measures = tuple(audit.measures)
     if len(measures) < 2:  # the audit judged it, with the reason read off the rows (clocks.one_clock_reason)
         reasons = [f.reason for f in audit.findings if f.metric == "clock_agreement" and f.level == NA]
-        return reasons[0] if reasons else f"the corpus has one clock, `{measures[0] if measures else 'duration_s'}`"
+        return audit_text(reasons[0]) if reasons else f"the corpus has one clock, `{measures[0] if measures else 'duration_s'}`"
     if audit.quietest is None:
         return "the corpus has no run to compare the clocks on"
     if not len(audit.agreement) or not np.isfinite(audit.agreement["kendall_tau"].to_numpy(dtype=float)).any():
@@ -249,7 +249,7 @@ def clocks_headline(audit, corpus: pd.DataFrame | None = None, *, link: str = "c
     ``corpus`` is the corpus or the page's results (:class:`audits.report.results.ReportResults`), whose
     rows are then read only when the rule needs them (never for a result a saved file does not hold)."""
     if is_skipped(audit):
-        return f"**[The choice of clock]({link})**: n/a: {audit.findings[0].reason}."
+        return f"**[The choice of clock]({link})**: n/a: {audit_text(audit.findings[0].reason)}."
     rec = recommend_clock(audit, corpus)
     if rec["measure"] is None:
         text = f"n/a: {rec['reason']}"

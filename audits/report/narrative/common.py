@@ -22,7 +22,8 @@ from audits.protocol.findings import ALL_LEVELS, NA, Finding, to_jsonable, where
 __all__ = ["FINDINGS_MIMETYPE", "FindingsDisplay", "show_findings", "findings_frame", "rank_findings",
            "verdict_sentence", "format_value", "format_seconds", "format_interval", "Markdown", "show_figure", "show_plot",
            "figure_notes", "BADGE", "level_counts", "finding_text", "is_skipped", "fixed", "fixed_ci", "finding_of",
-           "run_index", "ci_text", "interval_words", "sim_ci", "as_name", "code_name", "run_name", "where_name"]
+           "run_index", "ci_text", "interval_words", "sim_ci", "as_name", "code_name", "run_name", "where_name",
+           "audit_text", "where_subject"]
 
 
 FINDINGS_MIMETYPE = "application/vnd.speedaudit.findings+json"
@@ -118,7 +119,7 @@ def level_counts(findings) -> dict[str, int]:
 
 def finding_text(f: Finding) -> str:
     where = f"[{where_name(f)}] " if f.where else ""
-    return f"{where}{f.metric} = {format_value(f.value)} - {f.message}"
+    return f"{where}{f.metric} = {format_value(f.value)} - {audit_text(f.message)}"
 
 
 def verdict_sentence(findings: Iterable[Finding]) -> str:
@@ -173,7 +174,7 @@ class FindingsDisplay:
                 f"<td><code>{html.escape(f.metric)}</code></td>"
                 f"<td>{html.escape(format_value(f.value))}</td>"
                 f"<td>{html.escape(format_value(f.threshold) if f.threshold is not None else '-')}</td>"
-                f"<td>{html.escape(f.message)}</td>"
+                f"<td>{html.escape(audit_text(f.message))}</td>"
                 "</tr>")
         table = ("<table class='sa-findings'><thead><tr><th>verdict</th><th>run</th><th>metric</th>"
                  "<th>value</th><th>threshold</th><th>what it means / what to do</th>"
@@ -256,9 +257,18 @@ _NAME_SYNTAX = frozenset("*`[\n\r")  # "[": a name "[a](b.html)" would be a link
 _BIDI_CLASSES = frozenset({"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
 
 
+#: What the renderer links without brackets (mistune's url plugin: ``https?://...``): a run named
+#: ``http://host/x`` was a link in the report.
+_AUTOLINK = "://"
+
+
+def _has_bidi(text: str) -> bool:
+    return any(unicodedata.bidirectional(c) in _BIDI_CLASSES for c in text)
+
+
 def _needs_isolate(text: str) -> bool:
     return (text != text.strip() or any(c in _NAME_SYNTAX for c in text)  # "**quiet **" is no bold
-            or any(unicodedata.bidirectional(c) in _BIDI_CLASSES for c in text))
+            or _AUTOLINK in text or _has_bidi(text))
 
 
 def as_name(value) -> str:
@@ -275,8 +285,11 @@ def as_name(value) -> str:
     True
     """
     text = str(value)
-    if not _needs_isolate(text):
-        return text
+    return _isolated(text) if _needs_isolate(text) else text
+
+
+def _isolated(text: str) -> str:
+    """``text`` between :data:`FSI` and :data:`PDI`, balanced as :func:`as_name` says."""
     depth = unmatched = 0
     for char in text:
         if char in _ISOLATE_INITIATORS:
@@ -300,6 +313,42 @@ def code_name(value) -> str:
     return as_name(text) if _needs_isolate(text) else f"`{text}`"
 
 
+#: A word of an audit's text: what :func:`audit_text` isolates when a bidi control or a right-to-left letter is in it.
+_WORD = re.compile(r"\S+")
+
+
+def audit_text(value) -> str:
+    """Text an audit wrote (a finding's message or reason, the reason an audit or a pair was skipped, a calibration's
+    advice), ready for the page: shown as the command line prints it, whatever names it quotes.
+
+    The rule: the audits (:mod:`audits.checks`) write plain text, the same for the terminal, the JSON and the report,
+    with the names a user gave pasted in as they are ("at ('p0', 'ref-001')", "busy cannot stand in for quiet"); the
+    narrative never reads that text as Markdown. A text holding a character Markdown would read as syntax there (``*``,
+    a backtick, ``[``, a line break, ``://``; the others :func:`without_raw_html` shows as written anyway) or a bidi
+    control or right-to-left letter is written whole between bidi isolates, so that :func:`without_raw_html` writes
+    each Markdown character of it as a character reference (a source environment ``*qa*`` quoted in "... cannot
+    stand in for *qa*" was shown in italics, ``[x](y.html)`` was a link, the audit's own quotes ```duration_s```
+    showed as code: now as backticks, as in the terminal). Where a name ends in the text is not known here, so each
+    word (a run of non-space characters) holding a bidi control or a right-to-left letter is isolated on its own
+    (:func:`as_name`'s balancing): a right-to-left override in a quoted name reorders the rest of its word only,
+    never the text after it. Any other text is returned unchanged: the page shows the JSON's text byte for byte.
+    Used wherever the narrative shows such text, in Markdown and in its HTML tables (where the isolates keep the
+    bidi part of the rule).
+
+    >>> audit_text("busy cannot stand in for quiet; time on quiet itself")
+    'busy cannot stand in for quiet; time on quiet itself'
+    >>> audit_text("*qa* cannot stand in") == FSI + "*qa* cannot stand in" + PDI
+    True
+    >>> audit_text("at a\u202eb, then c") == FSI + "at " + FSI + "a\u202eb," + PDI + " then c" + PDI
+    True
+    """
+    text = str(value)
+    if not (any(c in _NAME_SYNTAX for c in text) or _AUTOLINK in text or _has_bidi(text)):
+        return text
+    words = _WORD.sub(lambda word: _isolated(word.group()) if _has_bidi(word.group()) else word.group(), text)
+    return FSI + words + PDI
+
+
 def run_name(run) -> str:
     """``environment · campaign`` of a run (a :class:`audits.corpus.runs.RunKey`, a pair, or anything with the
     two attributes), each name isolated (:func:`as_name`)."""
@@ -308,9 +357,17 @@ def run_name(run) -> str:
 
 
 def where_name(finding) -> str:
-    """:attr:`Finding.where` with each name isolated (:func:`as_name`): ``environment · campaign · subject``."""
-    return where_label(*(None if v is None else as_name(v)
-                         for v in (finding.environment, finding.campaign, finding.subject)))
+    """:attr:`Finding.where` with each name isolated: ``environment · campaign · subject``, the environment and the
+    campaign by :func:`as_name`, the subject by :func:`audit_text`: it is a label the audit composed (a calibration's
+    pair of runs, ``busy · c0 -> quiet · c0``), whose names an override in the first would reverse."""
+    return where_subject(finding.environment, finding.campaign, finding.subject)
+
+
+def where_subject(environment=None, campaign=None, subject=None) -> str:
+    """:func:`where_name` of the three parts (as a finding's dict holds them: the index page)."""
+    return where_label(None if environment is None else as_name(environment),
+                       None if campaign is None else as_name(campaign),
+                       None if subject is None else audit_text(subject))
 
 
 def _name_spans(text: str):
@@ -438,7 +495,7 @@ def _plot_name(plot) -> str:
 
 
 def _na_reasons(findings) -> str:
-    return "; ".join(dict.fromkeys(f"{where_name(f) + ': ' if f.where else ''}{f.reason}" for f in findings))
+    return "; ".join(dict.fromkeys(f"{where_name(f) + ': ' if f.where else ''}{audit_text(f.reason)}" for f in findings))
 
 
 def _no_interval(interval) -> bool:
@@ -470,7 +527,7 @@ def figure_notes(plot, audit, *, metric: str | None = None) -> tuple[str | None,
     'icc is not measurable on this corpus (busy · c0: one repeat)'
     """
     if is_skipped(audit):
-        return f"not measured: {audit.reason}", []
+        return f"not measured: {audit_text(audit.reason)}", []
     notes: list[str] = []
     if metric is not None:
         about = [f for f in getattr(audit, "findings", ()) if f.metric == metric]

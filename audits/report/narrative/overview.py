@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from audits.protocol.findings import NA, Finding, worst_level
-from audits.report.narrative.common import BADGE, finding_text, level_counts, rank_findings, where_name
+from audits.report.narrative.common import BADGE, audit_text, finding_text, level_counts, rank_findings, where_name
 
 __all__ = ["verdict_overview", "describe_overview", "describe_profile", "show_verdicts", "describe_not_measured"]
 
@@ -125,7 +125,7 @@ def describe_not_measured(verdicts: Mapping[str, Sequence[Finding]]) -> str:
             if f.level == NA:
                 by_reason.setdefault(f.reason, {}).setdefault(where_name(f) if f.where else "", []).append(f.metric)
         if by_reason:
-            groups = [f"{', '.join(dict.fromkeys(metrics))}{f' ({where})' if where else ''}: {reason}"
+            groups = [f"{', '.join(dict.fromkeys(metrics))}{f' ({where})' if where else ''}: {audit_text(reason)}"
                       for reason, places in by_reason.items() for where, metrics in places.items()]
             parts.append(f"**{title}**: " + "; ".join(groups) + ".")
     if not parts:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from audits.checks.clocks import CONTENTION_MIN_CPU_S
 from audits.protocol.findings import NA
-from audits.report.narrative.common import (as_name, finding_of, format_interval, format_seconds, format_value,
+from audits.report.narrative.common import (as_name, audit_text, finding_of, format_interval, format_seconds, format_value,
                                             run_index, run_name)
 
 __all__ = ["reliability_table", "describe_reliability", "discriminability_table", "describe_discriminability",
@@ -66,7 +66,7 @@ def describe_reliability(audit) -> str:
         elif level == "pass":
             text += f" Repeatable at the {t.repeat_cv_warn:g} warn threshold."
         elif finding is not None:
-            text += f" Repeat noise: {finding.message}."
+            text += f" Repeat noise: {audit_text(finding.message)}."
         paragraphs.append(text)
     return "\n\n".join(paragraphs) if paragraphs else "No run had repeated reference timings."
 
@@ -176,8 +176,8 @@ def describe_contention(audit) -> str:
         if level == NA:
             reason = (finding.reason if finding is not None and finding.reason
                       else c.message.removeprefix("contention cannot be measured: "))
-            paragraphs.append(f"**{run_name(run)}**: contention n/a: {reason}.")
+            paragraphs.append(f"**{run_name(run)}**: contention n/a: {audit_text(reason)}.")
         else:
             message = finding.message if finding is not None else c.message
-            paragraphs.append(f"**{run_name(run)}** ({level.upper()}): {message}.")
+            paragraphs.append(f"**{run_name(run)}** ({level.upper()}): {audit_text(message)}.")
     return "\n\n".join(paragraphs)
