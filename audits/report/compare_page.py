@@ -12,7 +12,7 @@ import pandas as pd
 
 from audits.protocol.findings import Finding
 from audits.report.narrative import Markdown, format_value, show_figure, show_findings
-from audits.report.narrative.common import interval_words
+from audits.report.narrative.common import audit_text, code_name, interval_words, run_name
 from audits.report.results import NotSaved
 
 __all__ = ["compare_findings", "show_compare_findings", "describe_compare", "compare_runs_table",
@@ -50,22 +50,22 @@ def show_compare_findings(result):
 def describe_compare(result) -> Markdown:
     """The page's headline: per run the win rate with its CI, the undecided share and the pass rates."""
     if isinstance(result, str):
-        return Markdown(f"**The comparison is n/a**: {result}. On this page the sets are named with "
+        return Markdown(f"**The comparison is n/a**: {audit_text(result)}. On this page the sets are named with "
                         f"`-p compare_a=VALUE -p compare_b=VALUE` (values of `-p compare_by=COLUMN`, default the "
                         f"solution prefix) or `@FILE` of solution ids.")
-    lines = [f"Sets by `{result.by}`: **A = `{result.a}`**, **B = `{result.b}`**. A comparison is one A and one B "
+    lines = [f"Sets by {code_name(result.by)}: **A = {code_name(result.a)}**, **B = {code_name(result.b)}**. A comparison is one A and one B "
              f"solution (neither with a wrong answer or a crash) on one optimization test; it is decided when "
              f"P(A faster) ≥ {result.confidence:g} or ≤ {1 - result.confidence:g} under the noise model, "
              f"otherwise it counts ½ (a timeout loses)."]
     frame = result.to_frame()
     for row in frame.itertuples(index=False):
         share = "-" if not row.n_comparisons else f"{100 * row.undecided_share:.1f} %"
-        lines.append(f"* **{row.environment} · {row.campaign}**: win rate of A over B "
+        lines.append(f"* **{run_name((row.environment, row.campaign))}**: win rate of A over B "
                      f"{interval_words(row.win_rate, row.win_rate_low, row.win_rate_high)} over {row.n_problems} "
                      f"problem{'' if row.n_problems == 1 else 's'}; {row.n_undecided:,} of {row.n_comparisons:,} comparisons undecided ({share}); "
                      f"pass rate A {format_value(row.pass_rate_a)}, B {format_value(row.pass_rate_b)}.")
     if result.skipped_runs:
-        lines.append(f"Runs without both sets (not compared): {', '.join(result.skipped_runs)}.")
+        lines.append(f"Runs without both sets (not compared): {audit_text(', '.join(result.skipped_runs))}.")
     return Markdown("\n\n".join(lines[:1]) + "\n\n" + "\n".join(lines[1:]))
 
 
@@ -107,6 +107,6 @@ def show_compare_figure(result) -> None:
     from audits.report.plots.compare import win_rate_figure
 
     if isinstance(result, str):
-        display(Markdown(f"*Figure not drawn: the comparison is n/a ({result}).*"))
+        display(Markdown(f"*Figure not drawn: the comparison is n/a ({audit_text(result)}).*"))
         return
     show_figure(win_rate_figure(result))
