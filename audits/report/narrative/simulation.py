@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from audits.report.narrative.common import format_value, run_name, sim_ci
+from audits.report.narrative.common import as_name, format_value, run_name, sim_ci
 
 __all__ = ["simulation_table", "describe_simulation"]
 
@@ -32,7 +32,8 @@ def simulation_table(audit) -> pd.DataFrame:
 
 
 def describe_simulation(audit) -> str:
-    """Best reward environment, the degenerate ones and what their failure means."""
+    """Best reward environment, the degenerate ones and what their failure means; the reward environments' names (a
+    file's ``name:``, as a user gave it) isolated as the runs' are (:func:`audits.report.narrative.common.as_name`)."""
     d = audit.diagnostics
     if d.empty:
         return "No reward environment was simulated."
@@ -47,20 +48,20 @@ def describe_simulation(audit) -> str:
                 if int(head["n_pairs"]) > 1 else
                 "quality and reward from the same (only) repeat: whether timing noise moves the reward is not "
                 "measured (curve_noise n/a, no ±1 sd band); collect >= 2 repeats.")]
-    parts.append(f"The best reward environment is **{head['reward_environment']}** ({head['verdict']}): AUC "
+    parts.append(f"The best reward environment is **{as_name(head['reward_environment'])}** ({head['verdict']}): AUC "
                  f"{sim_ci(head, 'auc')} (0 = sparse, 1 = saturated), monotonicity "
                  f"{sim_ci(head, 'monotonicity')}, deviation from the ideal diagonal "
                  f"{sim_ci(head, 'diagonal_deviation')}, and {format_value(head['zero_advantage_rate'] * 100, 2)} "
                  f"% of GRPO groups of {g} carry no advantage.")
     failing = d.loc[d["level"] == "fail", "reward_environment"].tolist()
     if failing:
-        parts.append(f"Degenerate (fail): {', '.join(map(str, failing))}; do not train with them as they are "
+        parts.append(f"Degenerate (fail): {', '.join(map(as_name, failing))}; do not train with them as they are "
                      "(the findings say which property fails and what to change).")
     else:
         parts.append("No reward environment is degenerate on this corpus.")
     left_out = getattr(audit, "left_out", None)
     if left_out is not None and len(left_out):
-        notes = "; ".join(f"**{r.reward_environment}** ({r.key} needs the corpus column `{r.column}`)"
+        notes = "; ".join(f"**{as_name(r.reward_environment)}** ({r.key} needs the corpus column `{r.column}`)"
                           for r in left_out.itertuples())
         parts.append(f"Left out (n/a): {notes}, which this corpus lacks; add the column to screen "
                      f"{'it' if len(left_out) == 1 else 'them'}.")
