@@ -411,7 +411,8 @@ def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, fact
     the references' medians on the test: how far apart the solutions are),
     ``median_repeat_cv``, ``icc`` (ICC(3,1) of log duration, solutions x
     repeats: the share of one repeat's variance that is between solutions,
-    i.e. whether a repeat orders the solutions as the others do) and
+    i.e. whether a repeat orders the solutions as the others do; the median of
+    the language pools' ICCs on a test whose references mix languages) and
     ``near_floor`` (median_s <= factor x floor; False when the floor is unknown).
 
     ``tests`` and ``icc``: :func:`test_table` of ``run`` and :func:`stats.reliability.log_duration_icc` of its
@@ -422,7 +423,9 @@ def test_discrimination(run: pd.DataFrame, *, floor_s: float | None = None, fact
         if icc is None:
             icc = log_duration_icc(correct_reference_rows(run))
         key = icc["problem"].astype(str) + "\x00" + icc["test"].astype(str)
-        lookup = pd.Series(icc["ICC3"].to_numpy(), index=key.to_numpy())
+        lookup = pd.Series(icc["ICC3"].to_numpy(dtype=float), index=key.to_numpy())
+        if "pool_language" in icc.columns:  # one ICC per language pool of the test: their median
+            lookup = lookup.groupby(level=0, sort=False).median()
         tkey = tests["problem"].astype(str) + "\x00" + tests["test"].astype(str)
         tests["icc"] = lookup.reindex(tkey.to_numpy()).to_numpy()
     else:

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from stats._groups import group_codes, grouped_median, subset_codes
+from stats._groups import column_codes, first_rows, group_codes, grouped_median, subset_codes
 from stats._ties import pool_less_equal, snap
 
 __all__ = ["STATUSES", "select_runs", "solution_cells", "reference_pools", "test_percentiles", "percentile_table",
-           "problem_scores", "pool_join", "POOLS_ATTR", "joint_codes", "require_single_run"]
+           "problem_scores", "pool_join", "pool_languages", "POOLS_ATTR", "joint_codes", "require_single_run"]
 
 #: The estimators' input contract: the statuses they know, ``ok`` first (their codes index this
 #: tuple). stats imports nothing of audits, so the corpus schema (``audits.corpus.schema.STATUSES``)
@@ -158,6 +158,41 @@ def _collapse(executions: pd.DataFrame, by: list, codes: np.ndarray, n_groups: i
 POOLS_ATTR = "speedaudit.reference_pools"
 
 
+def pool_languages(rows: pd.DataFrame, *, by_language: bool | None = None) -> pd.Categorical | None:
+    """The language of the reference pool each row belongs to (``""``: its problem's one pool), or None without a
+    ``language`` column or with one pool per problem asked for.
+
+    The one rule of the pools (:func:`reference_pools` reads it, and so does every estimator of differences
+    between references: :func:`stats.reliability.log_duration_icc`, :func:`stats.reliability.variance_partials`):
+    with a ``language`` column, a problem whose ``rows`` hold more than one language has one pool per language
+    (``by_language=None``, the default), ``True`` splits every problem, ``False`` or ``rows.attrs[POOLS_ATTR] ==
+    "one"`` (the command line's ``--one-pool``) keeps one pool. A row of a problem with one pool reads ``""``, as
+    does a row without a language. Give it the rows the pools are built from: ``ok`` runs of correct references.
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"problem": ["p", "p", "q"], "language": ["cpp", "python", "cpp"]})
+    >>> list(pool_languages(rows)), list(pool_languages(rows.iloc[2:])), pool_languages(rows, by_language=False)
+    (['cpp', 'python', ''], [''], None)
+    """
+    if by_language is None and rows.attrs.get(POOLS_ATTR) == "one":
+        by_language = False
+    if by_language is False or "language" not in rows.columns or not len(rows):
+        return None
+    language = rows["language"].astype("category")
+    codes, _ = column_codes(language)  # -1: no language (its own value, "" as reference_pools writes it)
+    if by_language:
+        split = np.ones(len(rows), dtype=bool)
+    else:  # distinct (problem, language) pairs per problem, from codes (no per-row text at 10^7 rows)
+        problem, n_problems = group_codes(rows, ["problem"])
+        pair, n_pairs = group_codes(rows.assign(language=language), ["problem", "language"])
+        split = (np.bincount(problem[first_rows(pair, n_pairs)], minlength=n_problems) > 1)[problem]
+    names = ["" if pd.isna(c) else str(c) for c in language.cat.categories]
+    labels = sorted(set(names) | {""})
+    index = np.array([labels.index(n) for n in names] + [labels.index("")], dtype=np.int64)
+    return pd.Categorical.from_codes(np.where(split, index[codes], labels.index("")), categories=labels)
+
+
 def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None,
                     codes: tuple[np.ndarray, int] | None = None) -> pd.DataFrame:
     """Reference pool of every (problem, test).
@@ -210,15 +245,9 @@ def reference_pools(corpus: pd.DataFrame, *, by_language: bool | None = None,
     by = ["problem", "test", "solution"]
     cells = _collapse(refs, by, *(group_codes(refs, by) if codes is None else subset_codes(*codes, mask)))
     out = cells[["problem", "test", "solution", "duration_s"]].reset_index(drop=True)
-    if split and len(cells):
-        language = cells["language"].astype(object).where(cells["language"].notna(), "").astype(str).to_numpy()
-        if by_language:
-            per_language = np.ones(len(cells), dtype=bool)
-        else:  # the problems whose references have more than one language (one groupby over <= 10^6 cells)
-            n_lang = pd.Series(language).groupby(cells["problem"].to_numpy()).transform("nunique").to_numpy()
-            per_language = n_lang > 1
-        if per_language.any():
-            out["pool_language"] = np.where(per_language, language, "")
+    pools = pool_languages(cells, by_language=by_language) if split else None
+    if pools is not None and (pools != "").any():
+        out["pool_language"] = np.asarray(pools, dtype=object).astype(str)
     return out
 
 

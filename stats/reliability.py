@@ -51,7 +51,7 @@ from stats._groups import canonical_order, first_rows, group_codes, grouped_orde
 from stats._hashing import GOLDEN, finalize64
 from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
-from stats.ranking import percentile_table, problem_scores, reference_pools, solution_cells
+from stats.ranking import percentile_table, pool_languages, problem_scores, reference_pools, solution_cells
 
 __all__ = ["CELL", "correct_reference_rows", "correct_reference_mask", "d2_constant", "repeat_cv", "benchmark_checks",
            "summarize_repeat_cv", "process_level", "per_repeat_scores", "RankDrift", "rank_drift", "log_duration_icc",
@@ -772,7 +772,9 @@ def grouped_icc(
 
 
 def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
-    """:func:`grouped_icc` of every (problem, test): solutions x repeats of log ``duration_s``.
+    """:func:`grouped_icc` of every (problem, test): solutions x repeats of log ``duration_s``; of every (problem,
+    test, ``pool_language``) when some problem's references mix languages (one pool per language,
+    :func:`stats.ranking.pool_languages`).
 
     Reads the ``ok`` rows with a positive finite duration (a timeout's limit or a crash is not a rating);
     without a ``repeat`` column every row is repeat 0. What the reliability audit's ICC, the
@@ -795,7 +797,14 @@ def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
     d = runs["duration_s"].to_numpy(dtype=float)
     good = (runs["status"] == "ok").to_numpy() & np.isfinite(d) & (d > 0)
     logs = runs.loc[good].assign(_log=np.log(d[good]))
-    return grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+    # solutions are compared within their reference pool (stats.ranking.pool_languages), as their scores are: a
+    # test of a problem whose references mix languages has one ICC per language; a C++ and a Python reference
+    # differ by the interpreter, which read as an ICC of 0.995 on a real archive (oj-lab/problem-packages)
+    pools = pool_languages(logs)
+    if pools is None or not (pools != "").any():
+        return grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
+    return grouped_icc(logs.assign(pool_language=pools), targets="solution", raters="repeat", ratings="_log",
+                       groups=["problem", "test", "pool_language"])
 
 
 def icc_rounding_range(test_icc: pd.DataFrame, cells: pd.DataFrame, *, step: float) -> pd.DataFrame:
@@ -1049,7 +1058,9 @@ def variance_components(executions: pd.DataFrame) -> VarianceComponents:
 
 
 def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
-    """Per-problem sufficient statistics of :func:`variance_components` (one row per problem, in name order).
+    """Per-problem sufficient statistics of :func:`variance_components` (one row per problem, in name order; a
+    problem whose references mix languages has one row per reference pool, with the ``pool_language`` column of
+    :func:`stats.ranking.pool_languages`, present whenever the rows have a ``language``).
 
     Every estimator of :func:`variance_components` is a function of sums over problems of within-problem
     quantities and of the per-problem means ``M`` and design sizes ``T``, ``S``: the components of a corpus
@@ -1074,7 +1085,15 @@ def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
     y = np.log(d[ok])
     if "campaign" not in frame.columns:
         frame = frame.assign(campaign="c0")
-    prob, n_p = group_codes(frame, ["problem"])  # the problem of every row (then of every process, cell...)
+    # The unit is the reference pool (stats.ranking.pool_languages): a problem whose references mix languages is
+    # one unit per language, as its scores are. A C++ and a Python solution differ by the interpreter (30x), not
+    # by the idea; counted as between-solution variance, that gap made repeats_needed 1 on a real archive whose
+    # only two-solution problem paired a C++ and a Python reference (oj-lab/problem-packages, hello-world).
+    pools = pool_languages(frame)
+    unit = ["problem"] if pools is None else ["problem", "pool_language"]
+    if pools is not None:
+        frame = frame.assign(pool_language=pools)
+    prob, n_p = group_codes(frame, unit)  # the unit of every row (then of every process, cell...)
     out: dict[str, np.ndarray] = {}
     if nested:
         # 0. nested repeats: values inside processes; the rest runs on process means (see variance_components)
@@ -1112,9 +1131,9 @@ def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
     out["ss_c"] = np.bincount(p[multi], weights=b_ss[multi], minlength=n_p)
     out["corr_c"] = np.bincount(p[multi], weights=((C - 1) * inv_n_sum / C)[multi], minlength=n_p)
     # 4. two-way on cell means within problems
-    cells = frame.iloc[first_cc[first_cell]][["problem", "test", "solution"]].reset_index(drop=True)
-    pt, n_pt = group_codes(cells, ["problem", "test"])
-    ps, n_ps = group_codes(cells, ["problem", "solution"])
+    cells = frame.iloc[first_cc[first_cell]][unit + ["test", "solution"]].reset_index(drop=True)
+    pt, n_pt = group_codes(cells, unit + ["test"])
+    ps, n_ps = group_codes(cells, unit + ["solution"])
     T_all = np.bincount(p[first_rows(pt, n_pt)], minlength=n_p)
     complete_s = np.bincount(ps, minlength=n_ps) == T_all[p[first_rows(ps, n_ps)]]
     keep = complete_s[ps]
@@ -1132,8 +1151,7 @@ def variance_partials(executions: pd.DataFrame) -> pd.DataFrame:
     out["ss_t"] = np.bincount(p, weights=(mt[pt] - M[p]) ** 2, minlength=n_p)  # = S_p sum_t (mt - M)^2
     out["ss_s"] = np.bincount(p, weights=(ms[ps] - M[p]) ** 2, minlength=n_p)
     out["T"], out["S"], out["M"], out["present"] = T, S, M, n_cell_p > 0
-    table = frame.iloc[first_rows(prob, n_p)][["problem"]].reset_index(drop=True) if n_p else \
-        pd.DataFrame({"problem": frame["problem"].iloc[:0]})
+    table = frame.iloc[first_rows(prob, n_p)][unit].reset_index(drop=True) if n_p else frame[unit].iloc[:0]
     for name, values in out.items():
         table[name] = values
     return table

@@ -520,8 +520,8 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
     elif not np.isfinite(env.drift.p95_range_5):  # judged NaN would read "warn"
         out["p95_rank_range"] = "no solution was scored in two repeats"
     if not np.isfinite(env.icc_agreement.estimate):
-        out["icc"] = ("no optimization test has >= 2 correct references with >= 2 ok repeats and non-constant "
-                      "durations")
+        out["icc"] = ("no optimization test has >= 2 correct references in one pool (one language, when a "
+                      "problem's references mix languages) with >= 2 ok repeats and non-constant durations")
     sig = env.significance
     if not np.isfinite(sig.share.estimate) and sig.n_tied and not sig.n_tested:
         out["significant_share"] = (f"every one of the {sig.n_tied:,} pairs of references of a problem ties in its "
@@ -533,7 +533,9 @@ def _not_measurable(env: RunReliability, t: ReliabilityThresholds) -> dict[str, 
     elif sig.n_repeats >= 2 and _smallest_share(sig.n_repeats, sig.alpha) > t.significant_share_fail:
         out["significant_share"] = _too_few_repeats(sig, t, "processes" if env.variance.nested else "repeats")
     if not np.isfinite(env.repeats_needed):
-        out["repeats_needed"] = "variance components undefined (no between-solution variance measured)"
+        out["repeats_needed"] = ("variance components undefined (no between-solution variance measured: no "
+                                 "problem has >= 2 correct references in one pool, one language when its "
+                                 "references mix languages)")
     one_value = _one_value_reason(env)
     if one_value:  # the ICC's and the share's own reasons, when they have one, already say what ties
         return {**dict.fromkeys(_CLOCK_BLIND, one_value),

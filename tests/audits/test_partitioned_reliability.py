@@ -7,6 +7,7 @@ import collections
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from audits.checks.clocks import CONTENTION_MIN_CPU_S
@@ -241,3 +242,21 @@ def test_contention_without_cpu_time_is_not_available_on_dask_too(nested_memory,
     assert _close(dask, memory) == []
     levels = {f["level"] for f in memory["findings"] if f["metric"] == "contention"}
     assert levels == {"n/a"}
+
+
+def test_language_pools_on_dask_equal_in_memory(client, tmp_path):
+    """A problem whose references mix languages is one unit per language pool for the ICCs and the variance
+    components (tests/edges/test_pool_language_reliability.py); partitions with and without such a problem join
+    to the in-memory audit."""
+    corpus = _corpus(8, clocks=False, n_repeats=3)
+    mixed = corpus["problem"].astype(str).isin(["p0000", "p0001", "p0004"]).to_numpy()
+    odd = {name: name.startswith("ref-") and int(name[4:]) % 2 == 1 for name in corpus["solution"].astype(str).unique()}
+    python = (mixed & (corpus["role"] == "reference").to_numpy()
+              & corpus["solution"].astype(str).map(odd).to_numpy(bool))
+    corpus["language"] = pd.Categorical(np.where(python, "python", "cpp"))
+    corpus.loc[python, "duration_s"] = corpus.loc[python, "duration_s"] * 30.0
+    data = save_dataset(corpus, tmp_path / "d", problems_per_partition=2)
+    memory = _json(run_reliability_audit(data.load(), n_boot=N_BOOT))
+    assert _close(_json(run_partitioned_reliability(data, client=client, n_boot=N_BOOT)), memory) == []
+    merged = _json(run_reliability_audit(data.load().drop(columns="language"), n_boot=N_BOOT))
+    assert memory["runs"][0]["icc"] != merged["runs"][0]["icc"]  # the pools split: the figures moved
