@@ -526,8 +526,27 @@ def per_repeat_scores(
         if "repeat" not in scored.columns:
             scored = scored.assign(repeat=0)
         table = percentile_table(scored, per_repeat=True, pools=pools)
-    scores = problem_scores(table, by=["problem", "solution", "repeat"])
-    return scores[[c for c in ("problem", "solution", "repeat", "q", "q_unrounded", "role") if c in scores.columns]]
+    by = ["problem", "solution", "repeat"]
+    codes = group_codes(table, by)
+    scores = problem_scores(table, by=by, codes=codes)
+    scores = scores[[c for c in ("problem", "solution", "repeat", "q", "q_unrounded", "role") if c in scores.columns]]
+    if "language" in table.columns:  # the pool each score is read in: pairs are compared within one
+        scores = scores.assign(pool_language=_unit_pools(table, first_rows(*codes), pools))
+    return scores
+
+
+def _unit_pools(table: pd.DataFrame, first: np.ndarray, pools: pd.DataFrame) -> pd.Categorical:
+    """The ``pool_language`` of each unit whose first row of ``table`` is ``first``: its language in a problem
+    whose pools are split by language (``pools``' ``pool_language``, :func:`stats.ranking.reference_pools`),
+    ``""`` in a problem with one pool. Present whenever the rows have a language, so that the partitions' score
+    tables have the same columns."""
+    language = table["language"].iloc[first]
+    text = language.astype(object).where(language.notna(), "").astype(str).to_numpy()
+    split = np.zeros(len(first), dtype=bool)
+    if "pool_language" in pools.columns:
+        problems = pd.unique(pools.loc[(pools["pool_language"] != "").to_numpy(), "problem"].astype(str))
+        split = table["problem"].iloc[first].astype(str).isin(problems).to_numpy()
+    return pd.Categorical(np.where(split, text, ""))
 
 
 @dataclass(frozen=True)
@@ -1452,7 +1471,8 @@ def pairwise_significance(
 ) -> PairSignificance:
     """Is the faster of two solutions of one problem significantly faster?
 
-    For every pair of solutions (a, b) of one problem whose median per-repeat
+    For every pair of solutions (a, b) of one problem (of one reference pool,
+    when ``scores`` has a ``pool_language``: :func:`per_repeat_scores`) whose median per-repeat
     score differs, a is the "faster" one (lower median). H0: a's and b's
     repeats come from one distribution; H1: a's are stochastically smaller.
     Test: exact one-sided Mann-Whitney U over the repeats (scipy, vectorised
@@ -1508,8 +1528,11 @@ def pairwise_significance(
     mat = x_u[order].reshape(len(sol_ids), R)  # sorted repeats per solution
     med = np.median(mat, axis=1)
     first = first_rows(codes, n_sol)[sol_ids]
-    sol_frame = sc.iloc[first][["problem", "solution"]].reset_index(drop=True)
-    prob, n_prob = group_codes(sol_frame, ["problem"])
+    # pairs within a reference pool (per_repeat_scores' pool_language): a C++ and a Python solution's scores are
+    # read in different pools, and whether one is "faster" than the other is no question any score asks
+    unit = ["problem", "pool_language"] if "pool_language" in sc.columns else ["problem"]
+    sol_frame = sc.iloc[first][["solution"] + unit].reset_index(drop=True)
+    prob, n_prob = group_codes(sol_frame, unit)
     # Pairs within problems: solutions in blocks of their problem, enumerate i < j in each block. Problems and
     # the solutions within one are ordered by their data (a hash of the sorted repeat scores), not their names,
     # so the seeded sample of pairs (more than ``max_pairs``) and the bootstrap over problems pick the same

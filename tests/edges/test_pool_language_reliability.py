@@ -83,3 +83,18 @@ def test_variance_components_are_those_of_one_problem_per_pool():
     pd.testing.assert_frame_equal(variance_components(correct_reference_rows(same_language)).table,
                                   variance_components(correct_reference_rows(corpus.drop(columns="language"))).table,
                                   rtol=0, atol=0)
+
+
+def test_significance_pairs_solutions_of_one_pool_only():
+    """Whether one reference is faster than another is asked within a pool: every pair of a problem's references
+    of one language (whose median scores differ), never a C++ one with a Python one."""
+    corpus = _mixed(4)
+    (run,) = run_reliability_audit(corpus, n_boot=N_BOOT).runs.values()
+    pairs = run.significance.pairs
+    solutions = corpus.drop_duplicates(["problem", "solution"])
+    language = dict(zip(zip(solutions["problem"].astype(str), solutions["solution"].astype(str)),
+                        solutions["language"].astype(str)))
+    faster, slower = ([language[p, s] for p, s in zip(pairs["problem"].astype(str), pairs[side].astype(str))]
+                      for side in ("faster", "slower"))
+    assert len(pairs) and faster == slower
+    assert run.significance.n_pairs + run.significance.n_tied == 6 * 2  # one pair per language per problem
