@@ -752,8 +752,9 @@ def write_index(
                     f"{html.escape(REPORTS[report.name].description if report.name in REPORTS else '')}</div></td>"
                     f"<td>{_badge(report.worst)}</td><td>{detail}</td></tr>")
     corpus_items = "".join(f"<li><code>{html.escape(str(c))}</code></li>" for c in corpora)
-    param_items = "".join(f"<li><code>{html.escape(k)} = {html.escape(repr(v))}</code></li>"
-                          for k, v in (parameters or {}).items())
+    # None is an option left to its automatic choice, as --help says ("default: automatic"), not Python's None
+    param_items = "".join(f"<li><code>{html.escape(k)} = {'automatic' if v is None else html.escape(repr(v))}"
+                          f"</code></li>" for k, v in (parameters or {}).items())
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -15,10 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audits.checks.reliability import run_reliability_audit
 from audits.cli import main
-from audits.corpus.io import save_corpus
+from audits.corpus.io import load_corpus, save_corpus
 from audits.corpus.synthetic import synthesize
 from audits.protocol.findings import frame_text
+from audits.report.narrative.reliability import describe_reliability, reliability_table
 
 NAN_WORDS = re.compile(r"(?<![\w/])(nan|NaN|inf|-inf)(?![\w/])")
 
@@ -48,3 +50,17 @@ def test_frame_text_writes_every_undefined_figure_as_n_a():
     assert lines[1].split() == ["a", "0.5", "1"] and lines[2].split() == ["b", "n/a", "2"]
     assert lines[3].split() == ["c", "n/a", "3"]
     assert frame_text(frame.iloc[:0]) == "(no data)"
+
+
+def test_the_reliability_page_says_n_a_with_the_reason_not_dashes(one_reference_output):
+    """The page's paragraph read "moves by - points ... ICC(A,1) is - (no CI) (n=0); - repeats would give ..."
+    and its table "- (no CI) (n=0)": each figure it cannot read is now one n/a sentence with its finding's reason."""
+    _, path = one_reference_output
+    audit = run_reliability_audit(load_corpus(path), n_boot=20)
+    text = describe_reliability(audit)
+    assert "Rank drift of the score: n/a (no solution was scored twice)." in text, text
+    assert "Test-retest agreement ICC(A,1): n/a (no optimization test has >= 2 correct references" in text, text
+    assert "Repeats needed: n/a (" in text, text
+    assert " - " not in text and "(n=0)" not in text, text
+    table = reliability_table(audit)
+    assert (table.loc[:, ["mean rank sd (points)", "ICC(A,1)", "worst rank range", "repeats needed"]] == "n/a").all().all(), table.T

@@ -6,6 +6,7 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
@@ -88,6 +89,8 @@ def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "
     '5% [4%, 6.1%] (n=20)'
     >>> format_interval(Interval(0.05, float("nan"), float("nan"), 1))
     '0.05 (no CI) (n=1)'
+    >>> format_interval(Interval(float("nan"), float("nan"), float("nan"), 0))  # not measured
+    'n/a'
     """
     if interval is None:
         return "-"
@@ -96,6 +99,8 @@ def format_interval(interval, digits: int = 3, scale: float = 1.0, unit: str = "
                              interval.get("ci_high", interval.get("high")), interval.get("n"))
     else:
         est, low, high, n = interval.estimate, interval.low, interval.high, interval.n
+    if est is None or (isinstance(est, float) and math.isnan(est)):  # "- (no CI) (n=0)" said nothing measured
+        return NA
 
     def f(x):
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format_value(x * scale, digits) + unit
@@ -457,12 +462,38 @@ class Markdown:
 PLAIN_TEXT = {"text.parse_math": False}
 
 
+@functools.cache
+def _plain_log_formatter() -> type:
+    """matplotlib's LogFormatter writing each label it draws as a plain number (``f"{x:g}"``), never mathtext:
+    the same ticks labelled (its own rules for a base, minor ticks and a narrow range), other text. A class made
+    on first use, since matplotlib is imported only when a figure is drawn."""
+    # deferred: matplotlib (plots): only when a figure is drawn
+    from matplotlib.ticker import LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
+    return PlainLogFormatter
+
+
 def figure_png(fig, *, dpi: int = 110) -> bytes:
     """PNG bytes of a matplotlib Figure (tight bounding box), its texts drawn as written (never as math: the tick
     labels matplotlib makes while drawing carry problem and solution names; :data:`PLAIN_TEXT`)."""
     # deferred: matplotlib (plots): only when a figure is drawn
     import matplotlib
+    from matplotlib.ticker import LogFormatter
 
+    # A log axis labels its ticks in mathtext ("$\\mathdefault{10^{-1}}$"), which PLAIN_TEXT would draw as written:
+    # every log axis of the pages showed that string under its ticks. Its formatters become plain ones with the
+    # same base and the same choice of ticks to label ("0.1", "1", "10"; base 2: "0.5", "1", "2").
+    plain = _plain_log_formatter()
+    for axis in (a for ax in fig.get_axes() for a in (ax.xaxis, ax.yaxis)):
+        for formatter, setter in ((axis.get_major_formatter(), axis.set_major_formatter),
+                                  (axis.get_minor_formatter(), axis.set_minor_formatter)):
+            if isinstance(formatter, LogFormatter) and not isinstance(formatter, plain):
+                setter(plain(base=formatter._base, labelOnlyBase=formatter.labelOnlyBase,
+                             minor_thresholds=formatter.minor_thresholds, linthresh=formatter._linthresh))
     buffer = io.BytesIO()
     with matplotlib.rc_context(PLAIN_TEXT):
         fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")

@@ -17,6 +17,12 @@ __all__ = ["reliability_table", "describe_reliability", "discriminability_table"
            "contention_table", "describe_contention"]
 
 
+def _figure(value) -> str:
+    """A figure of the run table: its value, or ``n/a`` when the run cannot measure it (as the intervals beside
+    it read, :func:`audits.report.narrative.common.format_interval`)."""
+    return format_value(value) if value is not None and np.isfinite(value) else NA
+
+
 def reliability_table(audit) -> pd.DataFrame:
     """Headline reliability metrics, one row per run (environment, campaign), CIs as text."""
     rows = []
@@ -28,11 +34,11 @@ def reliability_table(audit) -> pd.DataFrame:
             "median sd (ms)": format_interval(env.median_abs_sd_ms),
             "mean rank range (points)": format_interval(env.drift.mean_range),
             "mean rank sd (points)": format_interval(env.drift.mean_sd),
-            "95th percentile rank range (as 5 repeats)": format_value(env.drift.p95_range_5),
-            "worst rank range": format_value(env.drift.worst_range),
+            "95th percentile rank range (as 5 repeats)": _figure(env.drift.p95_range_5),
+            "worst rank range": _figure(env.drift.worst_range),
             "ICC(A,1)": format_interval(env.icc_agreement),
             "significant pairs": format_interval(env.significance.share),
-            "repeats needed": format_value(env.repeats_needed),
+            "repeats needed": _figure(env.repeats_needed),
         })
     return run_index(rows)
 
@@ -47,15 +53,7 @@ def describe_reliability(audit) -> str:
         stated = env.run_summary.repeats_text if env.run_summary is not None else f"{env.n_repeats} repeats"
         text = (f"**{run_name(run)}** ({stated}): the median repeat CV is {format_interval(cv)} (median over (problem, test, solution) "
                 f"cells of correct references; CI over problems), an absolute sd of "
-                f"{format_seconds(env.median_abs_sd_ms.estimate / 1000)}. Scored once per repeat against a fixed pool, a "
-                f"solution's score moves by {format_value(env.drift.mean_range.estimate)} points on average "
-                f"(range over {env.n_repeats} {unit}; 95 % of scores move less than "
-                f"{format_value(env.drift.p95_range_5)} as the range of 5 repeats, the worst "
-                f"{format_value(env.drift.worst_range)}), a within-problem "
-                f"sd of {format_interval(env.drift.mean_sd)} points. Test-retest agreement ICC(A,1) is "
-                f"{format_interval(env.icc_agreement)}; "
-                f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
-                f"{env.target_reliability:g}.")
+                f"{format_seconds(env.median_abs_sd_ms.estimate / 1000)}. " + _drift_and_agreement(audit, run, env, unit))
         finding = finding_of(audit.findings, run, "median_repeat_cv")
         level = None if finding is None else finding.level
         if level == "fail":
@@ -69,6 +67,37 @@ def describe_reliability(audit) -> str:
             text += f" Repeat noise: {audit_text(finding.message)}."
         paragraphs.append(text)
     return "\n\n".join(paragraphs) if paragraphs else "No run had repeated reference timings."
+
+
+def _not_measured(audit, run, metric: str, what: str) -> str:
+    """``what: n/a (the finding's reason).``: a figure the run cannot measure, said once with its reason, where
+    the sentence that reads it would have shown dashes ("moves by - points", "ICC(A,1) is - (no CI) (n=0)")."""
+    finding = finding_of(audit.findings, run, metric)
+    reason = audit_text(finding.reason) if finding is not None and finding.reason else "not measured on this run"
+    return f"{what}: n/a ({reason})."
+
+
+def _drift_and_agreement(audit, run, env, unit: str) -> str:
+    """The rank drift, ICC and repeats-needed sentences of one run, each figure either read or n/a with why."""
+    parts = []
+    if np.isfinite(env.drift.mean_range.estimate):
+        parts.append(f"Scored once per repeat against a fixed pool, a solution's score moves by "
+                     f"{format_value(env.drift.mean_range.estimate)} points on average (range over {env.n_repeats} "
+                     f"{unit}; 95 % of scores move less than {format_value(env.drift.p95_range_5)} as the range of 5 "
+                     f"repeats, the worst {format_value(env.drift.worst_range)}), a within-problem sd of "
+                     f"{format_interval(env.drift.mean_sd)} points.")
+    else:
+        parts.append(_not_measured(audit, run, "mean_rank_sd", "Rank drift of the score"))
+    if np.isfinite(env.icc_agreement.estimate):
+        parts.append(f"Test-retest agreement ICC(A,1) is {format_interval(env.icc_agreement)}.")
+    else:
+        parts.append(_not_measured(audit, run, "icc", "Test-retest agreement ICC(A,1)"))
+    if np.isfinite(env.repeats_needed):
+        parts.append(f"{format_value(env.repeats_needed)} {unit} would give a per-problem score reliability of "
+                     f"{env.target_reliability:g}.")
+    else:
+        parts.append(_not_measured(audit, run, "repeats_needed", f"{unit.capitalize()} needed"))
+    return " ".join(parts)
 
 
 def discriminability_table(audit) -> pd.DataFrame:
