@@ -123,7 +123,11 @@ def level_counts(findings) -> dict[str, int]:
 
 
 def finding_text(f: Finding) -> str:
+    """``[where] metric = value - message``; an n/a finding, which has no value, ``[where] metric: message`` (as
+    the command line's findings table writes it; "calibration_pair = - - not measured: ..." read as a typo)."""
     where = f"[{where_name(f)}] " if f.where else ""
+    if f.level == NA:
+        return f"{where}{f.metric}: {audit_text(f.message)}"
     return f"{where}{f.metric} = {format_value(f.value)} - {audit_text(f.message)}"
 
 

@@ -117,6 +117,10 @@ def describe_not_measured(verdicts: Mapping[str, Sequence[Finding]]) -> str:
     ...      Finding.not_available("significant_share", "one repeat", environment="busy")]
     >>> describe_not_measured({"sandbox reliability": f})
     '**Not measured on this corpus** (n/a, their figures not drawn): **sandbox reliability**: icc, significant_share (busy): one repeat.'
+
+    Places with the same metrics and the same reason share one entry (``auc, curve_noise (top30; uniform):
+    reason``): seven reward environments of a corpus without two references per problem repeated one long
+    reason seven times.
     """
     parts = []
     for title, findings in verdicts.items():
@@ -125,8 +129,14 @@ def describe_not_measured(verdicts: Mapping[str, Sequence[Finding]]) -> str:
             if f.level == NA:
                 by_reason.setdefault(f.reason, {}).setdefault(where_name(f) if f.where else "", []).append(f.metric)
         if by_reason:
-            groups = [f"{', '.join(dict.fromkeys(metrics))}{f' ({where})' if where else ''}: {audit_text(reason)}"
-                      for reason, places in by_reason.items() for where, metrics in places.items()]
+            groups = []
+            for reason, places in by_reason.items():
+                by_metrics: dict[tuple, list[str]] = {}
+                for where, metrics in places.items():
+                    by_metrics.setdefault(tuple(dict.fromkeys(metrics)), []).append(where)
+                for metrics, wheres in by_metrics.items():
+                    shown = "; ".join(w for w in wheres if w)
+                    groups.append(f"{', '.join(metrics)}{f' ({shown})' if shown else ''}: {audit_text(reason)}")
             parts.append(f"**{title}**: " + "; ".join(groups) + ".")
     if not parts:
         return "Every finding was measured on this corpus (none is n/a)."
