@@ -1588,12 +1588,15 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
         boot_ratio = boot_stab / boot_range
     alpha = (1 - level) / 2
 
-    def ci(draws):
+    def ci(draws, measured):
         if not resamples:  # no interval without resamples
             return np.full(len(draws), np.nan), np.full(len(draws), np.nan)
         draws = np.asarray(draws, dtype=float)
         low, high = np.full(len(draws), np.nan), np.full(len(draws), np.nan)
-        some = np.isfinite(draws).any(axis=1)  # an all-NaN row has no interval (NaN), and no numpy warning
+        # an all-NaN row has no interval (NaN), and no numpy warning; neither has a figure measured on one problem:
+        # every resample that defines it holds that problem only, so the "interval" is the point itself (a real
+        # archive's geo_ratio read 66.7 [66.7, 66.7] over 1 problem), as the one-problem rule above says
+        some = np.isfinite(draws).any(axis=1) & (measured >= 2)
         if some.any():
             low[some], high[some] = np.nanquantile(draws[some], [alpha, 1 - alpha], axis=1)
         return low, high
@@ -1620,9 +1623,10 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
     p_better = (_share(boot_ratio < boot_ratio[d_i][None, :],
                        np.isfinite(boot_ratio) & np.isfinite(boot_ratio[d_i][None, :]), empty=np.nan)
                 if resamples else np.full(len(names), np.nan))
-    s_lo, s_hi = ci(boot_stab)
-    r_lo, r_hi = ci(boot_range)
-    q_lo, q_hi = ci(boot_ratio)
+    n_stab, n_range = np.isfinite(stab_pp).sum(axis=1), np.isfinite(range_pp).sum(axis=1)
+    s_lo, s_hi = ci(boot_stab, n_stab)
+    r_lo, r_hi = ci(boot_range, n_range)
+    q_lo, q_hi = ci(boot_ratio, np.minimum(n_stab, n_range))
     table = pd.DataFrame({
         "aggregator": names,
         "description": [_REGISTRY[n].description for n in names],
@@ -1630,8 +1634,8 @@ def combine_aggregator_values(values: AggregatorProblemValues, *, n_repeats: int
         "dynamic_range": spread, "dynamic_range_low": r_lo, "dynamic_range_high": r_hi,
         "dynamic_range_sd": sd(range_pp),
         "ratio": ratio, "ratio_low": q_lo, "ratio_high": q_hi,
-        "n_problems": np.isfinite(stab_pp).sum(axis=1),
-        "n_problems_range": np.isfinite(range_pp).sum(axis=1),
+        "n_problems": n_stab,
+        "n_problems_range": n_range,
         "pareto": front,
         "dominated_by": [[names[j] for j in d] for d in dominated_by],
         "dominated_by_confident": confident_by,

@@ -6,6 +6,7 @@ Part of :mod:`audits.report.narrative` (which re-exports every public name).
 from __future__ import annotations
 
 
+import numpy as np
 import pandas as pd
 
 from audits.protocol.findings import NA
@@ -64,9 +65,13 @@ def _describe_aggregation_run(audit, env, camp) -> str:
     if default in table.index:
         d = table.loc[default]
         on_front = bool(d["pareto"])
+        measured = np.isfinite(d["stability"]) and np.isfinite(d["dynamic_range"])
+        # a default this run cannot score is neither on the front nor dominated: it was not compared
         parts.append(f"The default **{default}** has stability {ci_text(d, 'stability', 3)}, range "
-                     f"{ci_text(d, 'dynamic_range', 3)} (ratio {format_value(d['ratio'])}); it is "
-                     + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
+                     f"{ci_text(d, 'dynamic_range', 3)}"
+                     + ((f" (ratio {format_value(d['ratio'])}); it is "
+                         + ("on the Pareto front." if on_front else "dominated (not on the Pareto front)."))
+                        if measured else "; it is not compared with the others (the table below says why)."))
         # what to do follows the audit's verdict on the default (judged once, in audits.checks.aggregation)
         verdict = next((f for f in audit.findings if f.metric == "default_aggregator"
                         and (f.environment, f.campaign) == (env, camp)), None)

@@ -665,9 +665,11 @@ def ci_text(row, column: str, digits: int = 3, *, low: str = "_low", high: str =
 def interval_words(estimate, low, high, digits: int = 3) -> str:
     """``estimate [low, high]`` with :func:`format_value`; ``estimate (no CI)`` when a bound is missing or NaN.
 
-    >>> interval_words(0.5, 0.25, 0.75), interval_words(1.0, None, float("nan"))
-    ('0.5 [0.25, 0.75]', '1 (no CI)')
+    >>> interval_words(0.5, 0.25, 0.75), interval_words(1.0, None, float("nan")), interval_words(None, None, None)
+    ('0.5 [0.25, 0.75]', '1 (no CI)', 'n/a')
     """
+    if _missing(estimate):  # not measured: "- (no CI)" said nothing
+        return NA
     lo, hi = format_value(low, digits), format_value(high, digits)
     if lo == "-" or hi == "-":  # no resamples (one problem, or n_boot = 0): no interval
         return f"{format_value(estimate, digits)} (no CI)"
