@@ -792,8 +792,8 @@ def grouped_icc(
 
 def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
     """:func:`grouped_icc` of every (problem, test): solutions x repeats of log ``duration_s``; of every (problem,
-    test, ``pool_language``) when some problem's references mix languages (one pool per language,
-    :func:`stats.ranking.pool_languages`).
+    test, ``pool_language``) when the rows have a ``language`` (one pool per language in a problem whose references
+    mix languages, ``""`` for a problem with one pool: :func:`stats.ranking.pool_languages`).
 
     Reads the ``ok`` rows with a positive finite duration (a timeout's limit or a crash is not a rating);
     without a ``repeat`` column every row is repeat 0. What the reliability audit's ICC, the
@@ -819,8 +819,8 @@ def log_duration_icc(references: pd.DataFrame) -> pd.DataFrame:
     # solutions are compared within their reference pool (stats.ranking.pool_languages), as their scores are: a
     # test of a problem whose references mix languages has one ICC per language; a C++ and a Python reference
     # differ by the interpreter, which read as an ICC of 0.995 on a real archive (oj-lab/problem-packages)
-    pools = pool_languages(logs)
-    if pools is None or not (pools != "").any():
+    pools = pool_languages(logs)  # present whenever there is a language (all "": one pool), so that the
+    if pools is None:                 # partitions' tables have the same columns as the whole corpus's
         return grouped_icc(logs, targets="solution", raters="repeat", ratings="_log", groups=["problem", "test"])
     return grouped_icc(logs.assign(pool_language=pools), targets="solution", raters="repeat", ratings="_log",
                        groups=["problem", "test", "pool_language"])
