@@ -106,10 +106,25 @@ def _partitioned(args: argparse.Namespace) -> bool:
     return on_dask(args.corpus, scheduler=args.scheduler, dask=args.dask)
 
 
+def _read_options_given(args: argparse.Namespace) -> list[str]:
+    """The corpus options (``read_corpus``'s: --map, --unit, --measure, --one-pool) given away from their defaults:
+    the in-memory path applies them to the loaded corpus; on Dask they were silently ignored (``--measure cpu_s``
+    judged the wall time, ``--one-pool`` kept the languages' pools)."""
+    given = [("--map", args.mapping is not None), (f"--unit {args.unit}", args.unit != "s"),
+             (f"--measure {args.measure}", args.measure != "duration_s"), ("--one-pool", bool(args.one_pool))]
+    return [flag for flag, on in given if on]
+
+
 def _audit_partitioned(args: argparse.Namespace, thresholds: dict) -> int:
     """The Dask path: :func:`audits.engine.partitioned.run_partitioned_whole_audit` (the audits that run on Dask,
     per-problem partial results on the workers); what cannot run is listed as skipped with the reason (never as
     passing), the audits that do not run on Dask among them (with the reason, in the summary and the JSON)."""
+    refused = _read_options_given(args)
+    if refused:
+        raise UserError(f"{args.corpus}: {', '.join(refused)} not taken on Dask (a partitioned dataset): the workers "
+                        f"read the partitions as they were written, so the option would be ignored\n"
+                        f"  -> audit the dataset in memory (without --dask/--scheduler; up to {MEMORY_ROWS:,} rows), "
+                        f"or write it again with 'speedaudit convert' from a corpus that needs no such option")
     # deferred: speedaudit --help stays light (issue 26 item 4: within 0.3 s)
     from audits.engine.partitioned import audit_dataset_on_dask
 
