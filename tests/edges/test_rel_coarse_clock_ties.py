@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audits.checks.declared.reliability import ReliabilityThresholds
 from audits.checks.reliability import run_reliability_audit
 from audits.corpus.table import normalize
-from tests.edges.coarse_clock_corpora import on_clock, reference_grid
+from tests.edges.coarse_clock_corpora import on_clock, reference_grid, reliability_in_partitions
 
 TICK = 0.02
 SIGMA = 0.15  # sd of log duration: a CV of sqrt(exp(0.15^2) - 1) = 15.1 %
@@ -86,20 +87,10 @@ def test_a_deterministic_measure_keeps_its_pass():
 def test_partitions_of_problems_read_the_same():
     """The audit's partition steps (what the Dask engine runs on each partition) over partitions of two problems
     give the in-memory findings: the clock step is read from whole cells, so no partition sees another's."""
-    from audits.checks.reliability import combine_parts, partition_tables, plan_runs
-    from audits.checks.declared.reliability import ReliabilityThresholds
-    from audits.protocol.context import AuditContext
-
     corpus = normalize(on_clock(_corpus(), TICK))
-    whole = AuditContext(corpus)
-    plan = plan_runs(whole)
-    problem = corpus["problem"].astype(str)
-    groups = np.array_split(np.array(sorted(problem.unique())), 3)
-    parts = [partition_tables(AuditContext(corpus.loc[problem.isin(g).to_numpy()].reset_index(drop=True)), plan)
-             for g in groups]
     options = dict(thresholds=ReliabilityThresholds.for_profile("benchmark"), n_boot=20, seed=0,
                    target_reliability=0.9, target_precision=0.05, max_pairs=200_000)
-    split = combine_parts(parts, plan, whole, **options)
+    split = reliability_in_partitions(corpus, **options)
     memory = run_reliability_audit(corpus, **options)
     assert [(f.metric, f.level, f.message) for f in split.findings] == \
         [(f.metric, f.level, f.message) for f in memory.findings]

@@ -21,10 +21,9 @@ import pingouin
 import pytest
 
 from audits.checks.declared.reliability import ReliabilityThresholds
-from audits.checks.reliability import combine_parts, partition_tables, plan_runs, run_reliability_audit
+from audits.checks.reliability import run_reliability_audit
 from audits.corpus.table import normalize
-from audits.protocol.context import AuditContext
-from tests.edges.coarse_clock_corpora import on_clock, reference_grid
+from tests.edges.coarse_clock_corpora import on_clock, reference_grid, reliability_in_partitions
 
 # pingouin 0.7 calls DataFrame.dropna(inplace=True), which pandas deprecates; not this project's code
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.dropna")
@@ -103,15 +102,9 @@ def test_partitions_of_problems_read_the_same():
     """The partition steps (what the Dask engine runs) over partitions of two problems give the in-memory findings:
     the step, the rounding variance and the tied pairs are read from whole problems."""
     corpus = normalize(on_clock(_grid(0.02, 0.01, spacing=0.1, noise=0.04), 0.01))
-    whole = AuditContext(corpus)
-    plan = plan_runs(whole)
-    problem = corpus["problem"].astype(str)
-    groups = np.array_split(np.array(sorted(problem.unique())), 3)
-    parts = [partition_tables(AuditContext(corpus.loc[problem.isin(g).to_numpy()].reset_index(drop=True)), plan)
-             for g in groups]
     options = dict(thresholds=ReliabilityThresholds(), n_boot=20, seed=0, target_reliability=0.9,
                    target_precision=0.05, max_pairs=200_000)
-    split = combine_parts(parts, plan, whole, **options)
+    split = reliability_in_partitions(corpus, **options)
     memory = run_reliability_audit(corpus, **options)
     assert [(f.metric, f.level, f.message) for f in split.findings] == \
         [(f.metric, f.level, f.message) for f in memory.findings]
