@@ -736,8 +736,10 @@ def write_index(
                 # each name isolated (as the pages write them): a right-to-left override in one reversed the rest
                 label = where_subject(f.get("environment"), f.get("campaign"), f.get("subject"))
                 where = f"[{html.escape(label)}] " if label else ""
-                items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code> = "
-                             f"{html.escape(format_value(f.get('value')))}: {html.escape(audit_text(f['message']))}</li>")
+                # an n/a finding has no value: "metric: not measured: ...", as the pages write it (finding_text)
+                value = "" if f["level"] == NA else f" = {html.escape(format_value(f.get('value')))}"
+                items.append(f"<li>{_badge(f['level'])} {where}<code>{html.escape(str(f['metric']))}</code>{value}: "
+                             f"{html.escape(audit_text(f['message']))}</li>")
             counts = report.counts()
             sections = "".join(f"<li>{_badge(str(s['worst']))} {html.escape(str(s['title']))}</li>"
                                for s in report.sections)
