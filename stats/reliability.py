@@ -51,7 +51,7 @@ from stats._groups import canonical_order, first_rows, group_codes, grouped_orde
 from stats._hashing import GOLDEN, finalize64
 from stats._ties import snap
 from stats.bootstrap import Interval, cluster_bootstrap_ci
-from stats.ranking import percentile_table, pool_languages, problem_scores, reference_pools, solution_cells
+from stats.ranking import percentile_table, pool_join, pool_languages, problem_scores, reference_pools, solution_cells
 
 __all__ = ["CELL", "correct_reference_rows", "correct_reference_mask", "d2_constant", "repeat_cv", "benchmark_checks",
            "summarize_repeat_cv", "process_level", "per_repeat_scores", "RankDrift", "rank_drift", "log_duration_icc",
@@ -536,17 +536,14 @@ def per_repeat_scores(
 
 
 def _unit_pools(table: pd.DataFrame, first: np.ndarray, pools: pd.DataFrame) -> pd.Categorical:
-    """The ``pool_language`` of each unit whose first row of ``table`` is ``first``: its language in a problem
-    whose pools are split by language (``pools``' ``pool_language``, :func:`stats.ranking.reference_pools`),
-    ``""`` in a problem with one pool. Present whenever the rows have a language, so that the partitions' score
-    tables have the same columns."""
-    language = table["language"].iloc[first]
-    text = language.astype(object).where(language.notna(), "").astype(str).to_numpy()
-    split = np.zeros(len(first), dtype=bool)
-    if "pool_language" in pools.columns:
-        problems = pd.unique(pools.loc[(pools["pool_language"] != "").to_numpy(), "problem"].astype(str))
-        split = table["problem"].iloc[first].astype(str).isin(problems).to_numpy()
-    return pd.Categorical(np.where(split, text, ""))
+    """The ``pool_language`` of each unit whose first row of ``table`` is ``first``, by the join the percentiles
+    use (:func:`stats.ranking.pool_join`: its language in a problem whose pools are split by language, ``""``
+    otherwise). Present whenever the rows have a language, so that the partitions' score tables have the same
+    columns."""
+    units, keys = pool_join(table.iloc[first], pools)
+    if "pool_language" not in keys:  # no problem of these pools is split: one pool each
+        return pd.Categorical(np.full(len(first), "", dtype=object))
+    return pd.Categorical(units["pool_language"].to_numpy())
 
 
 @dataclass(frozen=True)
